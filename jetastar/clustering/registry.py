@@ -1,0 +1,103 @@
+"""Run clustering algorithms by name.
+
+Algorithms register themselves with :func:`register`; callers (the CLI, batch processing,
+analysis scripts) use :func:`cluster` and :func:`algorithms`.
+
+Example:
+    >>> from jetastar.clustering import algorithms
+    >>> "greedy" in algorithms()
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .result import ClusteringResult
+
+__all__ = ["AlgorithmInfo", "algorithm_info", "algorithms", "cluster", "register"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmInfo:
+    """A registered algorithm.
+
+    Args:
+        name: registry name.
+        func: ``func(jet, **options) -> ClusteringResult``.
+        exact: whether it returns proven MAP trees.
+        max_leaves: default size limit (jets above are skipped by batch runs), ``None`` = none.
+        description: one line for listings.
+    """
+
+    name: str
+    func: Callable[..., ClusteringResult]
+    exact: bool = False
+    max_leaves: int | None = None
+    description: str = ""
+
+    def options(self) -> list[str]:
+        """Names of the keyword options the algorithm accepts."""
+        params = list(inspect.signature(self.func).parameters.values())[1:]
+        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+_REGISTRY: dict[str, AlgorithmInfo] = {}
+
+
+def register(
+    name: str, *, exact: bool = False, max_leaves: int | None = None, description: str = ""
+) -> Callable[[Callable[..., ClusteringResult]], Callable[..., ClusteringResult]]:
+    """Decorator that registers ``func(jet, **options)`` under ``name``."""
+
+    def wrap(func: Callable[..., ClusteringResult]) -> Callable[..., ClusteringResult]:
+        _REGISTRY[name] = AlgorithmInfo(name, func, exact, max_leaves, description)
+        return func
+
+    return wrap
+
+
+def algorithms() -> list[str]:
+    """Names of all registered algorithms, sorted."""
+    return sorted(_REGISTRY)
+
+
+def algorithm_info(name: str) -> AlgorithmInfo:
+    """The :class:`AlgorithmInfo` of ``name``.
+
+    Raises:
+        ValueError: for an unknown name, listing the valid ones.
+    """
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown algorithm {name!r}; valid: {', '.join(algorithms())}"
+        ) from None
+
+
+def cluster(jet: Any, algorithm: str, **options: Any) -> ClusteringResult:
+    """Run the algorithm called ``algorithm`` on ``jet`` with keyword ``options``.
+
+    Raises:
+        ValueError: for an unknown algorithm or option (listing the valid ones).
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> from jetastar.clustering import cluster
+        >>> jet = generate(1, ShowerParams.qcd(), seed=1)[0]
+        >>> cluster(jet, "greedy").algorithm
+        'greedy'
+    """
+    info = algorithm_info(algorithm)
+    valid = info.options()
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
+            f"valid: {', '.join(valid) or '(none)'}"
+        )
+    return info.func(jet, **options)

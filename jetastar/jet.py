@@ -1,0 +1,584 @@
+"""Jets and collections of jets.
+
+A :class:`Jet` is its leaf 4-momenta ``(n, 4)`` in ``(E, px, py, pz)`` (GeV, float64), the
+:class:`~jetastar.ginkgo.ShowerParams` it came from (needed to score trees), an optional truth
+:class:`~jetastar.Tree` with optional per-node 4-vectors, and metadata (id, seed, jet type).
+
+A :class:`JetCollection` stores many jets as flat columns with offsets (the layout the I/O layer
+writes) and makes :class:`Jet` objects on access. It converts to and from an awkward array of
+records whose ``leaves`` are ``var * Momentum4D`` with vector behaviour.
+
+Leaf-mass policy: a leaf must be timelike or light-like up to rounding. A squared mass
+``t = E² − |p|²`` below ``−1e-6 · E²`` is an error (clearly spacelike). Tiny negative values within that
+tolerance (rounding of massless or nearly massless particles) are accepted and kept as they are, so
+reference data are scored exactly as the reference scores them: in the symmetric likelihood a child with
+``t < 0`` makes its split −∞. Call :meth:`Jet.with_nonnegative_masses` to raise such leaves' energies
+by the smallest amount that makes ``t >= 0`` exactly.
+
+Example:
+    >>> import numpy as np
+    >>> from jetastar import Jet
+    >>> from jetastar.ginkgo import ShowerParams
+    >>> jet = Jet(np.array([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]]), ShowerParams.qcd())
+    >>> jet.n_leaves
+    2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
+from typing import Any, overload
+
+import numpy as np
+
+from .errors import InvalidJetError
+from .ginkgo.likelihood import likelihood_constants
+from .ginkgo.params import ShowerParams
+from .tree import Tree
+
+__all__ = ["SPACELIKE_TOLERANCE", "Jet", "JetCollection"]
+
+#: Leaves with ``E² − |p|² < −SPACELIKE_TOLERANCE · E²`` are rejected as spacelike.
+SPACELIKE_TOLERANCE = 1e-6
+
+
+class Jet:
+    """One jet: leaf 4-momenta, shower parameters, optional truth tree and metadata.
+
+    Args:
+        leaves: ``(n, 4)`` array of leaf 4-vectors ``(E, px, py, pz)`` in GeV, ``n >= 2``.
+        params: the :class:`~jetastar.ginkgo.ShowerParams` used to score trees of this jet.
+        truth: optional truth :class:`~jetastar.Tree` over the ``n`` leaves.
+        node_momenta: optional ``(2n − 1, 4)`` 4-vectors of the truth tree's nodes (indexed by the
+            truth tree's node ids), as stored by a generator.
+        jet_id: an integer id (used in error messages and files).
+        seed: the random seed the jet was generated from, if any.
+        jet_type: a label (default ``params.jet_type``).
+
+    Raises:
+        InvalidJetError: naming the jet, the field and the problem, for non-finite values, wrong
+            shapes, non-positive energies, spacelike leaves, fewer than two leaves, or a truth tree
+            that is not a binary tree over exactly these leaves.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=7)[0]
+        >>> jet.truth.n_leaves == jet.n_leaves
+        True
+    """
+
+    __slots__ = (
+        "__dict__",
+        "_leaves",
+        "jet_id",
+        "jet_type",
+        "node_momenta",
+        "params",
+        "seed",
+        "truth",
+    )
+
+    def __init__(
+        self,
+        leaves: Any,
+        params: ShowerParams | None = None,
+        truth: Tree | None = None,
+        node_momenta: Any = None,
+        *,
+        jet_id: int | None = None,
+        seed: int | None = None,
+        jet_type: str | None = None,
+    ) -> None:
+        label = jet_id if jet_id is not None else "<unnamed>"
+        if params is None:
+            params = ShowerParams.qcd()
+        if not isinstance(params, ShowerParams):
+            raise InvalidJetError(
+                f"must be a ShowerParams, got {type(params).__name__}", jet=label, field="params"
+            )
+        self._leaves = _validate_leaves(leaves, label)
+        n = self._leaves.shape[0]
+        if truth is not None:
+            if not isinstance(truth, Tree):
+                raise InvalidJetError(
+                    f"must be a Tree, got {type(truth).__name__}", jet=label, field="truth"
+                )
+            if truth.n_leaves != n:
+                raise InvalidJetError(
+                    f"the truth tree has {truth.n_leaves} leaves, the jet has {n}",
+                    jet=label,
+                    field="truth",
+                )
+        if node_momenta is not None:
+            if truth is None:
+                raise InvalidJetError(
+                    "node momenta need a truth tree", jet=label, field="node_momenta"
+                )
+            nm = np.array(node_momenta, dtype=np.float64)
+            if nm.shape != (2 * n - 1, 4):
+                raise InvalidJetError(
+                    f"must have shape ({2 * n - 1}, 4), got {nm.shape}",
+                    jet=label,
+                    field="node_momenta",
+                )
+            if not np.all(np.isfinite(nm)):
+                raise InvalidJetError("has non-finite values", jet=label, field="node_momenta")
+            nm.setflags(write=False)
+            node_momenta = nm
+        self.params = params
+        self.truth = truth
+        self.node_momenta = node_momenta
+        self.jet_id = None if jet_id is None else int(jet_id)
+        self.seed = None if seed is None else int(seed)
+        self.jet_type = params.jet_type if jet_type is None else str(jet_type)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def leaves(self) -> np.ndarray:
+        """``(n, 4)`` float64 leaf 4-vectors ``(E, px, py, pz)`` (read-only)."""
+        return self._leaves
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of leaves."""
+        return self._leaves.shape[0]
+
+    @property
+    def label(self) -> object:
+        """What error messages call this jet: its id, or ``"<unnamed>"``."""
+        return self.jet_id if self.jet_id is not None else "<unnamed>"
+
+    @cached_property
+    def leaf_t(self) -> np.ndarray:
+        """Squared masses ``E² − |p|²`` of the leaves (GeV²)."""
+        p = self._leaves
+        return p[:, 0] * p[:, 0] - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
+
+    @property
+    def momentum(self) -> np.ndarray:
+        """Total 4-momentum of the jet."""
+        return self._leaves.sum(axis=0)
+
+    def likelihood_constants(self, likelihood: str = "symmetric") -> np.ndarray:
+        """Kernel constants ``(2, 5)`` of this jet's parameters (row 0 λ, row 1 λ_R)."""
+        cache = self.__dict__.setdefault("_consts", {})
+        if likelihood not in cache:
+            p = self.params
+            cache[likelihood] = likelihood_constants(p.t_cut, p.lam, p.lam_root, likelihood)
+        return cache[likelihood]
+
+    def with_nonnegative_masses(self) -> Jet:
+        """A copy whose leaves with ``t < 0`` (within tolerance) get ``E`` raised until ``t >= 0``.
+
+        The change is the smallest in float64 (a few ulps of ``E``); other leaves are untouched.
+        """
+        p = self._leaves.copy()
+        for i in np.flatnonzero(self.leaf_t < 0.0):
+            e = p[i, 0]
+            p3 = p[i, 1] * p[i, 1] + p[i, 2] * p[i, 2] + p[i, 3] * p[i, 3]
+            e = max(e, float(np.sqrt(p3)))
+            while e * e - p3 < 0.0:
+                e = float(np.nextafter(e, np.inf))
+            p[i, 0] = e
+        return Jet(
+            p, self.params, self.truth, None, jet_id=self.jet_id, seed=self.seed,
+            jet_type=self.jet_type,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Jet(id={self.jet_id}, type={self.jet_type!r}, n_leaves={self.n_leaves}, "
+            f"truth={'yes' if self.truth is not None else 'no'})"
+        )
+
+
+def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
+    try:
+        p = np.array(leaves, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidJetError(f"cannot be read as numbers: {exc}", jet=label, field="leaves") from exc
+    if p.ndim != 2 or p.shape[1] != 4:
+        raise InvalidJetError(
+            f"must have shape (n, 4) as (E, px, py, pz), got {p.shape}", jet=label, field="leaves"
+        )
+    if p.shape[0] < 2:
+        raise InvalidJetError(
+            f"a jet needs at least 2 leaves, got {p.shape[0]}", jet=label, field="leaves"
+        )
+    finite = np.isfinite(p)
+    if not np.all(finite):
+        i, j = np.argwhere(~finite)[0]
+        comp = "E px py pz".split()[j]
+        raise InvalidJetError(
+            f"leaf {i} has a non-finite {comp} ({p[i, j]})", jet=label, field="leaves"
+        )
+    if np.any(p[:, 0] <= 0.0):
+        i = int(np.flatnonzero(p[:, 0] <= 0.0)[0])
+        raise InvalidJetError(
+            f"leaf {i} has non-positive energy E = {p[i, 0]} GeV", jet=label, field="leaves"
+        )
+    t = p[:, 0] * p[:, 0] - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
+    bad = t < -SPACELIKE_TOLERANCE * p[:, 0] * p[:, 0]
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidJetError(
+            f"leaf {i} is spacelike: E² − |p|² = {t[i]:.6g} GeV² (tolerance "
+            f"{SPACELIKE_TOLERANCE:g}·E²)",
+            jet=label,
+            field="leaves",
+        )
+    p.setflags(write=False)
+    return p
+
+
+# ---------------------------------------------------------------------- collections
+_PARAM_COLUMNS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
+
+
+class JetCollection(Sequence[Jet]):
+    """Many jets stored as flat columns with offsets; ``collection[i]`` builds a :class:`Jet`.
+
+    Build one with :meth:`from_jets`, :func:`jetastar.ginkgo.generate`, :meth:`from_awkward` or
+    the I/O layer. Columns (all numpy arrays):
+
+    * ``leaves`` ``(M, 4)`` and ``leaf_offsets`` ``(J + 1,)``: jet ``i``'s leaves are
+      ``leaves[leaf_offsets[i]:leaf_offsets[i + 1]]``;
+    * ``children`` ``(K, 2)``, ``leaf_of_node`` ``(K,)`` and ``node_offsets`` ``(J + 1,)``: the truth
+      trees (0 nodes for a jet without truth); ``node_momenta`` ``(K, 4)`` or ``None``;
+    * per jet: ``jet_id``, ``seed`` (−1 = unknown), ``jet_type`` (str), and the parameters
+      ``m_hard``, ``lam``, ``lam_root``, ``t_cut``, ``t_root`` ``(J,)`` and ``root_momentum`` ``(J, 4)``.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.w(), seed=2)
+        >>> len(jets), jets[1].jet_type
+        (3, 'W')
+    """
+
+    def __init__(
+        self,
+        *,
+        leaves: np.ndarray,
+        leaf_offsets: np.ndarray,
+        children: np.ndarray,
+        leaf_of_node: np.ndarray,
+        node_offsets: np.ndarray,
+        jet_id: np.ndarray,
+        seed: np.ndarray,
+        jet_type: np.ndarray,
+        params: dict[str, np.ndarray],
+        node_momenta: np.ndarray | None = None,
+    ) -> None:
+        self.leaves = np.ascontiguousarray(leaves, dtype=np.float64).reshape(-1, 4)
+        self.leaf_offsets = np.asarray(leaf_offsets, dtype=np.int64)
+        self.children = np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2)
+        self.leaf_of_node = np.asarray(leaf_of_node, dtype=np.int64)
+        self.node_offsets = np.asarray(node_offsets, dtype=np.int64)
+        self.node_momenta = (
+            None if node_momenta is None
+            else np.ascontiguousarray(node_momenta, dtype=np.float64).reshape(-1, 4)
+        )
+        self.jet_id = np.asarray(jet_id, dtype=np.int64)
+        self.seed = np.asarray(seed, dtype=np.int64)
+        self.jet_type = np.asarray(jet_type, dtype=object)
+        self.params = {k: np.asarray(params[k], dtype=np.float64) for k in _PARAM_COLUMNS}
+        self.params["root_momentum"] = np.asarray(params["root_momentum"], dtype=np.float64)
+        self._check()
+        self._params_cache: dict[tuple[Any, ...], ShowerParams] = {}
+
+    def _check(self) -> None:
+        n_jets = self.jet_id.shape[0]
+        problems = []
+        if self.leaf_offsets.shape != (n_jets + 1,) or self.node_offsets.shape != (n_jets + 1,):
+            problems.append("offsets must have length n_jets + 1")
+        elif self.leaf_offsets[-1] != self.leaves.shape[0]:
+            problems.append("leaf_offsets do not end at the number of leaves")
+        elif self.node_offsets[-1] != self.children.shape[0]:
+            problems.append("node_offsets do not end at the number of nodes")
+        elif np.any(np.diff(self.leaf_offsets) < 0) or np.any(np.diff(self.node_offsets) < 0):
+            problems.append("offsets must not decrease")
+        if self.leaf_of_node.shape[0] != self.children.shape[0]:
+            problems.append("leaf_of_node and children differ in length")
+        if self.node_momenta is not None and self.node_momenta.shape[0] != self.children.shape[0]:
+            problems.append("node_momenta and children differ in length")
+        for name in ("seed", "jet_type"):
+            if getattr(self, name).shape[0] != n_jets:
+                problems.append(f"{name} has the wrong length")
+        for k, v in self.params.items():
+            if v.shape[0] != n_jets:
+                problems.append(f"params.{k} has the wrong length")
+        if problems:
+            raise InvalidJetError("; ".join(problems), field="collection")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_jets(cls, jets: Iterable[Jet]) -> JetCollection:
+        """Collect :class:`Jet` objects into columns (ids default to positions)."""
+        jets = list(jets)
+        n_leaves = np.array([j.n_leaves for j in jets], dtype=np.int64)
+        n_nodes = np.array(
+            [0 if j.truth is None else j.truth.n_nodes for j in jets], dtype=np.int64
+        )
+        has_nm = [j.node_momenta is not None for j in jets]
+        if any(has_nm) and not all(
+            nm or j.truth is None for nm, j in zip(has_nm, jets, strict=True)
+        ):
+            raise InvalidJetError(
+                "either every jet with a truth tree has node momenta or none has",
+                field="node_momenta",
+            )
+        empty2 = np.empty((0, 2), dtype=np.int64)
+        return cls(
+            leaves=np.concatenate([j.leaves for j in jets]) if jets else np.empty((0, 4)),
+            leaf_offsets=np.concatenate([[0], np.cumsum(n_leaves)]),
+            children=np.concatenate([j.truth.children if j.truth else empty2 for j in jets])
+            if jets else empty2,
+            leaf_of_node=np.concatenate(
+                [j.truth.leaf_of_node if j.truth else np.empty(0, np.int64) for j in jets]
+            ) if jets else np.empty(0, np.int64),
+            node_offsets=np.concatenate([[0], np.cumsum(n_nodes)]),
+            node_momenta=np.concatenate(
+                [j.node_momenta if j.node_momenta is not None else np.empty((0, 4)) for j in jets]
+            ) if any(has_nm) else None,
+            jet_id=np.array(
+                [i if j.jet_id is None else j.jet_id for i, j in enumerate(jets)], dtype=np.int64
+            ),
+            seed=np.array([-1 if j.seed is None else j.seed for j in jets], dtype=np.int64),
+            jet_type=np.array([j.jet_type for j in jets], dtype=object),
+            params={
+                **{k: np.array([getattr(j.params, k) for j in jets]) for k in _PARAM_COLUMNS},
+                "root_momentum": np.array(
+                    [j.params.root_momentum for j in jets], dtype=np.float64
+                ).reshape(-1, 4),
+            },
+        )
+
+    @classmethod
+    def concatenate(cls, collections: Iterable[JetCollection]) -> JetCollection:
+        """Join collections (ids are kept as they are)."""
+        cols = list(collections)
+        if not cols:
+            return cls.from_jets([])
+
+        def offsets(name: str) -> np.ndarray:
+            parts, base = [np.zeros(1, np.int64)], 0
+            for c in cols:
+                off = getattr(c, name)
+                parts.append(off[1:] + base)
+                base += int(off[-1])
+            return np.concatenate(parts)
+
+        any_nm = any(c.node_momenta is not None for c in cols)
+        if any_nm and not all(
+            c.node_momenta is not None or c.children.shape[0] == 0 for c in cols
+        ):
+            raise InvalidJetError("cannot join collections with and without node momenta")
+        return cls(
+            leaves=np.concatenate([c.leaves for c in cols]),
+            leaf_offsets=offsets("leaf_offsets"),
+            children=np.concatenate([c.children for c in cols]),
+            leaf_of_node=np.concatenate([c.leaf_of_node for c in cols]),
+            node_offsets=offsets("node_offsets"),
+            node_momenta=np.concatenate(
+                [c.node_momenta if c.node_momenta is not None else np.empty((0, 4)) for c in cols]
+            ) if any_nm else None,
+            jet_id=np.concatenate([c.jet_id for c in cols]),
+            seed=np.concatenate([c.seed for c in cols]),
+            jet_type=np.concatenate([c.jet_type for c in cols]),
+            params={
+                k: np.concatenate([c.params[k] for c in cols])
+                for k in (*_PARAM_COLUMNS, "root_momentum")
+            },
+        )
+
+    # ------------------------------------------------------------------ sequence protocol
+    def __len__(self) -> int:
+        return int(self.jet_id.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> Jet: ...
+
+    @overload
+    def __getitem__(self, index: slice | Sequence[int] | np.ndarray) -> JetCollection: ...
+
+    def __getitem__(self, index: Any) -> Jet | JetCollection:
+        if isinstance(index, (int, np.integer)):
+            i = int(index)
+            if i < 0:
+                i += len(self)
+            if not 0 <= i < len(self):
+                raise IndexError(f"jet index {index} out of range for {len(self)} jets")
+            return self._jet(i)
+        idx = np.arange(len(self))[index]
+        return self.take(idx)
+
+    def __iter__(self) -> Iterator[Jet]:
+        for i in range(len(self)):
+            yield self._jet(i)
+
+    def take(self, indices: Any) -> JetCollection:
+        """A new collection with the jets at ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=np.int64).ravel()
+        ls = [np.arange(self.leaf_offsets[i], self.leaf_offsets[i + 1]) for i in idx]
+        ns = [np.arange(self.node_offsets[i], self.node_offsets[i + 1]) for i in idx]
+        lsel = np.concatenate(ls) if ls else np.empty(0, np.int64)
+        nsel = np.concatenate(ns) if ns else np.empty(0, np.int64)
+        return JetCollection(
+            leaves=self.leaves[lsel],
+            leaf_offsets=np.concatenate([[0], np.cumsum(np.diff(self.leaf_offsets)[idx])]),
+            children=self.children[nsel],
+            leaf_of_node=self.leaf_of_node[nsel],
+            node_offsets=np.concatenate([[0], np.cumsum(np.diff(self.node_offsets)[idx])]),
+            node_momenta=None if self.node_momenta is None else self.node_momenta[nsel],
+            jet_id=self.jet_id[idx],
+            seed=self.seed[idx],
+            jet_type=self.jet_type[idx],
+            params={k: v[idx] for k, v in self.params.items()},
+        )
+
+    @property
+    def n_leaves(self) -> np.ndarray:
+        """Number of leaves of every jet."""
+        return np.diff(self.leaf_offsets)
+
+    def jet_params(self, i: int) -> ShowerParams:
+        """The :class:`ShowerParams` of jet ``i`` (cached per distinct value)."""
+        key = (
+            *(float(self.params[k][i]) for k in _PARAM_COLUMNS),
+            tuple(float(x) for x in self.params["root_momentum"][i]),
+            str(self.jet_type[i]),
+        )
+        params = self._params_cache.get(key)
+        if params is None:
+            params = ShowerParams(
+                m_hard=key[0], lam=key[1], lam_root=key[2], t_cut=key[3], t_root=key[4],
+                root_momentum=key[5], jet_type=key[6],
+            )
+            self._params_cache[key] = params
+        return params
+
+    def _jet(self, i: int) -> Jet:
+        jet_id = int(self.jet_id[i])
+        a, b = self.node_offsets[i], self.node_offsets[i + 1]
+        truth = None
+        node_momenta = None
+        if b > a:
+            truth = Tree(self.children[a:b], self.leaf_of_node[a:b], jet=jet_id)
+            if self.node_momenta is not None:
+                node_momenta = self.node_momenta[a:b]
+        seed = int(self.seed[i])
+        return Jet(
+            self.leaves[self.leaf_offsets[i]:self.leaf_offsets[i + 1]],
+            self.jet_params(i),
+            truth,
+            node_momenta,
+            jet_id=jet_id,
+            seed=None if seed < 0 else seed,
+            jet_type=str(self.jet_type[i]),
+        )
+
+    def __repr__(self) -> str:
+        if len(self) == 0:
+            return "JetCollection(0 jets)"
+        n = self.n_leaves
+        types = sorted(set(map(str, self.jet_type)))
+        return (
+            f"JetCollection({len(self)} jets, types {types}, leaves {int(n.min())}..{int(n.max())})"
+        )
+
+    # ------------------------------------------------------------------ awkward
+    def to_awkward(self) -> Any:
+        """An awkward array of jet records.
+
+        Fields: ``leaves`` (``var * Momentum4D`` with fields E, px, py, pz and vector behaviour),
+        ``tree`` (``var * {left, right, leaf}``; ``leaf`` is the leaf index of leaf nodes, −1
+        otherwise), optional ``node_momenta`` (``var * Momentum4D``), and the scalars ``jet_id``,
+        ``seed``, ``jet_type``, ``m_hard``, ``lam``, ``lam_root``, ``t_cut``, ``t_root`` and
+        ``root_momentum`` (a ``Momentum4D``).
+
+        Example:
+            >>> import awkward as ak
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> arr = generate(2, ShowerParams.qcd(), seed=3).to_awkward()
+            >>> bool(abs(ak.sum(arr.leaves, axis=1).mass[0] - 30.0) < 1e-6)
+            True
+        """
+        import awkward as ak
+        import vector
+
+        vector.register_awkward()
+
+        def momenta(flat: np.ndarray, offsets: np.ndarray) -> Any:
+            rec = ak.zip(
+                {"E": flat[:, 0], "px": flat[:, 1], "py": flat[:, 2], "pz": flat[:, 3]},
+                with_name="Momentum4D",
+            )
+            return ak.unflatten(rec, np.diff(offsets))
+
+        fields: dict[str, Any] = {
+            "leaves": momenta(self.leaves, self.leaf_offsets),
+            "tree": ak.unflatten(
+                ak.zip(
+                    {
+                        "left": self.children[:, 0],
+                        "right": self.children[:, 1],
+                        "leaf": self.leaf_of_node,
+                    }
+                ),
+                np.diff(self.node_offsets),
+            ),
+        }
+        if self.node_momenta is not None:
+            fields["node_momenta"] = momenta(self.node_momenta, self.node_offsets)
+        fields["jet_id"] = self.jet_id
+        fields["seed"] = self.seed
+        fields["jet_type"] = ak.Array(self.jet_type.astype(str).tolist())
+        for k in _PARAM_COLUMNS:
+            fields[k] = self.params[k]
+        rm = self.params["root_momentum"]
+        fields["root_momentum"] = ak.zip(
+            {"E": rm[:, 0], "px": rm[:, 1], "py": rm[:, 2], "pz": rm[:, 3]},
+            with_name="Momentum4D",
+        )
+        return ak.zip(fields, depth_limit=1)
+
+    @classmethod
+    def from_awkward(cls, array: Any) -> JetCollection:
+        """Inverse of :meth:`to_awkward` (the fields it writes; ``node_momenta`` optional)."""
+        import awkward as ak
+
+        def flat_momenta(jagged: Any) -> tuple[np.ndarray, np.ndarray]:
+            counts = ak.to_numpy(ak.num(jagged, axis=1)).astype(np.int64)
+            flat = ak.flatten(jagged)
+            cols = [ak.to_numpy(flat[name]).astype(np.float64) for name in ("E", "px", "py", "pz")]
+            return np.stack(cols, axis=1), np.concatenate([[0], np.cumsum(counts)])
+
+        leaves, leaf_offsets = flat_momenta(array["leaves"])
+        tree = array["tree"]
+        node_counts = ak.to_numpy(ak.num(tree, axis=1)).astype(np.int64)
+        flat_tree = ak.flatten(tree)
+        children = np.stack(
+            [ak.to_numpy(flat_tree["left"]), ak.to_numpy(flat_tree["right"])], axis=1
+        )
+        node_momenta = None
+        if "node_momenta" in ak.fields(array):
+            node_momenta, _ = flat_momenta(array["node_momenta"])
+        rm = array["root_momentum"]
+        return cls(
+            leaves=leaves,
+            leaf_offsets=leaf_offsets,
+            children=children,
+            leaf_of_node=ak.to_numpy(flat_tree["leaf"]),
+            node_offsets=np.concatenate([[0], np.cumsum(node_counts)]),
+            node_momenta=node_momenta,
+            jet_id=ak.to_numpy(array["jet_id"]),
+            seed=ak.to_numpy(array["seed"]),
+            jet_type=np.array(ak.to_list(array["jet_type"]), dtype=object),
+            params={
+                **{k: ak.to_numpy(array[k]) for k in _PARAM_COLUMNS},
+                "root_momentum": np.stack(
+                    [ak.to_numpy(rm[name]) for name in ("E", "px", "py", "pz")], axis=1
+                ),
+            },
+        )

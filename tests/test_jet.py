@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import math
+
+import awkward as ak
+import numpy as np
+import pytest
+import vector
+
+from jetastar import InvalidJetError, Jet, JetCollection, Tree
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+GOOD = np.array([[10.0, 0.0, 0.0, 9.0], [10.0, 0.0, 0.0, -9.0], [5.0, 3.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    ("leaves", "match"),
+    [
+        (np.zeros((3, 3)), "shape"),
+        (GOOD[:1], "at least 2 leaves"),
+        (np.array([[10.0, 0, 0, math.nan], [10.0, 0, 0, 1]]), "leaf 0 has a non-finite pz"),
+        (np.array([[10.0, 0, 0, 1], [math.inf, 0, 0, 1]]), "leaf 1 has a non-finite E"),
+        (np.array([[10.0, 0, 0, 1], [-3.0, 0, 0, 1]]), "leaf 1 has non-positive energy"),
+        (np.array([[10.0, 0, 0, 1], [3.0, 0, 0, 3.1]]), "leaf 1 is spacelike"),
+        ([["a", "b", "c", "d"], [1, 2, 3, 4]], "cannot be read as numbers"),
+    ],
+)
+def test_bad_leaves_name_jet_field_and_problem(leaves, match):
+    with pytest.raises(InvalidJetError, match=match) as info:
+        Jet(leaves, ShowerParams.qcd(), jet_id=42)
+    msg = str(info.value)
+    assert "jet 42" in msg and "field 'leaves'" in msg
+    assert info.value.jet == 42 and info.value.field == "leaves"
+
+
+def test_tiny_negative_mass_policy():
+    # massless leaf whose t rounds negative: accepted and kept as is (within 1e-6 E²)
+    e = 7.0
+    p = np.array([e, e * 0.6, e * 0.8, 0.0])
+    p[0] = np.nextafter(math.sqrt(p[1] ** 2 + p[2] ** 2), 0)
+    leaves = np.array([[40.0, 0.0, 0.0, 30.0], p])
+    jet = Jet(leaves, ShowerParams.qcd(t_cut=1.0), Tree.from_nested((0, 1)))
+    assert jet.leaf_t[1] < 0
+    assert log_likelihood(jet) == -math.inf  # as the reference: a child with t < 0 is impossible
+    fixed = jet.with_nonnegative_masses()
+    assert fixed.leaf_t[1] >= 0 and abs(fixed.leaves[1, 0] - p[0]) < 1e-13
+    assert math.isfinite(log_likelihood(fixed, jet.truth))
+    assert np.array_equal(fixed.leaves[0], leaves[0])
+
+
+def test_truth_and_node_momenta_validation():
+    with pytest.raises(InvalidJetError, match="truth tree has 2 leaves, the jet has 3"):
+        Jet(GOOD, ShowerParams.qcd(), Tree.from_nested((0, 1)), jet_id=1)
+    with pytest.raises(InvalidJetError, match="must be a Tree"):
+        Jet(GOOD, ShowerParams.qcd(), ((0, 1), 2))
+    tree = Tree.from_nested(((0, 1), 2))
+    with pytest.raises(InvalidJetError, match="shape"):
+        Jet(GOOD, ShowerParams.qcd(), tree, np.zeros((4, 4)))
+    with pytest.raises(InvalidJetError, match="need a truth tree"):
+        Jet(GOOD, ShowerParams.qcd(), None, np.zeros((5, 4)))
+    bad = np.zeros((5, 4))
+    bad[2, 1] = math.nan
+    with pytest.raises(InvalidJetError, match="non-finite"):
+        Jet(GOOD, ShowerParams.qcd(), tree, bad)
+    with pytest.raises(InvalidJetError, match="ShowerParams"):
+        Jet(GOOD, {"t_cut": 16.0})
+
+
+def test_jet_is_immutable_copy():
+    leaves = GOOD.copy()
+    jet = Jet(leaves, ShowerParams.qcd())
+    leaves[0, 0] = 99.0
+    assert jet.leaves[0, 0] == 10.0
+    with pytest.raises(ValueError):
+        jet.leaves[0, 0] = 1.0
+
+
+def test_collection_round_trips():
+    qcd = generate(30, ShowerParams.qcd(), seed=3)
+    w = generate(20, ShowerParams.w(), seed=4, first_index=100)
+    both = JetCollection.concatenate([qcd, w])
+    assert len(both) == 50
+    assert list(both.jet_id[:3]) == [0, 1, 2] and both.jet_id[30] == 100
+    assert both[30].jet_type == "W" and both[0].jet_type == "QCD"
+    assert both[30].params == ShowerParams.w()
+    for original, copy in ((qcd[4], both[4]), (w[7], both[37])):
+        assert np.array_equal(original.leaves, copy.leaves)
+        assert original.truth == copy.truth
+        assert np.array_equal(original.node_momenta, copy.node_momenta)
+    rebuilt = JetCollection.from_jets(list(both))
+    sub = both[10:40:3]
+    assert len(sub) == 10 and sub[1].jet_id == both[13].jet_id
+    assert np.array_equal(sub[1].leaves, both[13].leaves)
+    for a, b in zip(rebuilt, both, strict=True):
+        assert np.array_equal(a.leaves, b.leaves) and a.truth == b.truth
+        assert a.jet_id == b.jet_id and a.seed == b.seed and a.params == b.params
+    with pytest.raises(IndexError):
+        both[50]
+    assert both[-1].jet_id == both.jet_id[-1]
+    assert "50 jets" in repr(both)
+
+
+def test_awkward_round_trip_with_vector_behaviour():
+    jets = generate(25, ShowerParams.w(), seed=9)
+    arr = jets.to_awkward()
+    assert ak.fields(arr)[:3] == ["leaves", "tree", "node_momenta"]
+    vector.register_awkward()
+    masses = ak.to_numpy(ak.sum(arr.leaves, axis=1).mass)
+    assert np.allclose(masses, 80.0, rtol=1e-9)
+    assert ak.to_list(arr.tree[0].left)[0] == int(jets[0].truth.children[0, 0])
+    back = JetCollection.from_awkward(arr)
+    for a, b in zip(back, jets, strict=True):
+        assert np.array_equal(a.leaves, b.leaves)
+        assert a.truth == b.truth
+        assert np.array_equal(a.node_momenta, b.node_momenta)
+        assert a.params == b.params and a.jet_id == b.jet_id and a.seed == b.seed
+    no_truth = JetCollection.from_jets([Jet(GOOD, ShowerParams.qcd(), jet_id=5)])
+    again = JetCollection.from_awkward(no_truth.to_awkward())
+    assert again[0].truth is None and again[0].jet_id == 5
+
+
+def test_collection_rejects_inconsistent_columns():
+    jets = generate(3, ShowerParams.qcd(), seed=1)
+    with pytest.raises(InvalidJetError, match="offsets"):
+        JetCollection(
+            leaves=jets.leaves, leaf_offsets=jets.leaf_offsets[:-1], children=jets.children,
+            leaf_of_node=jets.leaf_of_node, node_offsets=jets.node_offsets, jet_id=jets.jet_id,
+            seed=jets.seed, jet_type=jets.jet_type, params=jets.params,
+        )

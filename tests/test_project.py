@@ -1,0 +1,47 @@
+"""Project hygiene: lint, and CI running exactly the README's test command."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    setup = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    return [c.strip() for c in re.findall(r"```bash\n(.*?)\n\s*```", setup, flags=re.S)]
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
+    commands = _readme_commands()
+    assert len(commands) == 2, commands
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1].strip() in ci.splitlines()
+
+
+def test_ruff_clean():
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.fail("ruff is part of the test extra; install with pip install -e '.[test]'")
+    proc = subprocess.run(
+        [ruff, "check", "jetastar", "tests", "analysis"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_main_job_runs():
+    args = [sys.executable, "-m", "jetastar"] + (["demo"] if _has_cli() else [])
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "QCD" in proc.stdout and "W" in proc.stdout
+
+
+def _has_cli() -> bool:
+    return (ROOT / "jetastar" / "cli.py").exists()
