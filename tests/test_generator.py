@@ -44,7 +44,8 @@ def _sample(jet_type: str):
 
 @cache
 def _reference():
-    return np.load(DATA / "ginkgo_generator_stats_raw.npz")
+    with np.load(DATA / "ginkgo_generator_stats_raw.npz") as data:
+        return {k: data[k] for k in data.files}
 
 
 @pytest.mark.parametrize("jet_type", ["QCD", "W"])

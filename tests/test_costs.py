@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from bruteforce import all_nested
+from refdata import DATA
+
+from jetastar import Tree
+from jetastar.costs import DasguptaCost, HCCCost, affinities_from_points
+
+
+def _slow_split_cost(kind: str, w: np.ndarray, a: list[int], b: list[int]) -> float:
+    """Direct definitions (paper §6 and appendix), pair by pair."""
+    if kind == "hcc":
+        cut = sum(w[i, j] for i in a for j in b if w[i, j] > 0)
+        kept = sum(abs(w[i, j]) for part in (a, b) for i, j in itertools.combinations(part, 2)
+                   if w[i, j] < 0)
+        return cut + kept
+    return (len(a) + len(b)) * sum(w[i, j] for i in a for j in b)
+
+
+def _random_graph(n: int, seed: int, signed: bool) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(n, n)) if signed else rng.random((n, n))
+    w = np.triu(w, 1)
+    return w + w.T
+
+
+@pytest.mark.parametrize(("cls", "kind", "signed"), [(HCCCost, "hcc", True),
+                                                      (DasguptaCost, "dasgupta", False)])
+def test_split_and_tree_costs_match_definitions(cls, kind, signed):
+    w = _random_graph(7, 1, signed)
+    model = cls(w)
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        perm = rng.permutation(7)
+        k = int(rng.integers(1, 7))
+        a, b = sorted(perm[:k]), sorted(perm[k:])
+        assert model.split_cost(a, b) == pytest.approx(_slow_split_cost(kind, w, a, b), abs=1e-12)
+    for nested in itertools.islice(all_nested(tuple(range(7))), 0, 10395, 97):
+        tree = Tree.from_nested(nested)
+        expected = 0.0
+        for k in np.flatnonzero(tree.children[:, 0] >= 0):
+            left, right = (sorted(tree.leaf_sets()[c]) for c in tree.children[k])
+            expected += _slow_split_cost(kind, w, left, right)
+        assert model.tree_cost(tree) == pytest.approx(expected, abs=1e-10)
+
+
+@pytest.mark.parametrize(("cls", "signed"), [(HCCCost, True), (DasguptaCost, False)])
+def test_heuristics_are_admissible_on_every_subset(cls, signed):
+    """h(S) <= the cheapest hierarchy over S, by brute force over all hierarchies, n = 6."""
+    for seed in range(4):
+        w = _random_graph(6, seed, signed)
+        model = cls(w)
+        for size in range(1, 7):
+            for subset in itertools.combinations(range(6), size):
+                best = min(
+                    _nested_cost(model, nested) for nested in all_nested(tuple(subset))
+                )
+                assert model.heuristic(subset) <= best + 1e-12
+
+
+def _nested_cost(model, nested) -> float:
+    if isinstance(nested, int):
+        return 0.0
+    left, right = nested
+    return (model.split_cost(list(_leaves(left)), list(_leaves(right)))
+            + _nested_cost(model, left) + _nested_cost(model, right))
+
+
+def _leaves(nested):
+    if isinstance(nested, int):
+        yield nested
+    else:
+        for x in nested:
+            yield from _leaves(x)
+
+
+def test_all_subset_features_match_direct_sums():
+    w = _random_graph(9, 5, True)
+    model = HCCCost(w)
+    every = model.all_subset_features()
+    masks = np.arange(1 << 9, dtype=np.int64)
+    assert np.allclose(every, model.features(masks), atol=1e-12)
+    assert every[(1 << 9) - 1, 3] == 9
+
+
+def test_inputs_sparse_points_and_aloi():
+    w = _random_graph(5, 3, True)
+    assert np.array_equal(HCCCost(sp.csr_matrix(w)).weights, HCCCost(w).weights)
+    with np.load(DATA / "aloi_hcc_samples.npz") as data:
+        x = data["n11_s0_features"]
+        ref = data["n11_s0_weights"]
+    from_points = HCCCost.from_points(x)
+    # the shipped weights are cosine similarity minus its mean
+    off = ~np.eye(11, dtype=bool)
+    assert np.allclose(from_points.weights[off], ref[off], atol=1e-6)  # ref is float32
+    a = affinities_from_points(x, subtract_mean=False)
+    assert np.allclose(np.diag(a), 0) and a.max() <= 1 + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("w", "match"),
+    [
+        (np.zeros((3, 2)), "square"),
+        (np.array([[0, 1], [2, 0]]), "symmetric"),
+        (np.array([[0, np.nan], [np.nan, 0]]), "non-finite"),
+        ([["a"]], "numbers"),
+    ],
+)
+def test_bad_matrices(w, match):
+    with pytest.raises(ValueError, match=match):
+        HCCCost(w)
+
+
+def test_dasgupta_needs_nonnegative_and_split_checks():
+    with pytest.raises(ValueError, match="non-negative"):
+        DasguptaCost(np.array([[0, -1], [-1, 0]]))
+    model = HCCCost(_random_graph(4, 0, True))
+    with pytest.raises(ValueError, match="disjoint"):
+        model.split_cost([0, 1], [1, 2])
+    with pytest.raises(ValueError, match="out of range"):
+        model.split_cost([0, 7], [1])
+    with pytest.raises(ValueError, match="3 leaves, expected 4"):
+        model.tree_cost(Tree.from_nested(((0, 1), 2)))
+    with pytest.raises(ValueError, match="zero"):
+        affinities_from_points(np.zeros((3, 2)))
