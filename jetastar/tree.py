@@ -63,6 +63,23 @@ class Tree:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
+    def _trusted(cls, children: np.ndarray, leaf_of_node: np.ndarray, root: int) -> Tree:
+        """Internal: wrap arrays already known to form a valid tree (no validation).
+
+        For algorithms that build trees in kernels; ``children`` and ``leaf_of_node`` must be int64
+        arrays that :meth:`from_children` would accept, ``root`` the root node.
+        """
+        tree = cls.__new__(cls)
+        ch = np.ascontiguousarray(children, dtype=np.int64)
+        leaf = np.ascontiguousarray(leaf_of_node, dtype=np.int64)
+        ch.setflags(write=False)
+        leaf.setflags(write=False)
+        tree._children = ch
+        tree._leaf_of_node = leaf
+        tree._root = int(root)
+        return tree
+
+    @classmethod
     def from_children(cls, children: Any, leaf_of_node: Any = None, *, jet: object = None) -> Tree:
         """Tree from a children array (``[-1, -1]`` rows are leaves) and a leaf map.
 

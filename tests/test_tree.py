@@ -170,3 +170,10 @@ def test_pickle_round_trip():
 
     t = Tree.from_nested(((0, 3), (1, (2, 4))))
     assert pickle.loads(pickle.dumps(t)) == t
+
+
+def test_trusted_constructor_equals_validated():
+    t = Tree.from_nested(((0, 3), (1, (2, 4))))
+    fast = Tree._trusted(t.children.copy(), t.leaf_of_node.copy(), t.root)
+    assert fast == t and fast.to_nested() == t.to_nested()
+    assert not fast.children.flags.writeable

@@ -6,6 +6,10 @@ name with :func:`cluster`.
 
 from __future__ import annotations
 
+from .beam import beam_search
+from .greedy import greedy
+from .kt import kt
+from .mcts import mcts
 from .registry import AlgorithmInfo, algorithm_info, algorithms, cluster, register
 from .result import STATUSES, ClusteringResult
 
@@ -15,6 +19,10 @@ __all__ = [
     "ClusteringResult",
     "algorithm_info",
     "algorithms",
+    "beam_search",
     "cluster",
+    "greedy",
+    "kt",
+    "mcts",
     "register",
 ]

@@ -79,7 +79,7 @@ def algorithm_info(name: str) -> AlgorithmInfo:
         ) from None
 
 
-def cluster(jet: Any, algorithm: str, **options: Any) -> ClusteringResult:
+def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
     """Run the algorithm called ``algorithm`` on ``jet`` with keyword ``options``.
 
     Raises:

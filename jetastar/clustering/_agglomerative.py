@@ -1,0 +1,175 @@
+"""Shared pieces of the agglomerative baselines (greedy, beam search, kt family, MCTS).
+
+Every baseline builds a tree bottom-up by merges, recorded as a *history*: row ``k`` of an
+``(n - 1, 2)`` int64 array holds the two node ids merged at step ``k``; leaves are nodes ``0 .. n-1``
+and the cluster made at step ``k`` is node ``n + k``. The split log-likelihood of every merge comes
+from :func:`jetastar.ginkgo.likelihood.split_llh` with ``t`` of a cluster from
+:func:`~jetastar.ginkgo.likelihood.cluster_t` and ``t_parent = t_of(p_a + p_b)``; the merge that
+makes the whole jet uses the root row (``λ_R``) of the constants. Scoring a history step by step
+therefore gives exactly the per-node values of :func:`jetastar.ginkgo.node_log_likelihoods`.
+:func:`canonical_results` turns histories into trees in canonical node order and sums those values
+in that order, so the totals equal :func:`jetastar.ginkgo.log_likelihood` of the returned trees to
+the last bit, and equal trees found by different merge orders get identical totals.
+
+Example:
+    >>> import numpy as np
+    >>> tree, _ = canonical_result(np.array([[2, 1], [3, 0]]), np.zeros(2), 3)
+    >>> tree.to_nested()
+    (0, (1, 2))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from ..errors import InvalidJetError
+from ..ginkgo.likelihood import check_likelihood, cluster_t, split_llh, t_of
+from ..jet import Jet
+from ..tree import Tree
+
+__all__ = [
+    "canonical_result",
+    "canonical_results",
+    "check_jet",
+    "jet_arrays",
+]
+
+
+def check_jet(jet: Any, algorithm: str) -> Jet:
+    """Validate the ``jet`` argument of a clustering function.
+
+    Raises:
+        InvalidJetError: if ``jet`` is not a :class:`jetastar.Jet`.
+    """
+    if not isinstance(jet, Jet):
+        raise InvalidJetError(
+            f"{algorithm} needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
+        )
+    return jet
+
+
+def jet_arrays(jet: Jet, likelihood: str) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous float64 leaves ``(n, 4)`` and kernel constants ``(2, 5)`` of a jet.
+
+    Raises:
+        ValueError: for an unknown likelihood name (listing the valid ones).
+    """
+    check_likelihood(likelihood)
+    leaves = np.ascontiguousarray(jet.leaves, dtype=np.float64)
+    consts = np.ascontiguousarray(jet.likelihood_constants(likelihood), dtype=np.float64)
+    return leaves, consts
+
+
+def canonical_results(
+    history: np.ndarray, steps: np.ndarray, n: int, jet: object = None
+) -> tuple[list[Tree], np.ndarray]:
+    """Trees of merge histories in canonical node order, and their exact log-likelihoods.
+
+    Internal nodes are numbered by (cluster size, smallest leaf) as in :meth:`Tree.canonical`, so the
+    same tree reached by different merge orders gets the same node order. The per-step values are
+    summed in that order, so the total is bit-identical for equal trees and equals
+    :func:`jetastar.ginkgo.log_likelihood` of the returned tree exactly.
+
+    Args:
+        history: ``(k, n - 1, 2)`` node ids merged at each step of ``k`` histories (leaves
+            ``0..n-1``, step ``j`` makes node ``n + j``).
+        steps: ``(k, n - 1)`` split log-likelihood of each step.
+        n: number of leaves.
+        jet: jet label for error messages.
+
+    Returns:
+        ``(trees, log_likelihoods)``.
+    """
+    children, full = _canonical_kernel(
+        np.ascontiguousarray(history, dtype=np.int64), np.ascontiguousarray(steps), n
+    )
+    totals = full.sum(axis=1)  # numpy's pairwise sum per row, as in log_likelihood
+    leaf_of_node = np.full(2 * n - 1, -1, dtype=np.int64)
+    leaf_of_node[:n] = np.arange(n)
+    trees = [Tree.from_children(children[q], leaf_of_node, jet=jet) for q in range(len(children))]
+    return trees, totals
+
+
+def canonical_result(
+    history: np.ndarray, steps: np.ndarray, n: int, jet: object = None
+) -> tuple[Tree, float]:
+    """:func:`canonical_results` for one history ``(n - 1, 2)``: ``(tree, log_likelihood)``."""
+    trees, totals = canonical_results(history[None], np.asarray(steps)[None], n, jet)
+    return trees[0], float(totals[0])
+
+
+# ---------------------------------------------------------------------- numba kernels
+@nb.njit(cache=True)
+def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """``t`` of every single leaf for the likelihood form of ``c`` (legacy: 0)."""
+    n = leaves.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], 1, c)
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def pair_llh(p: np.ndarray, t: np.ndarray, a: int, b: int, c: np.ndarray) -> float:
+    """Split log-likelihood of merging rows ``a`` and ``b`` of ``p`` / ``t`` (numba kernel)."""
+    tp = t_of(p[a, 0] + p[b, 0], p[a, 1] + p[b, 1], p[a, 2] + p[b, 2], p[a, 3] + p[b, 3])
+    return split_llh(t[a], t[b], tp, c)
+
+
+@nb.njit(cache=True)
+def score_history(
+    leaves: np.ndarray, consts: np.ndarray, history: np.ndarray
+) -> np.ndarray:  # pragma: no cover - numba
+    """Per-step split log-likelihoods of a merge history (root row for the last step)."""
+    n = leaves.shape[0]
+    p = np.empty((2 * n - 1, 4), dtype=np.float64)
+    t = np.empty(2 * n - 1, dtype=np.float64)
+    p[:n] = leaves
+    t[:n] = leaf_ts(leaves, consts[0])
+    steps = np.empty(n - 1, dtype=np.float64)
+    for k in range(n - 1):
+        a = history[k, 0]
+        b = history[k, 1]
+        row = 1 if k == n - 2 else 0
+        steps[k] = pair_llh(p, t, a, b, consts[row])
+        node = n + k
+        for d in range(4):
+            p[node, d] = p[a, d] + p[b, d]
+        t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+    return steps
+
+
+@nb.njit(cache=True)
+def _canonical_kernel(history, steps, n):  # pragma: no cover - numba
+    """Canonical children arrays and per-node split values of ``k`` merge histories."""
+    k = history.shape[0]
+    m = 2 * n - 1
+    children = np.full((k, m, 2), -1, dtype=np.int64)
+    full = np.zeros((k, m), dtype=np.float64)
+    size = np.ones(m, dtype=np.int64)
+    low = np.arange(m)
+    key = np.empty(n - 1, dtype=np.int64)
+    new_id = np.arange(m)
+    for q in range(k):
+        for j in range(n - 1):
+            a = history[q, j, 0]
+            b = history[q, j, 1]
+            size[n + j] = size[a] + size[b]
+            low[n + j] = min(low[a], low[b])
+            key[j] = size[n + j] * m + low[n + j]
+        order = np.argsort(key)
+        for r in range(n - 1):
+            new_id[n + order[r]] = n + r
+        for j in range(n - 1):
+            a = history[q, j, 0]
+            b = history[q, j, 1]
+            if low[a] > low[b]:
+                a, b = b, a
+            node = new_id[n + j]
+            children[q, node, 0] = new_id[a]
+            children[q, node, 1] = new_id[b]
+            full[q, node] = steps[q, j]
+    return children, full

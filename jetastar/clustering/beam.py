@@ -1,0 +1,548 @@
+"""Beam search over partial clusterings, scored with the Ginkgo likelihood.
+
+A *state* is a partial clustering: the clusters made so far by a sequence of merges, ranked by its
+accumulated log-likelihood (the sum of the split log-likelihoods of its merges; the merge that makes
+the whole jet uses λ_R, so complete trees are ranked by their true log-likelihood). Every level expands
+every state of the beam by all possible merges of two of its current clusters and keeps the best
+``beam_size`` *distinct* states.
+
+Deduplication is on the set of clusters, not on float equality of the score (which is what the
+reference StandardHC code does: it lets duplicates through and merges distinct states whose sums tie).
+Two merge orders that build the same clusters give the same state. The canonical form is exact and
+works for any number of leaves: each leaf ``l`` gets ``attach[l]``. Take the largest cluster whose
+smallest leaf is ``l``. If that cluster has been merged into a parent, ``attach[l]`` is
+``(smallest leaf of the parent, size of the parent)``; otherwise it is ``-1``. Two partial clusterings
+are equal exactly when their ``attach`` arrays are equal, and a merge changes one entry. States are
+hashed by a 64-bit sum of mixed ``(leaf, attach)`` pairs, and a hash match is checked on the full
+array.
+
+Candidate scores come from numba kernels. Each state caches the split log-likelihood of every pair of
+its clusters (``n(n-1)/2`` float64), and a child state only evaluates the pairs that involve its new
+cluster. Above a memory budget the cache is switched off and pairs are re-evaluated. The best
+``beam_size`` distinct candidates of a level are found with a bounded heap (ties by the order of the
+parent state, then of the pair), so a level costs O(beam · clusters²) cheap operations.
+
+Default beam size as in the paper: ``N(N-1)/2`` for ``N <= 40`` leaves, 1000 above.
+
+A beam can lose the greedy path: a state on it may rank below ``beam_size`` others at some level.
+This happens for about 1% of the reference Ginkgo jets (4–14 leaves), and the final beam is then
+worse than greedy. With ``greedy_guard=True`` (the default) the greedy tree
+(:func:`~jetastar.clustering.greedy`) joins the final beam whenever it would rank in it, so the
+result is never worse than greedy. ``greedy_guard=False`` is the plain beam search of the reference.
+
+Example:
+    >>> import numpy as np
+    >>> from jetastar import Jet
+    >>> from jetastar.ginkgo import ShowerParams
+    >>> leaves = np.array([[40.0, 0, 30, 25], [30.0, 0, 25, 15], [20.0, 5, 15, 10]])
+    >>> result = beam_search(Jet(leaves, ShowerParams.qcd()))
+    >>> len(result.beam) <= 3 and result.beam[0].tree == result.tree
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+
+import numba as nb
+import numpy as np
+
+from ..ginkgo.likelihood import t_of
+from ..jet import Jet
+from ._agglomerative import (
+    canonical_result,
+    canonical_results,
+    check_jet,
+    jet_arrays,
+    leaf_ts,
+    pair_llh,
+)
+from .greedy import _greedy_kernel
+from .registry import register
+from .result import ClusteringResult
+
+__all__ = ["beam_search", "default_beam_size"]
+
+#: Above this many bytes for the two pair caches, pairs are re-evaluated instead of cached.
+CACHE_BUDGET_BYTES = 512 * 1024**2
+
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def default_beam_size(n_leaves: int) -> int:
+    """The paper's beam size: ``N(N-1)/2`` for ``N <= 40`` leaves, 1000 above (at least 1)."""
+    if n_leaves <= 40:
+        return max(1, n_leaves * (n_leaves - 1) // 2)
+    return 1000
+
+
+# ---------------------------------------------------------------------- numba kernels
+@nb.njit(cache=True, inline="always")
+def _mix(leaf, code):  # pragma: no cover - numba
+    """splitmix64 of the pair (leaf, attach code)."""
+    x = (np.uint64(leaf) << np.uint64(32)) ^ np.uint64(code + 1)
+    x = x + _GOLD
+    x = (x ^ (x >> np.uint64(30))) * _MIX1
+    x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+@nb.njit(cache=True, inline="always")
+def _heap_less(v1, f1, v2, f2):  # pragma: no cover - numba
+    """Order of the min-heap: worse score first; on equal scores the later candidate is worse."""
+    return v1 < v2 or (v1 == v2 and f1 > f2)
+
+
+@nb.njit(cache=True)
+def _sift_down(hv, hf, size, i):  # pragma: no cover - numba
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            return
+        child = left
+        right = left + 1
+        if right < size and _heap_less(hv[right], hf[right], hv[left], hf[left]):
+            child = right
+        if _heap_less(hv[child], hf[child], hv[i], hf[i]):
+            hv[i], hv[child] = hv[child], hv[i]
+            hf[i], hf[child] = hf[child], hf[i]
+            i = child
+        else:
+            return
+
+
+@nb.njit(cache=True)
+def _sift_up(hv, hf, i):  # pragma: no cover - numba
+    while i > 0:
+        parent = (i - 1) // 2
+        if _heap_less(hv[i], hf[i], hv[parent], hf[parent]):
+            hv[i], hv[parent] = hv[parent], hv[i]
+            hf[i], hf[parent] = hf[parent], hf[i]
+            i = parent
+        else:
+            return
+
+
+@nb.njit(cache=True)
+def _same_child(att, n, b1, hi1, code1, b2, hi2, code2):  # pragma: no cover - numba
+    """Whether two candidate children (parent, changed leaf, new code) are the same state."""
+    for leaf in range(n):
+        x = code1 if leaf == hi1 else att[b1, leaf]
+        y = code2 if leaf == hi2 else att[b2, leaf]
+        if x != y:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
+    """Beam search. Returns (history, steps, score) of the final beam (best first) and counters.
+
+    counters = [splits evaluated, candidates ranked, duplicates skipped, selection passes].
+    """
+    n = leaves.shape[0]
+    bmax = beam_size
+    c0 = consts[0]
+    c1 = consts[1]
+    npairs = n * (n - 1) // 2
+    pa = np.empty(max(npairs, 1), dtype=np.int64)
+    pc = np.empty(max(npairs, 1), dtype=np.int64)
+    for c in range(1, n):
+        for a in range(c):
+            idx = c * (c - 1) // 2 + a
+            pa[idx] = a
+            pc[idx] = c
+    ncache = npairs if use_cache else 1
+    bcache = bmax if use_cache else 1
+    # double-buffered state arrays
+    sp = np.empty((bmax, n, 4), dtype=np.float64)
+    st = np.empty((bmax, n), dtype=np.float64)
+    snode = np.empty((bmax, n), dtype=np.int64)
+    smin = np.empty((bmax, n), dtype=np.int64)
+    ssize = np.empty((bmax, n), dtype=np.int64)
+    att = np.empty((bmax, n), dtype=np.int64)
+    hsh = np.zeros(bmax, dtype=np.uint64)
+    hist = np.empty((bmax, max(n - 1, 1), 2), dtype=np.int64)
+    stp = np.empty((bmax, max(n - 1, 1)), dtype=np.float64)
+    score = np.empty(bmax, dtype=np.float64)
+    smax = np.full(bmax, np.inf, dtype=np.float64)  # best pair of each state (cache mode)
+    tri = np.empty((bcache, ncache), dtype=np.float64)
+    sp2 = np.empty_like(sp)
+    st2 = np.empty_like(st)
+    snode2 = np.empty_like(snode)
+    smin2 = np.empty_like(smin)
+    ssize2 = np.empty_like(ssize)
+    att2 = np.empty_like(att)
+    hsh2 = np.zeros_like(hsh)
+    hist2 = np.empty_like(hist)
+    stp2 = np.empty_like(stp)
+    score2 = np.empty_like(score)
+    smax2 = np.full(bmax, np.inf, dtype=np.float64)
+    tri2 = np.empty_like(tri)
+    counters = np.zeros(4, dtype=np.int64)
+
+    sp[0] = leaves
+    st[0] = leaf_ts(leaves, c0)
+    for i in range(n):
+        snode[0, i] = i
+        smin[0, i] = i
+        ssize[0, i] = 1
+        att[0, i] = -1
+    hsh[0] = np.uint64(0)
+    score[0] = 0.0
+    if use_cache and n > 2:
+        best = -np.inf
+        for idx in range(npairs):
+            v = pair_llh(sp[0], st[0], pa[idx], pc[idx], c0)
+            tri[0, idx] = v
+            best = max(best, v)
+        smax[0] = best
+        counters[0] += npairs
+    nb_ = 1
+    prev_dups = 0
+
+    for level in range(n - 1):
+        m = n - level
+        if m == 2:
+            # final merge: root constants; distinct parents give distinct complete trees
+            total = np.empty(nb_, dtype=np.float64)
+            psi = np.empty(nb_, dtype=np.float64)
+            for b in range(nb_):
+                psi[b] = pair_llh(sp[b], st[b], 0, 1, c1)
+                total[b] = score[b] + psi[b]
+            counters[0] += nb_
+            counters[1] += nb_
+            order = np.argsort(-total, kind="mergesort")
+            out_hist = np.empty((nb_, n - 1, 2), dtype=np.int64)
+            out_steps = np.empty((nb_, n - 1), dtype=np.float64)
+            out_score = np.empty(nb_, dtype=np.float64)
+            for q in range(nb_):
+                b = order[q]
+                for k in range(n - 2):
+                    out_hist[q, k, 0] = hist[b, k, 0]
+                    out_hist[q, k, 1] = hist[b, k, 1]
+                    out_steps[q, k] = stp[b, k]
+                out_hist[q, n - 2, 0] = snode[b, 0]
+                out_hist[q, n - 2, 1] = snode[b, 1]
+                out_steps[q, n - 2] = psi[b]
+                out_score[q] = total[b]
+            return out_hist, out_steps, out_score, counters
+
+        npair = m * (m - 1) // 2
+        ntotal = nb_ * npair
+        # room for the duplicates seen at the previous level, so one pass is usually enough
+        k_sel = min(ntotal, bmax + 2 * prev_dups + 8)
+        while True:
+            counters[3] += 1
+            hv = np.empty(k_sel, dtype=np.float64)
+            hf = np.empty(k_sel, dtype=np.int64)
+            hs = 0
+            for b in range(nb_):
+                base = b * npair
+                s = score[b]
+                if hs == k_sel and not _heap_less(hv[0], hf[0], s + smax[b], base):
+                    continue  # no merge of this state can enter the heap
+                counters[1] += npair
+                for idx in range(npair):
+                    if use_cache:
+                        v = s + tri[b, idx]
+                    else:
+                        v = s + pair_llh(sp[b], st[b], pa[idx], pc[idx], c0)
+                    f = base + idx
+                    if hs < k_sel:
+                        hv[hs] = v
+                        hf[hs] = f
+                        _sift_up(hv, hf, hs)
+                        hs += 1
+                    elif _heap_less(hv[0], hf[0], v, f):
+                        hv[0] = v
+                        hf[0] = f
+                        _sift_down(hv, hf, hs, 0)
+            if not use_cache:
+                counters[0] += ntotal
+            # best first: by score descending, then candidate order
+            o1 = np.argsort(hf[:hs], kind="mergesort")
+            o2 = np.argsort(-hv[:hs][o1], kind="mergesort")
+            order = o1[o2]
+            tsize = 4
+            while tsize < 2 * hs:
+                tsize *= 2
+            table = np.full(tsize, -1, dtype=np.int64)
+            acc_b = np.empty(bmax, dtype=np.int64)
+            acc_idx = np.empty(bmax, dtype=np.int64)
+            acc_hi = np.empty(bmax, dtype=np.int64)
+            acc_code = np.empty(bmax, dtype=np.int64)
+            acc_h = np.empty(bmax, dtype=np.uint64)
+            acc_v = np.empty(bmax, dtype=np.float64)
+            nacc = 0
+            dups = 0
+            for r in range(hs):
+                f = hf[order[r]]
+                b = f // npair
+                idx = f - b * npair
+                a = pa[idx]
+                c = pc[idx]
+                la = smin[b, a]
+                lc = smin[b, c]
+                lo = min(la, lc)
+                hi = max(la, lc)
+                code = lo * (n + 1) + ssize[b, a] + ssize[b, c]
+                h = hsh[b] + _mix(hi, code)
+                slot = np.int64(h & np.uint64(tsize - 1))
+                dup = False
+                while table[slot] != -1:
+                    q = table[slot]
+                    if acc_h[q] == h and _same_child(
+                        att, n, b, hi, code, acc_b[q], acc_hi[q], acc_code[q]
+                    ):
+                        dup = True
+                        break
+                    slot = (slot + 1) & (tsize - 1)
+                if dup:
+                    dups += 1
+                    continue
+                table[slot] = nacc
+                acc_b[nacc] = b
+                acc_idx[nacc] = idx
+                acc_hi[nacc] = hi
+                acc_code[nacc] = code
+                acc_h[nacc] = h
+                acc_v[nacc] = hv[order[r]]
+                nacc += 1
+                if nacc == bmax:
+                    break
+            if nacc == bmax or k_sel >= ntotal:
+                counters[2] += dups
+                prev_dups = dups
+                break
+            k_sel = min(ntotal, 2 * k_sel)
+
+        # build the next beam
+        node = n + level
+        mm = m - 1
+        for q in range(nacc):
+            b = acc_b[q]
+            idx = acc_idx[q]
+            a = pa[idx]
+            c = pc[idx]
+            for s in range(mm):
+                src = m - 1 if s == c else s
+                for d in range(4):
+                    sp2[q, s, d] = sp[b, src, d]
+                st2[q, s] = st[b, src]
+                snode2[q, s] = snode[b, src]
+                smin2[q, s] = smin[b, src]
+                ssize2[q, s] = ssize[b, src]
+            for d in range(4):
+                sp2[q, a, d] = sp[b, a, d] + sp[b, c, d]
+            st2[q, a] = t_of(sp2[q, a, 0], sp2[q, a, 1], sp2[q, a, 2], sp2[q, a, 3])
+            snode2[q, a] = node
+            smin2[q, a] = min(smin[b, a], smin[b, c])
+            ssize2[q, a] = ssize[b, a] + ssize[b, c]
+            for leaf in range(n):
+                att2[q, leaf] = att[b, leaf]
+            att2[q, acc_hi[q]] = acc_code[q]
+            hsh2[q] = acc_h[q]
+            for k in range(level):
+                hist2[q, k, 0] = hist[b, k, 0]
+                hist2[q, k, 1] = hist[b, k, 1]
+                stp2[q, k] = stp[b, k]
+            hist2[q, level, 0] = snode[b, a]
+            hist2[q, level, 1] = snode[b, c]
+            if use_cache:
+                stp2[q, level] = tri[b, idx]
+            else:
+                stp2[q, level] = pair_llh(sp[b], st[b], a, c, c0)
+                counters[0] += 1
+            score2[q] = acc_v[q]
+            if use_cache and mm > 2:
+                # column cc of the child = column cc of the parent (the moved last slot for
+                # cc == c), except the entries of the new cluster (slot a) and of slot c
+                best = -np.inf
+                last0 = (m - 1) * (m - 2) // 2
+                for cc in range(1, mm):
+                    j0 = cc * (cc - 1) // 2
+                    if cc == a:
+                        for aa in range(cc):
+                            v = pair_llh(sp2[q], st2[q], aa, cc, c0)
+                            tri2[q, j0 + aa] = v
+                            best = max(best, v)
+                        continue
+                    src0 = last0 if cc == c else j0
+                    for aa in range(cc):
+                        tri2[q, j0 + aa] = tri[b, src0 + aa]
+                    if c < cc:
+                        tri2[q, j0 + c] = tri[b, last0 + cc]
+                    if a < cc:
+                        tri2[q, j0 + a] = pair_llh(sp2[q], st2[q], a, cc, c0)
+                    for aa in range(cc):
+                        best = max(best, tri2[q, j0 + aa])
+                smax2[q] = best
+                counters[0] += mm - 1
+        nb_ = nacc
+        sp, sp2 = sp2, sp
+        st, st2 = st2, st
+        snode, snode2 = snode2, snode
+        smin, smin2 = smin2, smin
+        ssize, ssize2 = ssize2, ssize
+        att, att2 = att2, att
+        hsh, hsh2 = hsh2, hsh
+        hist, hist2 = hist2, hist
+        stp, stp2 = stp2, stp
+        score, score2 = score2, score
+        smax, smax2 = smax2, smax
+        tri, tri2 = tri2, tri
+    # unreachable for n >= 2 (the loop returns at m == 2)
+    return (
+        np.empty((0, max(n - 1, 1), 2), dtype=np.int64),
+        np.empty((0, max(n - 1, 1)), dtype=np.float64),
+        np.empty(0, dtype=np.float64),
+        counters,
+    )
+
+
+def _add_greedy(
+    leaves: np.ndarray,
+    consts: np.ndarray,
+    n: int,
+    size: int,
+    trees: list,
+    lls: list[float],
+    label: object,
+) -> bool:
+    """Put the greedy tree into the final beam (in place) if it is missing and ranks in it."""
+    history, steps, _, _ = _greedy_kernel(leaves, consts)
+    g_tree, g_ll = canonical_result(history, steps, n, label)
+    if len(lls) >= size and not g_ll > min(lls):
+        return False
+    for tree, ll in zip(trees, lls, strict=True):
+        if ll == g_ll and tree == g_tree:  # equal trees have bit-equal canonical sums
+            return False
+    if len(lls) >= size:
+        drop = len(lls) - 1 - int(np.argmin(np.asarray(lls)[::-1]))  # the last of the worst
+        del trees[drop]
+        del lls[drop]
+    trees.append(g_tree)
+    lls.append(g_ll)
+    return True
+
+
+def _n_trees(n: int, cap: int) -> int:
+    """``(2n-3)!!`` (the number of trees over ``n`` leaves), or ``cap`` once it is exceeded."""
+    out = 1
+    for k in range(3, 2 * n - 2, 2):
+        out *= k
+        if out >= cap:
+            return cap
+    return out
+
+
+def _check_beam_size(beam_size: object, n: int) -> int:
+    if beam_size is None:
+        return default_beam_size(n)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, numbers.Integral):
+        raise ValueError(f"beam_size must be an integer >= 1 (or None), got {beam_size!r}")
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    return int(beam_size)
+
+
+@register(
+    "beam",
+    description="beam search over partial clusterings, deduplicated on the set of clusters",
+)
+def beam_search(
+    jet: Jet,
+    beam_size: int | None = None,
+    likelihood: str = "symmetric",
+    greedy_guard: bool = True,
+) -> ClusteringResult:
+    """Beam search for the maximum-likelihood tree.
+
+    Args:
+        jet: the :class:`jetastar.Jet` to cluster.
+        beam_size: number of distinct partial clusterings kept per level; ``None`` = the paper's
+            default (``N(N-1)/2`` for ``N <= 40`` leaves, 1000 above).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        greedy_guard: add the greedy tree to the final beam when it is missing and would rank in
+            it (replacing the worst tree if the beam is full); the result is then never worse than
+            :func:`~jetastar.clustering.greedy`. ``False``: the plain beam search.
+
+    Returns:
+        A :class:`ClusteringResult` (``algorithm="beam"``) with the best tree of the final beam and
+        ``beam``: every distinct complete tree of the final beam as its own result, best first (ties
+        keep the beam order). ``stats`` has ``splits_evaluated``, ``candidates`` (merges ranked),
+        ``duplicates`` (candidates dropped as an already kept partial clustering),
+        ``selection_passes``, ``pair_cache``, ``greedy_added`` and ``time_s``.
+        ``status="all_inf"`` when every tree of the final beam has log-likelihood ``-inf``.
+
+    Raises:
+        InvalidJetError: if ``jet`` is not a Jet.
+        ValueError: for ``beam_size < 1``, a non-integer beam size or an unknown likelihood.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=3)[0]
+        >>> result = beam_search(jet, beam_size=10)
+        >>> result.log_likelihood == result.beam[0].log_likelihood
+        True
+    """
+    start = time.perf_counter()
+    check_jet(jet, "beam search")
+    leaves, consts = jet_arrays(jet, likelihood)
+    n = leaves.shape[0]
+    size = _check_beam_size(beam_size, n)
+    # no level has more distinct partial clusterings than there are trees, (2N-3)!!
+    width = min(size, _n_trees(n, size))
+    npairs = n * (n - 1) // 2
+    use_cache = 2 * width * npairs * 8 <= CACHE_BUDGET_BYTES
+    history, steps, _, counters = _beam_kernel(leaves, consts, width, use_cache)
+    trees, totals = canonical_results(history, steps, n, jet.label)
+    lls = totals.tolist()
+    added = False
+    if greedy_guard:
+        added = _add_greedy(leaves, consts, n, size, trees, lls, jet.label)
+    order = np.argsort(-np.asarray(lls), kind="stable")
+    options = {"beam_size": size, "greedy_guard": bool(greedy_guard)}
+    beam = [
+        ClusteringResult(
+            tree=trees[q],
+            log_likelihood=float(lls[q]),
+            algorithm="beam",
+            likelihood=likelihood,
+            options=dict(options),
+            jet_id=jet.jet_id,
+        )
+        for q in order
+    ]
+    best = beam[0]
+    status, message = "ok", ""
+    if not math.isfinite(best.log_likelihood):
+        status = "all_inf"
+        message = f"every tree of the final beam ({len(beam)} trees) has log-likelihood -inf"
+    stats = {
+        "splits_evaluated": int(counters[0]),
+        "candidates": int(counters[1]),
+        "duplicates": int(counters[2]),
+        "selection_passes": int(counters[3]),
+        "beam_trees": len(beam),
+        "pair_cache": bool(use_cache),
+        "greedy_added": added,
+        "time_s": time.perf_counter() - start,
+    }
+    return ClusteringResult(
+        tree=best.tree,
+        log_likelihood=best.log_likelihood,
+        algorithm="beam",
+        likelihood=likelihood,
+        options=options,
+        stats=stats,
+        beam=beam,
+        status=status,
+        message=message,
+        jet_id=jet.jet_id,
+    )

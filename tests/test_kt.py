@@ -1,0 +1,178 @@
+"""kt / Cambridge-Aachen / anti-kt: hand-made configurations, conventions, FastJet agreement."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from jetastar import InvalidJetError, Jet, Tree
+from jetastar.clustering import cluster, kt
+from jetastar.clustering.kt import rapidity_phi
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+
+def _massless(pt: float, y: float, phi: float) -> list[float]:
+    return [pt * math.cosh(y), pt * math.cos(phi), pt * math.sin(phi), pt * math.sinh(y)]
+
+
+def _jet(particles: list[tuple[float, float, float]]) -> Jet:
+    return Jet(np.array([_massless(*p) for p in particles]), ShowerParams.qcd(), jet_id=99)
+
+
+def _first_merge(tree: Tree) -> frozenset[int]:
+    return min(tree.clusters(), key=len)
+
+
+# A (pt 100, φ 0), B (pt 1, φ 1.0), C (pt 50, φ 0.2):
+#   kt:  d_BC = 1·0.64 < d_AB = 1·1.0 < d_AC = 2500·0.04       -> B+C first
+#   CA:  ΔR²: AC 0.04 < BC 0.64 < AB 1.0                        -> A+C first
+#   akt: d_AC = 0.04/1e4 < d_AB = 1/1e4 < d_BC = 0.64/2500      -> A+C first
+CONFIG_1 = [(100.0, 0.0, 0.0), (1.0, 0.0, 1.0), (50.0, 0.0, 0.2)]
+# A (pt 100, φ 0), B (pt 1, φ 0.2), C (pt 1, φ 0.25):
+#   kt:  d_BC = 0.0025 < d_AB = 0.04                             -> B+C first
+#   CA:  ΔR²: BC 0.0025 < AB 0.04 < AC 0.0625                    -> B+C first
+#   akt: d_AB = 0.04/1e4 < d_AC = 0.0625/1e4 < d_BC = 0.0025     -> A+B first
+CONFIG_2 = [(100.0, 0.0, 0.0), (1.0, 0.0, 0.2), (1.0, 0.0, 0.25)]
+# the same ideas with separation in rapidity instead of azimuth
+CONFIG_3 = [(100.0, 0.0, 1.0), (1.0, 0.2, 1.0), (1.0, 0.25, 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (CONFIG_1, {"kt": {1, 2}, "cambridge": {0, 2}, "antikt": {0, 2}}),
+        (CONFIG_2, {"kt": {1, 2}, "cambridge": {1, 2}, "antikt": {0, 1}}),
+        (CONFIG_3, {"kt": {1, 2}, "cambridge": {1, 2}, "antikt": {0, 1}}),
+    ],
+)
+def test_first_merge_on_hand_made_configurations(config, expected):
+    jet = _jet(config)
+    for algorithm, pair in expected.items():
+        result = kt(jet, algorithm=algorithm)
+        assert _first_merge(result.tree) == frozenset(pair), algorithm
+        assert result.algorithm == algorithm
+
+
+def test_four_particles_full_history():
+    """Two tight pairs far apart: the pairs first; then a configuration where all three differ."""
+    jet = _jet([(50.0, 0.0, 0.0), (5.0, 0.0, 0.1), (40.0, 0.0, 2.0), (4.0, 0.0, 2.3)])
+    expected = Tree.from_nested(((0, 1), (2, 3)))
+    for algorithm in ("kt", "cambridge", "antikt"):
+        assert kt(jet, algorithm=algorithm).tree == expected
+    # hard A (100, φ 0), D (60, φ 0.3); soft B (1, φ 1.5), C (1.2, φ 1.85):
+    # kt:  d_BC = 0.1225 first; then d(D, BC) ≈ 4.84·1.93 < d(A, BC) ≈ 4.84·2.86 < d_AD = 324
+    # CA:  ΔR² AD 0.09 < BC 0.1225, then the two pairs
+    # akt: d_AD = 0.09/1e4 first; then B (ΔR² 1.93 to AD, /160²) before C (ΔR² 3.0), C last
+    jet = _jet([(100.0, 0.0, 0.0), (1.0, 0.0, 1.5), (1.2, 0.0, 1.85), (60.0, 0.0, 0.3)])
+    assert kt(jet, algorithm="kt").tree == Tree.from_nested((0, (3, (1, 2))))
+    assert kt(jet, algorithm="cambridge").tree == Tree.from_nested(((0, 3), (1, 2)))
+    assert kt(jet, algorithm="antikt").tree == Tree.from_nested((((0, 3), 1), 2))
+
+
+def test_azimuth_wraps_around():
+    """φ = 0.1 and φ = 2π - 0.1 are 0.2 apart, closer than φ = 0.5."""
+    jet = _jet([(10.0, 0.0, 0.1), (10.0, 0.0, 2 * math.pi - 0.1), (10.0, 0.0, 0.5)])
+    assert _first_merge(kt(jet, algorithm="cambridge").tree) == frozenset({0, 1})
+
+
+def test_rapidity_phi_conventions():
+    y, phi = rapidity_phi(np.array(_massless(3.0, 0.7, -1.0)))
+    assert math.isclose(y, 0.7, rel_tol=1e-12)
+    assert math.isclose(phi, 2 * math.pi - 1.0, rel_tol=1e-12)
+    # along the beam axis: FastJet's ±(1e5 + |pz|)
+    assert rapidity_phi(np.array([5.0, 0.0, 0.0, 5.0])) == (1e5 + 5.0, 0.0)
+    assert rapidity_phi(np.array([5.0, 0.0, 0.0, -5.0])) == (-(1e5 + 5.0), 0.0)
+    # massive: y = ½ ln((E+pz)/(E-pz))
+    y, _ = rapidity_phi(np.array([10.0, 1.0, 2.0, 6.0]))
+    assert math.isclose(y, 0.5 * math.log(16.0 / 4.0), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_scored_with_the_ginkgo_likelihood(likelihood):
+    for jet in generate(5, ShowerParams.qcd(t_cut=1.0), seed=81):
+        for algorithm in ("kt", "cambridge", "antikt"):
+            result = kt(jet, algorithm=algorithm, likelihood=likelihood)
+            assert result.log_likelihood == log_likelihood(jet, result.tree, likelihood=likelihood)
+            assert result.tree.n_leaves == jet.n_leaves
+            assert result.options == {"algorithm": algorithm, "R": 1000.0}
+
+
+def test_aliases_in_the_registry():
+    jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=3)[0]
+    for name in ("cambridge", "antikt"):
+        by_name = cluster(jet, name)
+        direct = kt(jet, algorithm=name)
+        assert by_name.algorithm == name and by_name.tree == direct.tree
+    assert cluster(jet, "kt").tree == kt(jet).tree and cluster(jet, "kt").algorithm == "kt"
+    assert cluster(jet, "antikt", R=500.0).options["R"] == 500.0
+
+
+def test_bad_input():
+    jet = _jet(CONFIG_1)
+    with pytest.raises(ValueError, match="'kt', 'cambridge', 'antikt'"):
+        kt(jet, algorithm="siscone")
+    for bad in (0.0, -1.0, math.inf, "wide"):
+        with pytest.raises(ValueError, match="R must be"):
+            kt(jet, R=bad)
+    with pytest.raises(ValueError, match="larger R"):
+        kt(_jet([(10.0, 0.0, 0.0), (10.0, 0.0, 2.0), (10.0, 0.0, 2.2)]), R=0.4)
+    with pytest.raises(InvalidJetError, match="Jet"):
+        kt("not a jet")
+
+
+# ---------------------------------------------------------------------- FastJet agreement
+_FJ_ALGORITHMS = {
+    "kt": "kt_algorithm",
+    "cambridge": "cambridge_algorithm",
+    "antikt": "antikt_algorithm",
+}
+
+
+def _fastjet_tree(fastjet, leaves: np.ndarray, algorithm: str) -> Tree:
+    inputs = []
+    for i, (e, px, py, pz) in enumerate(leaves):
+        pj = fastjet.PseudoJet(float(px), float(py), float(pz), float(e))
+        pj.set_user_index(i)
+        inputs.append(pj)
+    jet_def = fastjet.JetDefinition(getattr(fastjet, _FJ_ALGORITHMS[algorithm]), 1000.0)
+    sequence = fastjet.ClusterSequence(inputs, jet_def)
+    jets = sequence.inclusive_jets()
+    assert len(jets) == 1
+    clusters: list[frozenset[int]] = []
+
+    def walk(pj) -> frozenset[int]:
+        p1, p2 = fastjet.PseudoJet(), fastjet.PseudoJet()
+        if not pj.has_parents(p1, p2):
+            return frozenset([pj.user_index()])
+        merged = walk(p1) | walk(p2)
+        clusters.append(merged)
+        return merged
+
+    walk(jets[0])
+    return Tree.from_clusters(clusters, len(leaves))
+
+
+def _random_event_jet(rng: np.random.Generator, n: int) -> Jet:
+    """Massive particles spread over a wide range of rapidity and azimuth (not Ginkgo-like)."""
+    pt = rng.exponential(20.0, n) + 0.5
+    y = rng.uniform(-4.0, 4.0, n)
+    phi = rng.uniform(0.0, 2 * math.pi, n)
+    m = rng.uniform(0.0, 2.0, n)
+    mt = np.sqrt(pt * pt + m * m)
+    leaves = np.stack([mt * np.cosh(y), pt * np.cos(phi), pt * np.sin(phi), mt * np.sinh(y)], 1)
+    return Jet(leaves, ShowerParams.qcd())
+
+
+def test_identical_to_fastjet():
+    fastjet = pytest.importorskip(
+        "fastjet", reason="FastJet comparison needs the optional 'fastjet' extra"
+    )
+    jets = list(generate(40, ShowerParams.qcd(t_cut=1.0), seed=91))
+    rng = np.random.default_rng(92)
+    jets += [_random_event_jet(rng, int(n)) for n in rng.integers(2, 60, 40)]
+    for jet in jets:
+        for algorithm in ("kt", "cambridge", "antikt"):
+            ours = kt(jet, algorithm=algorithm).tree
+            assert ours == _fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)

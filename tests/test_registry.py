@@ -1,0 +1,98 @@
+"""Running the baselines by name: names, options, errors that list the valid choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetastar import InvalidJetError
+from jetastar.clustering import (
+    ClusteringResult,
+    algorithm_info,
+    algorithms,
+    beam_search,
+    cluster,
+    greedy,
+    kt,
+    mcts,
+)
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+BASELINES = ("greedy", "beam", "kt", "cambridge", "antikt", "mcts")
+
+
+@pytest.fixture(scope="module")
+def jet():
+    return generate(1, ShowerParams.qcd(t_cut=4.0), seed=151, min_leaves=9, max_leaves=9)[0]
+
+
+def test_names_are_registered():
+    names = algorithms()
+    assert names == sorted(names)
+    for name in BASELINES:
+        assert name in names
+        info = algorithm_info(name)
+        assert info.exact is False and info.description
+
+
+@pytest.mark.parametrize("name", BASELINES)
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_cluster_by_name(jet, name, likelihood):
+    result = cluster(jet, name, likelihood=likelihood)
+    assert isinstance(result, ClusteringResult)
+    assert result.algorithm == name and result.likelihood == likelihood
+    assert result.log_likelihood == log_likelihood(jet, result.tree, likelihood=likelihood)
+    assert result.jet_id == jet.jet_id and result.time_s is not None and result.time_s >= 0
+
+
+def test_same_as_direct_calls(jet):
+    assert cluster(jet, "greedy").tree == greedy(jet).tree
+    assert cluster(jet, "beam", beam_size=7).tree == beam_search(jet, beam_size=7).tree
+    assert cluster(jet, "cambridge").tree == kt(jet, algorithm="cambridge").tree
+    assert cluster(jet, "mcts", n_rollouts=3, seed=2).tree == mcts(jet, n_rollouts=3, seed=2).tree
+
+
+def test_listed_options():
+    assert algorithm_info("greedy").options() == ["likelihood"]
+    assert algorithm_info("beam").options() == ["beam_size", "likelihood", "greedy_guard"]
+    for name in ("kt", "cambridge", "antikt"):
+        assert algorithm_info(name).options() == ["likelihood", "R"]
+    assert {"n_rollouts", "seed", "likelihood", "beam_size", "c_puct"} <= set(
+        algorithm_info("mcts").options()
+    )
+
+
+def test_unknown_algorithm_lists_valid_names(jet):
+    with pytest.raises(ValueError, match="unknown algorithm 'beamsearch'") as info:
+        cluster(jet, "beamsearch")
+    for name in BASELINES:
+        assert name in str(info.value)
+
+
+def test_unknown_option_lists_valid_options(jet):
+    with pytest.raises(ValueError, match="valid: beam_size, likelihood, greedy_guard"):
+        cluster(jet, "beam", beam=3)
+    with pytest.raises(ValueError, match="unknown option"):
+        cluster(jet, "greedy", beam_size=3)
+    with pytest.raises(ValueError, match="valid: likelihood, R"):
+        cluster(jet, "antikt", radius=0.4)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "match"),
+    [
+        ("beam", {"beam_size": 0}, "beam_size must be >= 1"),
+        ("beam", {"beam_size": "all"}, "beam_size must be an integer"),
+        ("greedy", {"likelihood": "exact"}, "'symmetric', 'legacy'"),
+        ("kt", {"R": -1.0}, "R must be"),
+        ("mcts", {"decision": "vote"}, "'max_reward', 'most_visited'"),
+    ],
+)
+def test_bad_option_values(jet, name, options, match):
+    with pytest.raises(ValueError, match=match):
+        cluster(jet, name, **options)
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_not_a_jet(name):
+    with pytest.raises(InvalidJetError, match=r"jetastar\.Jet"):
+        cluster([[10.0, 0.0, 0.0, 9.0]], name)
