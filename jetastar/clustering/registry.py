@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -41,8 +42,13 @@ class AlgorithmInfo:
 
     def options(self) -> list[str]:
         """Names of the keyword options the algorithm accepts."""
-        params = list(inspect.signature(self.func).parameters.values())[1:]
-        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return list(_option_names(self.func))
+
+
+@functools.cache
+def _option_names(func: Callable[..., ClusteringResult]) -> tuple[str, ...]:
+    params = list(inspect.signature(func).parameters.values())[1:]
+    return tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}

@@ -1,0 +1,733 @@
+"""Cluster many jet files with many algorithms, in parallel, resumably.
+
+:func:`run_batch` processes each input file in chunks of jets. A chunk is clustered by every
+requested algorithm in a worker (a process pool, or any :class:`concurrent.futures.Executor` such as
+``dask.distributed.Client(...).get_executor()``), and its results are written *atomically* to a part
+file ``<output>.parts/part-<start>-<stop>.h5``. When every chunk of a file is done the parts are
+merged (checking that every jet appears exactly once) into the output file — the input jets plus one
+results table per algorithm — written atomically, and the part folder is removed.
+
+Killed at any moment and restarted with the same arguments, a run skips finished files and finished
+chunks and ends with every jet processed exactly once: a part is either complete or absent, the
+output file is either complete or absent, and the merge refuses gaps and duplicates.
+
+Per jet and algorithm the status is recorded, never raised:
+
+* ``"skipped"`` — an exact method on a jet above its size limit (the registry's ``max_leaves`` or a
+  ``max_leaves`` override), or a method that raised :class:`~jetastar.TooLargeError`;
+* ``"failed"`` — an invalid jet (NaN, negative energy, ...; the message names the file, the entry,
+  the jet and the field) or an algorithm error (the message has the exception);
+* ``"budget"`` — returned by algorithms that stop at their own time/size budget.
+
+Time limit: with ``time_limit`` set, every algorithm that has a ``max_time`` (or ``time_limit``)
+option gets it unless set explicitly, so it stops itself and reports ``"budget"``. Algorithms without
+such an option run to completion (Python cannot interrupt a compiled kernel safely); when one takes
+longer than the limit its result is kept and its message says so. Exact methods on large jets are
+kept in check by the size limits instead.
+
+Workers: when more than one worker runs, algorithms with a ``threads`` option get ``threads=1``
+(unless set), and ``progress`` options are switched off.
+
+Scale-out: pass ``scheduler="tcp://host:8786"`` (needs ``pip install dask distributed``) or any
+executor. On HTCondor/SLURM, start a cluster with dask-jobqueue (``SLURMCluster(...).scale(n)``), then
+``Client(cluster).get_executor()``. Only the master reads and writes files: workers receive the jets
+and return results, so they need no shared file system.
+
+Example:
+    >>> from jetastar.batch import run_batch
+    >>> run_batch(["jets.h5"], algorithms=["greedy"], workers=2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import importlib
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._version import __version__
+from .errors import InvalidJetError, JetastarError, TooLargeError
+from .io._atomic import atomic_write_text, remove_stale_temporaries
+from .io._common import jet_slice
+from .io.results import AlgorithmResults, to_json, unit_options
+
+__all__ = [
+    "BatchConfig",
+    "BatchError",
+    "FileSummary",
+    "check_config",
+    "cluster_collection",
+    "output_path_for",
+    "parse_limits",
+    "parse_option_value",
+    "parse_options",
+    "run_batch",
+]
+
+_TIME_OPTIONS = ("max_time", "time_limit")
+_PART_DIR_SUFFIX = ".parts"
+
+
+class BatchError(JetastarError, ValueError):
+    """A batch run cannot start or finish (bad settings, mismatching part files, ...)."""
+
+
+@dataclasses.dataclass
+class BatchConfig:
+    """What to run on every jet.
+
+    Args:
+        algorithms: registry names, in output order.
+        options: per algorithm name, keyword options (``{"beam": {"beam_size": 10}}``); the key
+            ``"*"`` holds options for every algorithm that accepts them.
+        time_limit: seconds per jet and algorithm (see the module docstring), ``None`` = none.
+        max_leaves: per algorithm name, a size limit overriding the registry's ``max_leaves``
+            (jets with more leaves are recorded as ``"skipped"``).
+        plugins: modules to import (in the master and every worker) before running, e.g. modules
+            that register extra algorithms.
+        chunk_size: jets per work unit (and per part file).
+    """
+
+    algorithms: list[str]
+    options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    time_limit: float | None = None
+    max_leaves: dict[str, int] = dataclasses.field(default_factory=dict)
+    plugins: list[str] = dataclasses.field(default_factory=list)
+    chunk_size: int = 50
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that must match for part files to be reused."""
+        return {
+            "algorithms": list(self.algorithms),
+            "options": unit_options(self.options),
+            "time_limit": self.time_limit,
+            "max_leaves": dict(self.max_leaves),
+            "chunk_size": int(self.chunk_size),
+        }
+
+
+@dataclasses.dataclass
+class FileSummary:
+    """Outcome of one input file of a batch run."""
+
+    input: str
+    output: str
+    n_jets: int = 0
+    chunks_total: int = 0
+    chunks_reused: int = 0
+    status_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+    error: str = ""
+    already_done: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """No file-level error."""
+        return not self.error
+
+
+# ---------------------------------------------------------------------- per-jet work
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import modules (that register algorithms); a missing one raises a clear error."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise BatchError(f"cannot import plugin module {name!r}: {exc}") from None
+
+
+def _load_registry(plugins: Iterable[str]) -> None:
+    import jetastar.clustering  # noqa: F401  (its __init__ imports and registers the algorithms)
+
+    import_plugins(plugins)
+
+
+def _options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any]:
+    from .clustering.registry import algorithm_info
+
+    info = algorithm_info(name)
+    accepted = set(info.options())
+    opts = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
+    opts.update(config.options.get(name, {}))
+    if config.time_limit is not None:
+        for key in _TIME_OPTIONS:
+            if key in accepted and key not in opts:
+                opts[key] = float(config.time_limit)
+                break
+    if n_workers > 1 and "threads" in accepted and "threads" not in opts:
+        opts["threads"] = 1
+    if "progress" in accepted and "progress" not in opts:
+        opts["progress"] = False
+    return opts
+
+
+def check_config(config: BatchConfig) -> None:
+    """Validate algorithm names and options against the registry (raises a one-line error)."""
+    from .clustering.registry import algorithm_info, algorithms
+
+    _load_registry(config.plugins)
+    if not config.algorithms:
+        raise BatchError(f"no algorithms given; available: {', '.join(algorithms())}")
+    for name in config.algorithms:
+        algorithm_info(name)
+    for name, opts in config.options.items():
+        if name == "*":
+            for key in opts:
+                if not any(key in algorithm_info(a).options() for a in config.algorithms):
+                    raise BatchError(
+                        f"option {key!r} is not accepted by any of {', '.join(config.algorithms)}"
+                    )
+            continue
+        if name not in config.algorithms:
+            raise BatchError(f"options given for {name!r}, which is not among the algorithms run")
+        valid = algorithm_info(name).options()
+        unknown = sorted(set(opts) - set(valid))
+        if unknown:
+            raise BatchError(
+                f"unknown option(s) {', '.join(unknown)} for algorithm {name!r}; "
+                f"valid: {', '.join(valid) or '(none)'}"
+            )
+    if config.chunk_size < 1:
+        raise BatchError("chunk size must be >= 1")
+    if config.time_limit is not None and not config.time_limit > 0:
+        raise BatchError("the time limit must be > 0 seconds")
+
+
+def _size_limit(name: str, config: BatchConfig) -> int | None:
+    from .clustering.registry import algorithm_info
+
+    if name in config.max_leaves:
+        return int(config.max_leaves[name])
+    info = algorithm_info(name)
+    return info.max_leaves if info.exact else None
+
+
+def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> Any:
+    from .clustering.registry import cluster
+    from .clustering.result import ClusteringResult
+
+    limit = _size_limit(name, config)
+    if limit is not None and jet.n_leaves > limit:
+        return ClusteringResult(
+            None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
+            message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
+        )
+    start = time.perf_counter()
+    try:
+        res = cluster(jet, name, **opts)
+    except TooLargeError as exc:
+        return ClusteringResult(
+            None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
+            message=str(exc), stats={"time_s": time.perf_counter() - start},
+        )
+    except Exception as exc:  # recorded, the batch goes on
+        return ClusteringResult(
+            None, -math.inf, name, options=opts, status="failed", jet_id=jet.jet_id,
+            message=f"{type(exc).__name__}: {exc}", stats={"time_s": time.perf_counter() - start},
+        )
+    elapsed = time.perf_counter() - start
+    res.stats.setdefault("time_s", elapsed)
+    res.options = {**opts, **res.options}
+    res.jet_id = jet.jet_id
+    if config.time_limit is not None and elapsed > config.time_limit and not (
+        set(_accepted(name)) & set(_TIME_OPTIONS)
+    ):
+        note = (f"took {elapsed:.3g} s, over the time limit of {config.time_limit:g} s "
+                f"({name!r} has no time option, so it ran to completion)")
+        res.message = f"{res.message}; {note}" if res.message else note
+    return res
+
+
+def _accepted(name: str) -> list[str]:
+    from .clustering.registry import algorithm_info
+
+    return algorithm_info(name).options()
+
+
+def _jet_for_clustering(collection: Any, i: int) -> Any:
+    """Jet ``i`` of a collection without its truth tree (clustering does not need it, and
+    building the tree costs more than clustering a small jet)."""
+    from .jet import Jet
+
+    a, b = collection.leaf_offsets[i], collection.leaf_offsets[i + 1]
+    seed = int(collection.seed[i])
+    return Jet(collection.leaves[a:b], collection.jet_params(i), jet_id=int(collection.jet_id[i]),
+               seed=None if seed < 0 else seed, jet_type=str(collection.jet_type[i]))
+
+
+def cluster_collection(
+    collection: Any,
+    config: BatchConfig,
+    *,
+    first_index: int = 0,
+    source: str = "",
+    n_workers: int = 1,
+) -> dict[str, AlgorithmResults]:
+    """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
+
+    Args:
+        collection: a :class:`~jetastar.JetCollection`.
+        config: what to run.
+        first_index: position of the collection's first jet in its file (for ``jet_index``).
+        source: file name used in the messages of invalid jets.
+        n_workers: how many such calls run at the same time (sets ``threads=1`` when > 1).
+
+    Returns:
+        algorithm name -> :class:`AlgorithmResults` with one row per jet.
+    """
+    from .clustering.registry import algorithm_info
+    from .clustering.result import ClusteringResult
+
+    _load_registry(config.plugins)
+    per_alg: dict[str, list[Any]] = {name: [] for name in config.algorithms}
+    opts = {name: _options_for(name, config, n_workers) for name in config.algorithms}
+    for i in range(len(collection)):
+        jet_id = int(collection.jet_id[i])
+        try:
+            jet = _jet_for_clustering(collection, i)
+        except InvalidJetError as exc:
+            where = f"{source}: entry {first_index + i}: " if source else ""
+            for name in config.algorithms:
+                per_alg[name].append(ClusteringResult(
+                    None, -math.inf, name, options=opts[name], status="failed",
+                    message=f"{where}{exc}", jet_id=jet_id,
+                ))
+            continue
+        for name in config.algorithms:
+            per_alg[name].append(_run_one(jet, name, opts[name], config))
+    index = np.arange(first_index, first_index + len(collection))
+    return {
+        name: AlgorithmResults.from_results(
+            name, rows, jet_index=index, jet_id=collection.jet_id,
+            likelihood=_likelihood_of(rows, opts[name]),
+            exact_method=algorithm_info(name).exact,
+        )
+        for name, rows in per_alg.items()
+    }
+
+
+def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:
+    for r in rows:
+        if r.status not in ("skipped", "failed"):
+            return r.likelihood
+    return str(opts.get("likelihood", "symmetric"))
+
+
+def _chunk_task(
+    collection: Any, config: BatchConfig, first_index: int, source: str, n_workers: int
+) -> tuple[int, dict[str, AlgorithmResults]]:
+    """What a worker runs (a top-level function, so executors can pickle it)."""
+    return first_index, cluster_collection(
+        collection, config, first_index=first_index, source=source, n_workers=n_workers
+    )
+
+
+# ---------------------------------------------------------------------- files and parts
+def output_path_for(input_path: str | os.PathLike[str], output_dir: str | os.PathLike[str],
+                    fmt: str = "h5") -> Path:
+    """``<output_dir>/<input stem>.results.<fmt>``."""
+    return Path(output_dir) / f"{Path(input_path).stem}.results.{fmt}"
+
+
+def _parts_dir(output: Path) -> Path:
+    return output.with_name(output.name + _PART_DIR_SUFFIX)
+
+
+def _part_name(start: int, stop: int) -> str:
+    return f"part-{start:010d}-{stop:010d}.h5"
+
+
+def _parse_part(name: str) -> tuple[int, int] | None:
+    if not (name.startswith("part-") and name.endswith(".h5")):
+        return None
+    try:
+        a, b = name[5:-3].split("-")
+        return int(a), int(b)
+    except ValueError:
+        return None
+
+
+def _input_fingerprint(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {"input": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _is_complete_output(output: Path, n_jets: int, config: BatchConfig) -> bool:
+    """Whether ``output`` is a finished result of this input with these settings."""
+    from . import io
+
+    if not output.is_file():
+        return False
+    try:
+        info = io.file_info(output)
+    except (OSError, ValueError):
+        return False
+    if info.get("n_jets") != n_jets:
+        return False
+    batch = info.get("attrs", {}).get("batch")
+    if isinstance(batch, str):
+        try:
+            batch = json.loads(batch)
+        except ValueError:
+            return False
+    if not isinstance(batch, dict):
+        return False
+    want = config.fingerprint()
+    if any(unit_options(batch.get(k)) != unit_options(want[k]) for k in want if k != "chunk_size"):
+        return False
+    res = info.get("results", {})
+    return all(a in res and res[a]["rows"] == n_jets for a in config.algorithms)
+
+
+class _Reader:
+    """Reads chunks of an input file (a legacy pickle is imported once and sliced)."""
+
+    def __init__(self, path: Path) -> None:
+        from . import io
+
+        self.path = path
+        self.fmt = io.file_format(path)
+        self._whole = io.read(path, validate=False) if self.fmt == "legacy" else None
+        self.n_jets = len(self._whole) if self._whole is not None else io.n_jets(path)
+
+    def chunk(self, start: int, stop: int) -> Any:
+        from . import io
+
+        if self._whole is not None:
+            return jet_slice(self._whole, start, stop)
+        return io.read(self.path, slice(start, stop), validate=False)
+
+    def whole(self) -> Any:
+        from . import io
+
+        return self._whole if self._whole is not None else io.read(self.path, validate=False)
+
+
+def _make_executor(workers: int, scheduler: str | None) -> tuple[cf.Executor | None, Any]:
+    if scheduler:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise BatchError(
+                "--scheduler needs dask.distributed: pip install 'jetastar[dask]' "
+                "(or: pip install dask distributed)"
+            ) from None
+        client = Client(scheduler)
+        return client.get_executor(), client
+    if workers > 1:
+        ctx = multiprocessing.get_context("spawn")
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx), None
+    return None, None
+
+
+def run_batch(
+    inputs: Sequence[str | os.PathLike[str]],
+    config: BatchConfig,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    fmt: str = "h5",
+    workers: int = 1,
+    executor: cf.Executor | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    fresh: bool = False,
+    attrs: dict[str, Any] | None = None,
+    on_file_done: Callable[[FileSummary], None] | None = None,
+) -> list[FileSummary]:
+    """Cluster every jet of every input file with every algorithm; resumable.
+
+    Args:
+        inputs: jet files (``.h5``, ``.root``, ``.pkl``).
+        config: algorithms, options, limits, chunk size.
+        output: the output file (only with a single input; extension ``.h5``/``.root``).
+        output_dir: folder for ``<stem>.results.<fmt>`` per input (default: the current folder).
+        fmt: ``"h5"`` or ``"root"`` for outputs in ``output_dir``.
+        workers: processes of the local pool (1 = run in this process).
+        executor: any :class:`concurrent.futures.Executor` (overrides ``workers``), e.g.
+            ``dask.distributed.Client(...).get_executor()``.
+        scheduler: address of a dask scheduler (``tcp://host:8786``); needs dask.distributed.
+        progress: show a tqdm progress bar per file.
+        fresh: recompute everything: discard part files of an earlier, interrupted run instead of
+            resuming it, and do not skip inputs whose output is already complete.
+        attrs: extra provenance attributes for the output files.
+        on_file_done: called with each file's :class:`FileSummary`.
+
+    Returns:
+        One :class:`FileSummary` per input (a file-level problem is recorded in ``error`` and the
+        other files go on).
+
+    Raises:
+        BatchError: bad settings (unknown algorithm or option, output clash, ...).
+    """
+    check_config(config)
+    if fmt not in ("h5", "hdf5", "root"):
+        raise BatchError(f"unknown output format {fmt!r}; use h5 or root")
+    inputs = [Path(p) for p in inputs]
+    if not inputs:
+        raise BatchError("no input files")
+    if output is not None:
+        if len(inputs) != 1:
+            raise BatchError("a single output file needs a single input; use an output folder")
+        outputs = [Path(output)]
+    else:
+        folder = Path(output_dir if output_dir is not None else ".")
+        folder.mkdir(parents=True, exist_ok=True)
+        outputs = [output_path_for(p, folder, fmt) for p in inputs]
+    if len({o.resolve() for o in outputs}) != len(outputs):
+        raise BatchError("two inputs would write the same output file (same file name stem)")
+    own_executor, client = (None, None)
+    if executor is None:
+        own_executor, client = _make_executor(workers, scheduler)
+        executor = own_executor
+    if executor is None:
+        n_workers = 1
+    elif client is not None:
+        n_workers = max(2, sum(client.nthreads().values()))
+    else:
+        n_workers = max(2, workers)
+    summaries = []
+    try:
+        for inp, out in zip(inputs, outputs, strict=True):
+            summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs)
+            summaries.append(summary)
+            if on_file_done is not None:
+                on_file_done(summary)
+    finally:
+        if own_executor is not None:
+            try:
+                own_executor.shutdown(wait=True, cancel_futures=True)
+            except TypeError:  # dask's ClientExecutor has no cancel_futures
+                own_executor.shutdown(wait=True)
+        if client is not None:
+            client.close()
+    return summaries
+
+
+def _run_file(
+    inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
+    progress: bool, fresh: bool, attrs: dict[str, Any] | None,
+) -> FileSummary:
+    from tqdm.auto import tqdm
+
+    summary = FileSummary(str(inp), str(out))
+    t0 = time.perf_counter()
+    try:
+        if not inp.exists():
+            raise FileNotFoundError(f"{inp}: no such file")
+        if not out.parent.is_dir():
+            raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
+        reader = _Reader(inp)
+        n = reader.n_jets
+        summary.n_jets = n
+        parts = _parts_dir(out)
+        if fresh and parts.exists():
+            shutil.rmtree(parts)
+        if not fresh and _is_complete_output(out, n, config):
+            shutil.rmtree(parts, ignore_errors=True)
+            summary.already_done = True
+            summary.status_counts = _status_counts_of(out)
+            return summary
+        manifest = {
+            "jetastar_version": __version__, **_input_fingerprint(inp), "n_jets": n,
+            **config.fingerprint(),
+        }
+        done = _prepare_parts(parts, manifest)
+        chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
+        summary.chunks_total = len(chunks)
+        summary.chunks_reused = sum(1 for c in chunks if c in done)
+        todo = [c for c in chunks if c not in done]
+        bar = tqdm(
+            total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
+            disable=not progress, leave=True,
+        )
+        with bar:
+            _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
+        _merge(reader, out, parts, chunks, config, attrs)
+        summary.status_counts = _status_counts_of(out)
+    except (JetastarError, ValueError, OSError) as exc:
+        summary.error = str(exc)
+    finally:
+        summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]]:
+    """Create or check the part folder; return the chunks already done."""
+    mpath = parts / "manifest.json"
+    if parts.exists():
+        remove_stale_temporaries(parts)
+        try:
+            old = json.loads(mpath.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if old is None:
+            # manifest never written completely: nothing in here can be trusted
+            shutil.rmtree(parts)
+        else:
+            keys = [k for k in manifest if k != "jetastar_version"]
+            diff = [k for k in keys if unit_options(old.get(k)) != unit_options(manifest[k])]
+            if diff:
+                raise BatchError(
+                    f"{parts}: part files of an interrupted run with different settings "
+                    f"({', '.join(diff)}); rerun with the same settings, or pass --fresh to "
+                    "discard them"
+                )
+    if not parts.exists():
+        parts.mkdir(parents=True)
+        atomic_write_text(mpath, to_json(manifest))
+    done = set()
+    for p in parts.iterdir():
+        rng = _parse_part(p.name)
+        if rng is not None:
+            done.add(rng)
+    return done
+
+
+def _write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
+    from .io.hdf5 import write_hdf5
+
+    write_hdf5(parts / _part_name(start, stop), None, tables,
+               attrs={"chunk_start": start, "chunk_stop": stop})
+
+
+def _process_chunks(
+    reader: _Reader, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
+    executor: cf.Executor | None, n_workers: int, bar: Any,
+) -> None:
+    source = str(reader.path)
+    if executor is None:
+        for a, b in todo:
+            _, tables = _chunk_task(reader.chunk(a, b), config, a, source, 1)
+            _write_part(parts, a, b, tables)
+            bar.update(b - a)
+        return
+    pending: dict[cf.Future, tuple[int, int]] = {}
+    queue = list(todo)
+    max_inflight = 2 * n_workers + 1
+    try:
+        while queue or pending:
+            while queue and len(pending) < max_inflight:
+                a, b = queue.pop(0)
+                fut = executor.submit(_chunk_task, reader.chunk(a, b), config, a, source,
+                                      n_workers)
+                pending[fut] = (a, b)
+            finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                a, b = pending.pop(fut)
+                _, tables = fut.result()
+                _write_part(parts, a, b, tables)
+                bar.update(b - a)
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def _merge(
+    reader: _Reader, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
+    attrs: dict[str, Any] | None,
+) -> None:
+    from . import io
+    from .io.hdf5 import read_hdf5_results
+
+    tables: dict[str, list[AlgorithmResults]] = {a: [] for a in config.algorithms}
+    for a, b in chunks:
+        part = read_hdf5_results(parts / _part_name(a, b))
+        for name in config.algorithms:
+            if name not in part:
+                raise BatchError(f"{parts / _part_name(a, b)}: has no results for {name!r}")
+            tables[name].append(part[name])
+    n = reader.n_jets
+    merged = {}
+    for name, pieces in tables.items():
+        table = AlgorithmResults.concatenate(pieces) if pieces else None
+        if table is None:
+            table = AlgorithmResults.from_results(name, [], jet_index=[])
+        idx = table.jet_index
+        if idx.shape[0] != n or not np.array_equal(np.sort(idx), np.arange(n)):
+            counts = np.bincount(idx, minlength=n) if idx.size else np.zeros(n, np.int64)
+            raise BatchError(
+                f"{out}: results of {name!r} are inconsistent: {int(np.sum(counts == 0))} jets "
+                f"missing, {int(np.sum(counts > 1))} duplicated"
+            )
+        merged[name] = table
+    collection = reader.whole()
+    meta = {
+        "input": str(reader.path),
+        "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
+        **(attrs or {}),
+    }
+    io.write(out, collection, merged, attrs=meta)
+    shutil.rmtree(parts, ignore_errors=True)
+
+
+def _status_counts_of(out: Path) -> dict[str, dict[str, int]]:
+    from . import io
+
+    info = io.file_info(out)
+    return {k: dict(v["status"]) for k, v in info.get("results", {}).items()}
+
+
+def parse_option_value(text: str) -> Any:
+    """A ``--option`` value: JSON when it parses (numbers, true/false/null, lists), else text.
+
+    Example:
+        >>> parse_option_value("10"), parse_option_value("true"), parse_option_value("abc")
+        (10, True, 'abc')
+    """
+    try:
+        return json.loads(text)
+    except ValueError:
+        lowered = text.strip().lower()
+        if lowered in ("none", "null"):
+            return None
+        if lowered in ("inf", "+inf", "infinity"):
+            return math.inf
+        return text
+
+
+def parse_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``["beam.beam_size=10", "likelihood=legacy"]`` -> ``{"beam": {...}, "*": {...}}``.
+
+    ``name.key=value`` applies to algorithm ``name``; ``key=value`` to every algorithm that accepts
+    ``key``.
+
+    Raises:
+        BatchError: for an item without ``=``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if "=" not in item:
+            raise BatchError(f"option {item!r} is not of the form key=value or algorithm.key=value")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        alg, _, name = key.rpartition(".")
+        if not name:
+            raise BatchError(f"option {item!r} has an empty name")
+        out.setdefault(alg or "*", {})[name] = parse_option_value(value)
+    return out
+
+
+def parse_limits(items: Iterable[str]) -> dict[str, int]:
+    """``["trellis=12"]`` -> ``{"trellis": 12}`` (``--max-leaves``)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise BatchError(f"size limit {item!r} is not of the form algorithm=N") from None
+    return out
+

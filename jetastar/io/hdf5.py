@@ -1,0 +1,551 @@
+"""HDF5 files of jets and clustering results (h5py), schema version 1.
+
+The layout is documented in ``jetastar/io/schema.md``; in short (``J`` jets, ``M`` leaves in total,
+``K`` truth-tree nodes in total, ``R`` result rows of one algorithm)::
+
+    /                      attrs: format="jetastar", schema_version=1, jetastar_version, created,
+                                  command, seed, generator_params (JSON), n_jets, provenance (JSON)
+    /jets/leaf_offsets     (J+1,) int64   jet i's leaves are rows leaf_offsets[i]:leaf_offsets[i+1]
+    /jets/E, px, py, pz    (M,)   float64 leaf 4-vectors (GeV)
+    /jets/node_offsets     (J+1,) int64   jet i's truth-tree nodes
+    /jets/left, right      (K,)   int64   children (node index within the jet; -1 -1 = leaf)
+    /jets/leaf_of_node     (K,)   int64   leaf index of leaf nodes, -1 for internal nodes
+    /jets/node_E, ...      (K,)   float64 optional stored node 4-vectors (node_E/px/py/pz)
+    /jets/jet_id, seed, n_leaves (J,) int64;  /jets/jet_type (J,) fixed-length UTF-8 bytes
+    /jets/m_hard, lam, lam_root, t_cut, t_root, root_E, root_px, root_py, root_pz (J,) float64
+    /jets/truth_llh_symmetric, truth_llh_legacy (J,) float64 (NaN = no truth tree)
+    /jets/node_extra/<name> (K,) and /jets/jet_extra/<name> (J,) float64 optional extra columns
+    /results/<algorithm>/  attrs: algorithm, likelihood, exact_method, n_rows
+        jet_index, jet_id (R,) int64; log_likelihood, log_z, upper_bound, n_trees, time_s (R,)
+        float64 (NaN = unknown / no tree); exact (R,) uint8; status (R,) S8; message, options (R,)
+        variable-length UTF-8 (options = JSON); node_offsets (R+1,), left, right, leaf_of_node
+        (K',) int64; counters/<name> (R,) float64
+
+Every array is chunked (at most 16384 elements per chunk) and gzip-compressed with the shuffle
+filter, so reading a slice of jets reads only the chunks it needs.
+
+Example:
+    >>> import os, tempfile
+    >>> from jetastar import Jet, JetCollection, Tree
+    >>> import numpy as np
+    >>> jet = Jet(np.array([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]]), truth=Tree.from_nested((0, 1)))
+    >>> path = os.path.join(tempfile.mkdtemp(), "jets.h5")
+    >>> write_hdf5(path, JetCollection.from_jets([jet]))
+    >>> read_hdf5(path)[0].n_leaves
+    2
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..jet import JetCollection
+from ._atomic import atomic_path
+from ._common import (
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    FileFormatError,
+    check_exists,
+    get_extras,
+    provenance,
+    set_extras,
+    take_with_extras,
+    truth_log_likelihoods,
+    validate_columns,
+)
+from .results import AlgorithmResults
+
+__all__ = [
+    "hdf5_info",
+    "iterate_hdf5",
+    "n_jets_hdf5",
+    "read_hdf5",
+    "read_hdf5_results",
+    "write_hdf5",
+]
+
+_CHUNK = 16384
+_LIKELIHOODS = ("symmetric", "legacy")
+_PARAM_COLS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
+_ROOT_COLS = ("root_E", "root_px", "root_py", "root_pz")
+_P4 = ("E", "px", "py", "pz")
+
+
+def _h5py() -> Any:
+    import h5py
+
+    return h5py
+
+
+# ---------------------------------------------------------------------- writing
+def _dataset(group: Any, name: str, data: Any, **kw: Any) -> None:
+    arr = np.asarray(data)
+    if arr.shape[0] == 0 or arr.dtype == object:
+        group.create_dataset(name, data=arr, **kw)
+        return
+    chunks = (min(arr.shape[0], _CHUNK), *arr.shape[1:])
+    group.create_dataset(
+        name, data=arr, chunks=chunks, compression="gzip", compression_opts=4, shuffle=True, **kw
+    )
+
+
+def _text_dataset(group: Any, name: str, values: Any) -> None:
+    h5py = _h5py()
+    data = np.array([str(v) for v in values], dtype=object)
+    if data.shape[0] == 0:
+        group.create_dataset(name, shape=(0,), dtype=h5py.string_dtype("utf-8"))
+        return
+    group.create_dataset(
+        name, data=data, dtype=h5py.string_dtype("utf-8"),
+        chunks=(min(data.shape[0], 4096),), compression="gzip", compression_opts=4,
+    )
+
+
+def _fixed_bytes(values: Any) -> np.ndarray:
+    encoded = [str(v).encode("utf-8") for v in values]
+    width = max([1, *(len(e) for e in encoded)])
+    return np.array(encoded, dtype=f"S{width}")
+
+
+def _generator_params(collection: JetCollection) -> list[dict[str, Any]]:
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for i in range(len(collection)):
+        key = (
+            *(float(collection.params[k][i]) for k in _PARAM_COLS),
+            *(float(x) for x in collection.params["root_momentum"][i]),
+            str(collection.jet_type[i]),
+        )
+        if key not in seen:
+            seen[key] = {
+                **{k: key[j] for j, k in enumerate(_PARAM_COLS)},
+                "root_momentum": list(key[5:9]),
+                "jet_type": key[9],
+            }
+    return list(seen.values())
+
+
+def _write_jets(group: Any, collection: JetCollection) -> None:
+    group.attrs["n_jets"] = len(collection)
+    _dataset(group, "leaf_offsets", collection.leaf_offsets)
+    for j, name in enumerate(_P4):
+        _dataset(group, name, collection.leaves[:, j])
+    _dataset(group, "node_offsets", collection.node_offsets)
+    _dataset(group, "left", collection.children[:, 0])
+    _dataset(group, "right", collection.children[:, 1])
+    _dataset(group, "leaf_of_node", collection.leaf_of_node)
+    if collection.node_momenta is not None:
+        for j, name in enumerate(_P4):
+            _dataset(group, f"node_{name}", collection.node_momenta[:, j])
+    _dataset(group, "jet_id", collection.jet_id)
+    _dataset(group, "seed", collection.seed)
+    _dataset(group, "n_leaves", collection.n_leaves)
+    _dataset(group, "jet_type", _fixed_bytes(collection.jet_type))
+    for k in _PARAM_COLS:
+        _dataset(group, k, collection.params[k])
+    rm = collection.params["root_momentum"].reshape(-1, 4)
+    for j, name in enumerate(_ROOT_COLS):
+        _dataset(group, name, rm[:, j])
+    node_extra, jet_extra = get_extras(collection)
+    for lk in _LIKELIHOODS:
+        _dataset(group, f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
+        jet_extra.pop(f"truth_llh_{lk}", None)
+    if node_extra:
+        g = group.create_group("node_extra")
+        for k, v in node_extra.items():
+            _dataset(g, k, v)
+    if jet_extra:
+        g = group.create_group("jet_extra")
+        for k, v in jet_extra.items():
+            _dataset(g, k, v)
+
+
+def _write_results(group: Any, table: AlgorithmResults) -> None:
+    group.attrs["algorithm"] = table.algorithm
+    group.attrs["likelihood"] = table.likelihood
+    group.attrs["exact_method"] = bool(table.exact_method)
+    group.attrs["n_rows"] = len(table)
+    for name in ("jet_index", "jet_id", "log_likelihood", "log_z", "upper_bound", "n_trees",
+                 "time_s", "node_offsets", "leaf_of_node"):
+        _dataset(group, name, getattr(table, name))
+    _dataset(group, "exact", table.exact.astype(np.uint8))
+    _dataset(group, "status", np.array([s.encode() for s in table.status], dtype="S8"))
+    _text_dataset(group, "message", table.message)
+    _text_dataset(group, "options", table.options)
+    _dataset(group, "left", table.children[:, 0])
+    _dataset(group, "right", table.children[:, 1])
+    g = group.create_group("counters")
+    for k, v in table.counters.items():
+        _dataset(g, k, v)
+
+
+def write_hdf5(
+    path: str | os.PathLike[str],
+    collection: JetCollection | None,
+    results: Mapping[str, AlgorithmResults] | None = None,
+    *,
+    attrs: Mapping[str, Any] | None = None,
+) -> None:
+    """Write jets and/or results to an HDF5 file, atomically (temporary file + rename).
+
+    Args:
+        path: destination (``.h5`` / ``.hdf5``); replaced if it exists.
+        collection: the jets (``None`` for a results-only file, e.g. a batch part).
+        results: label -> :class:`AlgorithmResults`; rows refer to jets by ``jet_index``.
+        attrs: provenance/extra root attributes (``seed``, ``command``, ...); values that are not
+            str/int/float/bool are stored as JSON text. Defaults from :func:`provenance`.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar import JetCollection
+        >>> p = os.path.join(tempfile.mkdtemp(), "empty.h5")
+        >>> write_hdf5(p, JetCollection.from_jets([]))
+        >>> n_jets_hdf5(p)
+        0
+    """
+    h5py = _h5py()
+    meta = provenance()
+    meta.update(dict(attrs or {}))
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["format"] = FORMAT_NAME
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["content"] = "jets+results" if collection is not None else "results"
+        for k, v in meta.items():
+            f.attrs[k] = v if isinstance(v, (str, int, float, bool, np.number)) else json.dumps(v)
+        if collection is not None:
+            f.attrs["n_jets"] = len(collection)
+            f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
+            _write_jets(f.create_group("jets"), collection)
+        res = f.create_group("results")
+        for label, table in (results or {}).items():
+            _write_results(res.create_group(_group_name(label)), table)
+
+
+def _group_name(label: str) -> str:
+    name = str(label).replace("/", "_")
+    if not name or name in (".", ".."):
+        raise ValueError(f"invalid result label {label!r}")
+    return name
+
+
+# ---------------------------------------------------------------------- reading
+class _File:
+    """An open, checked jetastar HDF5 file (context manager)."""
+
+    def __init__(self, path: str | os.PathLike[str], need_jets: bool = True) -> None:
+        self.path = str(path)
+        h5py = _h5py()
+        p = check_exists(path)
+        try:
+            self.f = h5py.File(p, "r")
+        except OSError as exc:
+            text = str(exc)
+            if "signature" in text:
+                raise FileFormatError(f"{p}: not an HDF5 file") from None
+            if "truncated" in text:
+                raise FileFormatError(f"{p}: truncated HDF5 file ({_short(text)})") from None
+            raise FileFormatError(f"{p}: corrupt HDF5 file ({_short(text)})") from None
+        try:
+            self._check(need_jets)
+        except BaseException:
+            self.f.close()
+            raise
+
+    def _check(self, need_jets: bool) -> None:
+        f = self.f
+        try:
+            fmt = f.attrs.get("format")
+            version = f.attrs.get("schema_version")
+        except (OSError, RuntimeError) as exc:
+            raise FileFormatError(f"{self.path}: corrupt HDF5 file ({_short(str(exc))})") from None
+        fmt, version = _attr(fmt), _attr(version)
+        if fmt != FORMAT_NAME:
+            raise FileFormatError(
+                f"{self.path}: not a jetastar HDF5 file (root attribute 'format' is {fmt!r})"
+            )
+        if version is None or int(version) != SCHEMA_VERSION:
+            raise FileFormatError(
+                f"{self.path}: unknown schema version {version!r} (this jetastar reads version "
+                f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
+            )
+        if need_jets and "jets" not in f:
+            raise FileFormatError(f"{self.path}: holds no jets (a results-only file)")
+
+    def read(self, name: str, sel: Any = slice(None)) -> np.ndarray:
+        try:
+            ds = self.f[name]
+        except KeyError:
+            raise FileFormatError(f"{self.path}: dataset '{name}' is missing") from None
+        try:
+            return ds[sel]
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise FileFormatError(
+                f"{self.path}: dataset '{name}' cannot be read, the file is corrupt or truncated "
+                f"({_short(str(exc))})"
+            ) from None
+
+    def __enter__(self) -> _File:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.f.close()
+
+
+def _short(text: str) -> str:
+    return " ".join(text.split())[:160]
+
+
+def _normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None]:
+    """(start, stop, take) : read rows start:stop, then (optionally) take positions."""
+    if jets is None:
+        return 0, n, None
+    if isinstance(jets, slice):
+        start, stop, step = jets.indices(n)
+        if step == 1:
+            return start, max(start, stop), None
+        idx = np.arange(start, stop, step)
+    elif isinstance(jets, (int, np.integer)):
+        i = int(jets) + (n if int(jets) < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"jet {jets} out of range for {n} jets")
+        return i, i + 1, None
+    else:
+        idx = np.asarray(jets, dtype=np.int64).ravel()
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"jet indices out of range for {n} jets")
+    if idx.size == 0:
+        return 0, 0, idx
+    lo, hi = int(idx.min()), int(idx.max()) + 1
+    return lo, hi, idx - lo
+
+
+def n_jets_hdf5(path: str | os.PathLike[str]) -> int:
+    """Number of jets in a jetastar HDF5 file (reads only metadata)."""
+    with _File(path) as f:
+        if "jet_id" not in f.f["jets"]:
+            raise FileFormatError(f"{path}: dataset 'jets/jet_id' is missing")
+        return int(f.f["jets/jet_id"].shape[0])
+
+
+def read_hdf5(
+    path: str | os.PathLike[str], jets: Any = None, *, validate: bool = True
+) -> JetCollection:
+    """Read jets from a jetastar HDF5 file.
+
+    Only the chunks holding the selected jets are read.
+
+    Args:
+        path: the file.
+        jets: ``None`` (all), a slice, an index or an array of indices (positions in the file).
+        validate: check every selected jet (finite positive energies, leaf counts, tree sizes, ...)
+            and raise on the first bad one. Batch processing reads with ``validate=False`` and
+            records bad jets as failed instead.
+
+    Returns:
+        A :class:`~jetastar.JetCollection` (with extra columns, if the file has any, as
+        ``collection.node_columns`` / ``collection.jet_columns``).
+
+    Raises:
+        FileNotFoundError, FileFormatError, InvalidJetInFileError: one-line messages naming the file.
+    """
+    with _File(path) as f:
+        n = int(f.f["jets/jet_id"].shape[0]) if "jet_id" in f.f["jets"] else 0
+        start, stop, take = _normalise_selection(jets, n)
+        collection = _read_range(f, start, stop)
+    if validate:
+        validate_columns(collection, str(path), offset=start)
+    if take is not None:
+        collection = take_with_extras(collection, take)
+    return collection
+
+
+def _read_range(f: _File, start: int, stop: int) -> JetCollection:
+    g = "jets/"
+    loff = f.read(g + "leaf_offsets", slice(start, stop + 1)).astype(np.int64)
+    noff = f.read(g + "node_offsets", slice(start, stop + 1)).astype(np.int64)
+    if loff.shape[0] != stop - start + 1 or noff.shape[0] != stop - start + 1:
+        raise FileFormatError(f"{f.path}: offsets are shorter than the number of jets")
+    la, lb = int(loff[0]), int(loff[-1])
+    na, nb = int(noff[0]), int(noff[-1])
+    if np.any(np.diff(loff) < 0) or np.any(np.diff(noff) < 0):
+        raise FileFormatError(f"{f.path}: offsets decrease (corrupt file)")
+    leaves = np.stack([f.read(g + c, slice(la, lb)) for c in _P4], axis=1).astype(np.float64)
+    if leaves.shape[0] != lb - la:
+        raise FileFormatError(f"{f.path}: leaf columns are shorter than the offsets say")
+    children = np.stack(
+        [f.read(g + "left", slice(na, nb)), f.read(g + "right", slice(na, nb))], axis=1
+    ).astype(np.int64)
+    node_momenta = None
+    if "node_E" in f.f["jets"]:
+        node_momenta = np.stack(
+            [f.read(g + f"node_{c}", slice(na, nb)) for c in _P4], axis=1
+        ).astype(np.float64)
+    sl = slice(start, stop)
+    jet_type = np.array(
+        [b.decode("utf-8") if isinstance(b, bytes) else str(b)
+         for b in f.read(g + "jet_type", sl)], dtype=object
+    )
+    params = {k: f.read(g + k, sl).astype(np.float64) for k in _PARAM_COLS}
+    params["root_momentum"] = np.stack(
+        [f.read(g + c, sl) for c in _ROOT_COLS], axis=1
+    ).astype(np.float64).reshape(-1, 4)
+    try:
+        collection = JetCollection(
+            leaves=leaves,
+            leaf_offsets=loff - la,
+            children=children,
+            leaf_of_node=f.read(g + "leaf_of_node", slice(na, nb)).astype(np.int64),
+            node_offsets=noff - na,
+            node_momenta=node_momenta,
+            jet_id=f.read(g + "jet_id", sl).astype(np.int64),
+            seed=f.read(g + "seed", sl).astype(np.int64),
+            jet_type=jet_type,
+            params=params,
+        )
+    except ValueError as exc:
+        raise FileFormatError(f"{f.path}: inconsistent jet columns ({exc})") from None
+    node_extra: dict[str, np.ndarray] = {}
+    jet_extra: dict[str, np.ndarray] = {}
+    if "node_extra" in f.f["jets"]:
+        for k in f.f["jets/node_extra"]:
+            node_extra[k] = f.read(f"{g}node_extra/{k}", slice(na, nb))
+    if "jet_extra" in f.f["jets"]:
+        for k in f.f["jets/jet_extra"]:
+            jet_extra[k] = f.read(f"{g}jet_extra/{k}", sl)
+    for lk in _LIKELIHOODS:
+        if f"truth_llh_{lk}" in f.f["jets"]:
+            jet_extra[f"truth_llh_{lk}"] = f.read(f"{g}truth_llh_{lk}", sl)
+    return set_extras(collection, node_extra, jet_extra)
+
+
+def iterate_hdf5(
+    path: str | os.PathLike[str], step_size: int = 10000, *, validate: bool = True
+) -> Iterator[JetCollection]:
+    """Yield the jets of a file in consecutive collections of at most ``step_size`` jets."""
+    n = n_jets_hdf5(path)
+    for start in range(0, n, step_size):
+        yield read_hdf5(path, slice(start, min(n, start + step_size)), validate=validate)
+
+
+def read_hdf5_results(
+    path: str | os.PathLike[str], algorithms: Any = None, jets: Any = None
+) -> dict[str, AlgorithmResults]:
+    """Read clustering results: label -> :class:`AlgorithmResults`.
+
+    Args:
+        path: a jetastar HDF5 file (with or without jets).
+        algorithms: labels to read (default all).
+        jets: only rows whose ``jet_index`` is in this slice / array of positions.
+    """
+    out: dict[str, AlgorithmResults] = {}
+    with _File(path, need_jets=False) as f:
+        if "results" not in f.f:
+            return out
+        labels = list(f.f["results"]) if algorithms is None else list(algorithms)
+        for label in labels:
+            name = _group_name(label)
+            if name not in f.f["results"]:
+                raise FileFormatError(
+                    f"{path}: no results for {label!r}; the file has {sorted(f.f['results'])}"
+                )
+            out[label] = _read_table(f, f"results/{name}")
+    if jets is not None:
+        for label, table in out.items():
+            out[label] = table.take(_rows_for(table.jet_index, jets))
+    return out
+
+
+def _rows_for(jet_index: np.ndarray, jets: Any) -> np.ndarray:
+    if isinstance(jets, slice):
+        start = 0 if jets.start is None else jets.start
+        stop = np.iinfo(np.int64).max if jets.stop is None else jets.stop
+        return np.flatnonzero((jet_index >= start) & (jet_index < stop))
+    wanted = np.asarray(jets, dtype=np.int64).ravel()
+    return np.flatnonzero(np.isin(jet_index, wanted))
+
+
+def _read_table(f: _File, g: str) -> AlgorithmResults:
+    attrs = f.f[g].attrs
+
+    def text(name: str) -> list[str]:
+        return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in f.read(f"{g}/{name}")]
+
+    counters = {k: f.read(f"{g}/counters/{k}") for k in f.f[f"{g}/counters"]} \
+        if "counters" in f.f[g] else {}
+    try:
+        return AlgorithmResults(
+            str(attrs.get("algorithm", g.rsplit("/", 1)[-1])),
+            jet_index=f.read(f"{g}/jet_index"),
+            jet_id=f.read(f"{g}/jet_id"),
+            log_likelihood=f.read(f"{g}/log_likelihood"),
+            exact=f.read(f"{g}/exact").astype(bool),
+            log_z=f.read(f"{g}/log_z"),
+            upper_bound=f.read(f"{g}/upper_bound"),
+            n_trees=f.read(f"{g}/n_trees"),
+            time_s=f.read(f"{g}/time_s"),
+            status=text("status"),
+            message=text("message"),
+            options=text("options"),
+            node_offsets=f.read(f"{g}/node_offsets"),
+            children=np.stack([f.read(f"{g}/left"), f.read(f"{g}/right")], axis=1),
+            leaf_of_node=f.read(f"{g}/leaf_of_node"),
+            counters=counters,
+            likelihood=str(attrs.get("likelihood", "symmetric")),
+            exact_method=bool(attrs.get("exact_method", False)),
+        )
+    except ValueError as exc:
+        raise FileFormatError(f"{f.path}: inconsistent results in '{g}' ({exc})") from None
+
+
+def hdf5_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a jetastar HDF5 file holds: schema, provenance, jet counts, parameters, results.
+
+    Reads only metadata and the small per-jet columns.
+    """
+    with _File(path, need_jets=False) as f:
+        attrs = {k: _attr(v) for k, v in f.f.attrs.items()}
+        info: dict[str, Any] = {"path": str(path), "format": "hdf5", "attrs": attrs}
+        if "jets" in f.f:
+            n_leaves = f.read("jets/n_leaves")
+            types = [b.decode() if isinstance(b, bytes) else str(b) for b in f.read("jets/jet_type")]
+            info["n_jets"] = int(n_leaves.shape[0])
+            info["n_leaves"] = n_leaves
+            info["jet_types"] = {t: types.count(t) for t in sorted(set(types))}
+            info["has_truth"] = int(np.count_nonzero(np.diff(f.read("jets/node_offsets"))))
+            info["extra_columns"] = sorted(
+                [*f.f["jets"].get("node_extra", {}), *f.f["jets"].get("jet_extra", {})]
+            )
+        info["results"] = {}
+        for label in f.f.get("results", {}):
+            g = f.f[f"results/{label}"]
+            status = [s.decode() for s in f.read(f"results/{label}/status")]
+            info["results"][label] = {
+                "algorithm": _attr(g.attrs.get("algorithm", label)),
+                "likelihood": _attr(g.attrs.get("likelihood", "")),
+                "rows": len(status),
+                "status": {s: status.count(s) for s in sorted(set(status))},
+            }
+    return info
+
+
+def _attr(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def is_hdf5(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts with the HDF5 signature."""
+    try:
+        with open(Path(path), "rb") as fh:
+            return fh.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False

@@ -1,0 +1,340 @@
+"""Columnar storage of clustering results (one table per algorithm run), as written to files.
+
+:class:`AlgorithmResults` holds the results of one algorithm over many jets as flat numpy columns
+(one row per jet) plus the trees as flat children arrays with offsets, the same way the jets are
+stored. It converts to and from lists of :class:`~jetastar.clustering.ClusteringResult`.
+
+Example:
+    >>> from jetastar import Tree
+    >>> from jetastar.clustering import ClusteringResult
+    >>> r = ClusteringResult(Tree.from_nested(((0, 1), 2)), -5.0, "greedy", stats={"time_s": 0.1})
+    >>> table = AlgorithmResults.from_results("greedy", [r], jet_index=[0], jet_id=[7])
+    >>> table.result(0).tree == r.tree, float(table.log_likelihood[0])
+    (True, -5.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..clustering.result import STATUSES, ClusteringResult
+from ..tree import Tree
+
+__all__ = ["AlgorithmResults", "to_json", "unit_options"]
+
+#: stats keys that get their own column (everything numeric in ``stats`` becomes a counter column).
+_TIME_KEY = "time_s"
+
+
+def to_json(value: Any) -> str:
+    """JSON text of options/stats; numpy scalars and arrays become plain numbers/lists."""
+    return json.dumps(value, default=_json_default, sort_keys=True, allow_nan=True)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def unit_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Options as JSON-round-tripped plain values (what is stored on disk)."""
+    return json.loads(to_json(options))
+
+
+class AlgorithmResults:
+    """Results of one algorithm over many jets, stored as columns.
+
+    Args:
+        algorithm: registry name of the algorithm.
+        jet_index: ``(R,)`` position of each row's jet in its collection/file.
+        jet_id: ``(R,)`` id of each row's jet.
+        log_likelihood, log_z, upper_bound, n_trees, time_s: ``(R,)`` float64 (NaN = unknown;
+            ``log_likelihood`` is NaN only for skipped/failed rows without a tree).
+        exact: ``(R,)`` bool.
+        status: ``(R,)`` str, one of :data:`~jetastar.clustering.STATUSES`.
+        message: ``(R,)`` str.
+        options: ``(R,)`` JSON text of the options each row ran with.
+        node_offsets: ``(R + 1,)``; ``children`` ``(K, 2)`` and ``leaf_of_node`` ``(K,)``: the trees
+            (0 nodes for rows without a tree).
+        counters: name -> ``(R,)`` float64 numeric stats (NaN where a row lacks it).
+        likelihood: the likelihood form the algorithm scored with.
+        exact_method: whether the algorithm is an exact method (registry flag).
+    """
+
+    def __init__(
+        self,
+        algorithm: str,
+        *,
+        jet_index: Any,
+        jet_id: Any,
+        log_likelihood: Any,
+        exact: Any,
+        log_z: Any,
+        upper_bound: Any,
+        n_trees: Any,
+        time_s: Any,
+        status: Any,
+        message: Any,
+        options: Any,
+        node_offsets: Any,
+        children: Any,
+        leaf_of_node: Any,
+        counters: dict[str, Any] | None = None,
+        likelihood: str = "symmetric",
+        exact_method: bool = False,
+    ) -> None:
+        self.algorithm = str(algorithm)
+        self.jet_index = np.asarray(jet_index, dtype=np.int64).ravel()
+        n = self.jet_index.shape[0]
+        self.jet_id = np.asarray(jet_id, dtype=np.int64).ravel()
+        self.log_likelihood = np.asarray(log_likelihood, dtype=np.float64).ravel()
+        self.exact = np.asarray(exact, dtype=bool).ravel()
+        self.log_z = np.asarray(log_z, dtype=np.float64).ravel()
+        self.upper_bound = np.asarray(upper_bound, dtype=np.float64).ravel()
+        self.n_trees = np.asarray(n_trees, dtype=np.float64).ravel()
+        self.time_s = np.asarray(time_s, dtype=np.float64).ravel()
+        self.status = np.array([str(s) for s in status], dtype=object)
+        self.message = np.array([str(s) for s in message], dtype=object)
+        self.options = np.array([str(s) for s in options], dtype=object)
+        self.node_offsets = np.asarray(node_offsets, dtype=np.int64).ravel()
+        self.children = np.asarray(children, dtype=np.int64).reshape(-1, 2)
+        self.leaf_of_node = np.asarray(leaf_of_node, dtype=np.int64).ravel()
+        self.counters = {
+            str(k): np.asarray(v, dtype=np.float64).ravel() for k, v in (counters or {}).items()
+        }
+        self.likelihood = str(likelihood)
+        self.exact_method = bool(exact_method)
+        for name in (
+            "jet_id", "log_likelihood", "exact", "log_z", "upper_bound", "n_trees", "time_s",
+            "status", "message", "options",
+        ):
+            if getattr(self, name).shape[0] != n:
+                raise ValueError(f"results of {algorithm!r}: column {name!r} has the wrong length")
+        for k, v in self.counters.items():
+            if v.shape[0] != n:
+                raise ValueError(f"results of {algorithm!r}: counter {k!r} has the wrong length")
+        if self.node_offsets.shape != (n + 1,) or self.node_offsets[-1] != self.children.shape[0]:
+            raise ValueError(f"results of {algorithm!r}: tree offsets do not match the trees")
+        bad = sorted(set(self.status) - set(STATUSES))
+        if bad:
+            raise ValueError(f"results of {algorithm!r}: unknown status {bad[0]!r}")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_results(
+        cls,
+        algorithm: str,
+        results: Sequence[ClusteringResult],
+        *,
+        jet_index: Any,
+        jet_id: Any = None,
+        likelihood: str | None = None,
+        exact_method: bool = False,
+    ) -> AlgorithmResults:
+        """Columns from a list of :class:`ClusteringResult` (row ``k`` = jet ``jet_index[k]``).
+
+        Args:
+            algorithm: registry name.
+            results: one result per row.
+            jet_index: position of each row's jet.
+            jet_id: id of each row's jet (default: ``result.jet_id`` or the index).
+            likelihood: likelihood form (default: the first result's).
+            exact_method: the registry's exact flag for this algorithm.
+        """
+        results = list(results)
+        idx = np.asarray(jet_index, dtype=np.int64).ravel()
+        if idx.shape[0] != len(results):
+            raise ValueError("one jet_index per result is needed")
+        if jet_id is None:
+            jet_id = [
+                r.jet_id if r.jet_id is not None else int(i)
+                for r, i in zip(results, idx, strict=True)
+            ]
+        counter_names = sorted(
+            {k for r in results for k, v in r.stats.items() if k != _TIME_KEY and _numeric(v)}
+        )
+        trees = [r.tree for r in results]
+        sizes = np.array([0 if t is None else t.n_nodes for t in trees], dtype=np.int64)
+        empty = np.empty((0, 2), np.int64)
+        return cls(
+            algorithm,
+            jet_index=idx,
+            jet_id=jet_id,
+            log_likelihood=[
+                math.nan if r.status in ("skipped", "failed") else r.log_likelihood
+                for r in results
+            ],
+            exact=[bool(r.exact) for r in results],
+            log_z=[_num(r.log_z) for r in results],
+            upper_bound=[_num(r.upper_bound) for r in results],
+            n_trees=[_num(r.n_trees) for r in results],
+            time_s=[_num(r.stats.get(_TIME_KEY)) for r in results],
+            status=[r.status for r in results],
+            message=[r.message for r in results],
+            options=[to_json(r.options) for r in results],
+            node_offsets=np.concatenate([[0], np.cumsum(sizes)]),
+            children=np.concatenate([t.children for t in trees if t is not None])
+            if sizes.sum() else empty,
+            leaf_of_node=np.concatenate([t.leaf_of_node for t in trees if t is not None])
+            if sizes.sum() else np.empty(0, np.int64),
+            counters={
+                k: [_num(r.stats.get(k)) if _numeric(r.stats.get(k)) else math.nan
+                    for r in results]
+                for k in counter_names
+            },
+            likelihood=likelihood if likelihood is not None
+            else (results[0].likelihood if results else "symmetric"),
+            exact_method=exact_method,
+        )
+
+    @classmethod
+    def concatenate(cls, parts: Iterable[AlgorithmResults]) -> AlgorithmResults:
+        """Join tables of the same algorithm (rows in the given order)."""
+        parts = list(parts)
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        names = {p.algorithm for p in parts}
+        if len(names) != 1:
+            raise ValueError(f"cannot concatenate results of different algorithms {sorted(names)}")
+        counters = sorted({k for p in parts for k in p.counters})
+        offs, base = [np.zeros(1, np.int64)], 0
+        for p in parts:
+            offs.append(p.node_offsets[1:] + base)
+            base += int(p.node_offsets[-1])
+
+        def cat(name: str) -> np.ndarray:
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        return cls(
+            parts[0].algorithm,
+            jet_index=cat("jet_index"),
+            jet_id=cat("jet_id"),
+            log_likelihood=cat("log_likelihood"),
+            exact=cat("exact"),
+            log_z=cat("log_z"),
+            upper_bound=cat("upper_bound"),
+            n_trees=cat("n_trees"),
+            time_s=cat("time_s"),
+            status=cat("status"),
+            message=cat("message"),
+            options=cat("options"),
+            node_offsets=np.concatenate(offs),
+            children=cat("children"),
+            leaf_of_node=cat("leaf_of_node"),
+            counters={
+                k: np.concatenate([p.counters.get(k, np.full(len(p), np.nan)) for p in parts])
+                for k in counters
+            },
+            likelihood=parts[0].likelihood,
+            exact_method=parts[0].exact_method,
+        )
+
+    def take(self, rows: Any) -> AlgorithmResults:
+        """A new table with the given rows (in that order)."""
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        sel = [np.arange(self.node_offsets[r], self.node_offsets[r + 1]) for r in rows]
+        nsel = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        return AlgorithmResults(
+            self.algorithm,
+            jet_index=self.jet_index[rows],
+            jet_id=self.jet_id[rows],
+            log_likelihood=self.log_likelihood[rows],
+            exact=self.exact[rows],
+            log_z=self.log_z[rows],
+            upper_bound=self.upper_bound[rows],
+            n_trees=self.n_trees[rows],
+            time_s=self.time_s[rows],
+            status=self.status[rows],
+            message=self.message[rows],
+            options=self.options[rows],
+            node_offsets=np.concatenate([[0], np.cumsum(np.diff(self.node_offsets)[rows])]),
+            children=self.children[nsel],
+            leaf_of_node=self.leaf_of_node[nsel],
+            counters={k: v[rows] for k, v in self.counters.items()},
+            likelihood=self.likelihood,
+            exact_method=self.exact_method,
+        )
+
+    # ------------------------------------------------------------------ access
+    def __len__(self) -> int:
+        return int(self.jet_index.shape[0])
+
+    def tree(self, row: int) -> Tree | None:
+        """The tree of row ``row`` (``None`` when the row has none)."""
+        a, b = self.node_offsets[row], self.node_offsets[row + 1]
+        if b == a:
+            return None
+        return Tree(self.children[a:b], self.leaf_of_node[a:b], jet=int(self.jet_id[row]))
+
+    def result(self, row: int) -> ClusteringResult:
+        """Row ``row`` as a :class:`ClusteringResult`."""
+        stats: dict[str, Any] = {
+            k: _counter_value(v[row]) for k, v in self.counters.items() if not np.isnan(v[row])
+        }
+        if not np.isnan(self.time_s[row]):
+            stats[_TIME_KEY] = float(self.time_s[row])
+        ll = float(self.log_likelihood[row])
+        return ClusteringResult(
+            self.tree(row),
+            -math.inf if math.isnan(ll) else ll,
+            self.algorithm,
+            exact=bool(self.exact[row]),
+            likelihood=self.likelihood,
+            options=json.loads(self.options[row]),
+            stats=stats,
+            log_z=_opt(self.log_z[row]),
+            n_trees=_opt_count(self.n_trees[row]),
+            upper_bound=_opt(self.upper_bound[row]),
+            status=str(self.status[row]),
+            message=str(self.message[row]),
+            jet_id=int(self.jet_id[row]),
+        )
+
+    def results(self) -> list[ClusteringResult]:
+        """Every row as a :class:`ClusteringResult`."""
+        return [self.result(k) for k in range(len(self))]
+
+    def status_counts(self) -> dict[str, int]:
+        """How many rows have each status."""
+        names, counts = np.unique(self.status.astype(str), return_counts=True)
+        return {str(n): int(c) for n, c in zip(names, counts, strict=True)}
+
+    def __repr__(self) -> str:
+        return f"AlgorithmResults({self.algorithm!r}, {len(self)} rows, {self.status_counts()})"
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating, bool, np.bool_))
+
+
+def _num(v: Any) -> float:
+    if v is None:
+        return math.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _opt(v: float) -> float | None:
+    return None if np.isnan(v) else float(v)
+
+
+def _opt_count(v: float) -> int | float | None:
+    if np.isnan(v):
+        return None
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
+
+
+def _counter_value(v: float) -> int | float:
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)

@@ -1,0 +1,533 @@
+"""ROOT files of jets and clustering results (uproot, classic TTrees readable by ROOT 6), schema 1.
+
+Layout (documented in full in ``jetastar/io/schema.md``)::
+
+    meta      TObjString   JSON: format="jetastar", schema_version=1, jetastar_version, created,
+                           command, seed, generator_params, n_jets, results (label -> algorithm,
+                           likelihood, exact_method, n_rows), node_extra, jet_extra
+    jets      TTree        one entry per jet:
+                 jet_id, seed, n_leaves (int64); jet_type (string);
+                 m_hard, lam, lam_root, t_cut, t_root, root_E, root_px, root_py, root_pz,
+                 truth_llh_symmetric, truth_llh_legacy (double; NaN = no truth tree);
+                 nleaf (int32) + leaf_E, leaf_px, leaf_py, leaf_pz (double[nleaf]);
+                 nnode (int32) + node_left, node_right, node_leaf (int64[nnode])
+                 [+ node_E, node_px, node_py, node_pz, node_extra_<name> (double[nnode])];
+                 [extra_<name> (double)]
+    results   TTree        one entry per (algorithm, jet):
+                 label, algorithm, status, message, options (string; options = JSON);
+                 jet_index, jet_id (int64); exact (bool); log_likelihood, log_z, upper_bound,
+                 n_trees, time_s (double; NaN = unknown / no tree);
+                 nnode (int32) + node_left, node_right, node_leaf (int64[nnode]);
+                 counter_<name> (double; NaN where an algorithm lacks it)
+
+Entries are written in baskets of at most 10 000 jets; :func:`iterate_root` reads in chunks with
+``uproot.iterate``.
+
+Example:
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from jetastar import Jet, JetCollection, Tree
+    >>> jet = Jet(np.array([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]]), truth=Tree.from_nested((0, 1)))
+    >>> path = os.path.join(tempfile.mkdtemp(), "jets.root")
+    >>> write_root(path, JetCollection.from_jets([jet]))
+    >>> read_root(path)[0].n_leaves
+    2
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..jet import JetCollection
+from ._atomic import atomic_path
+from ._common import (
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    FileFormatError,
+    check_exists,
+    get_extras,
+    provenance,
+    set_extras,
+    take_with_extras,
+    truth_log_likelihoods,
+    validate_columns,
+)
+from .results import AlgorithmResults
+
+__all__ = ["iterate_root", "n_jets_root", "read_root", "read_root_results", "root_info", "write_root"]
+
+_BASKET = 10000
+_PARAM_COLS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
+_ROOT_COLS = ("root_E", "root_px", "root_py", "root_pz")
+_P4 = ("E", "px", "py", "pz")
+_LIKELIHOODS = ("symmetric", "legacy")
+
+
+def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
+    import awkward as ak
+
+    return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
+
+
+def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int, b: int) -> dict:
+    import awkward as ak
+
+    la, lb = int(collection.leaf_offsets[a]), int(collection.leaf_offsets[b])
+    na, nb = int(collection.node_offsets[a]), int(collection.node_offsets[b])
+    loff = collection.leaf_offsets[a:b + 1] - la
+    noff = collection.node_offsets[a:b + 1] - na
+    leaf = {c: _jagged(collection.leaves[la:lb, j], loff) for j, c in enumerate(_P4)}
+    node: dict[str, Any] = {
+        "left": _jagged(collection.children[na:nb, 0], noff),
+        "right": _jagged(collection.children[na:nb, 1], noff),
+        "leaf": _jagged(collection.leaf_of_node[na:nb], noff),
+    }
+    if collection.node_momenta is not None:
+        for j, c in enumerate(_P4):
+            node[c] = _jagged(collection.node_momenta[na:nb, j], noff)
+    node_extra, jet_extra = get_extras(collection)
+    for k, v in node_extra.items():
+        node[f"extra_{k}"] = _jagged(v[na:nb], noff)
+    out: dict[str, Any] = {
+        "jet_id": collection.jet_id[a:b],
+        "seed": collection.seed[a:b],
+        "n_leaves": collection.n_leaves[a:b],
+        "jet_type": ak.Array([str(t) for t in collection.jet_type[a:b]]),
+    }
+    for k in _PARAM_COLS:
+        out[k] = collection.params[k][a:b]
+    rm = collection.params["root_momentum"].reshape(-1, 4)
+    for j, k in enumerate(_ROOT_COLS):
+        out[k] = np.ascontiguousarray(rm[a:b, j])
+    for lk in _LIKELIHOODS:
+        out[f"truth_llh_{lk}"] = truth[lk][a:b]
+    for k, v in jet_extra.items():
+        if not k.startswith("truth_llh_"):
+            out[f"extra_{k}"] = v[a:b]
+    out["leaf"] = ak.zip(leaf)
+    out["node"] = ak.zip(node)
+    return out
+
+
+def _branch_types(block: dict[str, Any]) -> dict[str, Any]:
+    import awkward as ak
+
+    types: dict[str, Any] = {}
+    for k, v in block.items():
+        if isinstance(v, ak.Array):
+            types[k] = "string" if k in _STRING_BRANCHES else v.type.content
+        else:
+            types[k] = np.asarray(v).dtype
+    return types
+
+
+_STRING_BRANCHES = {"jet_type", "label", "algorithm", "status", "message", "options"}
+
+
+def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: int, b: int) -> dict:
+    import awkward as ak
+
+    na, nb = int(table.node_offsets[a]), int(table.node_offsets[b])
+    noff = table.node_offsets[a:b + 1] - na
+    out: dict[str, Any] = {
+        "label": ak.Array([label] * (b - a)),
+        "algorithm": ak.Array([table.algorithm] * (b - a)),
+        "status": ak.Array([str(s) for s in table.status[a:b]]),
+        "message": ak.Array([str(s) for s in table.message[a:b]]),
+        "options": ak.Array([str(s) for s in table.options[a:b]]),
+        "jet_index": table.jet_index[a:b],
+        "jet_id": table.jet_id[a:b],
+        "exact": table.exact[a:b].astype(np.bool_),
+    }
+    for k in ("log_likelihood", "log_z", "upper_bound", "n_trees", "time_s"):
+        out[k] = getattr(table, k)[a:b]
+    for k in counters:
+        out[f"counter_{k}"] = table.counters.get(k, np.full(len(table), np.nan))[a:b]
+    out["node"] = ak.zip({
+        "left": _jagged(table.children[na:nb, 0], noff),
+        "right": _jagged(table.children[na:nb, 1], noff),
+        "leaf": _jagged(table.leaf_of_node[na:nb], noff),
+    })
+    return out
+
+
+def write_root(
+    path: str | os.PathLike[str],
+    collection: JetCollection | None,
+    results: Mapping[str, AlgorithmResults] | None = None,
+    *,
+    attrs: Mapping[str, Any] | None = None,
+) -> None:
+    """Write jets and/or results to a ROOT file (TTrees + a JSON TObjString), atomically.
+
+    Args:
+        path: destination ``.root`` file; replaced if it exists.
+        collection: the jets (``None`` for a results-only file).
+        results: label -> :class:`AlgorithmResults`.
+        attrs: provenance entries to add to ``meta`` (defaults from :func:`provenance`).
+    """
+    import uproot
+
+    meta: dict[str, Any] = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION}
+    meta.update(provenance())
+    meta.update(dict(attrs or {}))
+    results = dict(results or {})
+    meta["content"] = "jets+results" if collection is not None else "results"
+    meta["results"] = {
+        label: {
+            "algorithm": t.algorithm, "likelihood": t.likelihood,
+            "exact_method": t.exact_method, "n_rows": len(t),
+        }
+        for label, t in results.items()
+    }
+    if collection is not None:
+        from .hdf5 import _generator_params
+
+        node_extra, jet_extra = get_extras(collection)
+        meta["n_jets"] = len(collection)
+        meta.setdefault("generator_params", _generator_params(collection))
+        meta["node_extra"] = sorted(node_extra)
+        meta["jet_extra"] = sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
+        truth = {lk: truth_log_likelihoods(collection, lk) for lk in _LIKELIHOODS}
+    with atomic_path(path) as tmp:
+        with uproot.recreate(tmp) as f:
+            f["meta"] = json.dumps(meta, default=_json_default)
+            if collection is not None:
+                first = _jets_block(collection, truth, 0, min(len(collection), _BASKET))
+                tree = f.mktree("jets", _branch_types(first), title="jetastar jets")
+                if len(collection):
+                    tree.extend(first)
+                for a in range(_BASKET, len(collection), _BASKET):
+                    tree.extend(_jets_block(collection, truth, a, min(len(collection), a + _BASKET)))
+            if results:
+                counters = sorted({k for t in results.values() for k in t.counters})
+                tree = None
+                for label, table in results.items():
+                    for a in range(0, max(len(table), 1), _BASKET):
+                        b = min(len(table), a + _BASKET)
+                        block = _results_block(label, table, counters, a, b)
+                        if tree is None:
+                            tree = f.mktree("results", _branch_types(block),
+                                            title="jetastar clustering results")
+                        if b > a:
+                            tree.extend(block)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return repr(obj)
+
+
+# ---------------------------------------------------------------------- reading
+class _RootFile:
+    def __init__(self, path: str | os.PathLike[str], need_jets: bool = True) -> None:
+        import uproot
+
+        p = check_exists(path)
+        self.path = str(p)
+        with open(p, "rb") as fh:
+            if fh.read(4) != b"root":
+                raise FileFormatError(f"{p}: not a ROOT file")
+        try:
+            self.f = uproot.open(p)
+        except Exception as exc:  # uproot raises many types for non-ROOT / damaged files
+            raise FileFormatError(_open_error(self.path, exc)) from None
+        try:
+            self.meta = self._meta()
+            if need_jets and "jets" not in self.f:
+                raise FileFormatError(f"{self.path}: holds no 'jets' tree")
+        except BaseException:
+            self.f.close()
+            raise
+
+    def _meta(self) -> dict[str, Any]:
+        try:
+            if "meta" not in self.f:
+                raise FileFormatError(
+                    f"{self.path}: not a jetastar ROOT file (no 'meta' TObjString)"
+                )
+            meta = json.loads(str(self.f["meta"]))
+        except FileFormatError:
+            raise
+        except Exception as exc:
+            raise FileFormatError(
+                f"{self.path}: corrupt ROOT file, cannot read 'meta' ({type(exc).__name__}: "
+                f"{_short(str(exc))})"
+            ) from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            raise FileFormatError(f"{self.path}: not a jetastar ROOT file ('meta' has no format)")
+        version = meta.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise FileFormatError(
+                f"{self.path}: unknown schema version {version!r} (this jetastar reads version "
+                f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
+            )
+        return meta
+
+    def arrays(self, tree: str, start: int | None = None, stop: int | None = None,
+               filter_name: Any = None) -> Any:
+        try:
+            return self.f[tree].arrays(
+                filter_name=filter_name, entry_start=start, entry_stop=stop, library="ak"
+            )
+        except Exception as exc:
+            raise FileFormatError(
+                f"{self.path}: tree '{tree}' cannot be read, the file is corrupt or truncated "
+                f"({type(exc).__name__}: {_short(str(exc))})"
+            ) from None
+
+    def num_entries(self, tree: str) -> int:
+        try:
+            return int(self.f[tree].num_entries)
+        except Exception as exc:
+            raise FileFormatError(
+                f"{self.path}: tree '{tree}' cannot be read ({type(exc).__name__}: "
+                f"{_short(str(exc))})"
+            ) from None
+
+    def __enter__(self) -> _RootFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.f.close()
+
+
+def _open_error(path: str, exc: Exception) -> str:
+    text = _short(str(exc))
+    if "not a ROOT file" in text:
+        return f"{path}: not a ROOT file"
+    return f"{path}: corrupt or truncated ROOT file ({type(exc).__name__}: {text})"
+
+
+def _short(text: str) -> str:
+    return " ".join(text.split())[:160]
+
+
+def _np(x: Any, dtype: Any) -> np.ndarray:
+    import awkward as ak
+
+    return np.asarray(ak.to_numpy(x), dtype=dtype)
+
+
+def _flat(x: Any, dtype: Any) -> np.ndarray:
+    import awkward as ak
+
+    return np.asarray(ak.to_numpy(ak.flatten(x, axis=1)), dtype=dtype)
+
+
+def _offsets(counts: Any) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(_np(counts, np.int64))]).astype(np.int64)
+
+
+def _collection_from_arrays(arr: Any, path: str) -> JetCollection:
+    import awkward as ak
+
+    fields = set(ak.fields(arr))
+    need = {"nleaf", "leaf_E", "leaf_px", "leaf_py", "leaf_pz", "nnode", "node_left",
+            "node_right", "node_leaf", "jet_id", "seed", "jet_type", *_PARAM_COLS, *_ROOT_COLS}
+    missing = sorted(need - fields)
+    if missing:
+        raise FileFormatError(f"{path}: the 'jets' tree lacks branches {missing}")
+    loff = _offsets(arr["nleaf"])
+    noff = _offsets(arr["nnode"])
+    leaves = np.stack([_flat(arr[f"leaf_{c}"], np.float64) for c in _P4], axis=1).reshape(-1, 4)
+    children = np.stack(
+        [_flat(arr["node_left"], np.int64), _flat(arr["node_right"], np.int64)], axis=1
+    ).reshape(-1, 2)
+    node_momenta = None
+    if "node_E" in fields:
+        node_momenta = np.stack(
+            [_flat(arr[f"node_{c}"], np.float64) for c in _P4], axis=1
+        ).reshape(-1, 4)
+    params = {k: _np(arr[k], np.float64) for k in _PARAM_COLS}
+    params["root_momentum"] = np.stack(
+        [_np(arr[k], np.float64) for k in _ROOT_COLS], axis=1
+    ).reshape(-1, 4)
+    try:
+        collection = JetCollection(
+            leaves=leaves,
+            leaf_offsets=loff,
+            children=children,
+            leaf_of_node=_flat(arr["node_leaf"], np.int64),
+            node_offsets=noff,
+            node_momenta=node_momenta,
+            jet_id=_np(arr["jet_id"], np.int64),
+            seed=_np(arr["seed"], np.int64),
+            jet_type=np.array(ak.to_list(arr["jet_type"]), dtype=object),
+            params=params,
+        )
+    except ValueError as exc:
+        raise FileFormatError(f"{path}: inconsistent jet branches ({exc})") from None
+    node_extra = {
+        k[len("node_extra_"):]: _flat(arr[k], np.float64)
+        for k in fields if k.startswith("node_extra_")
+    }
+    jet_extra = {k[len("extra_"):]: _np(arr[k], np.float64) for k in fields
+                 if k.startswith("extra_")}
+    for lk in _LIKELIHOODS:
+        if f"truth_llh_{lk}" in fields:
+            jet_extra[f"truth_llh_{lk}"] = _np(arr[f"truth_llh_{lk}"], np.float64)
+    return set_extras(collection, node_extra, jet_extra)
+
+
+def n_jets_root(path: str | os.PathLike[str]) -> int:
+    """Number of jets in a jetastar ROOT file."""
+    with _RootFile(path) as f:
+        return f.num_entries("jets")
+
+
+def read_root(
+    path: str | os.PathLike[str], jets: Any = None, *, validate: bool = True
+) -> JetCollection:
+    """Read jets from a jetastar ROOT file (only the baskets of the selected entries).
+
+    Args:
+        path: the file.
+        jets: ``None`` (all), a slice (step 1), an index or an array of indices.
+        validate: check every selected jet and raise on the first bad one (see
+            :func:`jetastar.io.read`).
+
+    Returns:
+        A :class:`~jetastar.JetCollection`.
+    """
+    from .hdf5 import _normalise_selection
+
+    with _RootFile(path) as f:
+        n = f.num_entries("jets")
+        start, stop, take = _normalise_selection(jets, n)
+        if stop > start:
+            collection = _collection_from_arrays(f.arrays("jets", start, stop), f.path)
+        else:
+            collection = set_extras(JetCollection.from_jets([]))
+    if validate:
+        validate_columns(collection, str(path), offset=start)
+    if take is not None:
+        collection = take_with_extras(collection, take)
+    return collection
+
+
+def iterate_root(
+    path: str | os.PathLike[str], step_size: int = 10000, *, validate: bool = True
+) -> Iterator[JetCollection]:
+    """Yield the jets of a ROOT file in collections of at most ``step_size`` jets (uproot.iterate)."""
+    import uproot
+
+    with _RootFile(path) as f:
+        name = f.path
+    start = 0
+    chunks = uproot.iterate({name: "jets"}, step_size=step_size, library="ak")
+    while True:
+        try:
+            arr = next(chunks)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise FileFormatError(
+                f"{name}: cannot iterate over 'jets' ({type(exc).__name__}: {_short(str(exc))})"
+            ) from None
+        collection = _collection_from_arrays(arr, name)
+        if validate:
+            validate_columns(collection, name, offset=start)
+        start += len(collection)
+        yield collection
+
+
+def read_root_results(
+    path: str | os.PathLike[str], algorithms: Any = None, jets: Any = None
+) -> dict[str, AlgorithmResults]:
+    """Read the ``results`` tree: label -> :class:`AlgorithmResults` (see :func:`read_hdf5_results`)."""
+    import awkward as ak
+
+    from .hdf5 import _rows_for
+
+    out: dict[str, AlgorithmResults] = {}
+    with _RootFile(path, need_jets=False) as f:
+        info = f.meta.get("results", {})
+        if "results" not in f.f:
+            if algorithms:
+                raise FileFormatError(f"{path}: holds no results")
+            return out
+        arr = f.arrays("results")
+    labels = np.array(ak.to_list(arr["label"]), dtype=object)
+    wanted = list(dict.fromkeys(labels.tolist())) if algorithms is None else list(algorithms)
+    fields = ak.fields(arr)
+    for label in wanted:
+        rows = np.flatnonzero(labels == label)
+        if rows.size == 0 and label not in info:
+            raise FileFormatError(
+                f"{path}: no results for {label!r}; the file has {sorted(set(labels.tolist()))}"
+            )
+        sub = arr[rows]
+        meta = info.get(label, {})
+        table = AlgorithmResults(
+            str(meta.get("algorithm", label)),
+            jet_index=_np(sub["jet_index"], np.int64),
+            jet_id=_np(sub["jet_id"], np.int64),
+            log_likelihood=_np(sub["log_likelihood"], np.float64),
+            exact=_np(sub["exact"], bool),
+            log_z=_np(sub["log_z"], np.float64),
+            upper_bound=_np(sub["upper_bound"], np.float64),
+            n_trees=_np(sub["n_trees"], np.float64),
+            time_s=_np(sub["time_s"], np.float64),
+            status=ak.to_list(sub["status"]),
+            message=ak.to_list(sub["message"]),
+            options=ak.to_list(sub["options"]),
+            node_offsets=_offsets(sub["nnode"]),
+            children=np.stack(
+                [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
+            ).reshape(-1, 2),
+            leaf_of_node=_flat(sub["node_leaf"], np.int64),
+            counters={
+                k[len("counter_"):]: _np(sub[k], np.float64)
+                for k in fields if k.startswith("counter_")
+                and not np.all(np.isnan(_np(sub[k], np.float64)))
+            },
+            likelihood=str(meta.get("likelihood", "symmetric")),
+            exact_method=bool(meta.get("exact_method", False)),
+        )
+        if jets is not None:
+            table = table.take(_rows_for(table.jet_index, jets))
+        out[label] = table
+    return out
+
+
+def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a jetastar ROOT file holds (schema, provenance, counts, results per status)."""
+    import awkward as ak
+
+    with _RootFile(path, need_jets=False) as f:
+        meta = dict(f.meta)
+        info: dict[str, Any] = {"path": str(path), "format": "root", "attrs": meta}
+        if "jets" in f.f:
+            arr = f.arrays("jets", filter_name=["n_leaves", "jet_type", "nnode"])
+            n_leaves = _np(arr["n_leaves"], np.int64)
+            types = ak.to_list(arr["jet_type"])
+            info["n_jets"] = int(n_leaves.shape[0])
+            info["n_leaves"] = n_leaves
+            info["jet_types"] = {t: types.count(t) for t in sorted(set(types))}
+            info["has_truth"] = int(np.count_nonzero(_np(arr["nnode"], np.int64)))
+            info["extra_columns"] = sorted([*meta.get("node_extra", []),
+                                            *meta.get("jet_extra", [])])
+        info["results"] = {}
+        if "results" in f.f:
+            arr = f.arrays("results", filter_name=["label", "status"])
+            labels = ak.to_list(arr["label"])
+            status = ak.to_list(arr["status"])
+            for label in dict.fromkeys(labels):
+                st = [s for lab, s in zip(labels, status, strict=True) if lab == label]
+                m = meta.get("results", {}).get(label, {})
+                info["results"][label] = {
+                    "algorithm": m.get("algorithm", label),
+                    "likelihood": m.get("likelihood", ""),
+                    "rows": len(st),
+                    "status": {s: st.count(s) for s in sorted(set(st))},
+                }
+    return info

@@ -1,0 +1,297 @@
+"""Batch processing: statuses, limits, bad jets, resuming after a kill, process pools and dask.
+
+The small algorithms registered here ("test-chain", "test-exact") make the tests independent of the
+real algorithms; workers import this module through the ``plugins`` mechanism.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jetastar import Tree
+from jetastar import io as jio
+from jetastar.batch import (
+    BatchConfig,
+    BatchError,
+    cluster_collection,
+    parse_limits,
+    parse_options,
+    run_batch,
+)
+from jetastar.clustering import ClusteringResult, register
+from jetastar.errors import TooLargeError
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+TESTS = Path(__file__).parent
+PLUGIN = "test_batch"
+
+
+def caterpillar(n: int) -> Tree:
+    """The tree ((((0, 1), 2), 3), ...)."""
+    nested: object = 0
+    for k in range(1, n):
+        nested = (nested, k)
+    return Tree.from_nested(nested)
+
+
+@register("test-chain", description="test algorithm: the caterpillar tree")
+def _test_chain(jet, delay: float = 0.0, fail_id: int = -1, max_time: float | None = None,
+                likelihood: str = "symmetric"):
+    start = time.perf_counter()
+    if delay:
+        time.sleep(delay)
+    if jet.jet_id == fail_id:
+        raise RuntimeError(f"deliberate failure on jet {jet.jet_id}")
+    tree = caterpillar(jet.n_leaves)
+    status = "budget" if (max_time is not None and delay > max_time) else "ok"
+    return ClusteringResult(
+        tree, log_likelihood(jet, tree, likelihood), "test-chain", likelihood=likelihood,
+        options={"delay": delay}, stats={"time_s": time.perf_counter() - start, "calls": 1},
+        status=status, jet_id=jet.jet_id,
+    )
+
+
+def reversed_caterpillar(n: int) -> Tree:
+    """The tree ((((n-1, n-2), n-3), ...), 0)."""
+    nested: object = n - 1
+    for k in range(n - 2, -1, -1):
+        nested = (nested, k)
+    return Tree.from_nested(nested)
+
+
+@register("test-exact", exact=True, max_leaves=6,
+          description="test: claims exactness, returns the reversed caterpillar")
+def _test_exact(jet, delay: float = 0.0, too_large_above: int = 1000):
+    if jet.n_leaves > too_large_above:
+        raise TooLargeError(f"jet {jet.jet_id}: too large for test-exact")
+    if delay:
+        time.sleep(delay)
+    assert jet.truth is None  # batch jobs hand algorithms jets without the truth tree
+    tree = reversed_caterpillar(jet.n_leaves)
+    return ClusteringResult(tree, log_likelihood(jet, tree), "test-exact", exact=True,
+                            stats={"time_s": delay}, jet_id=jet.jet_id)
+
+
+@pytest.fixture(scope="module")
+def jets_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("batch") / "qcd.h5"
+    jio.write(path, generate(60, ShowerParams.qcd(), seed=11))
+    return path
+
+
+def _check_complete(out: Path, n: int, algorithms=("test-chain",)) -> dict:
+    jets = jio.read(out, validate=False)
+    tables = jio.read_results(out)
+    assert len(jets) == n
+    for name in algorithms:
+        t = tables[name]
+        assert np.array_equal(t.jet_index, np.arange(n)), "every jet exactly once, in order"
+        assert np.array_equal(t.jet_id, jets.jet_id)
+    if "test-chain" in algorithms:
+        t = tables["test-chain"]
+        for row in range(0, n, 7):
+            jet = jets[row]
+            assert t.tree(row) == caterpillar(jet.n_leaves)
+            assert t.log_likelihood[row] == log_likelihood(jet, caterpillar(jet.n_leaves))
+    return tables
+
+
+def test_parse_options_and_limits():
+    opts = parse_options(["beam.beam_size=10", "likelihood=legacy", "x.flag=true", "y.v=[1,2]"])
+    assert opts == {"beam": {"beam_size": 10}, "*": {"likelihood": "legacy"},
+                    "x": {"flag": True}, "y": {"v": [1, 2]}}
+    with pytest.raises(BatchError, match="key=value"):
+        parse_options(["oops"])
+    assert parse_limits(["trellis=12"]) == {"trellis": 12}
+    with pytest.raises(BatchError, match="algorithm=N"):
+        parse_limits(["trellis"])
+
+
+def test_statuses_limits_and_options(jets_file):
+    jets = jio.read(jets_file)
+    config = BatchConfig(
+        ["test-chain", "test-exact"],
+        options={"test-chain": {"fail_id": int(jets.jet_id[3])},
+                 "test-exact": {"too_large_above": 5}},
+        time_limit=0.5, plugins=[PLUGIN],
+    )
+    tables = cluster_collection(jets, config, source=str(jets_file))
+    chain, exact = tables["test-chain"], tables["test-exact"]
+    assert chain.status[3] == "failed" and "deliberate failure" in chain.message[3]
+    assert chain.result(3).tree is None
+    # the time limit reaches algorithms with a max_time option
+    import json
+
+    assert json.loads(chain.options[0])["max_time"] == 0.5
+    assert chain.counters["calls"][0] == 1
+    n = jets.n_leaves
+    # exact method: jets over its registry size limit are skipped; TooLargeError -> skipped
+    assert np.all(exact.status[n > 6] == "skipped")
+    assert all("size limit 6" in m for m in exact.message[n > 6])
+    assert np.all(exact.status[n == 6] == "skipped")
+    assert "too large" in exact.message[np.flatnonzero(n == 6)[0]]
+    assert np.all(exact.status[n <= 5] == "ok") and np.all(exact.exact[n <= 5])
+    assert exact.exact_method and not chain.exact_method
+    # size-limit override
+    config2 = BatchConfig(["test-exact"], max_leaves={"test-exact": 4}, plugins=[PLUGIN])
+    t2 = cluster_collection(jets, config2)["test-exact"]
+    assert np.all((t2.status == "skipped") == (n > 4))
+
+
+def test_time_limit_without_time_option_is_noted(jets_file):
+    jets = jio.read(jets_file, slice(0, 3))
+    config = BatchConfig(["test-exact", "test-chain"], max_leaves={"test-exact": 100},
+                         options={"test-exact": {"delay": 0.03}, "test-chain": {"delay": 0.03}},
+                         time_limit=0.01, plugins=[PLUGIN])
+    tables = cluster_collection(jets, config)
+    assert all(s == "ok" for s in tables["test-exact"].status)
+    assert all("over the time limit" in m for m in tables["test-exact"].message)
+    assert all(s == "budget" for s in tables["test-chain"].status)
+
+
+def test_bad_jets_are_recorded_and_the_rest_goes_on(tmp_path, jets_file):
+    jets = jio.read(jets_file)
+    jets.leaves[jets.leaf_offsets[5], 0] = np.nan
+    jets.leaves[jets.leaf_offsets[9] + 1, 0] = -2.0
+    bad = tmp_path / "bad.h5"
+    jio.write(bad, jets)
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN], chunk_size=8)
+    (summary,) = run_batch([bad], config, output_dir=tmp_path / "out", progress=False)
+    assert summary.ok, summary.error
+    assert summary.status_counts["test-chain"] == {"failed": 2, "ok": 58}
+    t = jio.read_results(summary.output)["test-chain"]
+    msg5, msg9 = t.message[5], t.message[9]
+    assert "bad.h5: entry 5" in msg5 and "field 'leaves'" in msg5 and "non-finite E" in msg5
+    assert f"jet {jets.jet_id[9]}" in msg9 and "non-positive energy" in msg9
+    assert t.status[4] == "ok" and t.status[10] == "ok"
+
+
+def test_file_level_errors_do_not_stop_other_files(tmp_path, jets_file):
+    broken = tmp_path / "broken.h5"
+    broken.write_text("not hdf5")
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN], chunk_size=20)
+    summaries = run_batch([broken, tmp_path / "missing.root", jets_file], config,
+                          output_dir=tmp_path / "out", progress=False)
+    assert "not an HDF5 file" in summaries[0].error
+    assert "no such file" in summaries[1].error
+    assert summaries[2].ok and Path(summaries[2].output).name == "qcd.results.h5"
+    _check_complete(Path(summaries[2].output), 60)
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
+        run_batch([jets_file], BatchConfig(["nope"]), output_dir=tmp_path)
+    with pytest.raises(BatchError, match="unknown option"):
+        run_batch([jets_file], BatchConfig(["test-chain"], options={"test-chain": {"zz": 1}},
+                                           plugins=[PLUGIN]), output_dir=tmp_path)
+
+
+def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
+    import jetastar.batch as batch
+
+    config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7)
+    out = tmp_path / "res.root"
+    real = batch._write_part
+    calls = {"n": 0}
+
+    def flaky(*args):
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        real(*args)
+
+    monkeypatch.setattr(batch, "_write_part", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([jets_file], config, output=out, progress=False)
+    monkeypatch.setattr(batch, "_write_part", real)
+    assert not out.exists()
+    parts = out.with_name(out.name + ".parts")
+    assert len(list(parts.glob("part-*.h5"))) == 3
+    # other settings cannot reuse the parts
+    other = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=5)
+    (s,) = run_batch([jets_file], other, output=out, progress=False)
+    assert "different settings" in s.error and "--fresh" in s.error
+    (s,) = run_batch([jets_file], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 3 and s.chunks_total == 9
+    assert not parts.exists()
+    _check_complete(out, 60, ("test-chain", "test-exact"))
+    # a finished output is not recomputed
+    (s,) = run_batch([jets_file], config, output=out, progress=False)
+    assert s.already_done
+    # --fresh with other settings recomputes
+    (s,) = run_batch([jets_file], other, output=out, progress=False, fresh=True)
+    assert s.ok and not s.already_done and s.chunks_reused == 0
+
+
+def _parts(out: Path) -> list[Path]:
+    return list(out.with_name(out.name + ".parts").glob("part-*.h5"))
+
+
+def test_killed_subprocess_resumes_exactly_once(tmp_path):
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(120, ShowerParams.w(), seed=5))
+    out = tmp_path / "out.h5"
+    cmd = [sys.executable, "-m", "jetastar", "cluster", str(inp), "--algorithms", "test-chain",
+           "--plugin", PLUGIN, "--option", "test-chain.delay=0.02", "--chunk-size", "4",
+           "--workers", "2", "-o", str(out), "--no-progress"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH",
+                                                                                     "")]))
+    killed_with = []
+    for target in (3, 12):
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(_parts(out)) < target:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
+        killed_with.append(len(_parts(out)))
+    assert not out.exists()
+    assert 3 <= killed_with[0] <= killed_with[1] < 30
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "chunks resumed" in done.stdout
+    assert not out.with_name(out.name + ".parts").exists()
+    _check_complete(out, 120)
+
+
+def test_process_pool_matches_in_process(tmp_path, jets_file):
+    config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=9)
+    (a,) = run_batch([jets_file], config, output=tmp_path / "one.h5", progress=False)
+    (b,) = run_batch([jets_file], config, output=tmp_path / "two.h5", workers=2, progress=False)
+    assert a.ok and b.ok
+    ta, tb = jio.read_results(a.output), jio.read_results(b.output)
+    for name in ta:
+        assert np.array_equal(ta[name].log_likelihood, tb[name].log_likelihood, equal_nan=True)
+        assert list(ta[name].status) == list(tb[name].status)
+
+
+def test_dask_local_cluster(tmp_path, jets_file):
+    distributed = pytest.importorskip("distributed")
+    config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=10)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        (s,) = run_batch([jets_file], config, output=tmp_path / "dask.h5",
+                         executor=client.get_executor(), progress=False)
+        # the --scheduler path: connect by address
+        (s2,) = run_batch([jets_file], config, output=tmp_path / "dask2.root",
+                          scheduler=cluster.scheduler_address, progress=False)
+    assert s.ok, s.error
+    assert s2.ok, s2.error
+    _check_complete(tmp_path / "dask.h5", 60, ("test-chain", "test-exact"))
+    _check_complete(tmp_path / "dask2.root", 60, ("test-chain", "test-exact"))
+
+
+def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(BatchError, match=r"pip install 'jetastar\[dask\]'"):
+        run_batch([jets_file], BatchConfig(["test-chain"], plugins=[PLUGIN]),
+                  output=tmp_path / "x.h5", scheduler="tcp://127.0.0.1:1")

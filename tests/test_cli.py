@@ -1,0 +1,166 @@
+"""The ``jetastar`` command line: help, generate -> info -> cluster -> compare, run, demo, errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import test_batch  # noqa: F401  (registers the test algorithms)
+from test_batch import caterpillar
+
+from jetastar import io as jio
+from jetastar.cli import comparison_table, main
+from jetastar.ginkgo import log_likelihood
+
+COMMANDS = ["run", "generate", "cluster", "compare", "info", "algorithms", "demo"]
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help(command, capsys):
+    args = ["--help"] if command is None else [command, "--help"]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: jetastar" in out
+    if command is None:
+        assert all(c in out for c in COMMANDS)
+
+
+def test_generate_info_cluster_compare(tmp_path, capsys):
+    jets = tmp_path / "w.root"
+    assert main(["generate", "--type", "w", "--n", "25", "--seed", "3", "--max-leaves", "12",
+                 "-o", str(jets)]) == 0
+    assert "wrote 25 W jets" in capsys.readouterr().out
+    coll = jio.read(jets)
+    assert len(coll) == 25 and coll.n_leaves.max() <= 12
+    assert set(coll.node_columns) >= {"deltas"}
+    assert main(["info", str(jets)]) == 0
+    out = capsys.readouterr().out
+    assert "schema version 1" in out and "25 (W 25)" in out and "seed:" in out
+    assert "lam_root=3" in out
+    res = tmp_path / "res.h5"
+    assert main(["cluster", str(jets), "--algorithms", "test-chain,test-exact",
+                 "--plugin", "test_batch", "--option", "test-chain.delay=0",
+                 "--max-leaves", "test-exact=8", "--no-progress", "-o", str(res)]) == 0
+    out = capsys.readouterr().out
+    assert "test-chain" in out and "ok 25" in out
+    tables = jio.read_results(res)
+    chain = tables["test-chain"]
+    j = coll[4]
+    assert chain.tree(4) == caterpillar(j.n_leaves)
+    assert chain.log_likelihood[4] == log_likelihood(j, caterpillar(j.n_leaves))
+    skipped = tables["test-exact"].status == "skipped"
+    assert np.array_equal(skipped, coll.n_leaves > 8)
+    plot = tmp_path / "cmp.png"
+    assert main(["compare", str(res), "--plot", str(plot), "--reference", "test-chain"]) == 0
+    out = capsys.readouterr().out
+    assert "test-exact" in out and "exact MAP found" in out and plot.stat().st_size > 1000
+    rows = comparison_table(res, reference="test-chain")
+    all_exact = next(r for r in rows if r["algorithm"] == "test-exact" and r["band"] == "all")
+    assert all_exact["skipped"] == int((coll.n_leaves > 8).sum())
+    assert all_exact["map_found"] == all_exact["map_known"] == 25 - all_exact["skipped"]
+    all_chain = next(r for r in rows if r["algorithm"] == "test-chain" and r["band"] == "all")
+    assert all_chain["d_ref_mean"] == 0.0
+    truth = np.array([log_likelihood(coll[i]) for i in range(25)])
+    mine = chain.log_likelihood
+    ok = np.isfinite(truth) & np.isfinite(mine)
+    assert np.isclose(all_chain["d_truth_mean"], np.mean(mine[ok] - truth[ok]))
+    assert np.isclose(all_chain["d_truth_median"], np.median(mine[ok] - truth[ok]))
+    ex = tables["test-exact"].log_likelihood
+    ok = np.isfinite(ex) & np.isfinite(mine)
+    assert np.isclose(all_exact["d_ref_mean"], np.mean(ex[ok] - mine[ok]))
+    # the "exact" method matches itself wherever it ran; test-chain only where the trees agree
+    same = np.isfinite(ex) & (ex == mine)
+    assert all_chain["map_found"] == int(same.sum())
+    # several inputs -> one output per input in a folder, ROOT format
+    other = tmp_path / "q.h5"
+    assert main(["generate", "--n", "5", "-o", str(other)]) == 0
+    outdir = tmp_path / "many"
+    assert main(["cluster", str(jets), str(other), "--algorithms", "test-chain", "--plugin",
+                 "test_batch", "--format", "root", "--no-progress", "-o", str(outdir)]) == 0
+    assert sorted(p.name for p in outdir.iterdir()) == ["q.results.root", "w.results.root"]
+    assert main(["info", str(outdir / "q.results.root")]) == 0
+    assert "test-chain" in capsys.readouterr().out
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    code = main(["info", str(tmp_path / "missing.h5")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("jetastar: error: ") and "missing.h5" in err
+    bad = tmp_path / "bad.h5"
+    bad.write_text("garbage")
+    assert main(["compare", str(bad)]) == 1
+    assert "not an HDF5 file" in capsys.readouterr().err
+    jets = tmp_path / "j.h5"
+    main(["generate", "--n", "3", "-o", str(jets)])
+    capsys.readouterr()
+    assert main(["cluster", str(jets), "--algorithms", "nope", "-o", str(tmp_path / "o.h5")]) == 1
+    err = capsys.readouterr().err
+    assert "unknown algorithm 'nope'" in err and err.count("\n") == 1
+    assert main(["cluster", str(jets), "--algorithms", "test-chain", "--plugin", "test_batch",
+                 "--option", "nonsense", "-o", str(tmp_path / "o.h5")]) == 1
+    assert "key=value" in capsys.readouterr().err
+    assert main(["generate", "--n", "3", "-o", str(tmp_path / "x.txt")]) == 1
+    assert "unknown file type" in capsys.readouterr().err
+    assert main(["compare", str(jets)]) == 1
+    assert "holds no clustering results" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "info", str(tmp_path / "missing.h5")])
+    with pytest.raises(FileNotFoundError):
+        main(["info", str(tmp_path / "missing.h5"), "--debug"])
+
+
+def test_demo(capsys):
+    assert main(["demo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [ln.split() for ln in lines if ln.startswith(("QCD", "W "))]
+    assert len(rows) == 40
+    assert sum(r[0] == "W" for r in rows) == 20
+    from jetastar.ginkgo import ShowerParams, generate
+
+    jet = generate(1, ShowerParams.w(), seed=1)[0]
+    w0 = next(r for r in rows if r[0] == "W" and r[1] == "0")
+    assert int(w0[2]) == jet.n_leaves
+    assert float(w0[3]) == pytest.approx(log_likelihood(jet), abs=1e-6)
+    assert float(w0[4]) == pytest.approx(log_likelihood(jet, likelihood="legacy"), abs=1e-6)
+
+
+def test_run_main_job(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "-o", str(out), "--n-qcd", "4", "--n-w", "3", "--workers", "1",
+                 "--algorithms", "test-chain,test-exact", "--plugin", "test_batch",
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.png", "comparison.txt", "jets.h5", "results.h5", "results.root"]
+    assert "exact MAP found" in text
+    h5, root = jio.read_results(out / "results.h5"), jio.read_results(out / "results.root")
+    for name in ("test-chain", "test-exact"):
+        assert np.array_equal(h5[name].log_likelihood, root[name].log_likelihood, equal_nan=True)
+        assert list(h5[name].status) == list(root[name].status)
+    assert len(jio.read(out / "jets.h5")) == 7
+    assert sorted(set(jio.read(out / "jets.h5").jet_id.tolist())) == list(range(7))
+
+
+def test_python_m_and_console_script(tmp_path):
+    env = dict(os.environ)
+    done = subprocess.run([sys.executable, "-m", "jetastar", "info",
+                           str(Path(__file__).parent / "data" / "legacy_ginkgo_W_sample.pkl")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "12 (W 12)" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "jetastar", "info", str(tmp_path / "no.h5")],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    script = shutil.which("jetastar")
+    if script is None:
+        pytest.skip("the jetastar console script is not installed (pip install -e .)")
+    done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "jetastar" in done.stdout
