@@ -247,7 +247,10 @@ class JetCollection(Sequence[Jet]):
     * ``children`` ``(K, 2)``, ``leaf_of_node`` ``(K,)`` and ``node_offsets`` ``(J + 1,)``: the truth
       trees (0 nodes for a jet without truth); ``node_momenta`` ``(K, 4)`` or ``None``;
     * per jet: ``jet_id``, ``seed`` (−1 = unknown), ``jet_type`` (str), and the parameters
-      ``m_hard``, ``lam``, ``lam_root``, ``t_cut``, ``t_root`` ``(J,)`` and ``root_momentum`` ``(J, 4)``.
+      ``m_hard``, ``lam``, ``lam_root``, ``t_cut``, ``t_root`` ``(J,)`` and ``root_momentum`` ``(J, 4)``;
+    * optional extra float64 columns: ``node_columns`` (name -> ``(K,)``, e.g. the nominal ``deltas``
+      of legacy Ginkgo pickles) and ``jet_columns`` (name -> ``(J,)``). They follow the collection
+      through :meth:`take`, slicing and :meth:`concatenate` (only columns every part has).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -269,6 +272,8 @@ class JetCollection(Sequence[Jet]):
         jet_type: np.ndarray,
         params: dict[str, np.ndarray],
         node_momenta: np.ndarray | None = None,
+        node_columns: dict[str, Any] | None = None,
+        jet_columns: dict[str, Any] | None = None,
     ) -> None:
         self.leaves = np.ascontiguousarray(leaves, dtype=np.float64).reshape(-1, 4)
         self.leaf_offsets = np.asarray(leaf_offsets, dtype=np.int64)
@@ -284,6 +289,12 @@ class JetCollection(Sequence[Jet]):
         self.jet_type = np.asarray(jet_type, dtype=object)
         self.params = {k: np.asarray(params[k], dtype=np.float64) for k in _PARAM_COLUMNS}
         self.params["root_momentum"] = np.asarray(params["root_momentum"], dtype=np.float64)
+        self.node_columns = {
+            str(k): np.asarray(v, dtype=np.float64).ravel() for k, v in (node_columns or {}).items()
+        }
+        self.jet_columns = {
+            str(k): np.asarray(v, dtype=np.float64).ravel() for k, v in (jet_columns or {}).items()
+        }
         self._check()
         self._params_cache: dict[tuple[Any, ...], ShowerParams] = {}
 
@@ -308,6 +319,13 @@ class JetCollection(Sequence[Jet]):
         for k, v in self.params.items():
             if v.shape[0] != n_jets:
                 problems.append(f"params.{k} has the wrong length")
+        for k, v in self.node_columns.items():
+            if v.shape[0] != self.children.shape[0]:
+                problems.append(f"node column {k!r} has {v.shape[0]} values, need "
+                                f"{self.children.shape[0]}")
+        for k, v in self.jet_columns.items():
+            if v.shape[0] != n_jets:
+                problems.append(f"jet column {k!r} has {v.shape[0]} values, need {n_jets}")
         if problems:
             raise InvalidJetError("; ".join(problems), field="collection")
 
@@ -370,6 +388,8 @@ class JetCollection(Sequence[Jet]):
             return np.concatenate(parts)
 
         any_nm = any(c.node_momenta is not None for c in cols)
+        node_keys = set.intersection(*(set(c.node_columns) for c in cols))
+        jet_keys = set.intersection(*(set(c.jet_columns) for c in cols))
         if any_nm and not all(
             c.node_momenta is not None or c.children.shape[0] == 0 for c in cols
         ):
@@ -390,6 +410,8 @@ class JetCollection(Sequence[Jet]):
                 k: np.concatenate([c.params[k] for c in cols])
                 for k in (*_PARAM_COLUMNS, "root_momentum")
             },
+            node_columns={k: np.concatenate([c.node_columns[k] for c in cols]) for k in node_keys},
+            jet_columns={k: np.concatenate([c.jet_columns[k] for c in cols]) for k in jet_keys},
         )
 
     # ------------------------------------------------------------------ sequence protocol
@@ -435,7 +457,29 @@ class JetCollection(Sequence[Jet]):
             seed=self.seed[idx],
             jet_type=self.jet_type[idx],
             params={k: v[idx] for k, v in self.params.items()},
+            node_columns={k: v[nsel] for k, v in self.node_columns.items()},
+            jet_columns={k: v[idx] for k, v in self.jet_columns.items()},
         )
+
+    def with_columns(
+        self, node: dict[str, Any] | None = None, jet: dict[str, Any] | None = None
+    ) -> JetCollection:
+        """Add (or replace) extra per-node / per-jet columns, in place; returns the collection.
+
+        Raises:
+            InvalidJetError: if a column's length does not match the nodes / jets.
+        """
+        old_node, old_jet = dict(self.node_columns), dict(self.jet_columns)
+        for k, v in (node or {}).items():
+            self.node_columns[str(k)] = np.asarray(v, dtype=np.float64).ravel()
+        for k, v in (jet or {}).items():
+            self.jet_columns[str(k)] = np.asarray(v, dtype=np.float64).ravel()
+        try:
+            self._check()
+        except InvalidJetError:
+            self.node_columns, self.jet_columns = old_node, old_jet
+            raise
+        return self
 
     @property
     def n_leaves(self) -> np.ndarray:

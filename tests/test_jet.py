@@ -127,3 +127,20 @@ def test_collection_rejects_inconsistent_columns():
             leaf_of_node=jets.leaf_of_node, node_offsets=jets.node_offsets, jet_id=jets.jet_id,
             seed=jets.seed, jet_type=jets.jet_type, params=jets.params,
         )
+
+
+def test_extra_columns_follow_the_collection():
+    a = generate(4, ShowerParams.qcd(), seed=1)
+    b = generate(3, ShowerParams.qcd(), seed=2)
+    a.with_columns(node={"deltas": np.arange(a.children.shape[0])}, jet={"w": [1, 2, 3, 4]})
+    b.with_columns(node={"deltas": -np.arange(b.children.shape[0])}, jet={"other": [0, 0, 0]})
+    sub = a[1:3]
+    lo, hi = a.node_offsets[1], a.node_offsets[3]
+    assert np.array_equal(sub.node_columns["deltas"], np.arange(lo, hi))
+    assert np.array_equal(sub.jet_columns["w"], [2, 3])
+    both = JetCollection.concatenate([a, b])
+    assert set(both.node_columns) == {"deltas"} and both.jet_columns == {}
+    assert both.node_columns["deltas"].shape[0] == both.children.shape[0]
+    with pytest.raises(InvalidJetError, match="jet column 'x' has 2 values, need 4"):
+        a.with_columns(jet={"x": [1, 2]})
+    assert "x" not in a.jet_columns  # a failed update changes nothing

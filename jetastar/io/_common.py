@@ -94,15 +94,12 @@ def provenance(
 
 
 def get_extras(collection: JetCollection) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Optional extra columns carried by a collection: ``(per_node, per_jet)`` name -> array.
+    """Extra columns of a collection: ``(per_node, per_jet)`` name -> array (copies of the dicts).
 
-    The I/O layer attaches them as ``collection.node_columns`` / ``collection.jet_columns`` (e.g. the
-    nominal ``deltas`` of legacy Ginkgo pickles, or cached truth log-likelihoods). They follow the
-    collection's node / jet order.
+    They live in ``collection.node_columns`` / ``collection.jet_columns`` (e.g. the nominal
+    ``deltas`` of legacy Ginkgo pickles) and follow the collection's node / jet order.
     """
-    node = getattr(collection, "node_columns", None) or {}
-    jet = getattr(collection, "jet_columns", None) or {}
-    return dict(node), dict(jet)
+    return dict(collection.node_columns), dict(collection.jet_columns)
 
 
 def set_extras(
@@ -110,37 +107,24 @@ def set_extras(
     node: dict[str, Any] | None = None,
     jet: dict[str, Any] | None = None,
 ) -> JetCollection:
-    """Attach extra per-node / per-jet float64 columns to ``collection`` (in place; returned)."""
-    n_nodes = collection.children.shape[0]
-    n_jets = len(collection)
-    node_cols = {k: np.asarray(v, dtype=np.float64).ravel() for k, v in (node or {}).items()}
-    jet_cols = {k: np.asarray(v, dtype=np.float64).ravel() for k, v in (jet or {}).items()}
-    for k, v in node_cols.items():
-        if v.shape[0] != n_nodes:
-            raise ValueError(f"extra node column {k!r} has {v.shape[0]} values, need {n_nodes}")
-    for k, v in jet_cols.items():
-        if v.shape[0] != n_jets:
-            raise ValueError(f"extra jet column {k!r} has {v.shape[0]} values, need {n_jets}")
-    collection.node_columns = node_cols  # type: ignore[attr-defined]
-    collection.jet_columns = jet_cols  # type: ignore[attr-defined]
-    return collection
+    """Replace the extra per-node / per-jet columns of ``collection`` (in place; returned).
+
+    Raises:
+        ValueError: if a column's length does not match the nodes / jets.
+    """
+    collection.node_columns = {}
+    collection.jet_columns = {}
+    return collection.with_columns(node, jet)
 
 
 def jet_slice(collection: JetCollection, start: int, stop: int) -> JetCollection:
-    """Jets ``start:stop`` of a collection, keeping its extra columns."""
-    return take_with_extras(collection, np.arange(start, stop))
+    """Jets ``start:stop`` of a collection, with their extra columns."""
+    return collection.take(np.arange(start, stop))
 
 
 def take_with_extras(collection: JetCollection, indices: Any) -> JetCollection:
-    """``collection.take(indices)`` keeping the extra columns."""
-    idx = np.asarray(indices, dtype=np.int64).ravel()
-    node, jet = get_extras(collection)
-    sel = [np.arange(collection.node_offsets[i], collection.node_offsets[i + 1]) for i in idx]
-    nidx = np.concatenate(sel) if sel else np.empty(0, np.int64)
-    return set_extras(
-        collection.take(idx), {k: v[nidx] for k, v in node.items()},
-        {k: v[idx] for k, v in jet.items()},
-    )
+    """``collection.take(indices)`` (extra columns included)."""
+    return collection.take(indices)
 
 
 def truth_log_likelihoods(collection: JetCollection, likelihood: str) -> np.ndarray:
