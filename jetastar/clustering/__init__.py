@@ -1,6 +1,5 @@
 """Clustering algorithms: exact trellis, A*, greedy, beam search, kt family, MCTS.
 
-Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
 name with :func:`cluster`.
 """
 
@@ -12,15 +11,18 @@ from .kt import kt
 from .mcts import mcts
 from .registry import AlgorithmInfo, algorithm_info, algorithms, cluster, register
 from .result import STATUSES, ClusteringResult
+from .trellis import Trellis, exact_trellis
 
 __all__ = [
     "STATUSES",
     "AlgorithmInfo",
     "ClusteringResult",
+    "Trellis",
     "algorithm_info",
     "algorithms",
     "beam_search",
     "cluster",
+    "exact_trellis",
     "greedy",
     "kt",
     "mcts",

@@ -54,7 +54,9 @@ __all__ = [
     "likelihood_constants",
     "log_likelihood",
     "node_log_likelihoods",
+    "parent_terms",
     "split_llh",
+    "split_llh_given_parent",
     "split_log_likelihood",
     "split_log_likelihood_t",
     "t_of",
@@ -131,17 +133,103 @@ def cluster_t(e: float, px: float, py: float, pz: float, size: int, c: np.ndarra
 
 
 @nb.njit(cache=True, inline="always")
-def _g_symmetric(scale: float, log_scale: float, t: float, c: np.ndarray) -> float:
-    if t > c[_C_TCUT]:
-        return c[_C_NORM] + c[_C_LOGLAM] - log_scale - c[_C_LAM] * t / scale
-    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * min(scale, c[_C_TCUT]) / scale))
+def parent_terms(t_parent: float, c: np.ndarray) -> tuple[float, float, float]:
+    """The parts of ψ that depend only on the parent: ``(√tP, log tP, first-child stop term)``.
+
+    The stop term ``N + log(1 − exp(−λ t_cut / tP))`` is the log-probability that the child drawn
+    first from the parent becomes a leaf (both forms; any split with non-zero likelihood has
+    ``tP >= t_cut``, so ``min(tP, t_cut) = t_cut``). A caller that scores many splits of one parent
+    computes these once and calls :func:`split_llh_given_parent`; for ``tP <= 0`` the values are
+    NaN and must not be used (the split is ``-inf``).
+    """
+    if not t_parent > 0.0:
+        return np.nan, np.nan, np.nan
+    stop = c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
+    return math.sqrt(t_parent), math.log(t_parent), stop
 
 
 @nb.njit(cache=True, inline="always")
-def _h_legacy(scale: float, t: float, c: np.ndarray) -> float:
-    if t > 0.0:
+def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
+    """log-density (continues) or log-probability (stops) of the child drawn second, scale T."""
+    if (t > 0.0) if legacy else (t > c[_C_TCUT]):
         return c[_C_NORM] + c[_C_LOGLAM] - math.log(scale) - c[_C_LAM] * t / scale
-    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / scale))
+    cut = c[_C_TCUT] if legacy else min(scale, c[_C_TCUT])
+    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * cut / scale))
+
+
+@nb.njit(cache=True, inline="always")
+def _first_child(t: float, t_parent: float, log_tp: float, stop: float, legacy: bool,
+                 c: np.ndarray) -> float:
+    """The same for the child drawn first (scale tP), with the parent terms precomputed."""
+    if (t > 0.0) if legacy else (t > c[_C_TCUT]):
+        return c[_C_NORM] + c[_C_LOGLAM] - log_tp - c[_C_LAM] * t / t_parent
+    return stop
+
+
+@nb.njit(cache=True, inline="always")
+def split_llh_given_parent(
+    t_left: float, t_right: float, t_parent: float, s_parent: float, log_tp: float, stop: float,
+    c: np.ndarray,
+) -> float:
+    """:func:`split_llh` with the parent's :func:`parent_terms` precomputed (same result, bit for bit).
+
+    Args:
+        t_left, t_right, t_parent: as in :func:`split_llh`.
+        s_parent, log_tp, stop: ``parent_terms(t_parent, c)``.
+        c: the constants row.
+    """
+    if c[_C_LEGACY] != 0.0:
+        if not t_parent >= c[_C_TCUT]:
+            return _NEG_INF
+        if t_left >= t_right:
+            t_max, t_min = t_left, t_right
+        else:
+            t_max, t_min = t_right, t_left
+        if t_max < 0.0:
+            return _NEG_INF
+        scale2 = s_parent - math.sqrt(t_max)
+        scale2 = scale2 * scale2
+        first = _first_child(t_max, t_parent, log_tp, stop, True, c)
+        if not scale2 > 0.0:
+            if t_min > 0.0 or not scale2 == 0.0:
+                return _NEG_INF
+            # t_min is a leaf and the scale vanished: the stop probability is 1 (log 0 → 0)
+            value = first + c[_C_NORM] - _LOG_4PI
+        else:
+            value = first + _second_child(scale2, t_min, True, c) - _LOG_4PI
+        if value != value:
+            return _NEG_INF
+        return value
+    # symmetric (generator-consistent) form
+    if not t_parent > 0.0 or t_left < 0.0 or t_right < 0.0:
+        return _NEG_INF
+    if t_parent <= c[_C_TCUT]:
+        return _NEG_INF
+    limit = _A * t_parent
+    if t_left >= limit or t_right >= limit:
+        return _NEG_INF
+    s_left = math.sqrt(t_left)
+    s_right = math.sqrt(t_right)
+    if s_left + s_right > s_parent:
+        return _NEG_INF
+    scale_lr = (s_parent - s_left) * (s_parent - s_left)
+    scale_rl = (s_parent - s_right) * (s_parent - s_right)
+    l_lr = _first_child(t_left, t_parent, log_tp, stop, False, c) + _second_child(
+        scale_lr, t_right, False, c
+    )
+    l_rl = _first_child(t_right, t_parent, log_tp, stop, False, c) + _second_child(
+        scale_rl, t_left, False, c
+    )
+    if l_lr >= l_rl:
+        hi, lo = l_lr, l_rl
+    else:
+        hi, lo = l_rl, l_lr
+    if hi == _NEG_INF:
+        return _NEG_INF
+    value = hi + math.log1p(math.exp(lo - hi)) + _LOG_HALF - _LOG_4PI
+    if value != value:
+        return _NEG_INF
+    return value
 
 
 @nb.njit(cache=True)
@@ -157,59 +245,10 @@ def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> 
     Returns:
         ψ, finite or ``-inf`` (never NaN).
     """
-    if c[_C_LEGACY] != 0.0:
-        if not t_parent >= c[_C_TCUT]:
-            return _NEG_INF
-        if t_left >= t_right:
-            t_max, t_min = t_left, t_right
-        else:
-            t_max, t_min = t_right, t_left
-        if t_max < 0.0:
-            return _NEG_INF
-        scale2 = math.sqrt(t_parent) - math.sqrt(t_max)
-        scale2 = scale2 * scale2
-        if not scale2 > 0.0:
-            if t_min > 0.0 or not scale2 == 0.0:
-                return _NEG_INF
-            # t_min is a leaf and the scale vanished: the stop probability is 1 (log 0 → 0)
-            value = _h_legacy(t_parent, t_max, c) + c[_C_NORM] - _LOG_4PI
-        else:
-            value = _h_legacy(t_parent, t_max, c) + _h_legacy(scale2, t_min, c) - _LOG_4PI
-        if value != value:
-            return _NEG_INF
-        return value
-    # symmetric (generator-consistent) form
-    if not t_parent > 0.0 or t_left < 0.0 or t_right < 0.0:
+    if not t_parent >= c[_C_TCUT]:  # impossible in both forms: skip the parent terms
         return _NEG_INF
-    if t_parent <= c[_C_TCUT]:
-        return _NEG_INF
-    limit = _A * t_parent
-    if t_left >= limit or t_right >= limit:
-        return _NEG_INF
-    s_left = math.sqrt(t_left)
-    s_right = math.sqrt(t_right)
-    s_parent = math.sqrt(t_parent)
-    if s_left + s_right > s_parent:
-        return _NEG_INF
-    scale_lr = (s_parent - s_left) * (s_parent - s_left)
-    scale_rl = (s_parent - s_right) * (s_parent - s_right)
-    # log T is only needed when that child continues (t > t_cut)
-    t_cut = c[_C_TCUT]
-    log_tp = math.log(t_parent) if (t_left > t_cut or t_right > t_cut) else 0.0
-    log_lr = math.log(scale_lr) if t_right > t_cut else 0.0
-    log_rl = math.log(scale_rl) if t_left > t_cut else 0.0
-    l_lr = _g_symmetric(t_parent, log_tp, t_left, c) + _g_symmetric(scale_lr, log_lr, t_right, c)
-    l_rl = _g_symmetric(t_parent, log_tp, t_right, c) + _g_symmetric(scale_rl, log_rl, t_left, c)
-    if l_lr >= l_rl:
-        hi, lo = l_lr, l_rl
-    else:
-        hi, lo = l_rl, l_lr
-    if hi == _NEG_INF:
-        return _NEG_INF
-    value = hi + math.log1p(math.exp(lo - hi)) + _LOG_HALF - _LOG_4PI
-    if value != value:
-        return _NEG_INF
-    return value
+    s_parent, log_tp, stop = parent_terms(t_parent, c)
+    return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c)
 
 
 @nb.njit(cache=True)

@@ -1,0 +1,726 @@
+"""The exact cluster trellis: MAP tree, partition function, posterior samples and cluster marginals.
+
+The trellis holds every non-empty subset (*cluster*) of a jet's ``n`` leaves as an integer bitmask.
+Per-cluster squared masses ``t`` are computed once in O(2**n); then a bottom-up dynamic programme
+over clusters in order of size visits every unordered 2-partition of every cluster exactly once
+(O(3**n) split scores in total) and stores, per cluster, the best log-likelihood of a hierarchy over
+it (and the arg-max split), the log partition function ``log Z`` (a streaming log-sum-exp) and the
+number of hierarchies with non-zero likelihood. The split of the whole jet is scored with ``λ_R``,
+every other split with ``λ``, through :func:`jetastar.ginkgo.likelihood.split_llh`.
+
+Exactness-preserving pruning: a cluster whose ``t`` is at or below ``t_cut`` (``< t_cut`` for the
+legacy form) has no split of non-zero likelihood, so its splits are never enumerated; a split
+whose part has no possible hierarchy is skipped before scoring.
+
+On top of the solved trellis, :class:`Trellis` draws exact posterior samples of trees (top-down,
+each split chosen with probability ``exp(ψ + log Z(A) + log Z(B) − log Z(S))``) and computes the
+posterior probability of every cluster (an outside pass over the subset lattice, also O(3**n)).
+
+Memory is about 41 bytes per cluster (``2**n`` of them), 43 MB at 20 leaves and 690 MB at 24;
+the marginal pass adds ``8 * (1 + threads)`` bytes per cluster. The time is dominated by the
+``(3**n + 1)/2 - 2**n`` split scores (1.7e9 at 20 leaves), each one call of the likelihood kernel;
+clusters of equal size are solved in parallel (numba threads).
+
+Example:
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> from jetastar.clustering import Trellis, exact_trellis
+    >>> jet = generate(1, ShowerParams.qcd(), seed=1, min_leaves=6, max_leaves=6)[0]
+    >>> res = exact_trellis(jet)
+    >>> res.exact, res.log_z >= res.log_likelihood
+    (True, True)
+    >>> tr = Trellis(jet)
+    >>> len(tr.sample(3, seed=0))
+    3
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from ..errors import InvalidJetError, TooLargeError
+from ..ginkgo.likelihood import check_likelihood
+from ..jet import Jet
+from ..tree import Tree
+from . import _trellis_kernels as _k
+from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from .registry import register
+from .result import ClusteringResult
+
+__all__ = [
+    "MAX_EXACT_COUNT_LEAVES",
+    "MAX_TRELLIS_LEAVES",
+    "Trellis",
+    "default_memory_limit",
+    "estimate_memory",
+    "exact_trellis",
+]
+
+#: Largest jet for which tree counts are exact int64 ((2n-3)!! < 2**63 up to 19 leaves);
+#: above it counts are float64 (relative precision ~1e-16, can round).
+MAX_EXACT_COUNT_LEAVES = 19
+#: Hard limit of the bitmask layout (int32 masks), whatever the memory.
+MAX_TRELLIS_LEAVES = 30
+
+#: Show a progress bar from this many leaves on when ``progress=None``.
+_PROGRESS_FROM = 19
+#: Slices with at most this many splits run on one thread (a parallel launch costs more).
+_SERIAL_BELOW = 50_000
+#: Posterior samples are drawn in batches of this many (bounds the sampler's scratch memory).
+_SAMPLE_BATCH = 20_000
+
+# layout of a constants row (see jetastar.ginkgo.likelihood.likelihood_constants)
+_ROW_TCUT = 0
+_ROW_LEGACY = 4
+
+
+# ---------------------------------------------------------------------- memory guard
+def estimate_memory(n_leaves: int, marginals: bool = False, threads: int | None = None) -> int:
+    """Bytes the trellis of an ``n_leaves`` jet allocates (peak, without Python overhead).
+
+    Per mask: a 32-byte record (``t``, MAP, ``log Z``, tree count), the arg-max part (int32), the
+    by-size order (int32) and a transient int8 size table: 41 bytes. Marginals add one float64
+    per mask plus one float64 accumulator per mask and thread.
+
+    Args:
+        n_leaves: number of leaves.
+        marginals: include the marginal pass.
+        threads: threads for the marginal pass (default: numba's current setting).
+
+    Returns:
+        The estimate in bytes.
+
+    Example:
+        >>> estimate_memory(20) // 2**20
+        41
+    """
+    m = 1 << n_leaves
+    total = m * (8 + 8 + 8 + 4 + 8 + 4 + 1) + 4096 * 64
+    if marginals:
+        rows = nb.get_num_threads() if threads is None else threads
+        total += m * 8 * (1 + rows)
+    return int(total)
+
+
+def default_memory_limit() -> int:
+    """Half of the available memory (``MemAvailable`` in /proc/meminfo, else physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
+def _format_bytes(x: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{x:.1f} {unit}" if unit != "B" else f"{int(x)} B"
+        x /= 1024
+    return f"{x:.1f} TiB"  # pragma: no cover
+
+
+def _check_memory(
+    n: int, label: object, max_memory: int | None, marginals: bool = False,
+    threads: int | None = None,
+) -> int:
+    need = estimate_memory(n, marginals=marginals, threads=threads)
+    if n > MAX_TRELLIS_LEAVES:
+        raise TooLargeError(
+            f"jet {label}: {n} leaves is above the trellis limit of {MAX_TRELLIS_LEAVES} leaves "
+            f"(it would need {_format_bytes(need)}); use astar or astar_approx"
+        )
+    limit = default_memory_limit() if max_memory is None else int(max_memory)
+    if need > limit:
+        what = "trellis with marginals" if marginals else "trellis"
+        raise TooLargeError(
+            f"jet {label}: the exact {what} of {n} leaves needs about {_format_bytes(need)}, "
+            f"above the memory limit of {_format_bytes(limit)} (max_memory={limit}); "
+            "use astar or astar_approx"
+        )
+    return need
+
+
+# ---------------------------------------------------------------------- the trellis
+class Trellis:
+    """The solved exact trellis of one jet, for repeated queries.
+
+    Construction runs the O(3**n) dynamic programme (MAP and log Z in one pass); samples and
+    marginals are computed on demand.
+
+    Args:
+        jet: a :class:`jetastar.Jet`.
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        max_memory: memory limit in bytes (default :func:`default_memory_limit`); a jet whose
+            trellis would need more raises :class:`TooLargeError` before anything is allocated.
+        prune: skip clusters that cannot be split (``t <= t_cut``); the results are identical
+            with ``prune=False``, which exists to check that.
+        threads: numba threads for the parallel passes (default: numba's setting, all cores).
+        progress: show a tqdm progress bar (default: from 19 leaves on).
+
+    Raises:
+        InvalidJetError: ``jet`` is not a Jet.
+        ValueError: unknown likelihood name.
+        TooLargeError: the trellis would not fit in ``max_memory``.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=5, max_leaves=5)[0]
+        >>> tr = Trellis(jet)
+        >>> tr.map_tree().n_leaves, tr.n_trees() <= 105
+        (5, True)
+    """
+
+    def __init__(
+        self,
+        jet: Jet,
+        likelihood: str = "symmetric",
+        max_memory: int | None = None,
+        *,
+        prune: bool = True,
+        threads: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        if not isinstance(jet, Jet):
+            raise InvalidJetError(
+                f"the exact trellis needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
+            )
+        self._setup(
+            jet, jet.leaves, jet.likelihood_constants(_valid_likelihood(likelihood)), likelihood,
+            jet.label, max_memory, prune, threads, progress,
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        leaves: Any,
+        constants: Any,
+        likelihood: str = "symmetric",
+        max_memory: int | None = None,
+        *,
+        label: object = None,
+        prune: bool = True,
+        threads: int | None = None,
+        progress: bool | None = None,
+    ) -> Trellis:
+        """Solve the trellis of raw leaf 4-momenta (no :class:`Jet` validation; ``n >= 1``).
+
+        Args:
+            leaves: ``(n, 4)`` float64 leaf 4-momenta ``(E, px, py, pz)``.
+            constants: ``(2, 5)`` :func:`jetastar.ginkgo.likelihood_constants` for ``likelihood``.
+            likelihood: the form ``constants`` were made for (only recorded).
+            max_memory, prune, threads, progress: as for the constructor.
+            label: name of the input in messages.
+
+        Returns:
+            The solved :class:`Trellis` (its ``jet`` is ``None``).
+
+        Example:
+            >>> import numpy as np
+            >>> from jetastar.ginkgo import likelihood_constants
+            >>> leaves = np.array([[5.0, 0.0, 0.0, 4.0], [5.0, 0.0, 0.0, -4.0]])
+            >>> tr = Trellis.from_arrays(leaves, likelihood_constants(16.0, 1.5))
+            >>> tr.n_trees()
+            1
+        """
+        check_likelihood(likelihood)
+        p = np.asarray(leaves, dtype=np.float64)
+        c = np.asarray(constants, dtype=np.float64)
+        if p.ndim != 2 or p.shape[1] != 4 or p.shape[0] < 1 or not np.all(np.isfinite(p)):
+            raise InvalidJetError(
+                f"must be a finite (n >= 1, 4) array, got shape {p.shape}", jet=label,
+                field="leaves",
+            )
+        if c.shape != (2, 5) or not np.all(np.isfinite(c)):
+            raise ValueError(f"constants must be a finite (2, 5) array, got shape {c.shape}")
+        self = cls.__new__(cls)
+        self._setup(None, p, c, likelihood, label, max_memory, prune, threads, progress)
+        return self
+
+    def _setup(
+        self, jet: Jet | None, leaves: np.ndarray, consts: np.ndarray, likelihood: str,
+        label: object, max_memory: int | None, prune: bool, threads: int | None,
+        progress: bool | None,
+    ) -> None:
+        self.jet = jet
+        self.likelihood = likelihood
+        self.max_memory = max_memory
+        self.prune = bool(prune)
+        self.threads = _check_threads(threads)
+        self._solve(
+            np.ascontiguousarray(leaves, dtype=np.float64),
+            np.ascontiguousarray(consts, dtype=np.float64),
+            "<unnamed>" if label is None else label,
+            self.prune,
+            progress,
+        )
+
+    # ------------------------------------------------------------------ the DP
+    def _solve(
+        self, leaves: np.ndarray, consts: np.ndarray, label: object, prune: bool,
+        progress: bool | None,
+    ) -> None:
+        t0 = time.perf_counter()
+        n = int(leaves.shape[0])
+        self.n_leaves = n
+        self._label = label
+        self._consts = consts
+        self.memory_bytes = _check_memory(n, label, self.max_memory)
+        m = 1 << n
+        full = full_mask(n)
+        self._full = full
+        exact_count = n <= MAX_EXACT_COUNT_LEAVES
+        node = np.empty((m, _k.N_COLUMNS), dtype=np.float64)
+        node_i = node.view(np.int64)
+        fill_subset_t(leaves, consts[0], node[:, _k.T])
+        self._node = node
+        self._node_i = node_i
+        self._best = np.zeros(m, dtype=np.int32)
+        self._exact_count = exact_count
+        self._order, self._offsets = masks_by_size(n)
+        _k.init_leaves(n, node, node_i, self._best, exact_count)
+        t_cut = float(consts[0, _ROW_TCUT])
+        legacy = bool(consts[0, _ROW_LEGACY] != 0.0)
+        t1 = time.perf_counter()
+        evaluated = skipped = pruned = 0
+        show = n >= _PROGRESS_FROM if progress is None else bool(progress)
+        with _Threads(self.threads), _Progress(show, n_splits_total(n), label) as bar:
+            for size in range(2, n + 1):
+                per = (1 << (size - 1)) - 1
+                for start, stop in _chunks(self._offsets, size, n, show):
+                    kernel = _k.dp_range if (stop - start) * per > _SERIAL_BELOW else (
+                        _k.dp_range_serial
+                    )
+                    e, k, p = kernel(
+                        self._order, start, stop, full, node, node_i, self._best, exact_count,
+                        consts, t_cut, legacy, prune,
+                    )
+                    evaluated += int(e)
+                    skipped += int(k)
+                    pruned += int(p)
+                    bar.update((stop - start) * per)
+        t2 = time.perf_counter()
+        self._marg: np.ndarray | None = None
+        self.stats: dict[str, Any] = {
+            "n_leaves": n,
+            "clusters": m - 1,
+            "clusters_pruned": pruned,
+            "clusters_impossible": int(np.count_nonzero(node[1:, _k.MAP] == -np.inf)),
+            "splits_total": n_splits_total(n),
+            "splits_evaluated": evaluated,
+            "splits_skipped": skipped,
+            "memory_bytes": self.memory_bytes,
+            "threads": self.threads or nb.get_num_threads(),
+            "exact_count": exact_count,
+            "time_setup_s": t1 - t0,
+            "time_dp_s": t2 - t1,
+            "time_s": t2 - t0,
+        }
+
+    # ------------------------------------------------------------------ MAP, log Z, counts
+    def map_log_likelihood(self) -> float:
+        """Log-likelihood of the MAP tree (``-inf`` when every tree is impossible)."""
+        return float(self._node[self._full, _k.MAP])
+
+    def log_partition(self) -> float:
+        """``log Z``: log of the sum of the likelihoods of all hierarchies (``-inf`` if none)."""
+        return float(self._node[self._full, _k.LOG_Z])
+
+    def n_trees(self) -> int | float:
+        """Number of hierarchies with non-zero likelihood.
+
+        Exact ``int`` up to :data:`MAX_EXACT_COUNT_LEAVES` leaves, a ``float`` above (the count
+        can exceed int64: (2n − 3)!! is 2.2e20 at 20 leaves).
+        """
+        if self._exact_count:
+            return int(self._node_i[self._full, _k.COUNT])
+        return float(self._node[self._full, _k.COUNT])
+
+    def all_inf(self) -> bool:
+        """True when every hierarchy of the jet has likelihood zero."""
+        return self.map_log_likelihood() == -math.inf
+
+    def map_tree(self) -> Tree:
+        """The MAP hierarchy, read top-down through the arg-max splits.
+
+        When every tree is impossible this is still a valid tree (the first split of each
+        cluster); check :meth:`all_inf`.
+        """
+        return self._tree_from_splits(self._full)
+
+    def map_tree_of(self, leaves: Iterable[int]) -> Tree:
+        """The MAP hierarchy of a sub-cluster (leaf indices relabelled ``0 .. k-1`` in order).
+
+        Args:
+            leaves: the leaf indices of the cluster (at least one).
+        """
+        mask = self._mask(leaves)
+        return self._tree_from_splits(mask)
+
+    def cluster_map(self, leaves: Iterable[int]) -> float:
+        """Best log-likelihood of a hierarchy over a sub-cluster (with ``λ``, or ``λ_R`` for the
+        whole jet); 0 for a single leaf."""
+        return float(self._node[self._mask(leaves), _k.MAP])
+
+    def cluster_log_z(self, leaves: Iterable[int]) -> float:
+        """``log Z`` of a sub-cluster (all hierarchies over those leaves)."""
+        return float(self._node[self._mask(leaves), _k.LOG_Z])
+
+    def map_array(self) -> np.ndarray:
+        """Read-only per-mask MAP log-likelihoods (index = bitmask; entry 0 is ``-inf``)."""
+        return _readonly(self._node[:, _k.MAP])
+
+    def log_z_array(self) -> np.ndarray:
+        """Read-only per-mask ``log Z`` (index = bitmask; entry 0 is ``-inf``)."""
+        return _readonly(self._node[:, _k.LOG_Z])
+
+    def t_array(self) -> np.ndarray:
+        """Read-only per-mask ``t`` the likelihood uses (index = bitmask)."""
+        return _readonly(self._node[:, _k.T])
+
+    def _mask(self, leaves: Iterable[int]) -> int:
+        idx = [int(i) for i in leaves]
+        if not idx or any(not 0 <= i < self.n_leaves for i in idx):
+            raise ValueError(
+                f"jet {self._label}: a cluster is a non-empty set of leaf indices in "
+                f"0..{self.n_leaves - 1}, got {idx}"
+            )
+        return mask_of(idx)
+
+    def _tree_from_splits(self, root_mask: int) -> Tree:
+        members = leaves_of(root_mask)
+        k = len(members)
+        pos = {leaf: j for j, leaf in enumerate(members)}
+        children = np.full((2 * k - 1, 2), -1, dtype=np.int64)
+        next_node = k
+        stack = [(root_mask, -1, 0)]
+        best = self._best
+        while stack:
+            mask, parent, side = stack.pop()
+            if mask & (mask - 1) == 0:
+                node = pos[leaves_of(mask)[0]]
+            else:
+                node = next_node
+                next_node += 1
+                a = int(best[mask])
+                stack.append((mask ^ a, node, 1))
+                stack.append((a, node, 0))
+            if parent >= 0:
+                children[parent, side] = node
+        leaf_of_node = np.full(2 * k - 1, -1, dtype=np.int64)
+        leaf_of_node[:k] = np.arange(k)
+        return Tree(children, leaf_of_node, jet=self._label)
+
+    # ------------------------------------------------------------------ sampling
+    def sample_children(self, n: int, seed: int | None = 0) -> np.ndarray:
+        """Exact posterior samples as children arrays (fast path of :meth:`sample`).
+
+        Args:
+            n: number of samples.
+            seed: seed of ``numpy.random.default_rng`` (``None`` for fresh entropy).
+
+        Returns:
+            ``(n, 2N - 1, 2)`` int64 array; leaf ``i`` is node ``i``, internal nodes follow.
+
+        Raises:
+            ValueError: ``n < 0``, or every tree has likelihood zero (nothing to sample).
+        """
+        n = _check_count(n, "n")
+        if self.all_inf():
+            raise ValueError(
+                f"jet {self._label}: every tree has likelihood zero, there is no posterior to "
+                "sample"
+            )
+        nl = self.n_leaves
+        rng = np.random.default_rng(seed)
+        out = np.empty((n, 2 * nl - 1, 2), dtype=np.int64)
+        for lo in range(0, n, _SAMPLE_BATCH):
+            hi = min(n, lo + _SAMPLE_BATCH)
+            u = rng.random((hi - lo, nl - 1))
+            out[lo:hi] = _k.sample_trees(nl, self._full, self._node, self._consts, u)
+        return out
+
+    def sample(self, n: int, seed: int | None = 0) -> list[Tree]:
+        """``n`` exact samples from the posterior ``p(tree | jet) = exp(log L(tree) − log Z)``.
+
+        Args:
+            n: number of trees.
+            seed: seed of ``numpy.random.default_rng`` (reproducible; ``None`` for fresh entropy).
+
+        Returns:
+            List of :class:`Tree`.
+
+        Example:
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> jet = generate(1, ShowerParams.qcd(), seed=2, min_leaves=6, max_leaves=6)[0]
+            >>> trees = Trellis(jet).sample(100, seed=1)
+            >>> len(trees), trees[0].n_leaves
+            (100, 6)
+        """
+        children = self.sample_children(n, seed)
+        nl = self.n_leaves
+        leaf_of_node = np.full(2 * nl - 1, -1, dtype=np.int64)
+        leaf_of_node[:nl] = np.arange(nl)
+        return [Tree(ch, leaf_of_node, jet=self._label) for ch in children]
+
+    # ------------------------------------------------------------------ marginals
+    def marginals_array(self) -> np.ndarray:
+        """Posterior probability of every cluster (index = bitmask), computed once, O(3**n).
+
+        Entry ``s`` is the probability that cluster ``s`` is a node of a tree drawn from the
+        posterior (1 for the whole jet and for single leaves; 0 for entry 0). All zeros when every
+        tree is impossible.
+
+        Raises:
+            TooLargeError: the extra arrays would exceed the memory limit.
+        """
+        if self._marg is None:
+            self._compute_marginals()
+        assert self._marg is not None
+        return _readonly(self._marg)
+
+    def marginals(self, min_prob: float = 0.0) -> dict[frozenset[int], float]:
+        """Posterior probability of each cluster of two or more leaves that has one above
+        ``min_prob``.
+
+        Args:
+            min_prob: only clusters with probability strictly above this.
+
+        Returns:
+            ``{frozenset(leaf indices): probability}``; the whole jet maps to 1.
+
+        Example:
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> jet = generate(1, ShowerParams.qcd(), seed=2, min_leaves=6, max_leaves=6)[0]
+            >>> m = Trellis(jet).marginals()
+            >>> round(m[frozenset(range(6))], 12)
+            1.0
+        """
+        marg = self.marginals_array()
+        masks = np.flatnonzero(marg > min_prob)
+        out: dict[frozenset[int], float] = {}
+        for s in masks.tolist():
+            if s & (s - 1):
+                out[frozenset(leaves_of(s))] = float(marg[s])
+        return out
+
+    def map_clusters_with_marginals(self) -> list[tuple[frozenset[int], float]]:
+        """The MAP tree's clusters (two or more leaves) with their posterior probabilities.
+
+        Returns:
+            ``[(frozenset(leaves), probability), ...]``, largest clusters first (ties by smallest
+            leaf).
+        """
+        marg = self.marginals_array()
+        clusters = sorted(self.map_tree().clusters(), key=lambda c: (-len(c), min(c)))
+        return [(c, float(marg[mask_of(c)])) for c in clusters]
+
+    def _compute_marginals(self) -> None:
+        t0 = time.perf_counter()
+        n = self.n_leaves
+        rows = self.threads or nb.get_num_threads()
+        _check_memory(n, self._label, self.max_memory, marginals=True, threads=rows)
+        m = 1 << n
+        marg = np.zeros(m, dtype=np.float64)
+        evaluated = 0
+        if not self.all_inf():
+            acc = np.zeros((rows, m), dtype=np.float64)
+            marg[self._full] = 1.0
+            order, offsets = self._order, self._offsets
+            with _Threads(self.threads):
+                for size in range(n, 0, -1):
+                    start, stop = int(offsets[size]), int(offsets[size + 1])
+                    small = (stop - start) * ((1 << (size - 1)) - 1) <= _SERIAL_BELOW
+                    if size < n:
+                        gather = _k.marginals_gather_serial if small else _k.marginals_gather
+                        gather(order, start, stop, marg, acc)
+                    if size < 2:
+                        continue
+                    args = (order, start, stop, self._full, self._node, marg, acc, self._consts)
+                    if small:
+                        evaluated += int(_k.push_row(0, 1, *args))
+                    else:
+                        evaluated += int(_k.marginals_push(*args))
+            del acc
+        self._marg = marg
+        self.stats["marginal_splits_evaluated"] = evaluated
+        self.stats["time_marginals_s"] = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ result
+    def result(self) -> ClusteringResult:
+        """The MAP tree and the trellis' numbers as a :class:`ClusteringResult`."""
+        ll = self.map_log_likelihood()
+        status, message = "ok", ""
+        if ll == -math.inf:
+            status = "all_inf"
+            message = (
+                "every tree of this jet has likelihood zero (log-likelihood -inf); the tree "
+                "returned is an arbitrary one"
+            )
+        return ClusteringResult(
+            tree=self.map_tree(),
+            log_likelihood=ll,
+            algorithm="trellis",
+            exact=True,
+            likelihood=self.likelihood,
+            options={
+                "likelihood": self.likelihood,
+                "max_memory": self.max_memory,
+                "threads": self.threads,
+                "prune": self.prune,
+            },
+            stats=dict(self.stats),
+            log_z=self.log_partition(),
+            n_trees=self.n_trees(),
+            upper_bound=ll,
+            status=status,
+            message=message,
+            jet_id=None if self.jet is None else self.jet.jet_id,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Trellis(jet={self._label}, n_leaves={self.n_leaves}, likelihood={self.likelihood!r}, "
+            f"map={self.map_log_likelihood():.6g}, log_z={self.log_partition():.6g})"
+        )
+
+
+@register(
+    "trellis",
+    exact=True,
+    max_leaves=18,
+    description="exact cluster trellis: MAP tree, log Z and tree count, O(3^N)",
+)
+def exact_trellis(
+    jet: Jet,
+    likelihood: str = "symmetric",
+    max_memory: int | None = None,
+    *,
+    prune: bool = True,
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> ClusteringResult:
+    """Exact MAP hierarchy, log partition function and tree count of a jet.
+
+    Args:
+        jet: a :class:`jetastar.Jet`.
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        max_memory: memory limit in bytes (default: half the available memory).
+        prune: skip clusters that cannot be split (results are identical either way).
+        threads: numba threads (default: all).
+        progress: tqdm progress bar (default: from 19 leaves on).
+
+    Returns:
+        :class:`ClusteringResult` with ``tree``, ``log_likelihood``, ``exact=True``, ``log_z``,
+        ``n_trees`` (exact int up to 19 leaves, float above) and ``stats`` (``time_s``,
+        ``splits_evaluated``, ``splits_skipped``, ``clusters_pruned``, ...). When every tree is
+        impossible: ``status="all_inf"``, ``log_likelihood = log_z = -inf``, ``n_trees = 0``.
+
+    Raises:
+        TooLargeError: the jet's trellis would not fit in ``max_memory``; use ``astar`` or
+            ``astar_approx``.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.w(), seed=4, min_leaves=7, max_leaves=7)[0]
+        >>> res = exact_trellis(jet, likelihood="legacy")
+        >>> res.algorithm, res.status
+        ('trellis', 'ok')
+    """
+    tr = Trellis(
+        jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress
+    )
+    return tr.result()
+
+
+# ---------------------------------------------------------------------- helpers
+def _valid_likelihood(likelihood: str) -> str:
+    check_likelihood(likelihood)
+    return likelihood
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
+def _check_count(n: Any, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
+    return int(n)
+
+
+def _check_threads(threads: int | None) -> int | None:
+    if threads is None:
+        return None
+    limit = nb.config.NUMBA_NUM_THREADS
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not (
+        1 <= threads <= limit
+    ):
+        raise ValueError(f"threads must be an integer in 1..{limit}, got {threads!r}")
+    return int(threads)
+
+
+def _chunks(offsets: np.ndarray, size: int, n: int, fine: bool) -> list[tuple[int, int]]:
+    """The slice of one size, cut in ~1 % pieces of the total work when a progress bar shows."""
+    start, stop = int(offsets[size]), int(offsets[size + 1])
+    if not fine:
+        return [(start, stop)]
+    per = (1 << (size - 1)) - 1
+    step = max(1, n_splits_total(n) // (100 * per))
+    return [(a, min(stop, a + step)) for a in range(start, stop, step)]
+
+
+class _Threads:
+    """Context manager: numba thread count for a block (restored afterwards)."""
+
+    def __init__(self, threads: int | None) -> None:
+        self.threads = threads
+        self.saved = 0
+
+    def __enter__(self) -> _Threads:
+        if self.threads is not None:
+            self.saved = nb.get_num_threads()
+            nb.set_num_threads(self.threads)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.threads is not None:
+            nb.set_num_threads(self.saved)
+
+
+class _Progress:
+    """A tqdm bar over split counts, or a no-op."""
+
+    def __init__(self, show: bool, total: int, label: object) -> None:
+        self.bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(
+                total=total, unit="split", unit_scale=True, desc=f"trellis jet {label}",
+                leave=False,
+            )
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def update(self, k: int) -> None:
+        if self.bar is not None:
+            self.bar.update(k)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
