@@ -1,0 +1,252 @@
+"""Reproduce the jet-physics study of the A* paper (§5) with jetastar's engines.
+
+For every leaf count N, QCD jets with exactly N leaves are generated (t_cut lowered for large N, recorded
+in the output), clustered with every method at the paper's settings, written to HDF5 with the I/O layer,
+and summarised in four figures (PNG + PDF):
+
+1. ``cost_vs_greedy``: log-likelihood of each method minus greedy vs N (mean ± standard error);
+2. ``time``: wall time per jet vs N (log scale);
+3. ``explored``: splits evaluated by the trellis, exact and approximate A*, divided by 3^N;
+4. ``exact_fraction``: fraction of jets where each method finds the exact MAP (where it is known).
+
+Usage::
+
+    python analysis/paper_jets.py                 # the full study (see analysis/README.md for times)
+    python analysis/paper_jets.py --quick         # a few minutes: small sizes, few jets
+    python analysis/paper_jets.py --plot-only     # redraw the figures from the saved results
+
+Settings (the paper's): beam size N(N−1)/2 up to 40 leaves, 1000 above; approximate A* seeded with the
+whole beam, top-K sampling and iterative rounds (its defaults); exact methods only up to their size limits
+(``--max-trellis``, ``--max-astar``) and with a per-jet time budget for exact A*.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from jetastar import JetCollection, io
+from jetastar.clustering import algorithm_info, algorithms, cluster
+from jetastar.ginkgo import ShowerParams, generate
+
+HERE = Path(__file__).resolve().parent
+
+#: t_cut (GeV²) used to reach a leaf count: the default 16 GeV² up to 11 leaves, then smaller.
+T_CUT_BANDS = ((11, 16.0), (24, 1.0), (39, 0.25), (69, 0.09), (10_000, 0.0125))
+
+METHOD_STYLE = {
+    "greedy": ("greedy", "tab:gray", "o"),
+    "beam": ("beam search", "tab:blue", "s"),
+    "kt": ("kt", "tab:olive", "v"),
+    "cambridge": ("Cambridge-Aachen", "tab:pink", "<"),
+    "antikt": ("anti-kt", "tab:brown", ">"),
+    "mcts": ("MCTS", "tab:purple", "D"),
+    "trellis": ("exact trellis", "black", "*"),
+    "astar": ("exact A*", "tab:red", "^"),
+    "astar-approx": ("approx. A*", "tab:green", "P"),
+}
+
+
+def t_cut_for(n_leaves: int) -> float:
+    """The t_cut (GeV²) used to generate QCD jets with ``n_leaves`` leaves."""
+    for upper, t_cut in T_CUT_BANDS:
+        if n_leaves <= upper:
+            return t_cut
+    return T_CUT_BANDS[-1][1]
+
+
+def make_jets(n_leaves: int, n_jets: int, seed: int) -> JetCollection:
+    """QCD jets with exactly ``n_leaves`` leaves (default parameters but t_cut)."""
+    params = ShowerParams.qcd(t_cut=t_cut_for(n_leaves))
+    return generate(n_jets, params, seed=seed, min_leaves=n_leaves, max_leaves=n_leaves,
+                    max_tries=200_000)
+
+
+def method_options(name: str, n_leaves: int, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Options of ``name`` at size ``n_leaves``, or ``None`` to skip it there."""
+    if name == "trellis":
+        return {} if n_leaves <= args.max_trellis else None
+    if name == "astar":
+        return {"max_time": args.astar_time} if n_leaves <= args.max_astar else None
+    if name == "mcts":
+        return {"seed": 0} if n_leaves <= args.max_mcts else None
+    if name == "astar-approx":
+        return {"seed": 0}
+    return {}
+
+
+def run_size(n_leaves: int, args: argparse.Namespace, methods: Sequence[str]) -> Path:
+    """Cluster the jets of one size with every method; write ``results/N{n}.h5``."""
+    jets = make_jets(n_leaves, args.jets_per_n, seed=1000 + n_leaves)
+    results: dict[str, list[Any]] = {}
+    for name in methods:
+        opts = method_options(name, n_leaves, args)
+        if opts is None:
+            continue
+        valid = set(algorithm_info(name).options())
+        opts = {k: v for k, v in opts.items() if k in valid}
+        rows = []
+        for jet in tqdm(jets, desc=f"N={n_leaves:3d} {name:>12}", leave=False):
+            rows.append(cluster(jet, name, **opts))
+        results[name] = rows
+    out = Path(args.out) / f"N{n_leaves:03d}.h5"
+    io.write(out, jets, results, attrs={
+        "study": "paper_jets", "n_leaves": n_leaves, "t_cut": t_cut_for(n_leaves),
+        "seed": 1000 + n_leaves, "settings": json.dumps(vars(args), default=str),
+    })
+    return out
+
+
+def load_summary(out_dir: Path) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """method -> N -> arrays (log_likelihood, time_s, splits, exact flags, exact MAP reference)."""
+    summary: dict[str, dict[int, dict[str, np.ndarray]]] = {}
+    for path in sorted(out_dir.glob("N*.h5")):
+        n = int(path.stem[1:])
+        tables = io.read_results(path)
+        per_method = {label: table.results() for label, table in tables.items()}
+        exact_ref = None
+        for label in ("trellis", "astar"):
+            rs = per_method.get(label)
+            if rs and all(r.exact for r in rs):
+                exact_ref = np.array([r.log_likelihood for r in rs])
+                break
+        for label, rs in per_method.items():
+            ll = np.array([r.log_likelihood for r in rs])
+            summary.setdefault(label, {})[n] = {
+                "log_likelihood": ll,
+                "time_s": np.array([r.time_s or np.nan for r in rs]),
+                "splits": np.array([float(r.stats.get("splits_evaluated", np.nan)) for r in rs]),
+                "exact": np.array([bool(r.exact) for r in rs]),
+                "map": exact_ref if exact_ref is not None else np.full(len(rs), np.nan),
+            }
+    return summary
+
+
+def _mean_sem(x: np.ndarray) -> tuple[float, float]:
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
+
+
+def plot(summary: dict[str, dict[int, dict[str, np.ndarray]]], fig_dir: Path) -> dict[str, Any]:
+    """Draw the four figures; return their key numbers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from jetastar.plotting import ginkgo_label
+
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    numbers: dict[str, Any] = {"delta_vs_greedy": {}, "exact_fraction": {}, "time_s": {},
+                               "explored_fraction": {}, "max_exact_n": {}}
+    greedy = summary.get("greedy", {})
+    figs = {k: plt.subplots(figsize=(6.4, 4.4)) for k in
+            ("cost_vs_greedy", "time", "explored", "exact_fraction")}
+    for label, per_n in summary.items():
+        name, color, marker = METHOD_STYLE.get(label, (label, None, "x"))
+        ns = sorted(per_n)
+        d_mean, d_err, t_mean, ex_frac, ex_n, expl, expl_n = [], [], [], [], [], [], []
+        for n in ns:
+            row = per_n[n]
+            if n in greedy:
+                m, e = _mean_sem(row["log_likelihood"] - greedy[n]["log_likelihood"])
+            else:
+                m, e = math.nan, math.nan
+            d_mean.append(m)
+            d_err.append(e)
+            t_mean.append(np.nanmean(row["time_s"]))
+            if np.all(np.isfinite(row["map"])):
+                hit = np.abs(row["log_likelihood"] - row["map"]) <= 1e-6 * np.abs(row["map"])
+                ex_frac.append(hit.mean())
+                ex_n.append(n)
+            if np.any(np.isfinite(row["splits"])):
+                expl.append(np.nanmedian(row["splits"]) / 3.0**n)
+                expl_n.append(n)
+            numbers["delta_vs_greedy"].setdefault(label, {})[n] = m
+            numbers["time_s"].setdefault(label, {})[n] = float(t_mean[-1])
+        if any(np.isfinite(d_mean)):
+            figs["cost_vs_greedy"][1].errorbar(ns, d_mean, d_err, label=name, color=color,
+                                               marker=marker, capsize=2, lw=1)
+        figs["time"][1].plot(ns, t_mean, label=name, color=color, marker=marker, lw=1)
+        if ex_n:
+            figs["exact_fraction"][1].plot(ex_n, ex_frac, label=name, color=color, marker=marker)
+            numbers["exact_fraction"][label] = dict(zip(ex_n, map(float, ex_frac), strict=True))
+        if expl_n and label in ("trellis", "astar", "astar-approx"):
+            figs["explored"][1].plot(expl_n, expl, label=name, color=color, marker=marker)
+            numbers["explored_fraction"][label] = dict(zip(expl_n, map(float, expl), strict=True))
+        if label in ("trellis", "astar"):
+            solved = [n for n in ns if per_n[n]["exact"].all()]
+            numbers["max_exact_n"][label] = max(solved) if solved else None
+    labels = {
+        "cost_vs_greedy": ("log L(method) − log L(greedy)", "linear"),
+        "time": ("wall time per jet [s]", "log"),
+        "explored": ("splits evaluated / 3$^N$", "log"),
+        "exact_fraction": ("fraction of jets with the exact MAP", "linear"),
+    }
+    for key, (fig, ax) in figs.items():
+        ylabel, scale = labels[key]
+        ax.set_xlabel("number of leaves N")
+        ax.set_ylabel(ylabel)
+        ax.set_yscale(scale)
+        ax.legend(frameon=False, fontsize="small", loc="best")
+        ginkgo_label(ax, loc="upper left" if key != "exact_fraction" else "lower left")
+        fig.tight_layout()
+        for ext in ("png", "pdf"):
+            fig.savefig(fig_dir / f"{key}.{ext}", dpi=110)
+        plt.close(fig)
+    return numbers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+",
+                        default=[*range(4, 21), 25, 30, 40, 50, 75, 100])
+    parser.add_argument("--jets-per-n", type=int, default=10)
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="default: every registered algorithm but the kt family")
+    parser.add_argument("--max-trellis", type=int, default=18)
+    parser.add_argument("--max-astar", type=int, default=20)
+    parser.add_argument("--max-mcts", type=int, default=20)
+    parser.add_argument("--astar-time", type=float, default=60.0,
+                        help="time budget per jet for exact A* (s)")
+    parser.add_argument("--out", default=str(HERE / "results" / "paper_jets"))
+    parser.add_argument("--figures", default=str(HERE / "figures" / "paper_jets"))
+    parser.add_argument("--quick", action="store_true", help="small sizes and few jets")
+    parser.add_argument("--plot-only", action="store_true")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = [4, 6, 8, 10, 12, 20, 30]
+        args.jets_per_n = 4
+        args.max_trellis = 12
+        args.max_astar = 12
+        args.max_mcts = 10
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.plot_only:
+        # the paper's comparison; the kt family (often -inf under the model) only on request
+        methods = args.methods or [a for a in algorithms() if a not in ("kt", "cambridge", "antikt")]
+        start = time.perf_counter()
+        for n in args.sizes:
+            run_size(n, args, methods)
+        print(f"clustering done in {time.perf_counter() - start:.0f} s")
+    numbers = plot(load_summary(out), Path(args.figures))
+    (Path(args.figures) / "key_numbers.json").write_text(json.dumps(numbers, indent=1))
+    for label, per_n in sorted(numbers["delta_vs_greedy"].items()):
+        cells = ", ".join(f"N={n}: {v:+.2f}" for n, v in sorted(per_n.items()) if n in (10, 20, 50))
+        print(f"{label:>14}  Δ log L vs greedy  {cells}")
+    print("largest N solved exactly:", numbers["max_exact_n"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
