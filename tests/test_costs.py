@@ -9,7 +9,16 @@ from bruteforce import all_nested
 from refdata import DATA
 
 from jetastar import Tree
-from jetastar.costs import DasguptaCost, HCCCost, affinities_from_points
+from jetastar.costs import (
+    DasguptaCost,
+    HCCCost,
+    affinities_from_points,
+    merge_cost_kernel,
+    parent_cost_terms,
+    part_value_kernel,
+    split_cost_given_parent,
+    split_cost_kernel,
+)
 
 
 def _slow_split_cost(kind: str, w: np.ndarray, a: list[int], b: list[int]) -> float:
@@ -128,3 +137,80 @@ def test_dasgupta_needs_nonnegative_and_split_checks():
         model.tree_cost(Tree.from_nested(((0, 1), 2)))
     with pytest.raises(ValueError, match="zero"):
         affinities_from_points(np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize(("cls", "signed"), [(HCCCost, True), (DasguptaCost, False)])
+def test_parent_and_cross_forms_equal_the_definition(cls, signed):
+    """The trellis' parent form and the greedy's cross form give split_cost_kernel's value."""
+    w = _random_graph(9, 8, signed)
+    model = cls(w)
+    feats = model.all_subset_features()
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        s = int(rng.integers(3, 1 << 9))
+        if bin(s).count("1") < 2:
+            continue
+        members = [i for i in range(9) if s >> i & 1]
+        k = int(rng.integers(1, len(members)))
+        a = sum(1 << i for i in members[:k])
+        b = s ^ a
+        ref = split_cost_kernel(model.code, feats[a], feats[b], feats[s])
+        alpha, gamma = parent_cost_terms(model.code, feats[s])
+        parent = split_cost_given_parent(
+            model.code, part_value_kernel(model.code, feats[a]),
+            part_value_kernel(model.code, feats[b]), alpha, gamma,
+        )
+        ia, ib = members[:k], members[k:]
+        cross = w[np.ix_(ia, ib)]
+        merge = merge_cost_kernel(model.code, feats[a], feats[b], float(np.maximum(cross, 0).sum()),
+                                  float(-np.minimum(cross, 0).sum()))
+        assert parent == pytest.approx(ref, rel=1e-12, abs=1e-12)
+        assert merge == pytest.approx(ref, rel=1e-12, abs=1e-12)
+        assert ref == pytest.approx(_slow_split_cost(model.name, w, ia, ib), rel=1e-12, abs=1e-12)
+    # exact zeros stay zero in the cross form (HCC: no positive edge cut, no negative edge inside)
+    if cls is HCCCost:
+        z = HCCCost(np.array([[0, -1.0, -2.0], [-1.0, 0, -0.5], [-2.0, -0.5, 0]]))
+        f = z.features([1, 2])
+        assert merge_cost_kernel(z.code, f[0], f[1], 0.0, 1.0) == 0.0
+
+
+def test_heuristics_vectorised():
+    model = DasguptaCost(_random_graph(6, 2, False))
+    masks = np.arange(64, dtype=np.int64)
+    assert np.array_equal(model.heuristics(masks), [model.heuristic(int(m)) for m in masks])
+
+
+def test_float32_rounding_asymmetry_is_averaged_away():
+    with np.load(DATA / "aloi_hcc_samples.npz") as data:
+        w = data["n40_s0_weights"]  # computed in float32: w[i, j] and w[j, i] differ by ~4e-7
+    assert 0 < np.abs(w - w.T).max() < 1e-6
+    model = HCCCost(w)
+    assert np.array_equal(model.weights, model.weights.T)
+    assert np.allclose(model.weights, w, atol=1e-6)
+    w2 = _random_graph(4, 1, True)
+    w2[0, 1] += 1e-5
+    with pytest.raises(ValueError, match="symmetric"):
+        HCCCost(w2)
+
+
+@pytest.mark.parametrize(("cls", "signed"), [(HCCCost, True), (DasguptaCost, False)])
+def test_tree_cost_beyond_bitmasks(cls, signed):
+    """tree_cost works for any n (no 62-point bitmask limit): random merge tree over 80 points."""
+    n = 80
+    w = _random_graph(n, 6, signed)
+    rng = np.random.default_rng(4)
+    active = list(range(n))
+    children = np.full((2 * n - 1, 2), -1, dtype=np.int64)
+    for k in range(n - 1):
+        i, j = sorted(rng.choice(len(active), size=2, replace=False), reverse=True)
+        children[n + k] = (active.pop(i), active.pop(j))
+        active.append(n + k)
+    leaf_of_node = np.full(2 * n - 1, -1, dtype=np.int64)
+    leaf_of_node[:n] = np.arange(n)
+    tree = Tree(children, leaf_of_node)
+    sets = tree.leaf_sets()
+    expected = sum(
+        _slow_split_cost(cls.name, w, sorted(sets[a]), sorted(sets[b]))
+        for a, b in children[n:]
+    )
+    assert cls(w).tree_cost(tree) == pytest.approx(expected, rel=1e-10)

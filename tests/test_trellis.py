@@ -3,23 +3,28 @@
 Cross-checks: brute force over all (2n-3)!! trees for n <= 7 (MAP value and tree, log Z, non-zero
 tree count, cluster marginals; both likelihoods; QCD and W), the reference MAP / log Z of every
 reference jet that has one, a chi-square test of posterior samples, and internal consistency
-(pruning on/off, threads, counters, float counts, sub-cluster queries).
+(pruning on/off, threads, counters, float counts, sub-cluster queries). Cost models (HCC on signed
+random graphs, Dasgupta on non-negative ones): brute force for n <= 7 (minimum cost and tree, Gibbs
+log Z and marginals, chi-square of samples), and the heuristics checked against the exact
+per-subset minimum cost on every subset (random graphs n = 10, ALOI samples n = 11, 12).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force
-from refdata import close, reference_jets
+from bruteforce import all_nested, brute_force, double_factorial_trees
+from refdata import DATA, close, reference_jets
 from scipy import stats
 
 import jetastar.clustering.trellis as trellis_mod
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, algorithm_info, cluster, exact_trellis
 from jetastar.clustering._subsets import leaves_of, mask_of, n_splits
+from jetastar.costs import DasguptaCost, HCCCost
 from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, likelihood_constants, log_likelihood
 
@@ -392,3 +397,155 @@ def test_mask_helpers_roundtrip_with_trees():
     nodes = {int(m) for m, internal in zip(tree.node_masks(), ~tree.is_leaf(), strict=True)
              if internal}
     assert masks == nodes
+
+
+# ---------------------------------------------------------------------- cost models (HCC, Dasgupta)
+def _random_graph(n: int, seed: int, signed: bool) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(n, n)) if signed else rng.random((n, n))
+    w = np.triu(w, 1)
+    return w + w.T
+
+
+@functools.cache
+def _all_trees(n: int) -> tuple[Tree, ...]:
+    return tuple(Tree.from_nested(nested) for nested in all_nested(tuple(range(n))))
+
+
+def _brute_force_cost(model) -> dict:
+    """Every hierarchy scored with tree_cost: min cost, its trees, Gibbs log Z and marginals."""
+    trees = _all_trees(model.n_points)
+    costs = np.array([model.tree_cost(t) for t in trees])
+    best = float(costs.min())
+    log_z = float(-best + np.log(np.sum(np.exp(-(costs - best)))))
+    marg: dict[frozenset[int], float] = {}
+    for tree, p in zip(trees, np.exp(-costs - log_z), strict=True):
+        for c in tree.clusters():
+            marg[c] = marg.get(c, 0.0) + float(p)
+    argmin = [t for t, c in zip(trees, costs, strict=True) if c <= best + 1e-9 * max(1.0, abs(best))]
+    return {"cost": best, "argmin": argmin, "log_z": log_z, "marginals": marg, "costs": costs,
+            "trees": trees}
+
+
+COST_CASES = [
+    (cls, n, seed)
+    for cls in (HCCCost, DasguptaCost)
+    for n, seeds in ((3, (0, 1)), (4, (0, 1, 2)), (5, (0, 1, 2)), (6, (0, 1)), (7, (0,)))
+    for seed in seeds
+]
+
+
+@pytest.mark.parametrize(("cls", "n", "seed"), COST_CASES,
+                         ids=[f"{c.name}-n{n}-s{s}" for c, n, s in COST_CASES])
+def test_cost_model_matches_brute_force(cls, n, seed):
+    model = cls(_random_graph(n, 100 * n + seed, signed=cls is HCCCost))
+    bf = _brute_force_cost(model)
+    tr = Trellis(model)
+    res = tr.result()
+    assert res.cost == pytest.approx(bf["cost"], rel=1e-10, abs=1e-12)
+    assert tr.map_cost() == res.cost
+    assert res.tree in bf["argmin"]
+    assert model.tree_cost(res.tree) == pytest.approx(res.cost, rel=1e-10, abs=1e-12)
+    assert res.log_z == pytest.approx(bf["log_z"], rel=1e-10, abs=1e-12)
+    assert res.n_trees == len(bf["trees"]) == double_factorial_trees(n)
+    assert (res.algorithm, res.exact, res.likelihood, res.jet_id) == ("trellis", True, cls.name, None)
+    assert res.upper_bound == res.log_likelihood and res.status == "ok"
+    marg = tr.marginals()
+    for key in set(marg) | {c for c in bf["marginals"] if len(c) >= 2}:
+        assert abs(marg.get(key, 0.0) - bf["marginals"][key]) < 1e-10, key
+
+
+def test_cost_model_gibbs_samples_chi_square():
+    model = HCCCost(_random_graph(5, 7, signed=True))
+    bf = _brute_force_cost(model)
+    prob = np.exp(-bf["costs"] - bf["log_z"])
+    index = {tree: k for k, tree in enumerate(bf["trees"])}
+    n = 20_000
+    counts = np.zeros(len(prob))
+    for tree in Trellis(model).sample(n, seed=11):
+        counts[index[tree]] += 1
+    expected = prob * n
+    big = expected >= 5.0
+    f_obs = np.append(counts[big], counts[~big].sum())
+    f_exp = np.append(expected[big], expected[~big].sum())
+    assert big.sum() >= 20
+    assert stats.chisquare(f_obs, f_exp * f_obs.sum() / f_exp.sum()).pvalue > 1e-3
+    # power: the uniform distribution over trees is rejected
+    flat = np.full(len(prob), n / len(prob))
+    assert stats.chisquare(counts, flat).pvalue < 1e-6
+
+
+def _admissible_everywhere(model, tr) -> None:
+    masks = np.arange(1, 1 << model.n_points, dtype=np.int64)
+    best = -tr.map_array()[1:]
+    h = model.heuristics(masks)
+    tol = 1e-9 * max(1.0, float(np.abs(best).max()))
+    assert np.all(h <= best + tol), int(masks[np.argmax(h - best)])
+    # the heuristic is exact on pairs and single points
+    small = np.array([bin(int(m)).count("1") <= 2 for m in masks])
+    assert np.allclose(h[small], best[small], atol=tol)
+
+
+@pytest.mark.parametrize(("cls", "seed"), [(HCCCost, 1), (HCCCost, 2), (DasguptaCost, 1)])
+def test_heuristic_admissible_on_every_subset_random(cls, seed):
+    model = cls(_random_graph(10, seed, signed=cls is HCCCost))
+    tr = Trellis(model)
+    _admissible_everywhere(model, tr)
+    # a sub-cluster's MAP is the MAP of the sub-graph
+    idx = [0, 2, 3, 5, 8, 9]
+    sub = exact_trellis(cls(model.weights[np.ix_(idx, idx)]))
+    assert sub.cost == pytest.approx(-tr.cluster_map(idx), rel=1e-12)
+    assert sub.tree == tr.map_tree_of(idx)
+
+
+@pytest.mark.parametrize("n", [11, 12])
+def test_heuristic_admissible_on_every_subset_aloi(n):
+    with np.load(DATA / "aloi_hcc_samples.npz") as data:
+        graphs = [data[f"n{n}_s{s}_weights"] for s in range(10)]
+    violated = 0
+    for w in graphs:
+        model = HCCCost(w)
+        tr = Trellis(model)
+        _admissible_everywhere(model, tr)
+        # the public reference's heuristic, sum of |negative| weights inside, is not a lower bound
+        masks = np.arange(1, 1 << n, dtype=np.int64)
+        violated += int(np.sum(model.features(masks)[:, 1] > -tr.map_array()[1:] + 1e-9))
+    assert violated > 0
+
+
+def test_cost_model_small_and_options():
+    one = exact_trellis(HCCCost(np.zeros((1, 1))))
+    assert one.cost == 0.0 and one.n_trees == 1 and one.log_z == 0.0 and one.tree.n_leaves == 1
+    w = np.array([[0.0, 2.5], [2.5, 0.0]])
+    for cls, cost in ((HCCCost, 2.5), (DasguptaCost, 5.0)):
+        res = exact_trellis(cls(w))
+        assert res.tree == Tree.from_nested((0, 1)) and res.cost == cost and res.n_trees == 1
+        assert res.log_z == -cost
+    model = DasguptaCost(_random_graph(12, 4, signed=False))
+    a = exact_trellis(model, threads=1)
+    b = exact_trellis(model, "dasgupta", threads=2, progress=True)
+    assert a.cost == b.cost and a.log_z == b.log_z and a.tree == b.tree
+    # the parallel marginal pass (slices above the serial threshold) agrees with one thread
+    m1 = Trellis(model, threads=1).marginals_array()
+    m2 = Trellis(model, threads=2).marginals_array()
+    assert np.allclose(m1, m2, rtol=1e-12, atol=1e-14) and m1[(1 << 12) - 1] == 1.0
+    assert a.options == {"max_memory": None, "threads": 1}
+    assert a.stats["splits_evaluated"] == a.stats["splits_total"] and a.stats["clusters_pruned"] == 0
+    assert "dasgupta graph with 12 points" in repr(Trellis(model))
+
+
+def test_cost_model_bad_input_and_size_guard():
+    with pytest.raises(InvalidJetError, match="Jet or a cost model"):
+        exact_trellis(np.zeros((3, 3)))  # type: ignore[arg-type]
+    model = HCCCost(_random_graph(10, 0, signed=True))
+    with pytest.raises(ValueError, match="no likelihood option"):
+        exact_trellis(model, likelihood="symmetric")
+    with pytest.raises(TooLargeError, match="use astar_approx") as err:
+        exact_trellis(model, max_memory=10_000)
+    assert "hcc graph with 10 points" in str(err.value) and "10 points needs" in str(err.value)
+    assert trellis_mod.estimate_memory(10, cost_model=True) > trellis_mod.estimate_memory(10)
+    # refused before the (2**40, 4) features are computed
+    with pytest.raises(TooLargeError, match="40 points is above the trellis limit"):
+        exact_trellis(HCCCost(_random_graph(40, 0, signed=True)), max_memory=2**62)
+    with pytest.raises(ValueError, match="non-empty set of leaf indices"):
+        Trellis(model).cluster_map([11])

@@ -1,11 +1,14 @@
 """Clustering algorithms: exact trellis, A*, greedy, beam search, kt family, MCTS.
 
-name with :func:`cluster`.
+Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
+name with :func:`cluster`. The exact trellis, greedy and average linkage also take a cost model over a
+weighted graph (:mod:`jetastar.costs`).
 """
 
 from __future__ import annotations
 
 from .beam import beam_search
+from .cost_baselines import average_linkage, cost_greedy
 from .greedy import greedy
 from .kt import kt
 from .mcts import mcts
@@ -20,8 +23,10 @@ __all__ = [
     "Trellis",
     "algorithm_info",
     "algorithms",
+    "average_linkage",
     "beam_search",
     "cluster",
+    "cost_greedy",
     "exact_trellis",
     "greedy",
     "kt",

@@ -8,10 +8,24 @@ of the same memory, when the count is exact). One record is 32 bytes, so the DP 
 line per part of a split. ``best[s]`` (int32) is the part ``A`` of the arg-max split. Clusters are
 processed by size; clusters of one size are independent, so each size is one parallel loop.
 
-The only model-specific code is :func:`_split_score`, the log-score of splitting cluster ``s`` into
-``a`` and ``b`` from the per-cluster feature column (here the Ginkgo likelihood kernel called with
-the ``t`` of the two parts and of the parent); the DP, the marginal pass and the sampler all call it
-and nothing else of the model.
+The only model-specific code is :func:`_parent_terms` / :func:`_split_score`, the log-score ``ψ`` of
+splitting cluster ``s`` into ``a`` and ``b``; the DP, the marginal pass and the sampler call them and
+nothing else of the model. Every kernel takes a model ``code`` and a per-subset feature array
+``feat``:
+
+* ``code == GINKGO`` (0): the Ginkgo likelihood kernel called with the ``t`` of the two parts and of
+  the parent (column ``T``); ``feat`` is a dummy ``(1, 4)`` array.
+* otherwise a hierarchical-clustering cost model of :mod:`jetastar.costs` (its ``code``), with
+  ``feat`` the ``(2**n, 4)`` :meth:`~jetastar.costs.CostModel.all_subset_features`:
+  ``ψ = −cost(a, b)``, evaluated in the cost's parent form ``γ(s) (α(s) − β(a) − β(b))``
+  (:func:`jetastar.costs.split_cost_given_parent`, equal to
+  ``split_cost_kernel(code, feat[a], feat[b], feat[s])`` up to rounding): ``β`` of every mask is
+  stored in column ``T`` (:func:`fill_part_values`) and ``(α, γ)`` of the parent come from
+  ``feat[s]`` once per cluster, so a split reads only the two part records the DP reads anyway
+  (twice as fast as reading ``feat[a]`` and ``feat[b]`` at 18 points). The score is minus the cost,
+  so the MAP is the minimum-cost hierarchy and ``log Z = log Σ_trees exp(−cost(tree))`` is the
+  partition function of the Gibbs distribution over hierarchies at temperature 1. No cluster is
+  pruned.
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ..costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
 from ..ginkgo.likelihood import parent_terms, split_llh_given_parent
 from ._subsets import popcount
 
@@ -30,24 +45,44 @@ _NEG_INF = -np.inf
 T, MAP, LOG_Z, COUNT = 0, 1, 2, 3
 N_COLUMNS = 4
 
-
-@nb.njit(cache=True, inline="always")
-def _parent_terms(node, s, c):  # pragma: no cover - numba
-    """What the split score of every split of ``s`` shares, computed once per cluster."""
-    return parent_terms(node[s, T], c)
+#: model code of the Ginkgo likelihood (cost models use their own ``code``, >= 1)
+GINKGO = GINKGO_CODE
 
 
 @nb.njit(cache=True, inline="always")
-def _split_score(node, a, b, s, pt, c):  # pragma: no cover - numba
+def _parent_terms(node, s, c, code, feat):  # pragma: no cover - numba
+    """What the split score of every split of ``s`` shares, computed once per cluster.
+
+    Ginkgo: :func:`jetastar.ginkgo.likelihood.parent_terms`; cost model: ``(α(s), γ(s), 0)``.
+    """
+    if code == GINKGO:
+        return parent_terms(node[s, T], c)
+    alpha, gamma = parent_cost_terms(code, feat[s])
+    return alpha, gamma, 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def _split_score(node, a, b, s, pt, c, code):  # pragma: no cover - numba
     """Log-score ψ of splitting cluster ``s`` into ``a`` and ``b`` (finite or ``-inf``).
 
     Args:
-        node: the per-mask records (column ``T`` holds the likelihood's ``t``).
+        node: the per-mask records (column ``T`` holds the likelihood's ``t``, or a cost model's
+            part value ``β``).
         a, b, s: the two parts and the parent (bitmasks, ``a | b == s``).
-        pt: ``_parent_terms(node, s, c)``.
+        pt: ``_parent_terms(node, s, c, code, feat)``.
         c: the constants row for this split (the ``λ_R`` row for the whole jet).
+        code: :data:`GINKGO` or a cost model's code.
     """
-    return split_llh_given_parent(node[a, T], node[b, T], node[s, T], pt[0], pt[1], pt[2], c)
+    if code == GINKGO:
+        return split_llh_given_parent(node[a, T], node[b, T], node[s, T], pt[0], pt[1], pt[2], c)
+    return -split_cost_given_parent(code, node[a, T], node[b, T], pt[0], pt[1])
+
+
+@nb.njit(cache=True)
+def fill_part_values(code, feat, out):  # pragma: no cover - numba
+    """``out[s] = β(s)`` (:func:`jetastar.costs.part_value_kernel`) for every mask ``s``."""
+    for s in range(feat.shape[0]):
+        out[s] = part_value_kernel(code, feat[s])
 
 
 @nb.njit(cache=True, inline="always")
@@ -60,7 +95,7 @@ def _unsplittable(t_s: float, t_cut: float, legacy: bool) -> bool:
 
 @nb.njit(cache=True)
 def _solve_cluster(
-    s, node, node_i, best, exact_count, c, t_cut, legacy, prune
+    s, node, node_i, best, exact_count, c, t_cut, legacy, prune, code, feat
 ):  # pragma: no cover - numba
     """MAP, arg-max split, log Z and tree count of cluster ``s`` (size >= 2) from its subsets.
 
@@ -80,7 +115,7 @@ def _solve_cluster(
         else:
             node[s, COUNT] = 0.0
         return 0, 0, 1
-    pt = _parent_terms(node, s, c)
+    pt = _parent_terms(node, s, c, code, feat)
     best_v = _NEG_INF
     z_max = _NEG_INF  # streaming log-sum-exp: sum = z_max + log(z_acc)
     z_acc = 0.0
@@ -98,7 +133,7 @@ def _solve_cluster(
             skipped += 1
         else:
             evaluated += 1
-            psi = _split_score(node, a, b, s, pt, c)
+            psi = _split_score(node, a, b, s, pt, c, code)
             if psi != _NEG_INF:
                 v = psi + m_a + m_b
                 if v > best_v:
@@ -129,7 +164,8 @@ def _solve_cluster(
 
 @nb.njit(cache=True, parallel=True)
 def dp_range(
-    order, start, stop, full, node, node_i, best, exact_count, consts, t_cut, legacy, prune
+    order, start, stop, full, node, node_i, best, exact_count, consts, t_cut, legacy, prune, code,
+    feat,
 ):  # pragma: no cover - numba
     """Solve the clusters ``order[start:stop]`` (all of one size) in parallel.
 
@@ -143,6 +179,8 @@ def dp_range(
         consts: ``(2, 5)`` likelihood constants.
         t_cut, legacy: the cut and form, for skipping clusters that cannot be split.
         prune: skip such clusters (results are identical either way).
+        code: :data:`GINKGO` or a cost model's code.
+        feat: per-mask cost features (a dummy ``(1, 4)`` array for the Ginkgo likelihood).
 
     Returns:
         ``(splits evaluated, splits skipped because a part is impossible, clusters pruned)``.
@@ -154,7 +192,7 @@ def dp_range(
         s = np.int64(order[j])
         row = 1 if s == full else 0
         e, k, p = _solve_cluster(
-            s, node, node_i, best, exact_count, consts[row], t_cut, legacy, prune
+            s, node, node_i, best, exact_count, consts[row], t_cut, legacy, prune, code, feat
         )
         evaluated += e
         skipped += k
@@ -164,7 +202,8 @@ def dp_range(
 
 @nb.njit(cache=True)
 def dp_range_serial(
-    order, start, stop, full, node, node_i, best, exact_count, consts, t_cut, legacy, prune
+    order, start, stop, full, node, node_i, best, exact_count, consts, t_cut, legacy, prune, code,
+    feat,
 ):  # pragma: no cover - numba
     """:func:`dp_range` on one thread (no parallel launch cost, for small slices)."""
     evaluated = 0
@@ -174,7 +213,7 @@ def dp_range_serial(
         s = np.int64(order[j])
         row = 1 if s == full else 0
         e, k, p = _solve_cluster(
-            s, node, node_i, best, exact_count, consts[row], t_cut, legacy, prune
+            s, node, node_i, best, exact_count, consts[row], t_cut, legacy, prune, code, feat
         )
         evaluated += e
         skipped += k
@@ -200,7 +239,7 @@ def init_leaves(n, node, node_i, best, exact_count):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, parallel=True)
-def marginals_push(order, start, stop, full, node, marg, acc, consts):  # pragma: no cover
+def marginals_push(order, start, stop, full, node, marg, acc, consts, code, feat):  # pragma: no cover
     """Outside pass for the parents ``order[start:stop]`` (one size): push their probability down.
 
     A parent ``p`` that is in the tree with probability ``marg[p]`` passes
@@ -215,12 +254,16 @@ def marginals_push(order, start, stop, full, node, marg, acc, consts):  # pragma
     n_rows = acc.shape[0]
     evaluated = 0
     for r in nb.prange(n_rows):
-        evaluated += push_row(r, n_rows, order, start, stop, full, node, marg, acc, consts)
+        evaluated += push_row(
+            r, n_rows, order, start, stop, full, node, marg, acc, consts, code, feat
+        )
     return evaluated
 
 
 @nb.njit(cache=True)
-def push_row(r, n_rows, order, start, stop, full, node, marg, acc, consts):  # pragma: no cover
+def push_row(
+    r, n_rows, order, start, stop, full, node, marg, acc, consts, code, feat
+):  # pragma: no cover - numba
     """The parents ``order[start + r :: n_rows]`` (below ``stop``) of :func:`marginals_push`.
 
     Called directly (``r = 0, n_rows = 1``) it is the one-thread version for small slices.
@@ -233,7 +276,7 @@ def push_row(r, n_rows, order, start, stop, full, node, marg, acc, consts):  # p
         if not w > 0.0 or lz_p == _NEG_INF:
             continue
         c = consts[1] if p == full else consts[0]
-        pt = _parent_terms(node, p, c)
+        pt = _parent_terms(node, p, c, code, feat)
         low = p & -p
         rest = p ^ low
         sub = (rest - 1) & rest
@@ -244,7 +287,7 @@ def push_row(r, n_rows, order, start, stop, full, node, marg, acc, consts):  # p
             lz_b = node[b, LOG_Z]
             if lz_a != _NEG_INF and lz_b != _NEG_INF:
                 count += 1
-                psi = _split_score(node, a, b, p, pt, c)
+                psi = _split_score(node, a, b, p, pt, c, code)
                 if psi != _NEG_INF:
                     q = w * math.exp(psi + lz_a + lz_b - lz_p)
                     acc[r, a] += q
@@ -278,13 +321,13 @@ def _gather_one(s, marg, acc):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _split_weights(s, row, node, consts, parts, cum):  # pragma: no cover - numba
+def _split_weights(s, row, node, consts, code, feat, parts, cum):  # pragma: no cover - numba
     """Cumulative posterior weights of the splits of ``s``; fills ``parts``/``cum``, returns count."""
     low = s & -s
     rest = s ^ low
     lz_s = node[s, LOG_Z]
     c = consts[row]
-    pt = _parent_terms(node, s, c)
+    pt = _parent_terms(node, s, c, code, feat)
     total = 0.0
     k = 0
     sub = (rest - 1) & rest
@@ -294,7 +337,7 @@ def _split_weights(s, row, node, consts, parts, cum):  # pragma: no cover - numb
         lz_a = node[a, LOG_Z]
         lz_b = node[b, LOG_Z]
         if lz_a != _NEG_INF and lz_b != _NEG_INF:
-            psi = _split_score(node, a, b, s, pt, c)
+            psi = _split_score(node, a, b, s, pt, c, code)
             if psi != _NEG_INF:
                 total += math.exp(psi + lz_a + lz_b - lz_s)
                 parts[k] = a
@@ -307,7 +350,7 @@ def _split_weights(s, row, node, consts, parts, cum):  # pragma: no cover - numb
 
 
 @nb.njit(cache=True)
-def sample_trees(n, full, node, consts, uniforms):  # pragma: no cover - numba
+def sample_trees(n, full, node, consts, code, feat, uniforms):  # pragma: no cover - numba
     """Exact posterior samples of hierarchies, all samples advanced together.
 
     Work items ``(cluster, sample, parent node, side)`` are processed largest clusters first; the
@@ -319,6 +362,7 @@ def sample_trees(n, full, node, consts, uniforms):  # pragma: no cover - numba
         full: mask of the whole jet; its ``log_z`` must be finite.
         node: per-mask records of a solved trellis.
         consts: ``(2, 5)`` likelihood constants.
+        code, feat: the model (see :func:`_split_score`).
         uniforms: ``(n_samples, n - 1)`` uniform draws in [0, 1), one per internal node.
 
     Returns:
@@ -357,7 +401,7 @@ def sample_trees(n, full, node, consts, uniforms):  # pragma: no cover - numba
         while j < idx.shape[0]:
             s = item_mask[idx[j]]
             row = 1 if s == full else 0
-            k = _split_weights(s, row, node, consts, parts, cum)
+            k = _split_weights(s, row, node, consts, code, feat, parts, cum)
             total = cum[k - 1]
             while j < idx.shape[0] and item_mask[idx[j]] == s:
                 it = idx[j]

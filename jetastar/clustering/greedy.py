@@ -34,9 +34,11 @@ import time
 import numba as nb
 import numpy as np
 
+from ..costs import CostModel
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
+from .cost_baselines import cost_greedy
 from .registry import register
 from .result import ClusteringResult
 
@@ -136,11 +138,15 @@ def _greedy_kernel(leaves, consts):  # pragma: no cover - numba
     "greedy",
     description="greedy agglomeration: merge the most likely pair first (reference tie rule)",
 )
-def greedy(jet: Jet, likelihood: str = "symmetric") -> ClusteringResult:
+def greedy(jet: Jet | CostModel, likelihood: str = "symmetric") -> ClusteringResult:
     """Greedy maximum-likelihood clustering (the reference StandardHC greedy).
 
+    A cost model (:class:`jetastar.costs.HCCCost`, :class:`~jetastar.costs.DasguptaCost`) is
+    clustered by :func:`jetastar.clustering.cost_baselines.cost_greedy` instead (merge the cheapest
+    pair first; ``likelihood`` must stay at its default).
+
     Args:
-        jet: the :class:`jetastar.Jet` to cluster.
+        jet: the :class:`jetastar.Jet` to cluster (or a cost model).
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
 
     Returns:
@@ -159,6 +165,10 @@ def greedy(jet: Jet, likelihood: str = "symmetric") -> ClusteringResult:
         >>> greedy(jet).log_likelihood <= 0
         True
     """
+    if isinstance(jet, CostModel):
+        if likelihood != "symmetric":
+            raise ValueError(f"{jet.label}: a cost model has no likelihood option (got {likelihood!r})")
+        return cost_greedy(jet)
     start = time.perf_counter()
     check_jet(jet, "greedy")
     leaves, consts = jet_arrays(jet, likelihood)

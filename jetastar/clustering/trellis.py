@@ -16,6 +16,15 @@ On top of the solved trellis, :class:`Trellis` draws exact posterior samples of 
 each split chosen with probability ``exp(ψ + log Z(A) + log Z(B) − log Z(S))``) and computes the
 posterior probability of every cluster (an outside pass over the subset lattice, also O(3**n)).
 
+Cost models. The same trellis solves a hierarchical-clustering cost over a weighted graph
+(:class:`jetastar.costs.HCCCost`, :class:`jetastar.costs.DasguptaCost`): pass the cost model instead
+of a jet. A split is then scored ``ψ = −cost(A, B)`` from the model's per-subset features
+(:meth:`~jetastar.costs.CostModel.all_subset_features`, 32 more bytes per cluster), so the MAP tree
+is the minimum-cost hierarchy (``result.cost`` is its cost), ``log Z = log Σ_trees exp(−cost)`` is
+the partition function of the Gibbs distribution over hierarchies at temperature 1 (samples and
+marginals are exact under that distribution), and every one of the ``(2n − 3)!!`` hierarchies
+counts. Nothing is pruned.
+
 Memory is about 41 bytes per cluster (``2**n`` of them), 43 MB at 20 leaves and 690 MB at 24;
 the marginal pass adds ``8 * (1 + threads)`` bytes per cluster. The time is dominated by the
 ``(3**n + 1)/2 - 2**n`` split scores (1.7e9 at 20 leaves), each one call of the likelihood kernel;
@@ -31,6 +40,12 @@ Example:
     >>> tr = Trellis(jet)
     >>> len(tr.sample(3, seed=0))
     3
+    >>> import numpy as np
+    >>> from jetastar.costs import HCCCost
+    >>> W = np.array([[0, 2, -1, -1], [2, 0, -1, -1], [-1, -1, 0, 1], [-1, -1, 1, 0]])
+    >>> res = exact_trellis(HCCCost(W))
+    >>> res.tree.to_nested(), res.cost, res.likelihood, res.n_trees
+    (((0, 1), (2, 3)), 3.0, 'hcc', 15)
 """
 
 from __future__ import annotations
@@ -44,6 +59,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
@@ -79,19 +95,25 @@ _SAMPLE_BATCH = 20_000
 _ROW_TCUT = 0
 _ROW_LEGACY = 4
 
+#: bytes per cluster of the cost-model features ((P, N, W, size) float64)
+_FEATURE_BYTES = 32
+
 
 # ---------------------------------------------------------------------- memory guard
-def estimate_memory(n_leaves: int, marginals: bool = False, threads: int | None = None) -> int:
+def estimate_memory(
+    n_leaves: int, marginals: bool = False, threads: int | None = None, *, cost_model: bool = False
+) -> int:
     """Bytes the trellis of an ``n_leaves`` jet allocates (peak, without Python overhead).
 
     Per mask: a 32-byte record (``t``, MAP, ``log Z``, tree count), the arg-max part (int32), the
-    by-size order (int32) and a transient int8 size table: 41 bytes. Marginals add one float64
-    per mask plus one float64 accumulator per mask and thread.
+    by-size order (int32) and a transient int8 size table: 41 bytes; a cost model adds its 32-byte
+    features. Marginals add one float64 per mask plus one float64 accumulator per mask and thread.
 
     Args:
-        n_leaves: number of leaves.
+        n_leaves: number of leaves (points of a cost model).
         marginals: include the marginal pass.
         threads: threads for the marginal pass (default: numba's current setting).
+        cost_model: the trellis of a cost model (per-cluster features).
 
     Returns:
         The estimate in bytes.
@@ -102,6 +124,8 @@ def estimate_memory(n_leaves: int, marginals: bool = False, threads: int | None 
     """
     m = 1 << n_leaves
     total = m * (8 + 8 + 8 + 4 + 8 + 4 + 1) + 4096 * 64
+    if cost_model:
+        total += m * _FEATURE_BYTES
     if marginals:
         rows = nb.get_num_threads() if threads is None else threads
         total += m * 8 * (1 + rows)
@@ -132,46 +156,51 @@ def _format_bytes(x: float) -> str:
 
 
 def _check_memory(
-    n: int, label: object, max_memory: int | None, marginals: bool = False,
-    threads: int | None = None,
+    n: int, who: str, max_memory: int | None, marginals: bool = False,
+    threads: int | None = None, cost_model: bool = False,
 ) -> int:
-    need = estimate_memory(n, marginals=marginals, threads=threads)
+    """The memory estimate, or TooLargeError; ``who`` starts the message (``"jet 3"``)."""
+    need = estimate_memory(n, marginals=marginals, threads=threads, cost_model=cost_model)
+    unit = "points" if cost_model else "leaves"
+    advice = "use astar_approx or greedy" if cost_model else "use astar or astar_approx"
     if n > MAX_TRELLIS_LEAVES:
         raise TooLargeError(
-            f"jet {label}: {n} leaves is above the trellis limit of {MAX_TRELLIS_LEAVES} leaves "
-            f"(it would need {_format_bytes(need)}); use astar or astar_approx"
+            f"{who}: {n} {unit} is above the trellis limit of {MAX_TRELLIS_LEAVES} {unit} "
+            f"(it would need {_format_bytes(need)}); {advice}"
         )
     limit = default_memory_limit() if max_memory is None else int(max_memory)
     if need > limit:
         what = "trellis with marginals" if marginals else "trellis"
         raise TooLargeError(
-            f"jet {label}: the exact {what} of {n} leaves needs about {_format_bytes(need)}, "
-            f"above the memory limit of {_format_bytes(limit)} (max_memory={limit}); "
-            "use astar or astar_approx"
+            f"{who}: the exact {what} of {n} {unit} needs about {_format_bytes(need)}, "
+            f"above the memory limit of {_format_bytes(limit)} (max_memory={limit}); {advice}"
         )
     return need
 
 
 # ---------------------------------------------------------------------- the trellis
 class Trellis:
-    """The solved exact trellis of one jet, for repeated queries.
+    """The solved exact trellis of one jet (or one cost model), for repeated queries.
 
     Construction runs the O(3**n) dynamic programme (MAP and log Z in one pass); samples and
     marginals are computed on demand.
 
     Args:
-        jet: a :class:`jetastar.Jet`.
-        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        jet: a :class:`jetastar.Jet`, or a cost model (:class:`jetastar.costs.HCCCost`,
+            :class:`jetastar.costs.DasguptaCost`): then every "log-likelihood" below is minus a
+            cost (see the module docstring).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``; for a cost model leave it unset
+            (or give the model's name, e.g. ``"hcc"``).
         max_memory: memory limit in bytes (default :func:`default_memory_limit`); a jet whose
             trellis would need more raises :class:`TooLargeError` before anything is allocated.
         prune: skip clusters that cannot be split (``t <= t_cut``); the results are identical
-            with ``prune=False``, which exists to check that.
+            with ``prune=False``, which exists to check that. Ignored for cost models.
         threads: numba threads for the parallel passes (default: numba's setting, all cores).
         progress: show a tqdm progress bar (default: from 19 leaves on).
 
     Raises:
-        InvalidJetError: ``jet`` is not a Jet.
-        ValueError: unknown likelihood name.
+        InvalidJetError: ``jet`` is neither a Jet nor a cost model.
+        ValueError: unknown likelihood name (or a likelihood given with a cost model).
         TooLargeError: the trellis would not fit in ``max_memory``.
 
     Example:
@@ -184,20 +213,25 @@ class Trellis:
 
     def __init__(
         self,
-        jet: Jet,
-        likelihood: str = "symmetric",
+        jet: Jet | CostModel,
+        likelihood: str | None = None,
         max_memory: int | None = None,
         *,
         prune: bool = True,
         threads: int | None = None,
         progress: bool | None = None,
     ) -> None:
+        if isinstance(jet, CostModel):
+            self._setup_cost(jet, likelihood, max_memory, threads, progress)
+            return
         if not isinstance(jet, Jet):
             raise InvalidJetError(
-                f"the exact trellis needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
+                "the exact trellis needs a jetastar.Jet or a cost model (jetastar.costs.HCCCost, "
+                f"DasguptaCost), got {type(jet).__name__}", field="jet"
             )
+        likelihood = _valid_likelihood(likelihood)
         self._setup(
-            jet, jet.leaves, jet.likelihood_constants(_valid_likelihood(likelihood)), likelihood,
+            jet, jet.leaves, jet.likelihood_constants(likelihood), likelihood,
             jet.label, max_memory, prune, threads, progress,
         )
 
@@ -254,36 +288,75 @@ class Trellis:
         progress: bool | None,
     ) -> None:
         self.jet = jet
+        self.cost_model: CostModel | None = None
         self.likelihood = likelihood
         self.max_memory = max_memory
         self.prune = bool(prune)
         self.threads = _check_threads(threads)
+        label = "<unnamed>" if label is None else label
+        self._who = f"jet {label}"
         self._solve(
             np.ascontiguousarray(leaves, dtype=np.float64),
             np.ascontiguousarray(consts, dtype=np.float64),
-            "<unnamed>" if label is None else label,
+            label,
             self.prune,
             progress,
+        )
+
+    def _setup_cost(
+        self, model: CostModel, likelihood: str | None, max_memory: int | None,
+        threads: int | None, progress: bool | None,
+    ) -> None:
+        if likelihood is not None and likelihood != model.name:
+            raise ValueError(
+                f"{model.label}: a cost model has no likelihood option (got likelihood="
+                f"{likelihood!r}); the trellis scores its splits with -cost"
+            )
+        self.jet = None
+        self.cost_model = model
+        self.likelihood = model.name
+        self.max_memory = max_memory
+        self.prune = False
+        self.threads = _check_threads(threads)
+        self._who = model.label
+        n = model.n_points
+        self._solve(
+            np.zeros((n, 4), dtype=np.float64),
+            np.zeros((2, 5), dtype=np.float64),
+            model.label,
+            False,
+            progress,
+            model,
         )
 
     # ------------------------------------------------------------------ the DP
     def _solve(
         self, leaves: np.ndarray, consts: np.ndarray, label: object, prune: bool,
-        progress: bool | None,
+        progress: bool | None, model: CostModel | None = None,
     ) -> None:
         t0 = time.perf_counter()
         n = int(leaves.shape[0])
         self.n_leaves = n
         self._label = label
         self._consts = consts
-        self.memory_bytes = _check_memory(n, label, self.max_memory)
+        self.memory_bytes = _check_memory(
+            n, self._who, self.max_memory, cost_model=model is not None
+        )
         m = 1 << n
         full = full_mask(n)
         self._full = full
         exact_count = n <= MAX_EXACT_COUNT_LEAVES
         node = np.empty((m, _k.N_COLUMNS), dtype=np.float64)
         node_i = node.view(np.int64)
-        fill_subset_t(leaves, consts[0], node[:, _k.T])
+        if model is None:
+            self._code = _k.GINKGO
+            self._feat = np.zeros((1, 4), dtype=np.float64)
+            fill_subset_t(leaves, consts[0], node[:, _k.T])
+        else:
+            self._code = int(model.code)
+            self._feat = np.ascontiguousarray(model.all_subset_features(), dtype=np.float64)
+            _k.fill_part_values(self._code, self._feat, node[:, _k.T])
+        code, feat = self._code, self._feat
         self._node = node
         self._node_i = node_i
         self._best = np.zeros(m, dtype=np.int32)
@@ -295,7 +368,7 @@ class Trellis:
         t1 = time.perf_counter()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-        with _Threads(self.threads), _Progress(show, n_splits_total(n), label) as bar:
+        with _Threads(self.threads), _Progress(show, n_splits_total(n), self._who) as bar:
             for size in range(2, n + 1):
                 per = (1 << (size - 1)) - 1
                 for start, stop in _chunks(self._offsets, size, n, show):
@@ -304,7 +377,7 @@ class Trellis:
                     )
                     e, k, p = kernel(
                         self._order, start, stop, full, node, node_i, self._best, exact_count,
-                        consts, t_cut, legacy, prune,
+                        consts, t_cut, legacy, prune, code, feat,
                     )
                     evaluated += int(e)
                     skipped += int(k)
@@ -330,8 +403,13 @@ class Trellis:
 
     # ------------------------------------------------------------------ MAP, log Z, counts
     def map_log_likelihood(self) -> float:
-        """Log-likelihood of the MAP tree (``-inf`` when every tree is impossible)."""
+        """Log-likelihood of the MAP tree (``-inf`` when every tree is impossible); for a cost model
+        minus the minimum cost."""
         return float(self._node[self._full, _k.MAP])
+
+    def map_cost(self) -> float:
+        """``-map_log_likelihood()``: the minimum cost of a hierarchy for a cost model."""
+        return -self.map_log_likelihood()
 
     def log_partition(self) -> float:
         """``log Z``: log of the sum of the likelihoods of all hierarchies (``-inf`` if none)."""
@@ -393,7 +471,7 @@ class Trellis:
         idx = [int(i) for i in leaves]
         if not idx or any(not 0 <= i < self.n_leaves for i in idx):
             raise ValueError(
-                f"jet {self._label}: a cluster is a non-empty set of leaf indices in "
+                f"{self._who}: a cluster is a non-empty set of leaf indices in "
                 f"0..{self.n_leaves - 1}, got {idx}"
             )
         return mask_of(idx)
@@ -439,7 +517,7 @@ class Trellis:
         n = _check_count(n, "n")
         if self.all_inf():
             raise ValueError(
-                f"jet {self._label}: every tree has likelihood zero, there is no posterior to "
+                f"{self._who}: every tree has likelihood zero, there is no posterior to "
                 "sample"
             )
         nl = self.n_leaves
@@ -448,7 +526,9 @@ class Trellis:
         for lo in range(0, n, _SAMPLE_BATCH):
             hi = min(n, lo + _SAMPLE_BATCH)
             u = rng.random((hi - lo, nl - 1))
-            out[lo:hi] = _k.sample_trees(nl, self._full, self._node, self._consts, u)
+            out[lo:hi] = _k.sample_trees(
+                nl, self._full, self._node, self._consts, self._code, self._feat, u
+            )
         return out
 
     def sample(self, n: int, seed: int | None = 0) -> list[Tree]:
@@ -530,7 +610,10 @@ class Trellis:
         t0 = time.perf_counter()
         n = self.n_leaves
         rows = self.threads or nb.get_num_threads()
-        _check_memory(n, self._label, self.max_memory, marginals=True, threads=rows)
+        _check_memory(
+            n, self._who, self.max_memory, marginals=True, threads=rows,
+            cost_model=self.cost_model is not None,
+        )
         m = 1 << n
         marg = np.zeros(m, dtype=np.float64)
         evaluated = 0
@@ -547,7 +630,10 @@ class Trellis:
                         gather(order, start, stop, marg, acc)
                     if size < 2:
                         continue
-                    args = (order, start, stop, self._full, self._node, marg, acc, self._consts)
+                    args = (
+                        order, start, stop, self._full, self._node, marg, acc, self._consts,
+                        self._code, self._feat,
+                    )
                     if small:
                         evaluated += int(_k.push_row(0, 1, *args))
                     else:
@@ -559,8 +645,27 @@ class Trellis:
 
     # ------------------------------------------------------------------ result
     def result(self) -> ClusteringResult:
-        """The MAP tree and the trellis' numbers as a :class:`ClusteringResult`."""
+        """The MAP tree and the trellis' numbers as a :class:`ClusteringResult`.
+
+        For a cost model: ``log_likelihood = -cost`` (so ``.cost`` is the minimum cost),
+        ``likelihood`` is the cost's name (``"hcc"``, ``"dasgupta"``), ``log_z`` is the Gibbs
+        ``log Σ exp(-cost)`` and ``n_trees = (2n - 3)!!``.
+        """
         ll = self.map_log_likelihood()
+        if self.cost_model is not None:
+            return ClusteringResult(
+                tree=self.map_tree(),
+                log_likelihood=ll,
+                algorithm="trellis",
+                exact=True,
+                likelihood=self.likelihood,
+                options={"max_memory": self.max_memory, "threads": self.threads},
+                stats=dict(self.stats),
+                log_z=self.log_partition(),
+                n_trees=self.n_trees(),
+                upper_bound=ll,
+                jet_id=None,
+            )
         status, message = "ok", ""
         if ll == -math.inf:
             status = "all_inf"
@@ -590,6 +695,11 @@ class Trellis:
         )
 
     def __repr__(self) -> str:
+        if self.cost_model is not None:
+            return (
+                f"Trellis({self._who}, min cost={self.map_cost():.6g}, "
+                f"log_z={self.log_partition():.6g})"
+            )
         return (
             f"Trellis(jet={self._label}, n_leaves={self.n_leaves}, likelihood={self.likelihood!r}, "
             f"map={self.map_log_likelihood():.6g}, log_z={self.log_partition():.6g})"
@@ -603,21 +713,23 @@ class Trellis:
     description="exact cluster trellis: MAP tree, log Z and tree count, O(3^N)",
 )
 def exact_trellis(
-    jet: Jet,
-    likelihood: str = "symmetric",
+    jet: Jet | CostModel,
+    likelihood: str | None = None,
     max_memory: int | None = None,
     *,
     prune: bool = True,
     threads: int | None = None,
     progress: bool | None = None,
 ) -> ClusteringResult:
-    """Exact MAP hierarchy, log partition function and tree count of a jet.
+    """Exact MAP hierarchy, log partition function and tree count of a jet (or a cost model).
 
     Args:
-        jet: a :class:`jetastar.Jet`.
-        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        jet: a :class:`jetastar.Jet`, or a cost model (:class:`jetastar.costs.HCCCost`,
+            :class:`jetastar.costs.DasguptaCost`, at most ~25 points in practice).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``; unset for a cost model.
         max_memory: memory limit in bytes (default: half the available memory).
-        prune: skip clusters that cannot be split (results are identical either way).
+        prune: skip clusters that cannot be split (results are identical either way; ignored
+            for cost models).
         threads: numba threads (default: all).
         progress: tqdm progress bar (default: from 19 leaves on).
 
@@ -626,10 +738,13 @@ def exact_trellis(
         ``n_trees`` (exact int up to 19 leaves, float above) and ``stats`` (``time_s``,
         ``splits_evaluated``, ``splits_skipped``, ``clusters_pruned``, ...). When every tree is
         impossible: ``status="all_inf"``, ``log_likelihood = log_z = -inf``, ``n_trees = 0``.
+        For a cost model: ``cost`` = the minimum cost, ``likelihood`` = the cost's name,
+        ``log_z = log Σ_trees exp(-cost)``, ``n_trees = (2n - 3)!!``, ``jet_id=None``.
 
     Raises:
-        TooLargeError: the jet's trellis would not fit in ``max_memory``; use ``astar`` or
-            ``astar_approx``.
+        InvalidJetError: neither a Jet nor a cost model.
+        TooLargeError: the trellis would not fit in ``max_memory``; use ``astar`` or
+            ``astar_approx`` (cost models: ``astar_approx`` or ``greedy``).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -645,7 +760,9 @@ def exact_trellis(
 
 
 # ---------------------------------------------------------------------- helpers
-def _valid_likelihood(likelihood: str) -> str:
+def _valid_likelihood(likelihood: str | None) -> str:
+    if likelihood is None:
+        return "symmetric"
     check_likelihood(likelihood)
     return likelihood
 
@@ -704,13 +821,13 @@ class _Threads:
 class _Progress:
     """A tqdm bar over split counts, or a no-op."""
 
-    def __init__(self, show: bool, total: int, label: object) -> None:
+    def __init__(self, show: bool, total: int, who: str) -> None:
         self.bar = None
         if show:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(
-                total=total, unit="split", unit_scale=True, desc=f"trellis jet {label}",
+                total=total, unit="split", unit_scale=True, desc=f"trellis {who}",
                 leave=False,
             )
 
