@@ -7,6 +7,7 @@ weighted graph (:mod:`jetastar.costs`).
 
 from __future__ import annotations
 
+from .astar import astar, astar_approx
 from .beam import beam_search
 from .cost_baselines import average_linkage, cost_greedy
 from .greedy import greedy
@@ -23,6 +24,8 @@ __all__ = [
     "Trellis",
     "algorithm_info",
     "algorithms",
+    "astar",
+    "astar_approx",
     "average_linkage",
     "beam_search",
     "cluster",

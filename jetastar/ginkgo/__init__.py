@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from .generator import generate
+from .heuristics import heuristic
 from .likelihood import (
     LIKELIHOODS,
     check_likelihood,
@@ -31,6 +32,7 @@ __all__ = [
     "cluster_t",
     "default_root_momentum",
     "generate",
+    "heuristic",
     "likelihood_constants",
     "log_likelihood",
     "node_log_likelihoods",

@@ -1,0 +1,683 @@
+"""A* search on the cluster trellis: certified-exact MAP trees, and an approximate sparse variant.
+
+The algorithm is the one of the A* clustering paper (Algorithm 1): a state is a partial hierarchy
+encoded as paths in a lazily built trellis; every explored trellis vertex holds a min-heap of its
+splits with a lower bound ``f`` on the cost (−log-likelihood) of the best sub-hierarchy that starts
+with that split; each iteration walks the current best partial tree from the root, explores all of
+its open (frontier) clusters, and refreshes the walked heaps bottom-up. The search stops when the best
+partial tree is complete.
+
+:func:`astar` (exact) explores every 2-partition of a vertex and uses the admissible heuristic
+``h0`` (:mod:`jetastar.ginkgo.heuristics`), so its tree is a proven MAP tree (``exact=True``).
+Refinements that keep the optimality proof:
+
+* *pathmax*: a child's bound is ``max(h(child), f(best entry of child))``, both valid, so values never
+  decrease and stale heap entries stay valid lower bounds;
+* *solved vertices*: a vertex whose best entry is complete has its exact optimum (every other entry
+  is a lower bound at least as large); it is frozen and never walked again;
+* *tie-breaking*: equal ``f`` prefers complete entries (no re-expansion of solved ties);
+* *exact tiny clusters*: clusters of 2–3 leaves are valued exactly (all their trees) and never
+  explored; clusters that no finite tree can cover (``h = −∞``, e.g. ``t ≤ t_cut``) are dead at once
+  and their splits are never stored.
+
+With a budget (``max_time``, ``max_vertices``, ``max_memory``) the search stops early and returns
+the best complete tree it can build (the current best partial tree completed greedily, or the greedy
+tree) together with the proven upper bound on the MAP log-likelihood (``upper_bound``), flagged
+``status="budget"``, ``exact=False``.
+
+:func:`astar_approx` runs the same machine on a *sparse* trellis seeded with every tree of a beam
+search, the greedy tree and any user trees. Clusters with at most ``all_pairs_max_size`` leaves get
+all their 2-partitions — equivalently their exact optimum, computed on demand by a local subset DP;
+larger vertices get ``n_samples`` random 2-partitions of which the ``top_k`` with the best split
+likelihood are kept (plus every split already known there, e.g. from the seeds). The search is a
+weighted A* (heuristic cost × ``weight``) capped at ``max_explored`` explored vertices per round; a
+round ends with the best complete tree represented in the explored trellis (a DP over heap entries
+and candidate splits, seeds included). Rounds re-run A* on the growing trellis with fresh samples
+(paper §4); the result never decreases from round to round and is never below the best seed tree.
+
+Example:
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> from jetastar.clustering import astar, exact_trellis
+    >>> jet = generate(1, ShowerParams.qcd(), seed=5, min_leaves=8, max_leaves=8)[0]
+    >>> res = astar(jet)
+    >>> res.exact, abs(res.log_likelihood - exact_trellis(jet).log_likelihood) < 1e-9
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import InvalidJetError, TooLargeError
+from ..ginkgo.heuristics import check_heuristic, heuristic_tables
+from ..ginkgo.likelihood import check_likelihood, log_likelihood
+from ..jet import Jet
+from ..tree import Tree
+from . import _astar_kernels as _k
+from .registry import register
+from .result import ClusteringResult
+
+__all__ = ["MAX_ASTAR_LEAVES", "astar", "astar_approx"]
+
+#: Largest jet the A* kernels accept (128-bit cluster masks).
+MAX_ASTAR_LEAVES = 128
+
+#: Split evaluations between two returns of the kernel to Python (time checks, progress).
+_QUOTA = 1 << 18
+#: Exact searches on at most this many leaves use a direct mask -> vertex table (8 * 2**n bytes).
+_DIRECT_MAX = 24
+_ENTRY_BYTES = 8 * 2 + 8 * 3 + 8
+_VERTEX_BYTES = 8 * 7 + 8 * 7 + 2 * 8
+_CAND_BYTES = 8 * 3
+
+# approximate A* defaults (documented in astar_approx)
+DEFAULT_ALL_PAIRS_MAX_SIZE = 9
+DEFAULT_N_SAMPLES = 100
+DEFAULT_TOP_K = 8
+DEFAULT_ROUNDS = 4
+DEFAULT_PATIENCE = 1
+DEFAULT_WEIGHT = 1.15
+DEFAULT_MAX_EXPLORED = 1500
+
+
+def _default_memory() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return int(min(total // 3, 8 << 30))
+
+
+def _check_budget(value: Any, name: str, integer: bool = False) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+    if integer and float(value) != int(value):
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    if not (math.isfinite(float(value)) and value > 0):
+        raise ValueError(f"{name} must be > 0 (or None for no limit), got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _check_jet(jet: Any) -> None:
+    if not isinstance(jet, Jet):
+        raise InvalidJetError(f"A* needs a jetastar.Jet, got {type(jet).__name__}", field="jet")
+    if jet.n_leaves > MAX_ASTAR_LEAVES:
+        raise TooLargeError(
+            f"jet {jet.label}: {jet.n_leaves} leaves, A* handles at most {MAX_ASTAR_LEAVES}"
+        )
+
+
+def _mask_words(leaves: Iterable[int]) -> tuple[int, int]:
+    lo = 0
+    hi = 0
+    for i in leaves:
+        if i < 64:
+            lo |= 1 << i
+        else:
+            hi |= 1 << (i - 64)
+    return _signed(lo), _signed(hi)
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= (1 << 63) else x
+
+
+def _unsigned(x: int) -> int:
+    return x + (1 << 64) if x < 0 else x
+
+
+def _leaves_of(lo: int, hi: int) -> list[int]:
+    a = _unsigned(int(lo))
+    b = _unsigned(int(hi))
+    out = [i for i in range(64) if a >> i & 1]
+    out += [64 + i for i in range(64) if b >> i & 1]
+    return out
+
+
+class _Search:
+    """State of one A* search (arrays owned by Python, advanced by the numba kernels)."""
+
+    def __init__(
+        self,
+        jet: Jet,
+        likelihood: str,
+        kind: int,
+        all_max: int,
+        n_samples: int,
+        top_k: int,
+        max_vertices: int | None,
+        max_memory: int,
+        weight: float = 1.0,
+        dp_max: int = 0,
+    ) -> None:
+        self.jet = jet
+        self.n = n = jet.n_leaves
+        self.tables = heuristic_tables(jet, likelihood)
+        self.max_vertices = max_vertices
+        self.max_memory = max_memory
+        vcap = 1 << 12
+        ecap = 1 << 14
+        self.vf = np.zeros((vcap, _k.N_VF))
+        self.vi = np.zeros((vcap, _k.N_VI), dtype=np.int64)
+        # exact searches on up to _DIRECT_MAX leaves index vertices by mask (odd-sized table)
+        self.direct = all_max < 0 and n <= _DIRECT_MAX
+        self.ht = np.full((1 << n) + 1 if self.direct else 2 * vcap, -1, dtype=np.int64)
+        self.ef = np.zeros((ecap, 2))
+        self.ei = np.zeros((ecap, 3), dtype=np.int64)
+        self.hp = np.zeros(ecap, dtype=np.int64)
+        self.cp = np.zeros((1 << 10, 3), dtype=np.int64)
+        self.ctr = np.zeros(_k.N_CTR, dtype=np.int64)
+        self.walk = np.zeros(2 * n + 8, dtype=np.int64)
+        self.front = np.zeros(2 * n + 8, dtype=np.int64)
+        self.scratch = np.zeros(max(2 * n + 8, 256), dtype=np.int64)
+        self.elems = np.zeros(128, dtype=np.int64)
+        self.ip = np.zeros(_k.N_IP, dtype=np.int64)
+        self.ip[_k.P_KIND] = kind
+        self.ip[_k.P_ALLMAX] = all_max
+        self.ip[_k.P_NSAMPLES] = n_samples
+        self.ip[_k.P_TOPK] = top_k
+        self.ip[_k.P_N] = n
+        self.ip[_k.P_SMALL] = 3
+        self.ip[_k.P_WEIGHT] = round(weight * 1_000_000)
+        self.ip[_k.P_EXPLORE_MAX] = 0
+        self.ip[_k.P_DPMAX] = dp_max
+        lo, hi = _mask_words(range(n))
+        root = _k.new_vertex(lo, hi, self.vf, self.vi, self.ht, self.ctr, self.ip, *self.tables,
+                             self.scratch)
+        # the root is scored with λ_R by exploring it, never by the (inner-λ) heuristic
+        self.vi[root, _k.V_STATE] = _k.UNEXPLORED
+        self.vf[root, _k.V_VAL] = math.inf
+        self.ctr[_k.C_ROOT] = root
+
+    # ------------------------------------------------------------------ sizes
+    def memory(self) -> int:
+        return sum(a.nbytes for a in (self.vf, self.vi, self.ht, self.ef, self.ei, self.hp,
+                                      self.cp))
+
+    def _grow_vertices(self, need: int) -> bool:
+        nv = int(self.ctr[_k.C_NV])
+        if self.max_vertices is not None and nv + need > self.max_vertices:
+            return False
+        cap = self.vf.shape[0]
+        new = max(2 * cap, nv + need + 16)
+        extra = (new - cap) * (_VERTEX_BYTES + 16)
+        if self.memory() + extra > self.max_memory:
+            return False
+        self.vf = np.concatenate([self.vf, np.zeros((new - cap, _k.N_VF))])
+        self.vi = np.concatenate([self.vi, np.zeros((new - cap, _k.N_VI), dtype=np.int64)])
+        return self._rehash()
+
+    def _rehash(self) -> bool:
+        if self.direct:
+            return True
+        cap = self.ht.shape[0]
+        while cap < 2 * self.vf.shape[0]:
+            cap *= 2
+        if self.memory() + 8 * (cap - self.ht.shape[0]) > self.max_memory:
+            return False
+        self.ht = np.full(cap, -1, dtype=np.int64)
+        _k.rehash(self.vi, int(self.ctr[_k.C_NV]), self.ht)
+        return True
+
+    def _grow_entries(self, need: int) -> bool:
+        ne = int(self.ctr[_k.C_NE])
+        cap = self.ef.shape[0]
+        new = max(2 * cap, ne + need + 16)
+        if self.memory() + (new - cap) * _ENTRY_BYTES > self.max_memory:
+            new = ne + need + 16
+            if self.memory() + (new - cap) * _ENTRY_BYTES > self.max_memory:
+                return False
+        self.ef = np.concatenate([self.ef, np.zeros((new - cap, 2))])
+        self.ei = np.concatenate([self.ei, np.zeros((new - cap, 3), dtype=np.int64)])
+        self.hp = np.concatenate([self.hp, np.zeros(new - cap, dtype=np.int64)])
+        return True
+
+    def _grow_cands(self, need: int) -> bool:
+        cap = self.cp.shape[0]
+        new = max(2 * cap, int(self.ctr[_k.C_NCAND]) + need + 16)
+        if self.memory() + (new - cap) * _CAND_BYTES > self.max_memory:
+            return False
+        self.cp = np.concatenate([self.cp, np.zeros((new - cap, 3), dtype=np.int64)])
+        return True
+
+    # ------------------------------------------------------------------ running
+    def add_splits(self, splits: np.ndarray) -> None:
+        """Register seed splits (rows ``par_lo, par_hi, l_lo, l_hi``)."""
+        if splits.shape[0] == 0:
+            return
+        need = 3 * splits.shape[0]
+        while self.ctr[_k.C_NV] + need >= self.vf.shape[0]:
+            if not self._grow_vertices(need):
+                raise MemoryError("the seed trees do not fit in the memory budget")
+        while self.ctr[_k.C_NCAND] + splits.shape[0] >= self.cp.shape[0]:
+            if not self._grow_cands(splits.shape[0]):
+                raise MemoryError("the seed trees do not fit in the memory budget")
+        _k.add_splits(
+            np.ascontiguousarray(splits[:, 0]), np.ascontiguousarray(splits[:, 1]),
+            np.ascontiguousarray(splits[:, 2]), np.ascontiguousarray(splits[:, 3]),
+            self.vf, self.vi, self.ht, self.cp, self.ctr, self.ip, *self.tables, self.scratch,
+        )
+
+    def run(self, deadline: float | None, bar: Any = None) -> str:
+        """Run until solved ("solved"), impossible ("all_inf") or out of budget ("budget")."""
+        while True:
+            st = _k.run(
+                _QUOTA, self.vf, self.vi, self.ht, self.ef, self.ei, self.hp, self.cp, self.ctr,
+                self.walk, self.front, self.ip, *self.tables, self.scratch, self.elems,
+            )
+            if st == _k.ST_SOLVED:
+                return "solved"
+            if st == _k.ST_ALLINF:
+                return "all_inf"
+            if st == _k.ST_EXPLORE:
+                return "explore"
+            need = int(self.ctr[_k.C_NEED])
+            ok = True
+            if st == _k.ST_NEED_V:
+                ok = self._grow_vertices(max(need, 2))
+            elif st == _k.ST_NEED_H:
+                ok = self._rehash() if self.ht.shape[0] < 2 * self.vf.shape[0] else (
+                    self._grow_vertices(2)
+                )
+            elif st == _k.ST_NEED_E:
+                ok = self._grow_entries(need)
+            elif st == _k.ST_NEED_C:
+                ok = self._grow_cands(need)
+            if not ok:
+                self.budget_reason = "memory" if self.max_vertices is None or (
+                    self.ctr[_k.C_NV] + 2 <= self.max_vertices
+                ) else "max_vertices"
+                return "budget"
+            if bar is not None:
+                bar.set_postfix(
+                    explored=int(self.ctr[_k.C_EXPLORED]), splits=int(self.ctr[_k.C_SPLITS]),
+                    bound=f"{-self.lower_bound():.4g}", refresh=False,
+                )
+                bar.update(0)
+            if deadline is not None and time.perf_counter() > deadline:
+                self.budget_reason = "max_time"
+                return "budget"
+
+    def lower_bound(self) -> float:
+        return float(_k.root_bound(self.vf, self.vi, self.ef, self.hp, self.ctr))
+
+    def tree(self) -> tuple[Tree, int]:
+        """The current best tree (completed greedily where still open) and # greedy fills."""
+        out_lo = np.zeros(self.n, dtype=np.int64)
+        out_hi = np.zeros(self.n, dtype=np.int64)
+        k, n_greedy = _k.extract(
+            int(self.ctr[_k.C_ROOT]), self.vf, self.vi, self.ht, self.ef, self.ei, self.hp,
+            self.tables[0], self.tables[1], self.tables[5], out_lo, out_hi,
+        )
+        clusters = [_leaves_of(out_lo[i], out_hi[i]) for i in range(k)]
+        return Tree.from_clusters(clusters, self.n, jet=self.jet.label), int(n_greedy)
+
+    def best_known(self) -> tuple[float, Tree | None]:
+        """Best complete tree represented in the explored trellis (seeds included)."""
+        out_lo = np.zeros(self.n, dtype=np.int64)
+        out_hi = np.zeros(self.n, dtype=np.int64)
+        value, k = _k.best_known(
+            self.vf, self.vi, self.ef, self.ei, self.hp, self.cp, self.ctr, self.ip,
+            self.tables[0], self.tables[1], self.tables[5], out_lo, out_hi,
+        )
+        if k == 0:
+            return -math.inf, None
+        clusters = [_leaves_of(out_lo[i], out_hi[i]) for i in range(k)]
+        return float(value), Tree.from_clusters(clusters, self.n, jet=self.jet.label)
+
+    def stats(self) -> dict[str, Any]:
+        c = self.ctr
+        n = self.n
+        total = (3**n + 1) // 2 - 2**n
+        return {
+            "vertices_explored": int(c[_k.C_EXPLORED]),
+            "vertices_recorded": int(c[_k.C_NV]),
+            "splits_evaluated": int(c[_k.C_SPLITS]),
+            "split_fraction": float(c[_k.C_SPLITS]) / total if total > 0 else 0.0,
+            "heap_pushes": int(c[_k.C_PUSHES]),
+            "heap_pops": int(c[_k.C_POPS]),
+            "heap_entries": int(c[_k.C_NE]),
+            "iterations": int(c[_k.C_ITER]),
+            "tiny_clusters_solved": int(c[_k.C_NSOLVED_SMALL]),
+            "memory_bytes": int(self.memory()),
+        }
+
+
+def _progress_bar(show: bool | None, label: object, what: str) -> Any:
+    if show is False:
+        return None
+    return tqdm(
+        total=None, desc=f"{what} jet {label}", unit=" rounds", leave=False,
+        delay=0.0 if show else 2.0,
+    )
+
+
+def _score(jet: Jet, tree: Tree, likelihood: str) -> float:
+    return float(log_likelihood(jet, tree, likelihood=likelihood))
+
+
+@register(
+    "astar",
+    exact=True,
+    max_leaves=18,
+    description="exact A* on the lazily built cluster trellis with the admissible heuristic h0",
+)
+def astar(
+    jet: Jet,
+    heuristic: str = "h0",
+    likelihood: str = "symmetric",
+    max_time: float | None = None,
+    max_vertices: int | None = None,
+    max_memory: int | None = None,
+    progress: bool | None = None,
+) -> ClusteringResult:
+    """Exact MAP hierarchy by A* on the cluster trellis.
+
+    Args:
+        jet: a :class:`jetastar.Jet` (at most 128 leaves; in practice ~20 for a proof of optimality).
+        heuristic: ``"h0"`` (admissible: the result is a proven MAP tree, ``exact=True``), ``"h1"``
+            (the paper's approximate heuristic: faster, not guaranteed, ``exact=False``) or
+            ``"paper"`` (the reference "proof" bound; admissible in tests but unproven here).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        max_time: wall-time budget in seconds (``None``: none).
+        max_vertices: maximum number of trellis vertices explored (``None``: none).
+        max_memory: memory budget in bytes for the search arrays (default: a third of the RAM,
+            at most 8 GiB).
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+
+    Returns:
+        :class:`ClusteringResult` (``algorithm="astar"``). ``stats``: ``vertices_explored``,
+        ``vertices_recorded``, ``splits_evaluated``, ``split_fraction`` (of the
+        ``(3^N+1)/2 − 2^N`` splits of the full trellis), ``heap_pushes``, ``heap_pops``,
+        ``iterations``, ``time_s``. ``upper_bound`` is a proven upper bound on the MAP
+        log-likelihood with ``h0`` (equal to ``log_likelihood`` when exact). On a budget stop:
+        ``status="budget"``, ``exact=False``, the best complete tree found and the bound;
+        ``message`` names the budget. When no tree has a finite likelihood: ``status="all_inf"``.
+
+    Raises:
+        InvalidJetError: ``jet`` is not a Jet.
+        TooLargeError: more than 128 leaves.
+        ValueError: unknown heuristic or likelihood (listing the valid ones), budgets ≤ 0.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.w(), seed=2, min_leaves=9, max_leaves=9)[0]
+        >>> res = astar(jet)
+        >>> res.exact, res.stats["split_fraction"] < 1.0
+        (True, True)
+    """
+    start = time.perf_counter()
+    _check_jet(jet)
+    kind = check_heuristic(heuristic)
+    check_likelihood(likelihood)
+    max_time = _check_budget(max_time, "max_time")
+    max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
+    max_memory = _check_budget(max_memory, "max_memory", integer=True) or _default_memory()
+    options = {
+        "heuristic": heuristic, "max_time": max_time, "max_vertices": max_vertices,
+        "max_memory": max_memory,
+    }
+    search = _Search(jet, likelihood, kind, -1, 0, 0, None, max_memory)
+    if max_vertices is not None:
+        search.ip[_k.P_EXPLORE_MAX] = max_vertices
+    deadline = None if max_time is None else start + max_time
+    bar = _progress_bar(progress, jet.label, "A*")
+    try:
+        outcome = search.run(deadline, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    if outcome == "explore":
+        outcome = "budget"
+        search.budget_reason = "max_vertices"
+
+    tree, n_greedy = search.tree()
+    ll = _score(jet, tree, likelihood)
+    lb = search.lower_bound()
+    stats = search.stats()
+    status, message, exact = "ok", "", False
+    upper = None
+    if outcome == "solved":
+        exact = kind == 0
+        upper = ll if exact else None
+        if ll == -math.inf:
+            status, message = "all_inf", "every tree of this jet has likelihood zero"
+    elif outcome == "all_inf":
+        status, message = "all_inf", "every tree of this jet has likelihood zero"
+        exact = kind == 0
+        upper = -math.inf if exact else None
+    else:
+        status = "budget"
+        reason = getattr(search, "budget_reason", "budget")
+        message = (
+            f"stopped by {reason} after {stats['vertices_explored']} explored vertices; "
+            f"best tree found so far (completed greedily: {n_greedy} clusters)"
+        )
+        from .greedy import greedy as _greedy
+
+        alt = _greedy(jet, likelihood=likelihood)
+        if alt.tree is not None and alt.log_likelihood > ll:
+            tree, ll = alt.tree, alt.log_likelihood
+        _, known = search.best_known()
+        if known is not None:
+            known_ll = _score(jet, known, likelihood)
+            if known_ll > ll:
+                tree, ll = known, known_ll
+        if kind == 0 and lb > -math.inf:
+            upper = max(-lb, ll)
+    stats["time_s"] = time.perf_counter() - start
+    return ClusteringResult(
+        tree, ll, "astar", exact=exact, likelihood=likelihood, options=options, stats=stats,
+        upper_bound=upper, status=status, message=message, jet_id=jet.jet_id,
+    )
+
+
+def _tree_splits(tree: Tree) -> list[tuple[int, int, int, int]]:
+    """(parent lo, parent hi, left lo, left hi) for every internal node of a tree."""
+    ch = tree.children
+    leaf = tree.leaf_of_node
+    sets: dict[int, list[int]] = {}
+    out = []
+    for node in tree.postorder():
+        a, b = ch[node]
+        if a < 0:
+            sets[int(node)] = [int(leaf[node])]
+            continue
+        sets[int(node)] = sets[int(a)] + sets[int(b)]
+        plo, phi = _mask_words(sets[int(node)])
+        llo, lhi = _mask_words(sets[int(a)])
+        out.append((plo, phi, llo, lhi))
+    return out
+
+
+@register(
+    "astar-approx",
+    exact=False,
+    description="approximate A* on a sparse trellis seeded with beam search and greedy trees",
+)
+def astar_approx(
+    jet: Jet,
+    beam_size: int | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    rounds: int = DEFAULT_ROUNDS,
+    heuristic: str = "h1",
+    seed: int = 0,
+    likelihood: str = "symmetric",
+    all_pairs_max_size: int | None = DEFAULT_ALL_PAIRS_MAX_SIZE,
+    patience: int = DEFAULT_PATIENCE,
+    weight: float = DEFAULT_WEIGHT,
+    max_explored: int | None = DEFAULT_MAX_EXPLORED,
+    rank: str = "split",
+    trees: Sequence[Tree] | None = None,
+    max_time: float | None = None,
+    max_vertices: int | None = None,
+    max_memory: int | None = None,
+    progress: bool | None = None,
+) -> ClusteringResult:
+    """Approximate MAP hierarchy: A* on a sparse trellis grown from beam-search trees.
+
+    Args:
+        jet: a :class:`jetastar.Jet` (at most 128 leaves).
+        beam_size: beam size of the seeding beam search (``None``: the paper's default,
+            ``N(N−1)/2`` up to 40 leaves, 1000 above); every tree of its final beam seeds the trellis,
+            as do the greedy tree and ``trees``.
+        top_k: splits kept per sampled vertex (the best ``top_k`` by split likelihood). Default 8.
+        n_samples: random 2-partitions drawn per sampled vertex and round. Default 100.
+        rounds: maximum number of A* rounds (each one extends the trellis). Default 4.
+        heuristic: ``"h1"`` (default, the paper's), ``"h0"`` or ``"paper"``.
+        seed: random seed (same seed, same result).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        all_pairs_max_size: clusters with at most this many leaves get all their 2-partitions,
+            i.e. their exact optimum (solved by a local subset DP, default 9); ``None``: every vertex
+            gets all 2-partitions (with ``heuristic="h0"``, ``weight=1`` and
+            ``max_explored=None`` the search is then exact A*).
+        patience: stop after this many rounds without improvement. Default 1.
+        weight: weighted A* factor on the heuristic cost (default 1.15; 1 = plain A*): > 1 makes
+            the search complete promising partial trees sooner.
+        max_explored: trellis vertices explored per round (default 1500; ``None``: no limit). When
+            a round stops, the best complete tree of the explored trellis is taken.
+        rank: how sampled splits are ranked for the top-K: ``"split"`` (default, the paper's: split
+            log-likelihood ψ) or ``"estimate"`` (ψ plus the children's heuristic values).
+        trees: extra seed trees.
+        max_time: wall-time budget in seconds for the A* rounds (``None``: none).
+        max_vertices: cap on the number of trellis vertices recorded (``None``: none).
+        max_memory: as for :func:`astar`.
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+
+    Returns:
+        :class:`ClusteringResult` (``algorithm="astar-approx"``), never below the best seed tree;
+        ``stats`` adds ``rounds``, ``seed_log_likelihood``, ``beam_log_likelihood``,
+        ``greedy_log_likelihood`` and ``round_log_likelihoods``. ``exact=True`` only with
+        ``all_pairs_max_size=None``, ``max_explored=None``, ``weight=1`` and ``heuristic="h0"``.
+        ``status="budget"`` when the time or memory budget cut the rounds short.
+
+    Raises:
+        InvalidJetError: ``jet`` is not a Jet, or a seed tree does not match it.
+        TooLargeError: more than 128 leaves.
+        ValueError: unknown heuristic or likelihood, non-positive sizes, rounds or budgets.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> from jetastar.clustering import beam_search
+        >>> jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=1, min_leaves=20)[0]
+        >>> res = astar_approx(jet, seed=0)
+        >>> res.log_likelihood >= beam_search(jet).log_likelihood
+        True
+    """
+    start = time.perf_counter()
+    _check_jet(jet)
+    kind = check_heuristic(heuristic)
+    check_likelihood(likelihood)
+    top_k = _check_budget(top_k, "top_k", integer=True)
+    n_samples = _check_budget(n_samples, "n_samples", integer=True)
+    rounds = _check_budget(rounds, "rounds", integer=True)
+    patience = _check_budget(patience, "patience", integer=True)
+    if all_pairs_max_size is not None:
+        all_pairs_max_size = _check_budget(all_pairs_max_size, "all_pairs_max_size", integer=True)
+    weight = _check_budget(weight, "weight")
+    if weight < 1.0:
+        raise ValueError(f"weight must be >= 1, got {weight!r}")
+    max_explored = _check_budget(max_explored, "max_explored", integer=True)
+    if rank not in ("split", "estimate"):
+        raise ValueError(f"unknown rank {rank!r}; valid: 'split', 'estimate'")
+    max_time = _check_budget(max_time, "max_time")
+    max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
+    max_memory = _check_budget(max_memory, "max_memory", integer=True) or _default_memory()
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    options = {
+        "beam_size": beam_size, "top_k": top_k, "n_samples": n_samples, "rounds": rounds,
+        "heuristic": heuristic, "seed": int(seed), "all_pairs_max_size": all_pairs_max_size,
+        "patience": patience, "max_time": max_time, "weight": weight,
+        "max_explored": max_explored, "rank": rank,
+    }
+    from .beam import beam_search
+    from .greedy import greedy
+
+    n = jet.n_leaves
+    beam = beam_search(jet, beam_size=beam_size, likelihood=likelihood)
+    gr = greedy(jet, likelihood=likelihood)
+    seeds: list[tuple[Tree, float]] = []
+    for r in beam.beam or [beam]:
+        if r.tree is not None:
+            seeds.append((r.tree, r.log_likelihood))
+    if gr.tree is not None:
+        seeds.append((gr.tree, gr.log_likelihood))
+    for t in trees or ():
+        if not isinstance(t, Tree) or t.n_leaves != n:
+            raise InvalidJetError(
+                f"seed trees must be Trees over the jet's {n} leaves, got {t!r}", jet=jet.label,
+                field="trees",
+            )
+        seeds.append((t, _score(jet, t, likelihood)))
+    best_tree, best_ll = max(seeds, key=lambda s: s[1])
+    seed_ll = best_ll
+    splits = np.array(
+        sorted({s for t, _ in seeds for s in _tree_splits(t)}), dtype=np.int64
+    ).reshape(-1, 4)
+    all_max = -1 if all_pairs_max_size is None else int(all_pairs_max_size)
+    search = _Search(
+        jet, likelihood, kind, all_max, n_samples, top_k, max_vertices, max_memory,
+        weight=weight, dp_max=max(all_max, 0),
+    )
+    search.ip[_k.P_RANK] = 1 if rank == "estimate" else 0
+    search.add_splits(splits)
+    deadline = None if max_time is None else start + max_time
+    bar = _progress_bar(progress, jet.label, "approx A*")
+    round_lls: list[float] = []
+    status, message = "ok", ""
+    stale = 0
+    solved_exact = False
+    try:
+        for r in range(rounds):
+            if r > 0:
+                _k.reset_round(search.vf, search.vi, search.ctr)
+            _k.seed_rng(int(seed) * 1_000_003 + r)
+            if max_explored is not None:
+                search.ip[_k.P_EXPLORE_MAX] = int(search.ctr[_k.C_EXPLORED]) + max_explored
+            outcome = search.run(deadline, bar)
+            _, tree = search.best_known()
+            ll = _score(jet, tree, likelihood) if tree is not None else -math.inf
+            round_lls.append(ll)
+            if bar is not None:
+                bar.update(1)
+            if ll > best_ll:
+                best_tree, best_ll = tree, ll
+                stale = 0
+            else:
+                stale += 1
+            if outcome == "budget":
+                status = "budget"
+                message = f"stopped by {getattr(search, 'budget_reason', 'budget')} in round {r}"
+                break
+            if all_max < 0 and max_explored is None:
+                solved_exact = kind == 0 and weight == 1.0 and outcome in ("solved", "all_inf")
+                break
+            if stale >= patience:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    stats = search.stats()
+    stats.update(
+        rounds=len(round_lls), round_log_likelihoods=round_lls, seed_log_likelihood=seed_ll,
+        beam_log_likelihood=beam.log_likelihood, greedy_log_likelihood=gr.log_likelihood,
+        time_s=time.perf_counter() - start,
+    )
+    if best_ll == -math.inf and status == "ok":
+        status, message = "all_inf", "no tree with a finite likelihood was found"
+    return ClusteringResult(
+        best_tree, best_ll, "astar-approx", exact=solved_exact, likelihood=likelihood,
+        options=options, stats=stats, upper_bound=best_ll if solved_exact else None,
+        status=status, message=message, jet_id=jet.jet_id,
+    )

@@ -1,0 +1,189 @@
+"""Benchmarks and analyses of A* (run on demand; not collected by pytest).
+
+Usage::
+
+    python tests/benchmarks/bench_astar.py heuristics [--max-leaves 12] [--random 20]
+    python tests/benchmarks/bench_astar.py exact [--sizes 10-16] [--jets 10] [--max-time 600]
+    python tests/benchmarks/bench_astar.py approx [--jets 10]
+
+* ``heuristics``: every subset of every reference jet with at most ``--max-leaves`` leaves plus
+  random QCD and W jets: violations of h0 / h1 / the reference "proof" bound (a violation is a subset
+  whose exact best log-likelihood exceeds the bound) and mean gap bound − exact by subset size.
+* ``exact``: exact A* (h0) against the exact trellis, median time, vertices explored and splits.
+* ``approx``: approximate A* against greedy and beam search at 20/30/50/100 leaves, and the fraction
+  of 12–16-leaf jets where it reaches the exact MAP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from refdata import reference_jets
+
+from jetastar.clustering import (
+    Trellis,
+    astar,
+    astar_approx,
+    beam_search,
+    exact_trellis,
+    greedy,
+)
+from jetastar.ginkgo import ShowerParams, generate
+from jetastar.ginkgo.heuristics import bound_value, heuristic_tables
+from jetastar.ginkgo.likelihood import t_of
+
+
+@nb.njit
+def _all_bounds(kind, p, tl, mt, w, d, consts, phys):  # pragma: no cover - numba
+    n = p.shape[0]
+    out = np.full(1 << n, np.nan)
+    idx = np.empty(n, dtype=np.int64)
+    for m in range(1, 1 << n):
+        k = 0
+        e = 0.0
+        x = 0.0
+        y = 0.0
+        z = 0.0
+        for i in range(n):
+            if (m >> i) & 1:
+                idx[k] = i
+                k += 1
+                e += p[i, 0]
+                x += p[i, 1]
+                y += p[i, 2]
+                z += p[i, 3]
+        out[m] = bound_value(kind, idx, k, t_of(e, x, y, z), p, tl, mt, w, d, consts[0], phys)
+    return out
+
+
+def heuristics(args: argparse.Namespace) -> None:
+    jets = [("ref", j) for _, j in reference_jets(max_leaves=args.max_leaves)]
+    for name, params, seed in (("QCD", ShowerParams.qcd(), 1), ("W", ShowerParams.w(), 2)):
+        jets += [
+            (name, j)
+            for j in generate(args.random, params, seed=seed, min_leaves=6,
+                              max_leaves=args.max_leaves)
+        ]
+    names = {0: "h0", 1: "h1", 2: "paper"}
+    for form in ("symmetric", "legacy"):
+        gaps = {k: defaultdict(list) for k in names}
+        viol = {k: defaultdict(int) for k in names}
+        jets_viol = dict.fromkeys(names, 0)
+        worst = dict.fromkeys(names, 0.0)
+        n_sub = 0
+        t0 = time.time()
+        for _, jet in jets:
+            tabs = heuristic_tables(jet, form)
+            consts = tabs[5]
+            inner = np.stack([consts[0], consts[0]])
+            best = Trellis.from_arrays(jet.leaves, inner, form, progress=False).map_array()
+            n = jet.n_leaves
+            sizes = np.array([bin(m).count("1") for m in range(1 << n)])
+            finite = np.isfinite(best) & (sizes >= 2)
+            n_sub += int(finite.sum())
+            for kind in names:
+                b = _all_bounds(kind, *tabs)
+                diff = b - best
+                bad = finite & (diff < -1e-9 * np.maximum(1.0, np.abs(best)))
+                if bad.any():
+                    jets_viol[kind] += 1
+                    worst[kind] = max(worst[kind], float(-diff[bad].min()))
+                for s in range(2, n + 1):
+                    sel = finite & (sizes == s)
+                    gaps[kind][s].extend(diff[sel].tolist())
+                    viol[kind][s] += int((bad & sel).sum())
+        print(f"\n== {form} likelihood: {len(jets)} jets, {n_sub} finite subsets "
+              f"({time.time() - t0:.0f} s)")
+        for kind, label in names.items():
+            nv = sum(viol[kind].values())
+            print(f"{label:6s} violations {nv} ({100 * nv / n_sub:.2f} %), jets {jets_viol[kind]}, "
+                  f"worst {worst[kind]:.3f}")
+        print("size | mean gap h0 | h1 | paper | h1 violations")
+        for s in sorted(gaps[0]):
+            if not gaps[0][s]:
+                continue
+            row = [np.mean(np.clip(gaps[k][s], -1e9, 1e9)) for k in names]
+            print(f"{s:4d} | {row[0]:11.3f} | {row[1]:6.3f} | {row[2]:6.3f} | {viol[1][s]}")
+
+
+def exact(args: argparse.Namespace) -> None:
+    lo, hi = (int(x) for x in args.sizes.split("-"))
+    print("type  N | A* time  trellis time | explored | splits A* / trellis | exact")
+    for jet_type in ("W", "QCD"):
+        for n in range(lo, hi + 1):
+            if jet_type == "W":
+                params = ShowerParams.w()
+            else:
+                params = ShowerParams.qcd() if n <= 13 else ShowerParams.qcd(t_cut=4.0)
+            jets = generate(args.jets, params, seed=1000 + n, min_leaves=n, max_leaves=n)
+            rows = []
+            for jet in jets:
+                a = astar(jet, max_time=args.max_time, progress=False)
+                t = time.perf_counter()
+                tr = exact_trellis(jet, progress=False)
+                t_tr = time.perf_counter() - t
+                agree = a.status == "ok" and abs(a.log_likelihood - tr.log_likelihood) <= 1e-9 * (
+                    1 + abs(tr.log_likelihood)
+                )
+                rows.append((a.stats["time_s"], t_tr, a.stats["vertices_explored"],
+                             a.stats["split_fraction"], agree))
+            r = np.array(rows, dtype=float)
+            med = np.median(r, axis=0)
+            print(f"{jet_type:4s} {n:2d} | {med[0]:7.2f}s {med[1]:8.2f}s | {med[2]:8.0f} | "
+                  f"{med[3]:.3f} | {int(r[:, 4].sum())}/{len(rows)}", flush=True)
+
+
+def approx(args: argparse.Namespace) -> None:
+    cases = [(1.0, 18, 22), (0.25, 28, 32), (0.09, 45, 55), (0.0125, 90, 110)]
+    print("N~ | jets | time approx (median/max) | gain vs greedy | vs beam | > beam | >= beam")
+    for t_cut, lo, hi in cases:
+        jets = generate(args.jets, ShowerParams.qcd(t_cut=t_cut), seed=7, min_leaves=lo,
+                        max_leaves=hi)
+        rows = []
+        for jet in jets:
+            g = greedy(jet).log_likelihood
+            b = beam_search(jet).log_likelihood
+            a = astar_approx(jet, progress=False)
+            rows.append((a.stats["time_s"], a.log_likelihood - g, a.log_likelihood - b))
+        r = np.array(rows)
+        print(f"{(lo + hi) // 2:3d} | {len(rows)} | {np.median(r[:, 0]):.1f}/{r[:, 0].max():.1f} s | "
+              f"{r[:, 1].mean():.2f} | {r[:, 2].mean():.2f} | {np.mean(r[:, 2] > 1e-9):.0%} | "
+              f"{np.mean(r[:, 2] >= -1e-9):.0%}", flush=True)
+    hits = 0
+    total = 0
+    for params in (ShowerParams.w(), ShowerParams.qcd(t_cut=4.0)):
+        for jet in generate(args.jets, params, seed=11, min_leaves=12, max_leaves=16):
+            ref = exact_trellis(jet, progress=False).log_likelihood
+            a = astar_approx(jet, progress=False).log_likelihood
+            hits += abs(a - ref) <= 1e-9 * (1 + abs(ref))
+            total += 1
+    print(f"12-16 leaves: exact MAP reached on {hits}/{total} jets ({hits / total:.0%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="what", required=True)
+    h = sub.add_parser("heuristics")
+    h.add_argument("--max-leaves", type=int, default=12)
+    h.add_argument("--random", type=int, default=20)
+    e = sub.add_parser("exact")
+    e.add_argument("--sizes", default="10-16")
+    e.add_argument("--jets", type=int, default=10)
+    e.add_argument("--max-time", type=float, default=600.0)
+    a = sub.add_parser("approx")
+    a.add_argument("--jets", type=int, default=10)
+    args = parser.parse_args()
+    {"heuristics": heuristics, "exact": exact, "approx": approx}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
