@@ -181,7 +181,10 @@ def test_approx_is_never_below_its_seeds_and_reproducible():
 def test_approx_keeps_user_trees():
     jet = generate(1, ShowerParams.w(), seed=12, min_leaves=14, max_leaves=16)[0]
     truth_ll = log_likelihood(jet, jet.truth)
-    res = astar_approx(jet, trees=[jet.truth], rounds=1, progress=False)
+    res = astar_approx(
+        jet, trees=[jet.truth], rounds=1, all_pairs_max_size=6, n_samples=30, top_k=4,
+        progress=False,
+    )
     assert res.log_likelihood >= truth_ll - 1e-12
     with pytest.raises(ValueError, match="trees"):
         astar_approx(jet, trees=[Tree.from_nested((0, 1))])

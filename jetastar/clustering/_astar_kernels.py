@@ -52,8 +52,9 @@ N_CTR = 24
 # parameters in ip
 (
     P_KIND, P_ALLMAX, P_NSAMPLES, P_TOPK, P_N, P_SMALL, P_WEIGHT, P_EXPLORE_MAX, P_DPMAX, P_RANK,
-) = range(10)
-N_IP = 10
+    P_ROOTALL,
+) = range(11)
+N_IP = 12
 
 # statuses returned by run()
 ST_WORK, ST_SOLVED, ST_ALLINF, ST_NEED_V, ST_NEED_E, ST_NEED_H, ST_NEED_C, ST_EXPLORE = range(8)
@@ -646,7 +647,7 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                 if size <= ip[P_DPMAX]:
                     _solve_by_dp(x, vf, vi, ctr, p, tl, consts, elems)
                     st = -1
-                elif allmax < 0 or size <= allmax:
+                elif allmax < 0 or size <= allmax or (x == root and size <= ip[P_ROOTALL]):
                     if ctr[C_CODE] == 0:
                         need = (np.int64(1) << (size - 1)) - 1 if size < 62 else (
                             np.int64(1) << 61

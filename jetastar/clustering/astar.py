@@ -29,7 +29,8 @@ tree) together with the proven upper bound on the MAP log-likelihood (``upper_bo
 search, the greedy tree and any user trees. Clusters with at most ``all_pairs_max_size`` leaves get
 all their 2-partitions — equivalently their exact optimum, computed on demand by a local subset DP;
 larger vertices get ``n_samples`` random 2-partitions of which the ``top_k`` with the best split
-likelihood are kept (plus every split already known there, e.g. from the seeds). The search is a
+likelihood are kept (plus every split already known there, e.g. from the seeds); the root of a jet
+with at most 16 leaves gets all its 2-partitions. The search is a
 weighted A* (heuristic cost × ``weight``) capped at ``max_explored`` explored vertices per round; a
 round ends with the best complete tree represented in the explored trellis (a DP over heap entries
 and candidate splits, seeds included). Rounds re-run A* on the growing trellis with fresh samples
@@ -85,6 +86,7 @@ DEFAULT_ROUNDS = 4
 DEFAULT_PATIENCE = 1
 DEFAULT_WEIGHT = 1.15
 DEFAULT_MAX_EXPLORED = 1500
+_ROOT_ALL_MAX = 16
 
 
 def _default_memory() -> int:
@@ -302,7 +304,7 @@ class _Search:
                     explored=int(self.ctr[_k.C_EXPLORED]), splits=int(self.ctr[_k.C_SPLITS]),
                     bound=f"{-self.lower_bound():.4g}", refresh=False,
                 )
-                bar.update(0)
+                bar.update(1 if bar.unit == " updates" else 0)
             if deadline is not None and time.perf_counter() > deadline:
                 self.budget_reason = "max_time"
                 return "budget"
@@ -352,11 +354,11 @@ class _Search:
         }
 
 
-def _progress_bar(show: bool | None, label: object, what: str) -> Any:
+def _progress_bar(show: bool | None, label: object, what: str, unit: str) -> Any:
     if show is False:
         return None
     return tqdm(
-        total=None, desc=f"{what} jet {label}", unit=" rounds", leave=False,
+        total=None, desc=f"{what} jet {label}", unit=unit, leave=False,
         delay=0.0 if show else 2.0,
     )
 
@@ -430,7 +432,7 @@ def astar(
     if max_vertices is not None:
         search.ip[_k.P_EXPLORE_MAX] = max_vertices
     deadline = None if max_time is None else start + max_time
-    bar = _progress_bar(progress, jet.label, "A*")
+    bar = _progress_bar(progress, jet.label, "A*", " updates")
     try:
         outcome = search.run(deadline, bar)
     finally:
@@ -537,7 +539,8 @@ def astar_approx(
         heuristic: ``"h1"`` (default, the paper's), ``"h0"`` or ``"paper"``.
         seed: random seed (same seed, same result).
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
-        all_pairs_max_size: clusters with at most this many leaves get all their 2-partitions,
+        all_pairs_max_size: clusters with at most this many leaves get all their 2-partitions
+            (and so does the root of a jet with at most 16 leaves),
             i.e. their exact optimum (solved by a local subset DP, default 9); ``None``: every vertex
             gets all 2-partitions (with ``heuristic="h0"``, ``weight=1`` and
             ``max_explored=None`` the search is then exact A*).
@@ -631,9 +634,11 @@ def astar_approx(
         weight=weight, dp_max=max(all_max, 0),
     )
     search.ip[_k.P_RANK] = 1 if rank == "estimate" else 0
+    # the root of a small jet gets all its 2-partitions (at most 2**15 of them)
+    search.ip[_k.P_ROOTALL] = _ROOT_ALL_MAX
     search.add_splits(splits)
     deadline = None if max_time is None else start + max_time
-    bar = _progress_bar(progress, jet.label, "approx A*")
+    bar = _progress_bar(progress, jet.label, "approx A*", " rounds")
     round_lls: list[float] = []
     status, message = "ok", ""
     stale = 0
