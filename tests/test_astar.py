@@ -1,4 +1,5 @@
-"""A* on the cluster trellis: exact A* against brute force and the trellis, budgets, approx A*."""
+"""A* on the cluster trellis: exact A* against brute force and the trellis, budgets, approx A*;
+the same engines on cost models (HCC, Dasgupta)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,22 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force
-from refdata import close, reference_jets
+from bruteforce import all_nested, brute_force
+from refdata import DATA, close, reference_jets
 
 from jetastar import Jet, Tree
 from jetastar.clustering import (
     algorithm_info,
     astar,
     astar_approx,
+    average_linkage,
     beam_search,
     cluster,
     exact_trellis,
     greedy,
 )
+from jetastar.costs import DasguptaCost, HCCCost
+from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 FORMS = ("symmetric", "legacy")
@@ -201,3 +205,118 @@ def test_approx_with_all_partitions_is_exact(likelihood):
         ref = exact_trellis(jet, likelihood=likelihood, progress=False)
         assert res.exact
         assert close(res.log_likelihood, ref.log_likelihood, REL)
+
+
+# ---------------------------------------------------------------------- cost models (HCC, Dasgupta)
+def _graph(n: int, seed: int, signed: bool) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(n, n)) if signed else rng.random((n, n))
+    w = np.triu(w, 1)
+    return w + w.T
+
+
+COST_MODELS = [(HCCCost, True), (DasguptaCost, False)]
+
+
+@pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7])
+def test_exact_astar_on_costs_equals_brute_force_and_trellis(cls, signed, n):
+    for seed in range(3 if n < 7 else 1):
+        model = cls(_graph(n, 1000 * n + seed, signed))
+        costs = [model.tree_cost(Tree.from_nested(t)) for t in all_nested(tuple(range(n)))]
+        best = min(costs)
+        res = astar(model, progress=False)
+        assert res.exact and res.status == "ok" and res.jet_id is None
+        assert res.likelihood == model.name and res.options["heuristic"] == "admissible"
+        assert res.cost == pytest.approx(best, rel=1e-10, abs=1e-12)
+        assert model.tree_cost(res.tree) == pytest.approx(res.cost, rel=1e-10, abs=1e-12)
+        assert exact_trellis(model).cost == pytest.approx(res.cost, rel=1e-10, abs=1e-12)
+        assert -res.upper_bound == pytest.approx(res.cost, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
+def test_exact_astar_on_costs_equals_trellis_on_larger_graphs(cls, signed):
+    for n, seed in ((9, 1), (11, 2), (12, 3)):
+        model = cls(_graph(n, seed, signed))
+        res = astar(model, progress=False)
+        ref = exact_trellis(model, progress=False)
+        assert res.exact
+        assert res.cost == pytest.approx(ref.cost, rel=1e-9, abs=1e-12)
+        assert 0 < res.stats["split_fraction"] <= 1.0
+
+
+def test_exact_astar_on_aloi_samples():
+    with np.load(DATA / "aloi_hcc_samples.npz") as data:
+        graphs = [np.asarray(data[f"n{n}_s{s}_weights"]) for n in (11, 12) for s in range(2)]
+    for w in graphs:
+        model = HCCCost(w)
+        res = astar(model, progress=False)
+        assert res.exact
+        assert res.cost == pytest.approx(exact_trellis(model, progress=False).cost, rel=1e-9)
+
+
+@pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
+def test_cost_budget_stop_returns_a_tree_and_a_valid_bound(cls, signed):
+    model = cls(_graph(13, 7, signed))
+    best = exact_trellis(model, progress=False).cost
+    res = astar(model, max_vertices=4, progress=False)
+    assert res.status == "budget" and not res.exact
+    assert model.tree_cost(res.tree) == pytest.approx(res.cost, rel=1e-10)
+    assert res.cost >= best - 1e-9
+    assert res.cost <= min(greedy(model).cost, average_linkage(model).cost) + 1e-9
+    assert -res.upper_bound <= best + 1e-9
+
+
+@pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
+def test_kernel_greedy_on_costs_matches_cost_greedy(cls, signed):
+    # the greedy completion of open clusters inside A* is the cheapest-merge greedy
+    from jetastar.clustering import _astar_kernels as k
+
+    for seed in range(4):
+        model = cls(_graph(15, 50 + seed, signed))
+        cm = np.ascontiguousarray(np.stack([model._pos, model._neg, model.weights]))
+        out_lo = np.zeros(15, dtype=np.int64)
+        out_hi = np.zeros(15, dtype=np.int64)
+        n_out = k._greedy_masks((1 << 15) - 1, 0, np.zeros((15, 4)), np.zeros(15),
+                                np.zeros((2, 5)), cm, model.code, out_lo, out_hi, 0)
+        clusters = [[i for i in range(15) if m >> i & 1] for m in out_lo[:n_out]]
+        tree = Tree.from_clusters(clusters, 15)
+        assert model.tree_cost(tree) == pytest.approx(greedy(model).cost, rel=1e-10)
+
+
+@pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
+def test_approx_on_costs(cls, signed):
+    for n, seed in ((10, 1), (25, 2), (40, 3)):
+        model = cls(_graph(n, seed, signed))
+        res = astar_approx(model, seed=1, progress=False)
+        assert not res.exact and res.status == "ok"
+        assert model.tree_cost(res.tree) == pytest.approx(res.cost, rel=1e-10)
+        for base in (average_linkage(model), greedy(model)):
+            assert res.cost <= base.cost + 1e-9
+        assert res.stats["average_linkage_log_likelihood"] == -average_linkage(model).cost
+        again = astar_approx(model, seed=1, progress=False)
+        assert again.cost == res.cost and again.tree == res.tree
+        if n <= 12:
+            ref = exact_trellis(model, progress=False).cost
+            full = astar_approx(model, all_pairs_max_size=None, max_explored=None, weight=1.0,
+                                progress=False)
+            assert full.exact and full.cost == pytest.approx(ref, rel=1e-9)
+            # exact small clusters (local DP) and the 16-point root rule make n = 10 exact here
+            assert res.cost == pytest.approx(ref, rel=1e-9)
+
+
+def test_astar_cost_model_bad_input():
+    model = HCCCost(_graph(6, 1, True))
+    with pytest.raises(ValueError, match="no likelihood option"):
+        astar(model, likelihood="symmetric")
+    with pytest.raises(ValueError, match="one heuristic"):
+        astar(model, heuristic="h1")
+    with pytest.raises(ValueError, match="beam_size"):
+        astar_approx(model, beam_size=10)
+    with pytest.raises(ValueError, match="trees"):
+        astar_approx(model, trees=[Tree.from_nested((0, 1))])
+    with pytest.raises(InvalidJetError, match="cost model"):
+        astar(np.eye(3))
+    single = astar(HCCCost(np.zeros((1, 1))), progress=False)
+    assert single.exact and single.cost == 0.0 and single.tree.n_leaves == 1
+    assert astar_approx(DasguptaCost(np.zeros((1, 1))), progress=False).cost == 0.0

@@ -5,13 +5,20 @@ The search is a resumable state machine: :func:`run` works until it is done, unt
 (:mod:`jetastar.clustering.astar`) then checks the time budget, grows arrays, updates the progress
 bar and calls it again. Nothing in here allocates large arrays or reads a clock.
 
+The per-problem tables are ``(p, tl, mt, w, d, consts, phys, cm)``: the Ginkgo tables of
+:func:`jetastar.ginkgo.heuristics.heuristic_tables` and ``cm (3, n, n)``, the positive, |negative|
+and raw weight matrices of a cost model (placeholders of the right types for the unused side, so one
+compilation serves both).
+
 Clusters are 128-bit masks ``(lo, hi)`` (leaves 0–63 in ``lo``, 64–127 in ``hi``), looked up in an
 open-addressing hash table (``ht``) that maps them to vertex ids.
 
 State arrays (all grown by the driver):
 
 * ``vf (V, 7)`` float64 per vertex: summed 4-momentum (0–3), likelihood ``t`` (4), heuristic cost
-  ``H = −h`` (5), solved cost (6).
+  ``H = −h`` (5), solved cost (6). For a cost model (``ip[P_MODEL]`` = its code, see
+  :mod:`jetastar.costs`) columns 0–3 hold the cluster's features ``(P, N, W, size)`` instead, a
+  split's ``ψ`` is minus its cost and ``H`` the model's admissible heuristic.
 * ``vi (V, 7)`` int64 per vertex: mask lo (0), hi (1), size (2), state (3: 0 unexplored,
   1 explored, 2 solved, 3 dead), heap offset (4), heap length (5), head of its candidate-split
   list (6, sparse trellis only).
@@ -32,6 +39,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..costs import GINKGO_CODE, heuristic_kernel, merge_cost_kernel, split_cost_kernel
 from ..ginkgo.heuristics import bound_value
 from ..ginkgo.likelihood import cluster_t, split_llh, t_of
 
@@ -52,8 +60,8 @@ N_CTR = 24
 # parameters in ip
 (
     P_KIND, P_ALLMAX, P_NSAMPLES, P_TOPK, P_N, P_SMALL, P_WEIGHT, P_EXPLORE_MAX, P_DPMAX, P_RANK,
-    P_ROOTALL,
-) = range(11)
+    P_ROOTALL, P_MODEL,
+) = range(12)
 N_IP = 12
 
 # statuses returned by run()
@@ -121,27 +129,40 @@ def _members(lo, hi, out):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch):  # pragma: no cover
+def new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch):  # pragma: no cover
     """Create the vertex of mask ``(lo, hi)`` (caller guarantees capacity) and return its id."""
     v = ctr[C_NV]
     ctr[C_NV] += 1
     k = _members(lo, hi, scratch)
+    code = ip[P_MODEL]
     e = 0.0
     x = 0.0
     y = 0.0
     z = 0.0
-    for a in range(k):
-        i = scratch[a]
-        e += p[i, 0]
-        x += p[i, 1]
-        y += p[i, 2]
-        z += p[i, 3]
     c = consts[0]
+    if code == GINKGO_CODE:
+        for a in range(k):
+            i = scratch[a]
+            e += p[i, 0]
+            x += p[i, 1]
+            y += p[i, 2]
+            z += p[i, 3]
+        vf[v, V_T] = cluster_t(e, x, y, z, k, c)
+    else:
+        # cost model: features (P, N, W, size) in the momentum slots, O(k^2)
+        for a in range(k):
+            i = scratch[a]
+            for b in range(a + 1, k):
+                j = scratch[b]
+                e += cm[0, i, j]
+                x += cm[1, i, j]
+                y += cm[2, i, j]
+        z = float(k)
+        vf[v, V_T] = 0.0
     vf[v, V_E] = e
     vf[v, V_PX] = x
     vf[v, V_PY] = y
     vf[v, V_PZ] = z
-    vf[v, V_T] = cluster_t(e, x, y, z, k, c)
     vi[v, V_LO] = lo
     vi[v, V_HI] = hi
     vi[v, V_SIZE] = k
@@ -153,8 +174,10 @@ def new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scrat
         vf[v, V_VAL] = 0.0
         vi[v, V_STATE] = SOLVED
     else:
-        b = bound_value(ip[P_KIND], scratch, k, t_of(e, x, y, z), p, tl, mt, w, d, c, phys)
-        h = -b
+        if code == GINKGO_CODE:
+            h = -bound_value(ip[P_KIND], scratch, k, t_of(e, x, y, z), p, tl, mt, w, d, c, phys)
+        else:
+            h = heuristic_kernel(code, vf[v])
         if k > ip[P_SMALL] and ip[P_WEIGHT] != 1_000_000 and h < _INF:
             # weighted A* (approximate searches only): inflate the estimated cost
             h *= ip[P_WEIGHT] * 1e-6
@@ -173,11 +196,11 @@ def new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scrat
 
 
 @nb.njit(cache=True, inline="always")
-def _get(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch):  # pragma: no cover
+def _get(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch):  # pragma: no cover
     v = find(lo, hi, vi, ht)
     if v >= 0:
         return v
-    return new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
+    return new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
 
 
 @nb.njit(cache=True, inline="always")
@@ -266,9 +289,17 @@ def _set_state(x, vf, vi, ef, ei, hp):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, inline="always")
-def _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, tp, c):  # pragma: no cover - numba
+def _psi(code, x, l, r, vf, c):  # pragma: no cover - numba
+    """Log-likelihood ψ of the split (l, r) of x (minus the split cost for a cost model)."""
+    if code == GINKGO_CODE:
+        return split_llh(vf[l, V_T], vf[r, V_T], _parent_t(vf, l, r), c)
+    return -split_cost_kernel(code, vf[l], vf[r], vf[x])
+
+
+@nb.njit(cache=True, inline="always")
+def _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, code, c):  # pragma: no cover - numba
     """Score the split (l, r) of x and append its entry if it can be finite. Returns 1 if pushed."""
-    psi = split_llh(vf[l, V_T], vf[r, V_T], tp, c)
+    psi = _psi(code, x, l, r, vf, c)
     ctr[C_SPLITS] += 1
     if psi == -_INF:
         return 0
@@ -297,7 +328,7 @@ def _parent_t(vf, l, r):  # pragma: no cover - numba
 
 # ---------------------------------------------------------------------- exploration
 @nb.njit(cache=True)
-def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, consts, phys,
+def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, consts, phys, cm,
                  scratch, elems):  # pragma: no cover - numba
     """Push every 2-partition of x (Gray-code order, resumable). Returns a status."""
     k = _members(vi[x, V_LO], vi[x, V_HI], elems)
@@ -338,9 +369,9 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
                 return ST_NEED_H
             rlo = xlo ^ llo
             rhi = xhi ^ lhi
-            l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
-            r = _get(rlo, rhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
-            _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, _parent_t(vf, l, r), c)
+            l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+            r = _get(rlo, rhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+            _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, ip[P_MODEL], c)
             done += 1
         i += 1
         if i >= total:
@@ -381,7 +412,7 @@ def _add_cand(x, l, r, vi, cp, ctr):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, consts, phys,
+def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, consts, phys, cm,
                      scratch, elems):  # pragma: no cover - numba
     """Sparse exploration: sample 2-partitions, keep the best K by ψ, plus known candidates."""
     k = _members(vi[x, V_LO], vi[x, V_HI], elems)
@@ -442,12 +473,12 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
                 break
         if dup:
             continue
-        l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
-        r = _get(xlo ^ llo, xhi ^ lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
+        l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+        r = _get(xlo ^ llo, xhi ^ lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
         ctr[C_SPLITS] += 1
         s_lo[nu] = llo
         s_hi[nu] = lhi
-        s_psi[nu] = split_llh(vf[l, V_T], vf[r, V_T], _parent_t(vf, l, r), c)
+        s_psi[nu] = _psi(ip[P_MODEL], x, l, r, vf, c)
         s_l[nu] = l
         s_r[nu] = r
         nu += 1
@@ -470,7 +501,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
     while j >= 0:
         l = cp[j, 1]
         r = cp[j, 2]
-        _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, _parent_t(vf, l, r), c)
+        _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, ip[P_MODEL], c)
         j = cp[j, 0]
     _finish_vertex(x, vf, vi, ef, ei, hp, ctr)
     return -1
@@ -479,14 +510,16 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
 
 # ---------------------------------------------------------------------- small clusters by DP
 @nb.njit(cache=True)
-def _local_dp(elems, k, p, tl, c_in, c_top, best, arg):  # pragma: no cover - numba
+def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg):  # pragma: no cover - numba
     """Exact subset DP over the k leaves ``elems[:k]`` (all 2**k subsets, O(3**k)).
 
-    Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set) and ``arg`` (left part of
-    the best split, local mask) and returns the number of splits scored.
+    Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set; minus the minimum cost for
+    a cost model) and ``arg`` (left part of the best split, local mask) and returns the number of
+    splits scored. Per subset: the summed 4-momentum and ``t`` (Ginkgo) or the features
+    ``(P, N, W, size)`` (cost model), by the lowest-bit recurrence.
     """
     nm = 1 << k
-    pp = np.zeros((nm, 4))
+    rec = np.zeros((nm, 4))
     t = np.zeros(nm)
     size = np.zeros(nm, dtype=np.int64)
     full = nm - 1
@@ -497,13 +530,29 @@ def _local_dp(elems, k, p, tl, c_in, c_top, best, arg):  # pragma: no cover - nu
         while (1 << i) != low:
             i += 1
         leaf = elems[i]
-        for q in range(4):
-            pp[m, q] = pp[rest, q] + p[leaf, q]
         size[m] = size[rest] + 1
-        if size[m] == 1:
-            t[m] = tl[leaf]
-        else:
-            t[m] = cluster_t(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3], size[m], c_in)
+        if code == GINKGO_CODE:
+            for q in range(4):
+                rec[m, q] = rec[rest, q] + p[leaf, q]
+            if size[m] == 1:
+                t[m] = tl[leaf]
+            else:
+                t[m] = cluster_t(rec[m, 0], rec[m, 1], rec[m, 2], rec[m, 3], size[m], c_in)
+            continue
+        for q in range(3):
+            rec[m, q] = rec[rest, q]
+        rec[m, 3] = size[m]
+        j_mask = rest
+        while j_mask:
+            jl = j_mask & (-j_mask)
+            j = 0
+            while (1 << j) != jl:
+                j += 1
+            other = elems[j]
+            rec[m, 0] += cm[0, leaf, other]
+            rec[m, 1] += cm[1, leaf, other]
+            rec[m, 2] += cm[2, leaf, other]
+            j_mask ^= jl
     n_splits = 0
     for m in range(1, nm):
         if size[m] == 1:
@@ -520,8 +569,11 @@ def _local_dp(elems, k, p, tl, c_in, c_top, best, arg):  # pragma: no cover - nu
             a = low | sub
             b = m ^ a
             if best[a] > -_INF and best[b] > -_INF:
-                v = split_llh(t[a], t[b], t_of(pp[a, 0] + pp[b, 0], pp[a, 1] + pp[b, 1],
-                                               pp[a, 2] + pp[b, 2], pp[a, 3] + pp[b, 3]), c)
+                if code == GINKGO_CODE:
+                    v = split_llh(t[a], t[b], t_of(rec[a, 0] + rec[b, 0], rec[a, 1] + rec[b, 1],
+                                                   rec[a, 2] + rec[b, 2], rec[a, 3] + rec[b, 3]), c)
+                else:
+                    v = -split_cost_kernel(code, rec[a], rec[b], rec[m])
                 n_splits += 1
                 v += best[a] + best[b]
                 if v > bv:
@@ -536,12 +588,12 @@ def _local_dp(elems, k, p, tl, c_in, c_top, best, arg):  # pragma: no cover - nu
 
 
 @nb.njit(cache=True)
-def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, elems):  # pragma: no cover - numba
+def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems):  # pragma: no cover - numba
     k = _members(vi[x, V_LO], vi[x, V_HI], elems)
     best = np.empty(1 << k)
     arg = np.empty(1 << k, dtype=np.int64)
     c_top = consts[1] if x == ctr[C_ROOT] else consts[0]
-    ctr[C_SPLITS] += _local_dp(elems, k, p, tl, consts[0], c_top, best, arg)
+    ctr[C_SPLITS] += _local_dp(elems, k, p, tl, cm, code, consts[0], c_top, best, arg)
     ctr[C_EXPLORED] += 1
     ctr[C_DPSOLVED] += 1
     v = best[(1 << k) - 1]
@@ -555,13 +607,14 @@ def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, elems):  # pragma: no cover - nu
 
 
 @nb.njit(cache=True)
-def _dp_clusters(lo, hi, is_root, p, tl, consts, out_lo, out_hi, n_out):  # pragma: no cover
+def _dp_clusters(lo, hi, is_root, p, tl, consts, cm, code, out_lo, out_hi, n_out):  # pragma: no cover
     """Append the clusters of the exact best tree over (lo, hi) (local DP)."""
     elems = np.empty(128, dtype=np.int64)
     k = _members(lo, hi, elems)
     best = np.empty(1 << k)
     arg = np.empty(1 << k, dtype=np.int64)
-    _local_dp(elems, k, p, tl, consts[0], consts[1] if is_root else consts[0], best, arg)
+    _local_dp(elems, k, p, tl, cm, code, consts[0], consts[1] if is_root else consts[0], best,
+                  arg)
     stack = np.empty(2 * k + 2, dtype=np.int64)
     top = 1
     stack[0] = (1 << k) - 1
@@ -591,10 +644,11 @@ def _dp_clusters(lo, hi, is_root, p, tl, consts, out_lo, out_hi, n_out):  # prag
 
 # ---------------------------------------------------------------------- the machine
 @nb.njit(cache=True)
-def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d, consts, phys,
+def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d, consts, phys, cm,
         scratch, elems):  # pragma: no cover - numba
     """Advance the search by about ``quota`` split evaluations. Returns a status (``ST_*``)."""
     root = ctr[C_ROOT]
+    code = ip[P_MODEL]
     start_splits = ctr[C_SPLITS]
     allmax = ip[P_ALLMAX]
     while True:
@@ -645,7 +699,7 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     continue
                 size = vi[x, V_SIZE]
                 if size <= ip[P_DPMAX]:
-                    _solve_by_dp(x, vf, vi, ctr, p, tl, consts, elems)
+                    _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems)
                     st = -1
                 elif allmax < 0 or size <= allmax or (x == root and size <= ip[P_ROOTALL]):
                     if ctr[C_CODE] == 0:
@@ -660,10 +714,10 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     if left < 1:
                         left = 1
                     st = _explore_all(x, left, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w,
-                                      d, consts, phys, scratch, elems)
+                                      d, consts, phys, cm, scratch, elems)
                 else:
                     st = _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt,
-                                          w, d, consts, phys, scratch, elems)
+                                          w, d, consts, phys, cm, scratch, elems)
                 if st >= 0:
                     return st
                 ctr[C_FIDX] += 1
@@ -722,37 +776,48 @@ def seed_rng(s):  # pragma: no cover - numba
 
 @nb.njit(cache=True)
 def add_splits(par_lo, par_hi, l_lo, l_hi, vf, vi, ht, cp, ctr, ip, p, tl, mt, w, d, consts,
-               phys, scratch):  # pragma: no cover - numba
+               phys, cm, scratch):  # pragma: no cover - numba
     """Register seed splits (parent mask, left mask) in the sparse trellis. Returns # added."""
     added = 0
     for q in range(par_lo.shape[0]):
-        x = _get(par_lo[q], par_hi[q], vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
-        l = _get(l_lo[q], l_hi[q], vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, scratch)
+        x = _get(par_lo[q], par_hi[q], vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+        l = _get(l_lo[q], l_hi[q], vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
         r = _get(par_lo[q] ^ l_lo[q], par_hi[q] ^ l_hi[q], vf, vi, ht, ctr, ip, p, tl, mt, w, d,
-                 consts, phys, scratch)
+                 consts, phys, cm, scratch)
         added += _add_cand(x, l, r, vi, cp, ctr)
     return added
 
 
 # ---------------------------------------------------------------------- trees out
 @nb.njit(cache=True)
-def _greedy_masks(lo, hi, p, tl, consts, out_lo, out_hi, n_out):  # pragma: no cover - numba
-    """Bottom-up greedy (best ψ merge first) over the leaves of (lo, hi); appends its clusters."""
+def _greedy_masks(lo, hi, p, tl, consts, cm, code, out_lo, out_hi, n_out):  # pragma: no cover - numba
+    """Bottom-up greedy over the leaves of (lo, hi): the best-ψ merge first (the cheapest merge for a
+    cost model); appends its clusters."""
     members = np.empty(128, dtype=np.int64)
     k = _members(lo, hi, members)
     c = consts[0]
+    ginkgo = code == GINKGO_CODE
     cl = np.empty(k, dtype=np.int64)
     ch = np.empty(k, dtype=np.int64)
-    cpv = np.empty((k, 4))
-    ct = np.empty(k)
+    rec = np.zeros((k, 4))  # summed 4-momentum, or features (P, N, W, size)
+    ct = np.zeros(k)
+    kx = 1 if ginkgo else k
+    xp = np.zeros((kx, kx))  # positive / |negative| weight sums between clusters (cost models)
+    xn = np.zeros((kx, kx))
     alive = np.ones(k, dtype=np.bool_)
     for a in range(k):
         i = members[a]
         cl[a] = np.int64(1) << i if i < 64 else 0
         ch[a] = np.int64(1) << (i - 64) if i >= 64 else 0
-        for q in range(4):
-            cpv[a, q] = p[i, q]
-        ct[a] = tl[i]
+        if ginkgo:
+            for q in range(4):
+                rec[a, q] = p[i, q]
+            ct[a] = tl[i]
+        else:
+            rec[a, 3] = 1.0
+            for b in range(k):
+                xp[a, b] = cm[0, i, members[b]]
+                xn[a, b] = cm[1, i, members[b]]
     for _ in range(k - 1):
         ba = -1
         bb = -1
@@ -763,8 +828,11 @@ def _greedy_masks(lo, hi, p, tl, consts, out_lo, out_hi, n_out):  # pragma: no c
             for b in range(a + 1, k):
                 if not alive[b]:
                     continue
-                v = split_llh(ct[a], ct[b], t_of(cpv[a, 0] + cpv[b, 0], cpv[a, 1] + cpv[b, 1],
-                                                 cpv[a, 2] + cpv[b, 2], cpv[a, 3] + cpv[b, 3]), c)
+                if ginkgo:
+                    v = split_llh(ct[a], ct[b], t_of(rec[a, 0] + rec[b, 0], rec[a, 1] + rec[b, 1],
+                                                     rec[a, 2] + rec[b, 2], rec[a, 3] + rec[b, 3]), c)
+                else:
+                    v = -merge_cost_kernel(code, rec[a], rec[b], xp[a, b], xn[a, b])
                 if ba < 0 or v > bv:
                     ba = a
                     bb = b
@@ -772,14 +840,28 @@ def _greedy_masks(lo, hi, p, tl, consts, out_lo, out_hi, n_out):  # pragma: no c
         alive[bb] = False
         cl[ba] |= cl[bb]
         ch[ba] |= ch[bb]
-        for q in range(4):
-            cpv[ba, q] += cpv[bb, q]
-        size = 0
-        for word in range(2):
-            xw = cl[ba] if word == 0 else ch[ba]
-            for b in range(64):
-                size += (xw >> b) & 1
-        ct[ba] = cluster_t(cpv[ba, 0], cpv[ba, 1], cpv[ba, 2], cpv[ba, 3], size, c)
+        if ginkgo:
+            for q in range(4):
+                rec[ba, q] += rec[bb, q]
+            size = 0
+            for word in range(2):
+                xw = cl[ba] if word == 0 else ch[ba]
+                for bit in range(64):
+                    size += (xw >> bit) & 1
+            ct[ba] = cluster_t(rec[ba, 0], rec[ba, 1], rec[ba, 2], rec[ba, 3], size, c)
+        else:
+            px = xp[ba, bb]
+            nx = xn[ba, bb]
+            rec[ba, 0] += rec[bb, 0] + px
+            rec[ba, 1] += rec[bb, 1] + nx
+            rec[ba, 2] += rec[bb, 2] + (px - nx)
+            rec[ba, 3] += rec[bb, 3]
+            for x in range(k):
+                if alive[x] and x != ba:
+                    xp[ba, x] += xp[bb, x]
+                    xp[x, ba] = xp[ba, x]
+                    xn[ba, x] += xn[bb, x]
+                    xn[x, ba] = xn[ba, x]
         out_lo[n_out] = cl[ba]
         out_hi[n_out] = ch[ba]
         n_out += 1
@@ -787,7 +869,7 @@ def _greedy_masks(lo, hi, p, tl, consts, out_lo, out_hi, n_out):  # pragma: no c
 
 
 @nb.njit(cache=True)
-def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, out_lo, out_hi):  # pragma: no cover
+def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, cm, code, out_lo, out_hi):  # pragma: no cover
     """Clusters of the current best (partial) tree, completed greedily where it is open.
 
     Returns:
@@ -825,15 +907,15 @@ def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, out_lo, out_hi):  # pra
                 shi[top] = vi[c, V_HI]
                 top += 1
         elif v >= 0 and st == SOLVED:
-            n_out = _dp_clusters(lo, hi, v == root, p, tl, consts, out_lo, out_hi, n_out)
+            n_out = _dp_clusters(lo, hi, v == root, p, tl, consts, cm, code, out_lo, out_hi, n_out)
         else:
-            n_out = _greedy_masks(lo, hi, p, tl, consts, out_lo, out_hi, n_out)
+            n_out = _greedy_masks(lo, hi, p, tl, consts, cm, code, out_lo, out_hi, n_out)
             n_greedy += 1
     return n_out, n_greedy
 
 
 @nb.njit(cache=True)
-def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, out_lo, out_hi):  # pragma: no cover
+def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo, out_hi):  # pragma: no cover
     """Best complete tree represented in the explored (sparse) trellis.
 
     Every vertex reachable from the root through heap entries or candidate splits (seed trees
@@ -898,7 +980,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, out_lo, out_hi): 
                 k = _members(vi[v, V_LO], vi[v, V_HI], elems)
                 best = np.empty(1 << k)
                 arg = np.empty(1 << k, dtype=np.int64)
-                _local_dp(elems, k, p, tl, consts[0], consts[0], best, arg)
+                _local_dp(elems, k, p, tl, cm, code, consts[0], consts[0], best, arg)
                 val[v] = best[(1 << k) - 1]
             arg_l[v] = -2
             continue
@@ -918,7 +1000,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, out_lo, out_hi): 
             l = cp[j, 1]
             r = cp[j, 2]
             if val[l] > -_INF and val[r] > -_INF:
-                x = split_llh(vf[l, V_T], vf[r, V_T], _parent_t(vf, l, r), c) + val[l] + val[r]
+                x = _psi(code, v, l, r, vf, c) + val[l] + val[r]
                 if x > bv:
                     bv = x
                     arg_l[v] = l
@@ -936,7 +1018,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, out_lo, out_hi): 
         if vi[v, V_SIZE] == 1:
             continue
         if arg_l[v] == -2:
-            n_out = _dp_clusters(vi[v, V_LO], vi[v, V_HI], v == root, p, tl, consts, out_lo,
+            n_out = _dp_clusters(vi[v, V_LO], vi[v, V_HI], v == root, p, tl, consts, cm, code, out_lo,
                                  out_hi, n_out)
             continue
         out_lo[n_out] = vi[v, V_LO]

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.heuristics import check_heuristic, heuristic_tables
 from ..ginkgo.likelihood import check_likelihood, log_likelihood
@@ -86,6 +87,13 @@ DEFAULT_ROUNDS = 4
 DEFAULT_PATIENCE = 1
 DEFAULT_WEIGHT = 1.15
 DEFAULT_MAX_EXPLORED = 1500
+#: approximate A* defaults that differ for cost models (tuned on the ALOI samples, n = 30-60: their
+#: admissible heuristics are tight enough for plain A*, and ranking sampled splits by their estimated
+#: value finds better trees than ranking by split cost alone)
+COST_DEFAULTS = {"top_k": 10, "n_samples": 300, "rounds": 10, "patience": 3, "weight": 1.0,
+                 "rank": "estimate"}
+JET_DEFAULTS = {"top_k": DEFAULT_TOP_K, "n_samples": DEFAULT_N_SAMPLES, "rounds": DEFAULT_ROUNDS,
+                "patience": DEFAULT_PATIENCE, "weight": DEFAULT_WEIGHT, "rank": "split"}
 _ROOT_ALL_MAX = 16
 
 
@@ -109,13 +117,93 @@ def _check_budget(value: Any, name: str, integer: bool = False) -> Any:
     return int(value) if integer else float(value)
 
 
-def _check_jet(jet: Any) -> None:
-    if not isinstance(jet, Jet):
-        raise InvalidJetError(f"A* needs a jetastar.Jet, got {type(jet).__name__}", field="jet")
-    if jet.n_leaves > MAX_ASTAR_LEAVES:
-        raise TooLargeError(
-            f"jet {jet.label}: {jet.n_leaves} leaves, A* handles at most {MAX_ASTAR_LEAVES}"
-        )
+#: The heuristic of a cost model (its admissible bound, see :mod:`jetastar.costs`).
+COST_HEURISTIC = "admissible"
+
+
+class _Problem:
+    """What an A* search is over: a jet under a likelihood form, or a cost model.
+
+    Holds the kernel tables ``(p, tl, mt, w, d, consts, phys, cm)`` (see
+    :mod:`jetastar.clustering._astar_kernels`), the model code and how to score a tree.
+    """
+
+    def __init__(self, target: Any, likelihood: str | None, heuristic: str | None,
+                 default_heuristic: str) -> None:
+        if isinstance(target, CostModel):
+            if likelihood is not None and likelihood != target.name:
+                raise ValueError(
+                    f"{target.label}: a cost model has no likelihood option (got likelihood="
+                    f"{likelihood!r}); A* scores its splits with -cost"
+                )
+            if heuristic not in (None, COST_HEURISTIC, "h0"):
+                raise ValueError(
+                    f"{target.label}: a cost model has one heuristic, its admissible bound "
+                    f"({COST_HEURISTIC!r}); got heuristic={heuristic!r}"
+                )
+            n = target.n_points
+            self.jet: Jet | None = None
+            self.cost_model: CostModel | None = target
+            self.n = n
+            self.label: object = target.label
+            self.who = target.label
+            self.jet_id = None
+            self.likelihood = target.name
+            self.heuristic = COST_HEURISTIC
+            self.kind = 0
+            self.code = int(target.code)
+            self.tables = (
+                np.zeros((n, 4)), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
+                np.zeros((2, 5)), np.ones(1, dtype=np.int64),
+                np.ascontiguousarray(np.stack([target._pos, target._neg, target.weights])),
+            )
+        elif isinstance(target, Jet):
+            likelihood = "symmetric" if likelihood is None else likelihood
+            check_likelihood(likelihood)
+            heuristic = default_heuristic if heuristic is None else heuristic
+            self.kind = check_heuristic(heuristic)
+            self.jet = target
+            self.cost_model = None
+            self.n = n = target.n_leaves
+            self.label = target.label
+            self.who = f"jet {target.label}"
+            self.jet_id = target.jet_id
+            self.likelihood = likelihood
+            self.heuristic = heuristic
+            self.code = 0
+            self.tables = (*heuristic_tables(target, likelihood), np.zeros((3, 1, 1)))
+        else:
+            raise InvalidJetError(
+                "A* needs a jetastar.Jet or a cost model (jetastar.costs.HCCCost, DasguptaCost), "
+                f"got {type(target).__name__}", field="jet",
+            )
+        if n > MAX_ASTAR_LEAVES:
+            raise TooLargeError(
+                f"{self.who}: {n} {self.unit}, A* handles at most {MAX_ASTAR_LEAVES}"
+            )
+
+    @property
+    def unit(self) -> str:
+        return "leaves" if self.jet is not None else "points"
+
+    def score(self, tree: Tree) -> float:
+        """Log-likelihood of a tree (minus its cost for a cost model)."""
+        if self.cost_model is not None:
+            return -self.cost_model.tree_cost(tree)
+        return float(log_likelihood(self.jet, tree, likelihood=self.likelihood))
+
+    def baselines(self) -> list[ClusteringResult]:
+        """Cheap complete trees: greedy (and average linkage for a cost model)."""
+        from .greedy import greedy
+
+        if self.cost_model is not None:
+            from .cost_baselines import average_linkage
+
+            return [average_linkage(self.cost_model), greedy(self.cost_model)]
+        return [greedy(self.jet, likelihood=self.likelihood)]
+
+    def nothing_finite(self) -> str:
+        return f"every tree of {self.who} has likelihood zero"
 
 
 def _mask_words(leaves: Iterable[int]) -> tuple[int, int]:
@@ -150,9 +238,7 @@ class _Search:
 
     def __init__(
         self,
-        jet: Jet,
-        likelihood: str,
-        kind: int,
+        problem: _Problem,
         all_max: int,
         n_samples: int,
         top_k: int,
@@ -161,9 +247,9 @@ class _Search:
         weight: float = 1.0,
         dp_max: int = 0,
     ) -> None:
-        self.jet = jet
-        self.n = n = jet.n_leaves
-        self.tables = heuristic_tables(jet, likelihood)
+        self.problem = problem
+        self.n = n = problem.n
+        self.tables = problem.tables
         self.max_vertices = max_vertices
         self.max_memory = max_memory
         vcap = 1 << 12
@@ -183,12 +269,14 @@ class _Search:
         self.scratch = np.zeros(max(2 * n + 8, 256), dtype=np.int64)
         self.elems = np.zeros(128, dtype=np.int64)
         self.ip = np.zeros(_k.N_IP, dtype=np.int64)
-        self.ip[_k.P_KIND] = kind
+        self.ip[_k.P_KIND] = problem.kind
+        self.ip[_k.P_MODEL] = problem.code
         self.ip[_k.P_ALLMAX] = all_max
         self.ip[_k.P_NSAMPLES] = n_samples
         self.ip[_k.P_TOPK] = top_k
         self.ip[_k.P_N] = n
-        self.ip[_k.P_SMALL] = 3
+        # clusters of 2-3 leaves have an exact Ginkgo heuristic, pairs an exact cost heuristic
+        self.ip[_k.P_SMALL] = 3 if problem.code == 0 else 2
         self.ip[_k.P_WEIGHT] = round(weight * 1_000_000)
         self.ip[_k.P_EXPLORE_MAX] = 0
         self.ip[_k.P_DPMAX] = dp_max
@@ -318,10 +406,11 @@ class _Search:
         out_hi = np.zeros(self.n, dtype=np.int64)
         k, n_greedy = _k.extract(
             int(self.ctr[_k.C_ROOT]), self.vf, self.vi, self.ht, self.ef, self.ei, self.hp,
-            self.tables[0], self.tables[1], self.tables[5], out_lo, out_hi,
+            self.tables[0], self.tables[1], self.tables[5], self.tables[7], self.problem.code,
+            out_lo, out_hi,
         )
         clusters = [_leaves_of(out_lo[i], out_hi[i]) for i in range(k)]
-        return Tree.from_clusters(clusters, self.n, jet=self.jet.label), int(n_greedy)
+        return Tree.from_clusters(clusters, self.n, jet=self.problem.label), int(n_greedy)
 
     def best_known(self) -> tuple[float, Tree | None]:
         """Best complete tree represented in the explored trellis (seeds included)."""
@@ -329,12 +418,13 @@ class _Search:
         out_hi = np.zeros(self.n, dtype=np.int64)
         value, k = _k.best_known(
             self.vf, self.vi, self.ef, self.ei, self.hp, self.cp, self.ctr, self.ip,
-            self.tables[0], self.tables[1], self.tables[5], out_lo, out_hi,
+            self.tables[0], self.tables[1], self.tables[5], self.tables[7], self.problem.code,
+            out_lo, out_hi,
         )
         if k == 0:
             return -math.inf, None
         clusters = [_leaves_of(out_lo[i], out_hi[i]) for i in range(k)]
-        return float(value), Tree.from_clusters(clusters, self.n, jet=self.jet.label)
+        return float(value), Tree.from_clusters(clusters, self.n, jet=self.problem.label)
 
     def stats(self) -> dict[str, Any]:
         c = self.ctr
@@ -354,17 +444,13 @@ class _Search:
         }
 
 
-def _progress_bar(show: bool | None, label: object, what: str, unit: str) -> Any:
+def _progress_bar(show: bool | None, who: str, what: str, unit: str) -> Any:
     if show is False:
         return None
     return tqdm(
-        total=None, desc=f"{what} jet {label}", unit=unit, leave=False,
+        total=None, desc=f"{what} {who}", unit=unit, leave=False,
         delay=0.0 if show else 2.0,
     )
-
-
-def _score(jet: Jet, tree: Tree, likelihood: str) -> float:
-    return float(log_likelihood(jet, tree, likelihood=likelihood))
 
 
 @register(
@@ -374,9 +460,9 @@ def _score(jet: Jet, tree: Tree, likelihood: str) -> float:
     description="exact A* on the lazily built cluster trellis with the admissible heuristic h0",
 )
 def astar(
-    jet: Jet,
-    heuristic: str = "h0",
-    likelihood: str = "symmetric",
+    jet: Jet | CostModel,
+    heuristic: str | None = None,
+    likelihood: str | None = None,
     max_time: float | None = None,
     max_vertices: int | None = None,
     max_memory: int | None = None,
@@ -385,11 +471,15 @@ def astar(
     """Exact MAP hierarchy by A* on the cluster trellis.
 
     Args:
-        jet: a :class:`jetastar.Jet` (at most 128 leaves; in practice ~20 for a proof of optimality).
-        heuristic: ``"h0"`` (admissible: the result is a proven MAP tree, ``exact=True``), ``"h1"``
-            (the paper's approximate heuristic: faster, not guaranteed, ``exact=False``) or
-            ``"paper"`` (the reference "proof" bound; admissible in tests but unproven here).
-        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        jet: a :class:`jetastar.Jet` (at most 128 leaves; in practice ~20 for a proof of optimality),
+            or a cost model (:class:`jetastar.costs.HCCCost`, :class:`jetastar.costs.DasguptaCost`):
+            then the search minimises the cost with the model's admissible heuristic and every
+            "log-likelihood" below is minus a cost.
+        heuristic: for a jet ``"h0"`` (default; admissible: the result is a proven MAP tree,
+            ``exact=True``), ``"h1"`` (the paper's approximate heuristic: faster, not guaranteed,
+            ``exact=False``) or ``"paper"`` (the reference "proof" bound; admissible in tests but
+            unproven here). For a cost model leave it unset (``"admissible"``).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``; unset for a cost model.
         max_time: wall-time budget in seconds (``None``: none).
         max_vertices: maximum number of trellis vertices explored (``None``: none).
         max_memory: memory budget in bytes for the search arrays (default: a third of the RAM,
@@ -404,35 +494,44 @@ def astar(
         log-likelihood with ``h0`` (equal to ``log_likelihood`` when exact). On a budget stop:
         ``status="budget"``, ``exact=False``, the best complete tree found and the bound;
         ``message`` names the budget. When no tree has a finite likelihood: ``status="all_inf"``.
+        For a cost model ``cost`` is the (minimum) cost, ``likelihood`` the cost's name and
+        ``jet_id`` is ``None``.
 
     Raises:
-        InvalidJetError: ``jet`` is not a Jet.
-        TooLargeError: more than 128 leaves.
+        InvalidJetError: ``jet`` is neither a Jet nor a cost model.
+        TooLargeError: more than 128 leaves (points).
         ValueError: unknown heuristic or likelihood (listing the valid ones), budgets ≤ 0.
 
     Example:
+        >>> import numpy as np
         >>> from jetastar.ginkgo import ShowerParams, generate
         >>> jet = generate(1, ShowerParams.w(), seed=2, min_leaves=9, max_leaves=9)[0]
         >>> res = astar(jet)
         >>> res.exact, res.stats["split_fraction"] < 1.0
         (True, True)
+        >>> from jetastar.costs import HCCCost
+        >>> W = np.array([[0, 2, -1, -1], [2, 0, -1, -1], [-1, -1, 0, 3], [-1, -1, 3, 0]])
+        >>> res = astar(HCCCost(W))
+        >>> res.tree.to_nested(), res.cost, res.exact
+        (((0, 1), (2, 3)), 5.0, True)
     """
     start = time.perf_counter()
-    _check_jet(jet)
-    kind = check_heuristic(heuristic)
-    check_likelihood(likelihood)
+    problem = _Problem(jet, likelihood, heuristic, "h0")
     max_time = _check_budget(max_time, "max_time")
     max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
     max_memory = _check_budget(max_memory, "max_memory", integer=True) or _default_memory()
     options = {
-        "heuristic": heuristic, "max_time": max_time, "max_vertices": max_vertices,
+        "heuristic": problem.heuristic, "max_time": max_time, "max_vertices": max_vertices,
         "max_memory": max_memory,
     }
-    search = _Search(jet, likelihood, kind, -1, 0, 0, None, max_memory)
+    exact_kind = problem.kind == 0
+    if problem.n == 1:
+        return _single_leaf(problem, "astar", options, start, exact=exact_kind)
+    search = _Search(problem, -1, 0, 0, None, max_memory)
     if max_vertices is not None:
         search.ip[_k.P_EXPLORE_MAX] = max_vertices
     deadline = None if max_time is None else start + max_time
-    bar = _progress_bar(progress, jet.label, "A*", " updates")
+    bar = _progress_bar(progress, problem.who, "A*", " updates")
     try:
         outcome = search.run(deadline, bar)
     finally:
@@ -443,19 +542,19 @@ def astar(
         search.budget_reason = "max_vertices"
 
     tree, n_greedy = search.tree()
-    ll = _score(jet, tree, likelihood)
+    ll = problem.score(tree)
     lb = search.lower_bound()
     stats = search.stats()
     status, message, exact = "ok", "", False
     upper = None
     if outcome == "solved":
-        exact = kind == 0
+        exact = exact_kind
         upper = ll if exact else None
         if ll == -math.inf:
-            status, message = "all_inf", "every tree of this jet has likelihood zero"
+            status, message = "all_inf", problem.nothing_finite()
     elif outcome == "all_inf":
-        status, message = "all_inf", "every tree of this jet has likelihood zero"
-        exact = kind == 0
+        status, message = "all_inf", problem.nothing_finite()
+        exact = exact_kind
         upper = -math.inf if exact else None
     else:
         status = "budget"
@@ -464,22 +563,33 @@ def astar(
             f"stopped by {reason} after {stats['vertices_explored']} explored vertices; "
             f"best tree found so far (completed greedily: {n_greedy} clusters)"
         )
-        from .greedy import greedy as _greedy
-
-        alt = _greedy(jet, likelihood=likelihood)
-        if alt.tree is not None and alt.log_likelihood > ll:
-            tree, ll = alt.tree, alt.log_likelihood
+        for alt in problem.baselines():
+            if alt.tree is not None and alt.log_likelihood > ll:
+                tree, ll = alt.tree, alt.log_likelihood
         _, known = search.best_known()
         if known is not None:
-            known_ll = _score(jet, known, likelihood)
+            known_ll = problem.score(known)
             if known_ll > ll:
                 tree, ll = known, known_ll
-        if kind == 0 and lb > -math.inf:
+        if exact_kind and lb > -math.inf:
             upper = max(-lb, ll)
     stats["time_s"] = time.perf_counter() - start
     return ClusteringResult(
-        tree, ll, "astar", exact=exact, likelihood=likelihood, options=options, stats=stats,
-        upper_bound=upper, status=status, message=message, jet_id=jet.jet_id,
+        tree, ll, "astar", exact=exact, likelihood=problem.likelihood, options=options,
+        stats=stats, upper_bound=upper, status=status, message=message, jet_id=problem.jet_id,
+    )
+
+
+def _single_leaf(
+    problem: _Problem, algorithm: str, options: dict[str, Any], start: float, exact: bool
+) -> ClusteringResult:
+    """The only hierarchy over one leaf (nothing to search)."""
+    tree = Tree.from_clusters([], 1, jet=problem.label)
+    ll = problem.score(tree)
+    return ClusteringResult(
+        tree, ll, algorithm, exact=exact, likelihood=problem.likelihood, options=options,
+        stats={"time_s": time.perf_counter() - start}, upper_bound=ll if exact else None,
+        jet_id=problem.jet_id,
     )
 
 
@@ -507,19 +617,19 @@ def _tree_splits(tree: Tree) -> list[tuple[int, int, int, int]]:
     description="approximate A* on a sparse trellis seeded with beam search and greedy trees",
 )
 def astar_approx(
-    jet: Jet,
+    jet: Jet | CostModel,
     beam_size: int | None = None,
-    top_k: int = DEFAULT_TOP_K,
-    n_samples: int = DEFAULT_N_SAMPLES,
-    rounds: int = DEFAULT_ROUNDS,
-    heuristic: str = "h1",
+    top_k: int | None = None,
+    n_samples: int | None = None,
+    rounds: int | None = None,
+    heuristic: str | None = None,
     seed: int = 0,
-    likelihood: str = "symmetric",
+    likelihood: str | None = None,
     all_pairs_max_size: int | None = DEFAULT_ALL_PAIRS_MAX_SIZE,
-    patience: int = DEFAULT_PATIENCE,
-    weight: float = DEFAULT_WEIGHT,
+    patience: int | None = None,
+    weight: float | None = None,
     max_explored: int | None = DEFAULT_MAX_EXPLORED,
-    rank: str = "split",
+    rank: str | None = None,
     trees: Sequence[Tree] | None = None,
     max_time: float | None = None,
     max_vertices: int | None = None,
@@ -529,28 +639,35 @@ def astar_approx(
     """Approximate MAP hierarchy: A* on a sparse trellis grown from beam-search trees.
 
     Args:
-        jet: a :class:`jetastar.Jet` (at most 128 leaves).
+        jet: a :class:`jetastar.Jet` (at most 128 leaves), or a cost model
+            (:class:`jetastar.costs.HCCCost`, :class:`jetastar.costs.DasguptaCost`, at most 128
+            points): the trellis is then seeded with the average-linkage and greedy trees (and
+            ``trees``) instead of a beam search, and the search minimises the cost.
         beam_size: beam size of the seeding beam search (``None``: the paper's default,
             ``N(N−1)/2`` up to 40 leaves, 1000 above); every tree of its final beam seeds the trellis,
-            as do the greedy tree and ``trees``.
-        top_k: splits kept per sampled vertex (the best ``top_k`` by split likelihood). Default 8.
-        n_samples: random 2-partitions drawn per sampled vertex and round. Default 100.
-        rounds: maximum number of A* rounds (each one extends the trellis). Default 4.
-        heuristic: ``"h1"`` (default, the paper's), ``"h0"`` or ``"paper"``.
+            as do the greedy tree and ``trees``. Not used for a cost model.
+        top_k: splits kept per sampled vertex (the best ``top_k`` by ``rank``). Default 8 for a jet,
+            10 for a cost model (the defaults of the next five options differ for cost models,
+            see ``JET_DEFAULTS`` and ``COST_DEFAULTS``).
+        n_samples: random 2-partitions drawn per sampled vertex and round. Default 100 (cost: 300).
+        rounds: maximum number of A* rounds (each one extends the trellis). Default 4 (cost: 10).
+        heuristic: ``"h1"`` (default for a jet, the paper's), ``"h0"`` or ``"paper"``; unset for
+            a cost model (its admissible bound).
         seed: random seed (same seed, same result).
-        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``; unset for a cost model.
         all_pairs_max_size: clusters with at most this many leaves get all their 2-partitions
             (and so does the root of a jet with at most 16 leaves),
             i.e. their exact optimum (solved by a local subset DP, default 9); ``None``: every vertex
             gets all 2-partitions (with ``heuristic="h0"``, ``weight=1`` and
             ``max_explored=None`` the search is then exact A*).
-        patience: stop after this many rounds without improvement. Default 1.
-        weight: weighted A* factor on the heuristic cost (default 1.15; 1 = plain A*): > 1 makes
-            the search complete promising partial trees sooner.
+        patience: stop after this many rounds without improvement. Default 1 (cost: 3).
+        weight: weighted A* factor on the heuristic cost (default 1.15, cost: 1 = plain A*): > 1
+            makes the search complete promising partial trees sooner.
         max_explored: trellis vertices explored per round (default 1500; ``None``: no limit). When
             a round stops, the best complete tree of the explored trellis is taken.
-        rank: how sampled splits are ranked for the top-K: ``"split"`` (default, the paper's: split
-            log-likelihood ψ) or ``"estimate"`` (ψ plus the children's heuristic values).
+        rank: how sampled splits are ranked for the top-K: ``"split"`` (default for a jet, the
+            paper's: split log-likelihood ψ) or ``"estimate"`` (ψ plus the children's heuristic
+            values; default for a cost model).
         trees: extra seed trees.
         max_time: wall-time budget in seconds for the A* rounds (``None``: none).
         max_vertices: cap on the number of trellis vertices recorded (``None``: none).
@@ -562,10 +679,12 @@ def astar_approx(
         ``stats`` adds ``rounds``, ``seed_log_likelihood``, ``beam_log_likelihood``,
         ``greedy_log_likelihood`` and ``round_log_likelihoods``. ``exact=True`` only with
         ``all_pairs_max_size=None``, ``max_explored=None``, ``weight=1`` and ``heuristic="h0"``.
-        ``status="budget"`` when the time or memory budget cut the rounds short.
+        ``status="budget"`` when the time or memory budget cut the rounds short. For a cost model
+        ``cost`` is the cost found, the seed statistics are ``average_linkage_log_likelihood``
+        and ``greedy_log_likelihood`` (minus costs), and ``jet_id`` is ``None``.
 
     Raises:
-        InvalidJetError: ``jet`` is not a Jet, or a seed tree does not match it.
+        InvalidJetError: ``jet`` is neither a Jet nor a cost model, or a seed tree does not match.
         TooLargeError: more than 128 leaves.
         ValueError: unknown heuristic or likelihood, non-positive sizes, rounds or budgets.
 
@@ -576,11 +695,26 @@ def astar_approx(
         >>> res = astar_approx(jet, seed=0)
         >>> res.log_likelihood >= beam_search(jet).log_likelihood
         True
+        >>> from jetastar.costs import HCCCost
+        >>> from jetastar.clustering import average_linkage
+        >>> W = np.random.default_rng(1).normal(size=(30, 30))
+        >>> model = HCCCost(W + W.T)
+        >>> astar_approx(model).cost <= average_linkage(model).cost
+        True
     """
     start = time.perf_counter()
-    _check_jet(jet)
-    kind = check_heuristic(heuristic)
-    check_likelihood(likelihood)
+    problem = _Problem(jet, likelihood, heuristic, "h1")
+    kind = problem.kind
+    if problem.cost_model is not None and beam_size is not None:
+        raise ValueError(f"{problem.who}: beam_size applies to jets only (cost models are seeded "
+                         "with average linkage and greedy)")
+    defaults = COST_DEFAULTS if problem.cost_model is not None else JET_DEFAULTS
+    top_k = defaults["top_k"] if top_k is None else top_k
+    n_samples = defaults["n_samples"] if n_samples is None else n_samples
+    rounds = defaults["rounds"] if rounds is None else rounds
+    patience = defaults["patience"] if patience is None else patience
+    weight = defaults["weight"] if weight is None else weight
+    rank = defaults["rank"] if rank is None else rank
     top_k = _check_budget(top_k, "top_k", integer=True)
     n_samples = _check_budget(n_samples, "n_samples", integer=True)
     rounds = _check_budget(rounds, "rounds", integer=True)
@@ -600,29 +734,36 @@ def astar_approx(
         raise ValueError(f"seed must be an integer, got {seed!r}")
     options = {
         "beam_size": beam_size, "top_k": top_k, "n_samples": n_samples, "rounds": rounds,
-        "heuristic": heuristic, "seed": int(seed), "all_pairs_max_size": all_pairs_max_size,
+        "heuristic": problem.heuristic, "seed": int(seed), "all_pairs_max_size": all_pairs_max_size,
         "patience": patience, "max_time": max_time, "weight": weight,
         "max_explored": max_explored, "rank": rank,
     }
-    from .beam import beam_search
-    from .greedy import greedy
-
-    n = jet.n_leaves
-    beam = beam_search(jet, beam_size=beam_size, likelihood=likelihood)
-    gr = greedy(jet, likelihood=likelihood)
+    n = problem.n
     seeds: list[tuple[Tree, float]] = []
-    for r in beam.beam or [beam]:
-        if r.tree is not None:
-            seeds.append((r.tree, r.log_likelihood))
-    if gr.tree is not None:
-        seeds.append((gr.tree, gr.log_likelihood))
+    seed_stats: dict[str, float] = {}
+    if problem.jet is not None:
+        from .beam import beam_search
+
+        beam = beam_search(problem.jet, beam_size=beam_size, likelihood=problem.likelihood)
+        for r in beam.beam or [beam]:
+            if r.tree is not None:
+                seeds.append((r.tree, r.log_likelihood))
+        seed_stats["beam_log_likelihood"] = beam.log_likelihood
+    baselines = problem.baselines()
+    for res in baselines:
+        if res.tree is not None:
+            seeds.append((res.tree, res.log_likelihood))
+        name = res.algorithm.replace("-", "_").replace(" ", "_")
+        seed_stats[f"{name}_log_likelihood"] = res.log_likelihood
     for t in trees or ():
         if not isinstance(t, Tree) or t.n_leaves != n:
             raise InvalidJetError(
-                f"seed trees must be Trees over the jet's {n} leaves, got {t!r}", jet=jet.label,
-                field="trees",
+                f"seed trees must be Trees over the {n} {problem.unit}, got {t!r}",
+                jet=problem.label, field="trees",
             )
-        seeds.append((t, _score(jet, t, likelihood)))
+        seeds.append((t, problem.score(t)))
+    if n == 1:
+        return _single_leaf(problem, "astar-approx", options, start, exact=False)
     best_tree, best_ll = max(seeds, key=lambda s: s[1])
     seed_ll = best_ll
     splits = np.array(
@@ -630,7 +771,7 @@ def astar_approx(
     ).reshape(-1, 4)
     all_max = -1 if all_pairs_max_size is None else int(all_pairs_max_size)
     search = _Search(
-        jet, likelihood, kind, all_max, n_samples, top_k, max_vertices, max_memory,
+        problem, all_max, n_samples, top_k, max_vertices, max_memory,
         weight=weight, dp_max=max(all_max, 0),
     )
     search.ip[_k.P_RANK] = 1 if rank == "estimate" else 0
@@ -638,7 +779,7 @@ def astar_approx(
     search.ip[_k.P_ROOTALL] = _ROOT_ALL_MAX
     search.add_splits(splits)
     deadline = None if max_time is None else start + max_time
-    bar = _progress_bar(progress, jet.label, "approx A*", " rounds")
+    bar = _progress_bar(progress, problem.who, "approx A*", " rounds")
     round_lls: list[float] = []
     status, message = "ok", ""
     stale = 0
@@ -652,7 +793,7 @@ def astar_approx(
                 search.ip[_k.P_EXPLORE_MAX] = int(search.ctr[_k.C_EXPLORED]) + max_explored
             outcome = search.run(deadline, bar)
             _, tree = search.best_known()
-            ll = _score(jet, tree, likelihood) if tree is not None else -math.inf
+            ll = problem.score(tree) if tree is not None else -math.inf
             round_lls.append(ll)
             if bar is not None:
                 bar.update(1)
@@ -676,13 +817,12 @@ def astar_approx(
     stats = search.stats()
     stats.update(
         rounds=len(round_lls), round_log_likelihoods=round_lls, seed_log_likelihood=seed_ll,
-        beam_log_likelihood=beam.log_likelihood, greedy_log_likelihood=gr.log_likelihood,
-        time_s=time.perf_counter() - start,
+        **seed_stats, time_s=time.perf_counter() - start,
     )
     if best_ll == -math.inf and status == "ok":
         status, message = "all_inf", "no tree with a finite likelihood was found"
     return ClusteringResult(
-        best_tree, best_ll, "astar-approx", exact=solved_exact, likelihood=likelihood,
+        best_tree, best_ll, "astar-approx", exact=solved_exact, likelihood=problem.likelihood,
         options=options, stats=stats, upper_bound=best_ll if solved_exact else None,
-        status=status, message=message, jet_id=jet.jet_id,
+        status=status, message=message, jet_id=problem.jet_id,
     )

@@ -27,7 +27,11 @@ two or more leaves its invariant mass squared; with ``N = -log(1 - e^{-λ})``::
 
 Numerics: ``log(1 - e^{-x})`` is evaluated as ``log(-expm1(-x))`` (no loss for small ``x``), the
 two orderings are combined with a stable log-add-exp, and any NaN a degenerate input could produce is
-mapped to −∞: the result is always finite or −∞.
+mapped to −∞: the result is always finite or −∞. In the symmetric form each ordering is written
+``a + log b`` with ``a`` free of transcendental functions (``b = 1/T`` for a continuing second child,
+``1 − exp(−λ cut / T)`` for a stopping one), so that the log-add-exp of the two orderings is
+``a_hi + log(b_hi + exp(a_lo − a_hi) b_lo)``: one ``exp`` and one ``log`` per split when both children
+continue (instead of two logs, an exp and a log1p), which is what makes the exact trellis fast.
 
 Example:
     >>> from jetastar.ginkgo import split_log_likelihood
@@ -158,6 +162,23 @@ def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
 
 
 @nb.njit(cache=True, inline="always")
+def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
+    """Symmetric form: :func:`_second_child` ``= _second_offset + log(_second_factor)``."""
+    if t > c[_C_TCUT]:
+        return c[_C_NORM] + c[_C_LOGLAM] - c[_C_LAM] * t / scale
+    return c[_C_NORM]
+
+
+@nb.njit(cache=True, inline="always")
+def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
+    """Symmetric form: the factor whose log completes :func:`_second_offset` (``1/T`` or the stop
+    probability ``1 − exp(−λ min(T, t_cut) / T)``)."""
+    if t > c[_C_TCUT]:
+        return 1.0 / scale
+    return -math.expm1(-c[_C_LAM] * min(scale, c[_C_TCUT]) / scale)
+
+
+@nb.njit(cache=True, inline="always")
 def _first_child(t: float, t_parent: float, log_tp: float, stop: float, legacy: bool,
                  c: np.ndarray) -> float:
     """The same for the child drawn first (scale tP), with the parent terms precomputed."""
@@ -212,21 +233,22 @@ def split_llh_given_parent(
     s_right = math.sqrt(t_right)
     if s_left + s_right > s_parent:
         return _NEG_INF
-    scale_lr = (s_parent - s_left) * (s_parent - s_left)
-    scale_rl = (s_parent - s_right) * (s_parent - s_right)
-    l_lr = _first_child(t_left, t_parent, log_tp, stop, False, c) + _second_child(
-        scale_lr, t_right, False, c
-    )
-    l_rl = _first_child(t_right, t_parent, log_tp, stop, False, c) + _second_child(
-        scale_rl, t_left, False, c
-    )
-    if l_lr >= l_rl:
-        hi, lo = l_lr, l_rl
+    # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
+    a_lr = _first_child(t_left, t_parent, log_tp, stop, False, c)
+    b_lr = _second_factor((s_parent - s_left) * (s_parent - s_left), t_right, c)
+    a_lr += _second_offset((s_parent - s_left) * (s_parent - s_left), t_right, c)
+    a_rl = _first_child(t_right, t_parent, log_tp, stop, False, c)
+    b_rl = _second_factor((s_parent - s_right) * (s_parent - s_right), t_left, c)
+    a_rl += _second_offset((s_parent - s_right) * (s_parent - s_right), t_left, c)
+    if a_lr >= a_rl:
+        total = b_lr + math.exp(a_rl - a_lr) * b_rl
+        a_hi = a_lr
     else:
-        hi, lo = l_rl, l_lr
-    if hi == _NEG_INF:
+        total = b_rl + math.exp(a_lr - a_rl) * b_lr
+        a_hi = a_rl
+    if not total > 0.0 or a_hi == _NEG_INF:
         return _NEG_INF
-    value = hi + math.log1p(math.exp(lo - hi)) + _LOG_HALF - _LOG_4PI
+    value = a_hi + math.log(total) + _LOG_HALF - _LOG_4PI
     if value != value:
         return _NEG_INF
     return value
