@@ -914,14 +914,25 @@ def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, cm, code, out_lo, out_h
     return n_out, n_greedy
 
 
+@nb.njit(cache=True, inline="always")
+def _never_looked_at(c, vi, dpmax):  # pragma: no cover - numba
+    """A cluster of 2 .. dpmax leaves that the search has not solved (its value needs a DP)."""
+    size = vi[c, V_SIZE]
+    return 1 < size <= dpmax and vi[c, V_STATE] == UNEXPLORED
+
+
 @nb.njit(cache=True)
 def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo, out_hi):  # pragma: no cover
     """Best complete tree represented in the explored (sparse) trellis.
 
-    Every vertex reachable from the root through heap entries or candidate splits (seed trees
-    included) is valued exactly within the trellis: solved vertices by their value, clusters of at
-    most ``P_DPMAX`` leaves by a local DP, others by the best of their splits. Seeds are always
-    represented, so the result is never below the best seed tree.
+    Every vertex reachable from the root through candidate splits (seed trees included) or through
+    heap entries whose parts the search has reached is valued exactly within the trellis: solved
+    vertices by their value, clusters of at most ``P_DPMAX`` leaves by a local DP (kept: the vertex is
+    then solved for later rounds), others by the best of their splits. Heap entries with a small part
+    the search never reached are left out: valuing every such part of, e.g., all 2-partitions of the
+    root of a 16-leaf jet costs more than the exact trellis (~1.4e8 splits, ~13 s instead of ~0.7 s,
+    for 7 instead of 6 exact MAPs in 8 jets). Seeds are always represented, so the result is never
+    below the best seed tree.
 
     Returns:
         (log-likelihood, number of clusters written to out_lo / out_hi).
@@ -947,6 +958,11 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             continue
         for q in range(vi[v, V_LEN]):
             e = hp[vi[v, V_OFF] + q]
+            l = ei[e, 0]
+            r = ei[e, 1]
+            if _never_looked_at(l, vi, dpmax) or _never_looked_at(r, vi, dpmax):
+                # a split with a small part the search never reached
+                continue
             for side in range(2):
                 c = ei[e, side]
                 if not reach[c]:
@@ -977,11 +993,9 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             if vi[v, V_STATE] == SOLVED:
                 val[v] = -vf[v, V_VAL]
             elif vi[v, V_STATE] != DEAD:
-                k = _members(vi[v, V_LO], vi[v, V_HI], elems)
-                best = np.empty(1 << k)
-                arg = np.empty(1 << k, dtype=np.int64)
-                _local_dp(elems, k, p, tl, cm, code, consts[0], consts[0], best, arg)
-                val[v] = best[(1 << k) - 1]
+                # exact value by a local DP, kept: the vertex is solved for later rounds
+                _solve_by_dp(v, vf, vi, ctr, p, tl, consts, cm, code, elems)
+                val[v] = -vf[v, V_VAL]
             arg_l[v] = -2
             continue
         c = consts[1] if v == root else consts[0]
