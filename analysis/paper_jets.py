@@ -199,7 +199,9 @@ def plot(summary: dict[str, dict[int, dict[str, np.ndarray]]], fig_dir: Path) ->
         ax.set_ylabel(ylabel)
         ax.set_yscale(scale)
         ax.legend(frameon=False, fontsize="small", loc="best")
-        ginkgo_label(ax, loc="upper left" if key != "exact_fraction" else "lower left")
+        if key == "exact_fraction":
+            ax.set_ylim(-0.02, 1.2)  # room for the label above the curves at 1
+        ginkgo_label(ax, loc="upper left")
         fig.tight_layout()
         for ext in ("png", "pdf"):
             fig.savefig(fig_dir / f"{key}.{ext}", dpi=110)
