@@ -92,7 +92,7 @@ def test_greedy_matches_plain_python_greedy(cls, kind):
         assert res.cost == pytest.approx(model.tree_cost(res.tree), rel=1e-12)
         assert (res.algorithm, res.exact, res.likelihood, res.jet_id) == (
             "greedy", False, cls.name, None)
-        assert res.stats["merge_costs_evaluated"] >= n - 1 and res.time_s >= 0
+        assert res.stats["merge_costs_evaluated"] >= n - 1 and "time_s" in res.stats
     # all-equal weights: (0,1) and (2,3) cost 2 each, then 4 joins {0,1} (cost 6, tied with {2,3},
     # first in node-id order), and the last merge costs 5 * 6
     flat = cost_greedy(DasguptaCost(np.ones((5, 5))))

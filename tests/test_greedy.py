@@ -92,7 +92,7 @@ def test_log_likelihood_is_the_tree_score(likelihood):
     for _, jet in reference_jets(max_leaves=14)[::9]:
         result = greedy(jet, likelihood=likelihood)
         assert result.log_likelihood == log_likelihood(jet, result.tree, likelihood=likelihood)
-        assert result.stats["splits_evaluated"] > 0 and result.stats["time_s"] >= 0
+        assert result.stats["splits_evaluated"] > 0 and "time_s" in result.stats
 
 
 def test_root_uses_lambda_root():
