@@ -12,7 +12,7 @@ from jetastar import Jet
 from jetastar.clustering import Trellis
 from jetastar.clustering._astar_kernels import subset_map
 from jetastar.ginkgo import ShowerParams, generate, heuristic
-from jetastar.ginkgo.heuristics import HEURISTICS, _bound_py, heuristic_tables
+from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, HEURISTICS, _bound_py, heuristic_tables
 
 FORMS = ("symmetric", "legacy")
 
@@ -63,12 +63,12 @@ def test_h0_is_an_upper_bound_on_every_subset(likelihood):
 
 
 @pytest.mark.parametrize("likelihood", FORMS)
-def test_h0_is_exact_up_to_three_leaves_and_detects_impossible_clusters(likelihood):
+def test_h0_is_exact_on_small_clusters_and_detects_impossible_clusters(likelihood):
     jet = generate(1, ShowerParams.w(), seed=7, min_leaves=8, max_leaves=8)[0]
     best = _subset_maps(jet, likelihood)
     bound = _all_bounds(jet, likelihood, 0)
     sizes = np.array([bin(m).count("1") for m in range(1 << jet.n_leaves)])
-    small = (sizes >= 1) & (sizes <= 3)
+    small = (sizes >= 1) & (sizes <= EXACT_MAX_LEAVES)
     np.testing.assert_allclose(bound[small], best[small], rtol=1e-12, atol=1e-12)
     # a subset that no finite tree covers gets -inf, and no finite subset does
     assert np.all(np.isneginf(bound[np.isneginf(best) & small]))

@@ -510,8 +510,10 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
 
 # ---------------------------------------------------------------------- small clusters by DP
 @nb.njit(cache=True)
-def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg):  # pragma: no cover - numba
+def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # pragma: no cover
     """Exact subset DP over the k leaves ``elems[:k]`` (all 2**k subsets, O(3**k)).
+
+    Subsets of more than ``max_size`` leaves are skipped (left at −∞; pass ``k`` for all).
 
     Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set; minus the minimum cost for
     a cost model) and ``arg`` (left part of the best split, local mask) and returns the number of
@@ -559,6 +561,10 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg):  # pragma: no 
             best[m] = 0.0
             arg[m] = 0
             continue
+        if size[m] > max_size:
+            best[m] = -_INF
+            arg[m] = 0
+            continue
         c = c_top if m == full else c_in
         low = m & (-m)
         rest = m ^ low
@@ -593,7 +599,7 @@ def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems):  # pragma: no 
     best = np.empty(1 << k)
     arg = np.empty(1 << k, dtype=np.int64)
     c_top = consts[1] if x == ctr[C_ROOT] else consts[0]
-    ctr[C_SPLITS] += _local_dp(elems, k, p, tl, cm, code, consts[0], c_top, best, arg)
+    ctr[C_SPLITS] += _local_dp(elems, k, p, tl, cm, code, consts[0], c_top, best, arg, k)
     ctr[C_EXPLORED] += 1
     ctr[C_DPSOLVED] += 1
     v = best[(1 << k) - 1]
@@ -614,7 +620,7 @@ def _dp_clusters(lo, hi, is_root, p, tl, consts, cm, code, out_lo, out_hi, n_out
     best = np.empty(1 << k)
     arg = np.empty(1 << k, dtype=np.int64)
     _local_dp(elems, k, p, tl, cm, code, consts[0], consts[1] if is_root else consts[0], best,
-                  arg)
+              arg, k)
     stack = np.empty(2 * k + 2, dtype=np.int64)
     top = 1
     stack[0] = (1 << k) - 1
@@ -928,11 +934,12 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
     Every vertex reachable from the root through candidate splits (seed trees included) or through
     heap entries whose parts the search has reached is valued exactly within the trellis: solved
     vertices by their value, clusters of at most ``P_DPMAX`` leaves by a local DP (kept: the vertex is
-    then solved for later rounds), others by the best of their splits. Heap entries with a small part
-    the search never reached are left out: valuing every such part of, e.g., all 2-partitions of the
-    root of a 16-leaf jet costs more than the exact trellis (~1.4e8 splits, ~13 s instead of ~0.7 s,
-    for 7 instead of 6 exact MAPs in 8 jets). Seeds are always represented, so the result is never
-    below the best seed tree.
+    then solved for later rounds), others by the best of their splits. For a jet of at most
+    ``P_ROOTALL`` leaves (the root has every 2-partition) every small part of every heap entry is
+    valued, from one subset DP shared by all clusters of at most ``P_DPMAX`` leaves (~5e6 splits at
+    16 leaves, a quarter of the trellis). Above that, heap entries with a small part the search never
+    reached are left out (one local DP per such part would cost more than the search). Seeds are
+    always represented, so the result is never below the best seed tree.
 
     Returns:
         (log-likelihood, number of clusters written to out_lo / out_hi).
@@ -940,6 +947,11 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
     nv = ctr[C_NV]
     root = ctr[C_ROOT]
     dpmax = ip[P_DPMAX]
+    # small jets (the root has every 2-partition): every small part is valued from one shared
+    # subset DP over all clusters of at most dpmax leaves (Σ_k C(n,k) 2^(k-1) splits, ~5e6 at n = 16)
+    n_all = vi[root, V_SIZE]
+    use_table = dpmax >= 2 and n_all <= ip[P_ROOTALL] and n_all < 63
+    table = np.empty(0)
     reach = np.zeros(nv, dtype=np.bool_)
     leafish = np.zeros(nv, dtype=np.bool_)
     stack = np.empty(nv + 1, dtype=np.int64)
@@ -960,7 +972,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             e = hp[vi[v, V_OFF] + q]
             l = ei[e, 0]
             r = ei[e, 1]
-            if _never_looked_at(l, vi, dpmax) or _never_looked_at(r, vi, dpmax):
+            if not use_table and (_never_looked_at(l, vi, dpmax) or _never_looked_at(r, vi, dpmax)):
                 # a split with a small part the search never reached
                 continue
             for side in range(2):
@@ -992,6 +1004,23 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
         if leafish[v]:
             if vi[v, V_STATE] == SOLVED:
                 val[v] = -vf[v, V_VAL]
+            elif vi[v, V_STATE] != DEAD and use_table:
+                if table.shape[0] == 0:
+                    k_all = _members(vi[root, V_LO], vi[root, V_HI], elems)
+                    table = np.empty(1 << k_all)
+                    targ = np.empty(1 << k_all, dtype=np.int64)
+                    ctr[C_SPLITS] += _local_dp(elems, k_all, p, tl, cm, code, consts[0],
+                                               consts[0], table, targ, dpmax)
+                # the root holds leaves 0..n-1, so a cluster's local mask is its bit mask
+                x = table[vi[v, V_LO]]
+                val[v] = x
+                vi[v, V_LEN] = 0
+                if x == -_INF:
+                    vi[v, V_STATE] = DEAD
+                    vf[v, V_VAL] = _INF
+                else:
+                    vi[v, V_STATE] = SOLVED
+                    vf[v, V_VAL] = -x
             elif vi[v, V_STATE] != DEAD:
                 # exact value by a local DP, kept: the vertex is solved for later rounds
                 _solve_by_dp(v, vf, vi, ctr, p, tl, consts, cm, code, elems)

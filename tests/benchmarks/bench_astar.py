@@ -5,6 +5,7 @@ Usage::
     python tests/benchmarks/bench_astar.py heuristics [--max-leaves 12] [--random 20]
     python tests/benchmarks/bench_astar.py exact [--sizes 10-16] [--jets 10] [--max-time 600]
     python tests/benchmarks/bench_astar.py approx [--jets 10]
+    python tests/benchmarks/bench_astar.py prune [--sizes 12,14] [--jets 6]
 
 * ``heuristics``: every subset of every reference jet with at most ``--max-leaves`` leaves plus
   random QCD and W jets: violations of h0 / h1 / the reference "proof" bound (a violation is a subset
@@ -12,6 +13,11 @@ Usage::
 * ``exact``: exact A* (h0) against the exact trellis, median time, vertices explored and splits.
 * ``approx``: approximate A* against greedy and beam search at 20/30/50/100 leaves, and the fraction
   of 12–16-leaf jets where it reaches the exact MAP.
+* ``prune``: how much any bound of h0's kind can prune. (1) On exact MAP trees, the slack of
+  maximising each continuing child's density over its scale, ``x − 1 − log x`` with
+  ``x = λ t_child / T`` (the floor of a bound that does not know the parent masses). (2) The
+  fraction of the root's 2-partitions that A* cannot discard (``ψ + h(L) + h(R) ≥ MAP``) with h0 and
+  with oracle bounds ``MAP(S) + g·(|S| − 2)`` (exact up to EXACT_MAX_LEAVES leaves, like h0).
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from jetastar.clustering import (
     greedy,
 )
 from jetastar.ginkgo import ShowerParams, generate
-from jetastar.ginkgo.heuristics import bound_value, heuristic_tables
-from jetastar.ginkgo.likelihood import t_of
+from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, bound_value, heuristic_tables
+from jetastar.ginkgo.likelihood import split_log_likelihood, t_of
 
 
 @nb.njit
@@ -169,6 +175,72 @@ def approx(args: argparse.Namespace) -> None:
     print(f"12-16 leaves: exact MAP reached on {hits}/{total} jets ({hits / total:.0%})")
 
 
+def _scale_slack(jet, tree) -> list[float]:
+    """x − 1 − log x of every continuing child of the MAP tree (x = λ t / T, the better ordering)."""
+    lam = jet.params.lam
+    mom = np.asarray(tree.node_momenta(jet.leaves))
+    t = mom[:, 0] ** 2 - (mom[:, 1:] ** 2).sum(axis=1)
+    ch = tree.children
+    out: list[float] = []
+    for u in range(len(ch)):
+        a, b = ch[u]
+        if a < 0 or u == tree.root:
+            continue
+        best = None
+        for first, second in ((a, b), (b, a)):
+            scales = (t[u], (np.sqrt(t[u]) - np.sqrt(max(t[first], 0.0))) ** 2)
+            value, slack = 0.0, []
+            for v, scale in zip((first, second), scales, strict=True):
+                if ch[v][0] >= 0:
+                    x = lam * t[v] / scale
+                    value += np.log(lam / scale) - x
+                    slack.append(x - 1 - np.log(x))
+            if best is None or value > best[0]:
+                best = (value, slack)
+        out += best[1]
+    return out
+
+
+def prune(args: argparse.Namespace) -> None:
+    gs = (0.0, 0.25, 0.5, 0.78, 1.0)
+    print("N | MAP slack/child | root splits not prunable: h0 | " +
+          " | ".join(f"oracle g={g}" for g in gs))
+    for n in (int(x) for x in args.sizes.split(",")):
+        jets = generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=77, min_leaves=n,
+                        max_leaves=n)
+        slack: list[float] = []
+        frac = []
+        for jet in jets:
+            tr = Trellis(jet, progress=False)
+            slack += _scale_slack(jet, tr.map_tree())
+            best = tr.map_array()
+            bound = _all_bounds(0, *heuristic_tables(jet, "symmetric"))
+            sizes = np.array([bin(m).count("1") for m in range(1 << n)])
+            extra = np.where(sizes > EXACT_MAX_LEAVES, np.maximum(sizes - 2, 0), 0)
+            full = (1 << n) - 1
+            opt = best[full]
+            p = np.asarray(jet.leaves)
+            counts = np.zeros(len(gs) + 1)
+            total = 0
+            for left in range(1, 1 << (n - 1)):
+                right = full ^ left
+                pl = p[[i for i in range(n) if left >> i & 1]].sum(axis=0)
+                pr = p[[i for i in range(n) if right >> i & 1]].sum(axis=0)
+                psi = split_log_likelihood(pl, pr, jet.params.t_cut, jet.params.lam_root)
+                if not np.isfinite(psi):
+                    continue
+                total += 1
+                tol = 1e-9 * abs(opt)
+                counts[0] += psi + bound[left] + bound[right] >= opt - tol
+                for k, g in enumerate(gs):
+                    v = psi + best[left] + best[right] + g * (extra[left] + extra[right])
+                    counts[k + 1] += v >= opt - tol
+            frac.append(counts / total)
+        f = np.mean(frac, axis=0)
+        print(f"{n} | {np.mean(slack):.2f} | {f[0]:.3f} | " + " | ".join(f"{x:.3f}" for x in f[1:]),
+              flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -181,8 +253,11 @@ def main() -> None:
     e.add_argument("--max-time", type=float, default=600.0)
     a = sub.add_parser("approx")
     a.add_argument("--jets", type=int, default=10)
+    pr = sub.add_parser("prune")
+    pr.add_argument("--sizes", default="12,14")
+    pr.add_argument("--jets", type=int, default=6)
     args = parser.parse_args()
-    {"heuristics": heuristics, "exact": exact, "approx": approx}[args.what](args)
+    {"heuristics": heuristics, "exact": exact, "approx": approx, "prune": prune}[args.what](args)
 
 
 if __name__ == "__main__":
