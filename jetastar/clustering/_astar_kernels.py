@@ -602,14 +602,19 @@ def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems):  # pragma: no 
     ctr[C_SPLITS] += _local_dp(elems, k, p, tl, cm, code, consts[0], c_top, best, arg, k)
     ctr[C_EXPLORED] += 1
     ctr[C_DPSOLVED] += 1
-    v = best[(1 << k) - 1]
+    _set_solved(x, best[(1 << k) - 1], vf, vi)
+
+
+@nb.njit(cache=True, inline="always")
+def _set_solved(x, value, vf, vi):  # pragma: no cover - numba
+    """Mark x solved with its exact best log-likelihood ``value`` (dead when −∞)."""
     vi[x, V_LEN] = 0
-    if v == -_INF:
+    if value == -_INF:
         vi[x, V_STATE] = DEAD
         vf[x, V_VAL] = _INF
     else:
         vi[x, V_STATE] = SOLVED
-        vf[x, V_VAL] = -v
+        vf[x, V_VAL] = -value
 
 
 @nb.njit(cache=True)
@@ -1012,15 +1017,8 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
                     ctr[C_SPLITS] += _local_dp(elems, k_all, p, tl, cm, code, consts[0],
                                                consts[0], table, targ, dpmax)
                 # the root holds leaves 0..n-1, so a cluster's local mask is its bit mask
-                x = table[vi[v, V_LO]]
-                val[v] = x
-                vi[v, V_LEN] = 0
-                if x == -_INF:
-                    vi[v, V_STATE] = DEAD
-                    vf[v, V_VAL] = _INF
-                else:
-                    vi[v, V_STATE] = SOLVED
-                    vf[v, V_VAL] = -x
+                val[v] = table[vi[v, V_LO]]
+                _set_solved(v, val[v], vf, vi)
             elif vi[v, V_STATE] != DEAD:
                 # exact value by a local DP, kept: the vertex is solved for later rounds
                 _solve_by_dp(v, vf, vi, ctr, p, tl, consts, cm, code, elems)
