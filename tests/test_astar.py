@@ -184,7 +184,7 @@ def test_approx_is_never_below_its_seeds_and_reproducible():
 
 def test_approx_reaches_the_map_on_most_small_jets():
     # 14-16 leaves: the root and every cluster of up to 12 leaves get all their 2-partitions and
-    # every small part is valued exactly; the benchmark reaches the MAP on 89 of 90 such jets
+    # every small part is valued exactly; the benchmark reaches the MAP on 90 of 90 such jets
     jets = generate(8, ShowerParams.w(), seed=123, min_leaves=14, max_leaves=16)
     hits = 0
     for jet in jets:
