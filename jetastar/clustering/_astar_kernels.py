@@ -40,6 +40,7 @@ import numba as nb
 import numpy as np
 
 from ..costs import GINKGO_CODE, heuristic_kernel, merge_cost_kernel, split_cost_kernel
+from ..ginkgo._subset_dp import subset_dp
 from ..ginkgo.heuristics import bound_value
 from ..ginkgo.likelihood import cluster_t, split_llh, t_of
 
@@ -507,7 +508,6 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
     return -1
 
 
-
 # ---------------------------------------------------------------------- small clusters by DP
 @nb.njit(cache=True)
 def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # pragma: no cover
@@ -517,14 +517,14 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
 
     Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set; minus the minimum cost for
     a cost model) and ``arg`` (left part of the best split, local mask) and returns the number of
-    splits scored. Per subset: the summed 4-momentum and ``t`` (Ginkgo) or the features
-    ``(P, N, W, size)`` (cost model), by the lowest-bit recurrence.
+    splits scored. Ginkgo: :func:`jetastar.ginkgo._subset_dp.subset_dp`; a cost model: the same
+    lowest-bit recurrence over the features ``(P, N, W, size)`` of each subset.
     """
+    if code == GINKGO_CODE:
+        return subset_dp(elems, k, p, tl, c_in, c_top, best, arg, max_size)
     nm = 1 << k
     rec = np.zeros((nm, 4))
-    t = np.zeros(nm)
     size = np.zeros(nm, dtype=np.int64)
-    full = nm - 1
     for m in range(1, nm):
         low = m & (-m)
         rest = m ^ low
@@ -533,14 +533,6 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
             i += 1
         leaf = elems[i]
         size[m] = size[rest] + 1
-        if code == GINKGO_CODE:
-            for q in range(4):
-                rec[m, q] = rec[rest, q] + p[leaf, q]
-            if size[m] == 1:
-                t[m] = tl[leaf]
-            else:
-                t[m] = cluster_t(rec[m, 0], rec[m, 1], rec[m, 2], rec[m, 3], size[m], c_in)
-            continue
         for q in range(3):
             rec[m, q] = rec[rest, q]
         rec[m, 3] = size[m]
@@ -557,15 +549,13 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
             j_mask ^= jl
     n_splits = 0
     for m in range(1, nm):
+        arg[m] = 0
         if size[m] == 1:
             best[m] = 0.0
-            arg[m] = 0
             continue
         if size[m] > max_size:
             best[m] = -_INF
-            arg[m] = 0
             continue
-        c = c_top if m == full else c_in
         low = m & (-m)
         rest = m ^ low
         sub = (rest - 1) & rest
@@ -575,13 +565,8 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
             a = low | sub
             b = m ^ a
             if best[a] > -_INF and best[b] > -_INF:
-                if code == GINKGO_CODE:
-                    v = split_llh(t[a], t[b], t_of(rec[a, 0] + rec[b, 0], rec[a, 1] + rec[b, 1],
-                                                   rec[a, 2] + rec[b, 2], rec[a, 3] + rec[b, 3]), c)
-                else:
-                    v = -split_cost_kernel(code, rec[a], rec[b], rec[m])
+                v = best[a] + best[b] - split_cost_kernel(code, rec[a], rec[b], rec[m])
                 n_splits += 1
-                v += best[a] + best[b]
                 if v > bv:
                     bv = v
                     ba = a
@@ -1089,41 +1074,11 @@ def root_bound(vf, vi, ef, hp, ctr):  # pragma: no cover - numba
 def subset_map(p, consts):  # pragma: no cover - numba
     """Exact best log-likelihood of every subset mask (inner λ everywhere), O(3^n). Test oracle."""
     n = p.shape[0]
-    size = np.zeros(1 << n, dtype=np.int64)
-    pp = np.zeros((1 << n, 4))
-    t = np.zeros(1 << n)
-    best = np.full(1 << n, -_INF)
     c = consts[0]
-    for m in range(1, 1 << n):
-        low = m & (-m)
-        rest = m ^ low
-        i = 0
-        while (1 << i) != low:
-            i += 1
-        for q in range(4):
-            pp[m, q] = pp[rest, q] + p[i, q]
-        size[m] = size[rest] + 1
-        t[m] = cluster_t(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3], size[m], c)
-    for m in range(1, 1 << n):
-        if size[m] == 1:
-            best[m] = 0.0
-            continue
-        low = m & (-m)
-        rest = m ^ low
-        sub = (rest - 1) & rest
-        bv = -_INF
-        while True:
-            a = low | sub
-            b = m ^ a
-            if best[a] > -_INF and best[b] > -_INF:
-                v = split_llh(t[a], t[b], t_of(pp[a, 0] + pp[b, 0], pp[a, 1] + pp[b, 1],
-                                               pp[a, 2] + pp[b, 2], pp[a, 3] + pp[b, 3]), c)
-                v += best[a] + best[b]
-                if v > bv:
-                    bv = v
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        best[m] = bv
+    tl = np.empty(n)
+    for i in range(n):
+        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], 1, c)
+    best = np.empty(1 << n)
+    arg = np.empty(1 << n, dtype=np.int64)
+    subset_dp(np.arange(n), n, p, tl, c, c, best, arg, n)
     return best
-

@@ -67,6 +67,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import InvalidJetError
+from ._subset_dp import subset_dp
 from .likelihood import check_likelihood, cluster_t, split_llh, t_of
 
 __all__ = ["HEURISTICS", "check_heuristic", "heuristic", "heuristic_tables"]
@@ -242,42 +243,10 @@ def _exact_dp(idx, n, p, tl, c):  # pragma: no cover - numba
     Costs ``3^n / 2`` split evaluations (121 at ``n = 5``, a few µs), about what ``h0``'s shape DP
     costs; ``h1`` (used by approximate A*, where speed matters more) is exact up to 3 leaves only.
     """
-    full = (1 << n) - 1
-    pp = np.zeros((full + 1, 4))
-    t_child = np.empty(full + 1)
-    best = np.full(full + 1, _NEG_INF)
-    size = np.zeros(full + 1, dtype=np.int64)
-    for m in range(1, full + 1):
-        low = m & (-m)
-        rest = m ^ low
-        a = 0
-        while (1 << a) != low:
-            a += 1
-        i = idx[a]
-        for q in range(4):
-            pp[m, q] = pp[rest, q] + p[i, q]
-        size[m] = size[rest] + 1
-        if rest == 0:
-            t_child[m] = tl[i]
-            best[m] = 0.0
-            continue
-        t_child[m] = cluster_t(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3], size[m], c)
-        t_par = t_of(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3])
-        # every 2-partition once: the part holding the lowest leaf runs over low | sub(rest)
-        bv = _NEG_INF
-        sub = (rest - 1) & rest
-        while True:
-            l = low | sub
-            r = m ^ l
-            if best[l] > _NEG_INF and best[r] > _NEG_INF:
-                v = split_llh(t_child[l], t_child[r], t_par, c) + best[l] + best[r]
-                if v > bv:
-                    bv = v
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        best[m] = bv
-    return best[full]
+    best = np.empty(1 << n)
+    arg = np.empty(1 << n, dtype=np.int64)
+    subset_dp(idx, n, p, tl, c, c, best, arg, n)
+    return best[(1 << n) - 1]
 
 
 # ---------------------------------------------------------------------- the bounds
