@@ -22,9 +22,10 @@ State arrays (all grown by the driver):
 * ``vi (V, 7)`` int64 per vertex: mask lo (0), hi (1), size (2), state (3: 0 unexplored,
   1 explored, 2 solved, 3 dead), heap offset (4), heap length (5), head of its candidate-split
   list (6, sparse trellis only).
-* ``ef (E, 2)`` / ``ei (E, 3)`` per heap entry (split): lower bound ``f`` and split cost
-  ``−ψ``; left id, right id, complete flag. ``hp`` holds each vertex's binary heap (a contiguous
-  segment of entry ids ordered by ``(f, incomplete, left id)``).
+* ``ef (E, 1)`` float64 / ``ei (E, 3)`` int32 per heap entry (split): lower bound ``f``; left id,
+  right id, complete flag (24 bytes per entry with ``hp``; the split's ``ψ`` is recomputed when an
+  entry is refreshed rather than stored). ``hp`` (int32) holds each vertex's binary heap (a
+  contiguous segment of entry ids ordered by ``(f, incomplete, left id)``).
 * ``cp (C, 3)`` candidate-split pool ``(next, left id, right id)`` of the sparse trellis.
 * ``ctr`` counters and the machine's registers (see the ``_C_*`` constants).
 
@@ -311,7 +312,6 @@ def _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, code, c):  # pragma: no cover 
     e = ctr[C_NE]
     ctr[C_NE] += 1
     ef[e, 0] = f
-    ef[e, 1] = -psi
     ei[e, 0] = l
     ei[e, 1] = r
     ei[e, 2] = 1 if (_complete(l, vi) and _complete(r, vi)) else 0
@@ -726,6 +726,7 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                 v = walk[q]
                 if vi[v, V_STATE] != EXPLORED:
                     continue
+                cv = consts[1] if v == root else consts[0]
                 off = vi[v, V_OFF]
                 n = vi[v, V_LEN]
                 # refresh the best entry until it is up to date (stale entries only rise)
@@ -733,7 +734,9 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     e = hp[off]
                     l = ei[e, 0]
                     r = ei[e, 1]
-                    f = ef[e, 1] + _lb(l, vf, vi, ef, hp) + _lb(r, vf, vi, ef, hp)
+                    # ψ is recomputed (not stored: 8 bytes less per entry); it is deterministic
+                    f = -_psi(code, v, l, r, vf, cv)
+                    f += _lb(l, vf, vi, ef, hp) + _lb(r, vf, vi, ef, hp)
                     comp = 1 if (_complete(l, vi) and _complete(r, vi)) else 0
                     if f == ef[e, 0] and comp == ei[e, 2]:
                         break
@@ -1016,7 +1019,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             e = hp[vi[v, V_OFF] + q]
             l = ei[e, 0]
             r = ei[e, 1]
-            x = -ef[e, 1] + val[l] + val[r]
+            x = _psi(code, v, l, r, vf, c) + val[l] + val[r]
             if x > bv:
                 bv = x
                 arg_l[v] = l

@@ -75,9 +75,24 @@ MAX_ASTAR_LEAVES = 128
 _QUOTA = 1 << 18
 #: Exact searches on at most this many leaves use a direct mask -> vertex table (8 * 2**n bytes).
 _DIRECT_MAX = 24
-_ENTRY_BYTES = 8 * 2 + 8 * 3 + 8
+#: Bytes per heap entry: ``ef`` (f) float64, ``ei`` (left, right, complete) and ``hp`` int32.
+_ENTRY_BYTES = 8 + 4 * 3 + 4
+#: Entry and vertex ids are int32 in the heap arrays.
+_MAX_IDS = 2**31 - 1
 _VERTEX_BYTES = 8 * 7 + 8 * 7 + 2 * 8
 _CAND_BYTES = 8 * 3
+
+
+def _grow(a: np.ndarray, rows: int) -> None:
+    """Enlarge ``a`` in place to ``rows`` rows; new rows are zero.
+
+    ``ndarray.resize`` reallocates the buffer (on Linux, large blocks are moved by remapping pages
+    rather than copied), so growing never holds the old and the new array at once. No views of
+    the search arrays exist (the reference-count check would still count the search object and
+    this argument, hence ``refcheck=False``).
+    """
+    a.resize((rows, *a.shape[1:]), refcheck=False)
+
 
 # approximate A* defaults (documented in astar_approx)
 DEFAULT_ALL_PAIRS_MAX_SIZE = 9
@@ -260,9 +275,9 @@ class _Search:
         # exact searches on up to _DIRECT_MAX leaves index vertices by mask (odd-sized table)
         self.direct = all_max < 0 and n <= _DIRECT_MAX
         self.ht = np.full((1 << n) + 1 if self.direct else 2 * vcap, -1, dtype=np.int64)
-        self.ef = np.zeros((ecap, 2))
-        self.ei = np.zeros((ecap, 3), dtype=np.int64)
-        self.hp = np.zeros(ecap, dtype=np.int64)
+        self.ef = np.zeros((ecap, 1))
+        self.ei = np.zeros((ecap, 3), dtype=np.int32)
+        self.hp = np.zeros(ecap, dtype=np.int32)
         self.cp = np.zeros((1 << 10, 3), dtype=np.int64)
         self.ctr = np.zeros(_k.N_CTR, dtype=np.int64)
         self.walk = np.zeros(2 * n + 8, dtype=np.int64)
@@ -303,12 +318,14 @@ class _Search:
         if self.max_vertices is not None and nv + need > self.max_vertices:
             return False
         cap = self.vf.shape[0]
-        new = max(2 * cap, nv + need + 16)
+        new = min(max(2 * cap, nv + need + 16), _MAX_IDS)
+        if new < nv + need + 16:
+            return False
         extra = (new - cap) * (_VERTEX_BYTES + 16)
         if self.memory() + extra > self.max_memory:
             return False
-        self.vf = np.concatenate([self.vf, np.zeros((new - cap, _k.N_VF))])
-        self.vi = np.concatenate([self.vi, np.zeros((new - cap, _k.N_VI), dtype=np.int64)])
+        _grow(self.vf, new)
+        _grow(self.vi, new)
         return self._rehash()
 
     def _rehash(self) -> bool:
@@ -326,14 +343,15 @@ class _Search:
     def _grow_entries(self, need: int) -> bool:
         ne = int(self.ctr[_k.C_NE])
         cap = self.ef.shape[0]
-        new = max(2 * cap, ne + need + 16)
-        if self.memory() + (new - cap) * _ENTRY_BYTES > self.max_memory:
-            new = ne + need + 16
-            if self.memory() + (new - cap) * _ENTRY_BYTES > self.max_memory:
-                return False
-        self.ef = np.concatenate([self.ef, np.zeros((new - cap, 2))])
-        self.ei = np.concatenate([self.ei, np.zeros((new - cap, 3), dtype=np.int64)])
-        self.hp = np.concatenate([self.hp, np.zeros(new - cap, dtype=np.int64)])
+        want = ne + need + 16
+        # the largest capacity the budget allows; near it, grow once to that instead of by `need`
+        room = min(cap + (self.max_memory - self.memory()) // _ENTRY_BYTES, _MAX_IDS)
+        if want > room:
+            return False
+        new = min(max(2 * cap, want), room)
+        _grow(self.ef, new)
+        _grow(self.ei, new)
+        _grow(self.hp, new)
         return True
 
     def _grow_cands(self, need: int) -> bool:
@@ -341,7 +359,7 @@ class _Search:
         new = max(2 * cap, int(self.ctr[_k.C_NCAND]) + need + 16)
         if self.memory() + (new - cap) * _CAND_BYTES > self.max_memory:
             return False
-        self.cp = np.concatenate([self.cp, np.zeros((new - cap, 3), dtype=np.int64)])
+        _grow(self.cp, new)
         return True
 
     # ------------------------------------------------------------------ running
