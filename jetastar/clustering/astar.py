@@ -16,9 +16,15 @@ Refinements that keep the optimality proof:
 * *solved vertices*: a vertex whose best entry is complete has its exact optimum (every other entry
   is a lower bound at least as large); it is frozen and never walked again;
 * *tie-breaking*: equal ``f`` prefers complete entries (no re-expansion of solved ties);
-* *exact tiny clusters*: clusters of 2–3 leaves are valued exactly (all their trees) and never
-  explored; clusters that no finite tree can cover (``h = −∞``, e.g. ``t ≤ t_cut``) are dead at once
-  and their splits are never stored.
+* *exact small clusters*: ``h0`` is exact on clusters of up to ``EXACT_MAX_LEAVES`` (5) leaves (a
+  subset DP; 3 leaves for ``h1``), so they are solved when created and never explored; clusters that
+  no finite tree can cover (``h = −∞``, e.g. ``t ≤ t_cut``) are dead at once and their splits are
+  never stored.
+
+Memory: 24 bytes per stored split (``f`` as float64; child ids and heap positions as int32; ψ is
+recomputed when an entry is refreshed) plus ~130 bytes per vertex; exact searches on up to 24
+leaves index vertices by bit mask. Arrays grow in place (``ndarray.resize``), and near the budget
+they grow once to what it allows, so the budget is the peak of the search arrays.
 
 With a budget (``max_time``, ``max_vertices``, ``max_memory``) the search stops early and returns
 the best complete tree it can build (the current best partial tree completed greedily, or the greedy

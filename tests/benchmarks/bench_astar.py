@@ -4,13 +4,16 @@ Usage::
 
     python tests/benchmarks/bench_astar.py heuristics [--max-leaves 12] [--random 20]
     python tests/benchmarks/bench_astar.py exact [--sizes 10-16] [--jets 10] [--max-time 600]
+        [--max-memory 8e9]
     python tests/benchmarks/bench_astar.py approx [--jets 10]
     python tests/benchmarks/bench_astar.py prune [--sizes 12,14] [--jets 6]
+    python tests/benchmarks/bench_astar.py explore [--sizes 12,14] [--jets 6]
 
 * ``heuristics``: every subset of every reference jet with at most ``--max-leaves`` leaves plus
   random QCD and W jets: violations of h0 / h1 / the reference "proof" bound (a violation is a subset
   whose exact best log-likelihood exceeds the bound) and mean gap bound − exact by subset size.
-* ``exact``: exact A* (h0) against the exact trellis, median time, vertices explored and splits.
+* ``exact``: exact A* (h0) against the exact trellis, median time, vertices explored, splits
+  and the memory of the search arrays; the last column counts jets where A* proved the trellis MAP.
 * ``approx``: approximate A* against greedy and beam search at 20/30/50/100 leaves, and the fraction
   of 12–16-leaf jets where it reaches the exact MAP.
 * ``prune``: how much any bound of h0's kind can prune. (1) On exact MAP trees, the slack of
@@ -18,6 +21,9 @@ Usage::
   ``x = λ t_child / T`` (the floor of a bound that does not know the parent masses). (2) The
   fraction of the root's 2-partitions that A* cannot discard (``ψ + h(L) + h(R) ≥ MAP``) with h0 and
   with oracle bounds ``MAP(S) + g·(|S| − 2)`` (exact up to EXACT_MAX_LEAVES leaves, like h0).
+* ``explore``: the fraction of the trellis's splits exact A* scores, measured and estimated from the
+  subsets it can reach with ``f ≤ C*`` (the estimate matches the measurement for h0), for h0, for h0
+  with exact values of every subset up to 6 / 8 leaves, and for the oracle bounds.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from jetastar.clustering import (
 )
 from jetastar.ginkgo import ShowerParams, generate
 from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, bound_value, heuristic_tables
-from jetastar.ginkgo.likelihood import split_log_likelihood, t_of
+from jetastar.ginkgo.likelihood import cluster_t, split_llh, split_log_likelihood, t_of
 
 
 @nb.njit
@@ -123,7 +129,7 @@ def heuristics(args: argparse.Namespace) -> None:
 
 def exact(args: argparse.Namespace) -> None:
     lo, hi = (int(x) for x in args.sizes.split("-"))
-    print("type  N | A* time  trellis time | explored | splits A* / trellis | exact")
+    print("type  N | A* time  trellis time | explored | splits A* / trellis | memory GB | exact")
     for jet_type in ("W", "QCD"):
         for n in range(lo, hi + 1):
             if jet_type == "W":
@@ -133,7 +139,7 @@ def exact(args: argparse.Namespace) -> None:
             jets = generate(args.jets, params, seed=1000 + n, min_leaves=n, max_leaves=n)
             rows = []
             for jet in jets:
-                a = astar(jet, max_time=args.max_time, progress=False)
+                a = astar(jet, max_time=args.max_time, max_memory=args.max_memory, progress=False)
                 t = time.perf_counter()
                 tr = exact_trellis(jet, progress=False)
                 t_tr = time.perf_counter() - t
@@ -141,11 +147,11 @@ def exact(args: argparse.Namespace) -> None:
                     1 + abs(tr.log_likelihood)
                 )
                 rows.append((a.stats["time_s"], t_tr, a.stats["vertices_explored"],
-                             a.stats["split_fraction"], agree))
+                             a.stats["split_fraction"], a.stats["memory_bytes"] / 1e9, agree))
             r = np.array(rows, dtype=float)
             med = np.median(r, axis=0)
             print(f"{jet_type:4s} {n:2d} | {med[0]:7.2f}s {med[1]:8.2f}s | {med[2]:8.0f} | "
-                  f"{med[3]:.3f} | {int(r[:, 4].sum())}/{len(rows)}", flush=True)
+                  f"{med[3]:.3f} | {med[4]:6.2f} | {int(r[:, 5].sum())}/{len(rows)}", flush=True)
 
 
 def approx(args: argparse.Namespace) -> None:
@@ -241,6 +247,93 @@ def prune(args: argparse.Namespace) -> None:
               flush=True)
 
 
+@nb.njit
+def _explored_splits(p, consts, cost_bound, c_star, small):  # pragma: no cover - numba
+    """Splits exact A* must score with the heuristic cost ``cost_bound`` (−h per subset mask).
+
+    A vertex S with more than ``small`` leaves is explored only if a partial tree with S open has
+    ``f ≤ C*``; the least ``f`` of such trees is ``ctx(S) + H(S)`` with ``ctx`` the cheapest context
+    above S (its splits' costs plus H of the other open clusters), computed top-down over all
+    subsets (a superset has a larger mask). Contexts with explored siblings' better bounds only
+    raise ``f``, so this counts every split A* can score (it matches the measured counts).
+    """
+    n = p.shape[0]
+    nm = 1 << n
+    full = nm - 1
+    pp = np.zeros((nm, 4))
+    t = np.zeros(nm)
+    size = np.zeros(nm, dtype=np.int64)
+    for m in range(1, nm):
+        low = m & -m
+        rest = m ^ low
+        i = 0
+        while (1 << i) != low:
+            i += 1
+        for q in range(4):
+            pp[m, q] = pp[rest, q] + p[i, q]
+        size[m] = size[rest] + 1
+        t[m] = cluster_t(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3], size[m], consts[0])
+    ctx = np.full(nm, np.inf)
+    ctx[full] = 0.0
+    n_splits = 0
+    for x in range(full, 0, -1):
+        if size[x] <= small or ctx[x] == np.inf:
+            continue
+        hx = 0.0 if x == full else cost_bound[x]
+        if ctx[x] + hx > c_star + 1e-9 * abs(c_star):
+            continue
+        c = consts[1] if x == full else consts[0]
+        t_x = t_of(pp[x, 0], pp[x, 1], pp[x, 2], pp[x, 3])
+        low = x & -x
+        rest = x ^ low
+        sub = (rest - 1) & rest
+        while True:
+            a = low | sub
+            b = x ^ a
+            n_splits += 1
+            psi = split_llh(t[a], t[b], t_x, c)
+            if psi > -np.inf:
+                base = ctx[x] - psi
+                if base + cost_bound[b] < ctx[a]:
+                    ctx[a] = base + cost_bound[b]
+                if base + cost_bound[a] < ctx[b]:
+                    ctx[b] = base + cost_bound[a]
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    return n_splits
+
+
+def explore(args: argparse.Namespace) -> None:
+    ks = (6, 8)
+    gs = (0.5, 0.25, 0.0)
+    print("N | A* measured | estimate: h0 | " + " | ".join(f"exact <= {k} + h0" for k in ks) +
+          " | " + " | ".join(f"oracle g={g}" for g in gs) + "   (fraction of the trellis splits)")
+    for n in (int(x) for x in args.sizes.split(",")):
+        jets = generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=77, min_leaves=n,
+                        max_leaves=n)
+        sizes = np.array([bin(m).count("1") for m in range(1 << n)])
+        total = (3**n - 2 ** (n + 1) + 1) / 2
+        rows = []
+        for jet in jets:
+            tabs = heuristic_tables(jet, "symmetric")
+            p, consts = tabs[0], tabs[5]
+            best = Trellis(jet, progress=False).map_array()
+            c_star = -best[-1]
+            h0 = _all_bounds(0, *tabs)
+            row = [astar(jet, progress=False).stats["split_fraction"],
+                   _explored_splits(p, consts, -h0, c_star, EXACT_MAX_LEAVES)]
+            for k in ks:
+                row.append(_explored_splits(p, consts, -np.where(sizes <= k, best, h0), c_star, k))
+            extra = np.where(sizes > EXACT_MAX_LEAVES, np.maximum(sizes - 2, 0), 0)
+            for g in gs:
+                row.append(_explored_splits(p, consts, -(best + g * extra), c_star,
+                                            EXACT_MAX_LEAVES))
+            rows.append([row[0]] + [x / total for x in row[1:]])
+        med = np.median(rows, axis=0)
+        print(f"{n} | " + " | ".join(f"{x:.3f}" for x in med), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -251,13 +344,19 @@ def main() -> None:
     e.add_argument("--sizes", default="10-16")
     e.add_argument("--jets", type=int, default=10)
     e.add_argument("--max-time", type=float, default=600.0)
+    e.add_argument("--max-memory", type=lambda x: int(float(x)), default=None,
+                   help="memory budget in bytes (default: that of astar, a third of the RAM)")
     a = sub.add_parser("approx")
     a.add_argument("--jets", type=int, default=10)
     pr = sub.add_parser("prune")
     pr.add_argument("--sizes", default="12,14")
     pr.add_argument("--jets", type=int, default=6)
+    ex = sub.add_parser("explore")
+    ex.add_argument("--sizes", default="12,14")
+    ex.add_argument("--jets", type=int, default=6)
     args = parser.parse_args()
-    {"heuristics": heuristics, "exact": exact, "approx": approx, "prune": prune}[args.what](args)
+    {"heuristics": heuristics, "exact": exact, "approx": approx, "prune": prune,
+     "explore": explore}[args.what](args)
 
 
 if __name__ == "__main__":
