@@ -603,6 +603,23 @@ def _set_solved(x, value, vf, vi):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
+def small_cluster_table(n, dpmax, p, tl, consts, cm, code, ctr):  # pragma: no cover - numba
+    """Exact value of every cluster of at most ``dpmax`` leaves of an ``n``-leaf problem, by mask.
+
+    One subset DP over the whole jet (``Σ_k C(n,k) 2^(k−1)`` splits, ~5e6 at ``n = 16``, a quarter
+    of the trellis) replaces one local DP per small cluster the approximate search reaches (each
+    ``3^k / 2`` splits, most of them repeated between overlapping clusters). The leaves are
+    ``0 .. n−1``, so a cluster's table index is its bit mask; inner λ everywhere (never used for the
+    root). Counts its splits in ``ctr[C_SPLITS]``.
+    """
+    elems = np.arange(n)
+    table = np.empty(1 << n)
+    arg = np.empty(1 << n, dtype=np.int64)
+    ctr[C_SPLITS] += _local_dp(elems, n, p, tl, cm, code, consts[0], consts[0], table, arg, dpmax)
+    return table
+
+
+@nb.njit(cache=True)
 def _dp_clusters(lo, hi, is_root, p, tl, consts, cm, code, out_lo, out_hi, n_out):  # pragma: no cover
     """Append the clusters of the exact best tree over (lo, hi) (local DP)."""
     elems = np.empty(128, dtype=np.int64)
@@ -641,8 +658,12 @@ def _dp_clusters(lo, hi, is_root, p, tl, consts, cm, code, out_lo, out_hi, n_out
 # ---------------------------------------------------------------------- the machine
 @nb.njit(cache=True)
 def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d, consts, phys, cm,
-        scratch, elems):  # pragma: no cover - numba
-    """Advance the search by about ``quota`` split evaluations. Returns a status (``ST_*``)."""
+        scratch, elems, table):  # pragma: no cover - numba
+    """Advance the search by about ``quota`` split evaluations. Returns a status (``ST_*``).
+
+    ``table`` holds the exact value of every cluster of at most ``P_DPMAX`` leaves by bit mask
+    (small jets of the approximate search, see :func:`small_cluster_table`), or is empty: small
+    clusters are then solved by a local DP each."""
     root = ctr[C_ROOT]
     code = ip[P_MODEL]
     start_splits = ctr[C_SPLITS]
@@ -695,7 +716,12 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     continue
                 size = vi[x, V_SIZE]
                 if size <= ip[P_DPMAX]:
-                    _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems)
+                    if table.shape[0] > 0 and x != root:
+                        _set_solved(x, table[vi[x, V_LO]], vf, vi)
+                        ctr[C_EXPLORED] += 1
+                        ctr[C_DPSOLVED] += 1
+                    else:
+                        _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems)
                     st = -1
                 elif allmax < 0 or size <= allmax or (x == root and size <= ip[P_ROOTALL]):
                     if ctr[C_CODE] == 0:
@@ -921,7 +947,8 @@ def _never_looked_at(c, vi, dpmax):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo, out_hi):  # pragma: no cover
+def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo, out_hi,
+               table):  # pragma: no cover
     """Best complete tree represented in the explored (sparse) trellis.
 
     Every vertex reachable from the root through candidate splits (seed trees included) or through
@@ -929,10 +956,10 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
     vertices by their value, clusters of at most ``P_DPMAX`` leaves by a local DP (kept: the vertex is
     then solved for later rounds), others by the best of their splits. For a jet of at most
     ``P_ROOTALL`` leaves (the root has every 2-partition) every small part of every heap entry is
-    valued, from one subset DP shared by all clusters of at most ``P_DPMAX`` leaves (~5e6 splits at
-    16 leaves, a quarter of the trellis). Above that, heap entries with a small part the search never
-    reached are left out (one local DP per such part would cost more than the search). Seeds are
-    always represented, so the result is never below the best seed tree.
+    valued from ``table`` (:func:`small_cluster_table`; empty for larger jets). Above that, heap
+    entries with a small part the search never reached are left out (one local DP per such part
+    would cost more than the search). Seeds are always represented, so the result is never below
+    the best seed tree.
 
     Returns:
         (log-likelihood, number of clusters written to out_lo / out_hi).
@@ -940,11 +967,8 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
     nv = ctr[C_NV]
     root = ctr[C_ROOT]
     dpmax = ip[P_DPMAX]
-    # small jets (the root has every 2-partition): every small part is valued from one shared
-    # subset DP over all clusters of at most dpmax leaves (Σ_k C(n,k) 2^(k-1) splits, ~5e6 at n = 16)
-    n_all = vi[root, V_SIZE]
-    use_table = dpmax >= 2 and n_all <= ip[P_ROOTALL] and n_all < 63
-    table = np.empty(0)
+    # small jets (the root has every 2-partition): every small part is valued from the table
+    use_table = table.shape[0] > 0
     reach = np.zeros(nv, dtype=np.bool_)
     leafish = np.zeros(nv, dtype=np.bool_)
     stack = np.empty(nv + 1, dtype=np.int64)
@@ -998,13 +1022,6 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             if vi[v, V_STATE] == SOLVED:
                 val[v] = -vf[v, V_VAL]
             elif vi[v, V_STATE] != DEAD and use_table:
-                if table.shape[0] == 0:
-                    k_all = _members(vi[root, V_LO], vi[root, V_HI], elems)
-                    table = np.empty(1 << k_all)
-                    targ = np.empty(1 << k_all, dtype=np.int64)
-                    ctr[C_SPLITS] += _local_dp(elems, k_all, p, tl, cm, code, consts[0],
-                                               consts[0], table, targ, dpmax)
-                # the root holds leaves 0..n-1, so a cluster's local mask is its bit mask
                 val[v] = table[vi[v, V_LO]]
                 _set_solved(v, val[v], vf, vi)
             elif vi[v, V_STATE] != DEAD:

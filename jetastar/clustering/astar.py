@@ -286,6 +286,8 @@ class _Search:
         self.hp = np.zeros(ecap, dtype=np.int32)
         self.cp = np.zeros((1 << 10, 3), dtype=np.int64)
         self.ctr = np.zeros(_k.N_CTR, dtype=np.int64)
+        # exact values of the small clusters of a small jet (approximate search only), by mask
+        self.small_table = np.zeros(0)
         self.walk = np.zeros(2 * n + 8, dtype=np.int64)
         self.front = np.zeros(2 * n + 8, dtype=np.int64)
         self.scratch = np.zeros(max(2 * n + 8, 256), dtype=np.int64)
@@ -392,6 +394,7 @@ class _Search:
             st = _k.run(
                 _QUOTA, self.vf, self.vi, self.ht, self.ef, self.ei, self.hp, self.cp, self.ctr,
                 self.walk, self.front, self.ip, *self.tables, self.scratch, self.elems,
+                self.small_table,
             )
             if st == _k.ST_SOLVED:
                 return "solved"
@@ -448,7 +451,7 @@ class _Search:
         value, k = _k.best_known(
             self.vf, self.vi, self.ef, self.ei, self.hp, self.cp, self.ctr, self.ip,
             self.tables[0], self.tables[1], self.tables[5], self.tables[7], self.problem.code,
-            out_lo, out_hi,
+            out_lo, out_hi, self.small_table,
         )
         if k == 0:
             return -math.inf, None
@@ -811,6 +814,12 @@ def astar_approx(
         # small jets: vertices up to 12 leaves get every 2-partition (at most 2047) instead of a
         # sample (W jets of 16 leaves: 11/12 instead of 9/12 exact MAPs, ~+0.3 s)
         search.ip[_k.P_ALLMAX] = _SMALL_JET_ALL_PAIRS
+    if all_max >= 2 and n <= _ROOT_ALL_MAX:
+        # one subset DP values every small cluster of the jet (instead of a DP per cluster)
+        tab = search.tables
+        search.small_table = _k.small_cluster_table(
+            n, all_max, tab[0], tab[1], tab[5], tab[7], problem.code, search.ctr
+        )
     search.add_splits(splits)
     deadline = None if max_time is None else start + max_time
     bar = _progress_bar(progress, problem.who, "approx A*", " rounds")
