@@ -36,7 +36,8 @@ search, the greedy tree and any user trees. Clusters with at most ``all_pairs_ma
 all their 2-partitions — equivalently their exact optimum, computed on demand by a local subset DP;
 larger vertices get ``n_samples`` random 2-partitions of which the ``top_k`` with the best split
 likelihood are kept (plus every split already known there, e.g. from the seeds); the root of a jet
-with at most 16 leaves gets all its 2-partitions. The search is a
+with at most 16 leaves gets all its 2-partitions, and such a jet's small clusters are valued from one
+subset DP over the whole jet (instead of one DP per cluster). The search is a
 weighted A* (heuristic cost × ``weight``) capped at ``max_explored`` explored vertices per round; a
 round ends with the best complete tree represented in the explored trellis (a DP over heap entries
 and candidate splits, seeds included). Rounds re-run A* on the growing trellis with fresh samples
