@@ -346,3 +346,21 @@ def test_astar_cost_model_bad_input():
     single = astar(HCCCost(np.zeros((1, 1))), progress=False)
     assert single.exact and single.cost == 0.0 and single.tree.n_leaves == 1
     assert astar_approx(DasguptaCost(np.zeros((1, 1))), progress=False).cost == 0.0
+
+
+def test_small_cluster_table_holds_the_exact_value_of_every_small_cluster():
+    from jetastar.clustering import _astar_kernels as kernels
+    from jetastar.costs import GINKGO_CODE
+    from jetastar.ginkgo.heuristics import heuristic_tables
+
+    jet = generate(1, ShowerParams.qcd(), seed=4, min_leaves=9, max_leaves=9)[0]
+    p, tl, _, _, _, consts, _ = heuristic_tables(jet)
+    ctr = np.zeros(kernels.N_CTR, dtype=np.int64)
+    cm = np.zeros((3, 1, 1))
+    table = kernels.small_cluster_table(9, 5, p, tl, consts, cm, GINKGO_CODE, ctr)
+    exact = kernels.subset_map(p, consts)
+    sizes = np.array([bin(m).count("1") for m in range(1 << 9)])
+    small = (sizes >= 1) & (sizes <= 5)
+    np.testing.assert_array_equal(table[small], exact[small])
+    assert np.all(np.isneginf(table[sizes > 5]))
+    assert ctr[kernels.C_SPLITS] > 0
