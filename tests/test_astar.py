@@ -112,7 +112,6 @@ def test_budget_stops_return_a_tree_and_a_valid_bound():
     assert timed.status == "budget" and "max_time" in timed.message
 
 
-
 def test_memory_budget_just_below_a_doubling_still_solves_within_it():
     # near the budget the heap arrays grow once to what it allows instead of doubling
     jet = generate(1, ShowerParams.w(), seed=5, min_leaves=14, max_leaves=14)[0]
@@ -122,6 +121,7 @@ def test_memory_budget_just_below_a_doubling_still_solves_within_it():
     assert tight.exact and tight.status == "ok"
     assert tight.log_likelihood == free.log_likelihood
     assert tight.stats["memory_bytes"] <= budget
+
 
 @pytest.mark.parametrize(
     "kwargs",

@@ -21,6 +21,42 @@ _NEG_INF = -np.inf
 
 
 @nb.njit(cache=True)
+def subset_masses(elems, k, p, tl, c_in):  # pragma: no cover - numba
+    """Summed 4-momentum, likelihood ``t`` and size of every subset of the leaves ``elems[:k]``.
+
+    Args:
+        elems: leaf indices (int64); only the first ``k`` are used.
+        k: number of leaves.
+        p: leaf 4-vectors ``(n, 4)`` of the whole jet.
+        tl: the ``t`` the likelihood uses for each single leaf.
+        c_in: likelihood constants row (its form decides ``t`` of clusters).
+
+    Returns:
+        ``(rec, t, size)`` indexed by local bitmask: ``rec (2**k, 4)`` summed 4-momenta, ``t`` and
+        ``size`` (int64); each subset from the one without its lowest bit (one addition).
+    """
+    nm = 1 << k
+    rec = np.zeros((nm, 4))
+    t = np.zeros(nm)
+    size = np.zeros(nm, dtype=np.int64)
+    for m in range(1, nm):
+        low = m & (-m)
+        rest = m ^ low
+        i = 0
+        while (1 << i) != low:
+            i += 1
+        leaf = elems[i]
+        for q in range(4):
+            rec[m, q] = rec[rest, q] + p[leaf, q]
+        size[m] = size[rest] + 1
+        if rest == 0:
+            t[m] = tl[leaf]
+        else:
+            t[m] = cluster_t(rec[m, 0], rec[m, 1], rec[m, 2], rec[m, 3], size[m], c_in)
+    return rec, t, size
+
+
+@nb.njit(cache=True)
 def subset_dp(elems, k, p, tl, c_in, c_top, best, arg, max_size):  # pragma: no cover - numba
     """Best log-likelihood of a hierarchy over every subset of the leaves ``elems[:k]``.
 
@@ -54,23 +90,7 @@ def subset_dp(elems, k, p, tl, c_in, c_top, best, arg, max_size):  # pragma: no 
     """
     nm = 1 << k
     full = nm - 1
-    rec = np.zeros((nm, 4))
-    t = np.zeros(nm)
-    size = np.zeros(nm, dtype=np.int64)
-    for m in range(1, nm):
-        low = m & (-m)
-        rest = m ^ low
-        i = 0
-        while (1 << i) != low:
-            i += 1
-        leaf = elems[i]
-        for q in range(4):
-            rec[m, q] = rec[rest, q] + p[leaf, q]
-        size[m] = size[rest] + 1
-        if rest == 0:
-            t[m] = tl[leaf]
-        else:
-            t[m] = cluster_t(rec[m, 0], rec[m, 1], rec[m, 2], rec[m, 3], size[m], c_in)
+    rec, t, size = subset_masses(elems, k, p, tl, c_in)
     best[0] = _NEG_INF  # the empty set
     arg[0] = 0
     n_splits = 0

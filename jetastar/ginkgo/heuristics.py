@@ -521,9 +521,9 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - num
                     nb_ += 1
         fc[k] = _compress(bg, bm, nb_, fg[k], fm[k]) if nb_ > 0 else 0
     # the split of S itself: its mass t_s is known
-    # an upper bound u2[b] on the mass of the first child when the second has b leaves:
-    # t_S − t_L = Σ_{i∈R} t_i + (pairs touching R) ≥ Σ_{i∈R} (t_i + ½ D_i), D_i = Σ_{j∈S} d_ij,
-    # so the second child's scale (√t_S − √t_L)² has a lower bound (fact 3: d_ij ≥ 0)
+    # sc2[b]: a lower bound on the scale (√t_S − √t_L)² of a second child R of b leaves, from
+    # t_S − t_L = Σ_{i∈R} t_i + (pairs touching R) ≥ Σ_{i∈R} (t_i + ½ D_i), D_i = Σ_{j∈S} d_ij
+    # (fact 3: d_ij ≥ 0), i.e. t_L ≤ t_S − (the b smallest t_i + ½ D_i)
     sc2 = np.zeros(n + 1)
     if use_pairs:
         excl = np.empty(n)

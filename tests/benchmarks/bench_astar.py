@@ -50,8 +50,9 @@ from jetastar.clustering import (
     greedy,
 )
 from jetastar.ginkgo import ShowerParams, generate
+from jetastar.ginkgo._subset_dp import subset_masses
 from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, bound_value, heuristic_tables
-from jetastar.ginkgo.likelihood import cluster_t, split_llh, split_log_likelihood, t_of
+from jetastar.ginkgo.likelihood import split_llh, split_log_likelihood, t_of
 
 
 @nb.njit
@@ -248,7 +249,7 @@ def prune(args: argparse.Namespace) -> None:
 
 
 @nb.njit
-def _explored_splits(p, consts, cost_bound, c_star, small):  # pragma: no cover - numba
+def _explored_splits(p, tl, consts, cost_bound, c_star, small):  # pragma: no cover - numba
     """Splits exact A* must score with the heuristic cost ``cost_bound`` (−h per subset mask).
 
     A vertex S with more than ``small`` leaves is explored only if a partial tree with S open has
@@ -260,19 +261,7 @@ def _explored_splits(p, consts, cost_bound, c_star, small):  # pragma: no cover 
     n = p.shape[0]
     nm = 1 << n
     full = nm - 1
-    pp = np.zeros((nm, 4))
-    t = np.zeros(nm)
-    size = np.zeros(nm, dtype=np.int64)
-    for m in range(1, nm):
-        low = m & -m
-        rest = m ^ low
-        i = 0
-        while (1 << i) != low:
-            i += 1
-        for q in range(4):
-            pp[m, q] = pp[rest, q] + p[i, q]
-        size[m] = size[rest] + 1
-        t[m] = cluster_t(pp[m, 0], pp[m, 1], pp[m, 2], pp[m, 3], size[m], consts[0])
+    pp, t, size = subset_masses(np.arange(n), n, p, tl, consts[0])
     ctx = np.full(nm, np.inf)
     ctx[full] = 0.0
     n_splits = 0
@@ -317,17 +306,17 @@ def explore(args: argparse.Namespace) -> None:
         rows = []
         for jet in jets:
             tabs = heuristic_tables(jet, "symmetric")
-            p, consts = tabs[0], tabs[5]
+            p, tl, consts = tabs[0], tabs[1], tabs[5]
             best = Trellis(jet, progress=False).map_array()
             c_star = -best[-1]
             h0 = _all_bounds(0, *tabs)
             row = [astar(jet, progress=False).stats["split_fraction"],
-                   _explored_splits(p, consts, -h0, c_star, EXACT_MAX_LEAVES)]
+                   _explored_splits(p, tl, consts, -h0, c_star, EXACT_MAX_LEAVES)]
             for k in ks:
-                row.append(_explored_splits(p, consts, -np.where(sizes <= k, best, h0), c_star, k))
+                row.append(_explored_splits(p, tl, consts, -np.where(sizes <= k, best, h0), c_star, k))
             extra = np.where(sizes > EXACT_MAX_LEAVES, np.maximum(sizes - 2, 0), 0)
             for g in gs:
-                row.append(_explored_splits(p, consts, -(best + g * extra), c_star,
+                row.append(_explored_splits(p, tl, consts, -(best + g * extra), c_star,
                                             EXACT_MAX_LEAVES))
             rows.append([row[0]] + [x / total for x in row[1:]])
         med = np.median(rows, axis=0)
