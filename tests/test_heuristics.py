@@ -12,7 +12,13 @@ from jetastar import Jet
 from jetastar.clustering import Trellis
 from jetastar.clustering._astar_kernels import subset_map
 from jetastar.ginkgo import ShowerParams, generate, heuristic
-from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, HEURISTICS, _bound_py, heuristic_tables
+from jetastar.ginkgo.heuristics import (
+    EXACT_MAX_LEAVES,
+    HEURISTICS,
+    _bound_py,
+    _h0_shapes,
+    heuristic_tables,
+)
 
 FORMS = ("symmetric", "legacy")
 
@@ -143,3 +149,28 @@ def test_heuristic_rejects_bad_clusters(leaves):
     jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=4, max_leaves=4)[0]
     with pytest.raises(ValueError, match="leaf_indices"):
         heuristic(jet, leaves)
+
+
+def test_shape_dp_with_the_exact_least_masses_is_tighter_and_still_a_bound():
+    """The benchmarks' oracle: every k-leaf node given the least mass of a k-leaf subset."""
+    jet = generate(1, ShowerParams.qcd(), seed=101, min_leaves=9, max_leaves=9)[0]
+    p, tl, mt, w, d, consts, phys = heuristic_tables(jet, "symmetric")
+    best = _subset_maps(jet, "symmetric")
+    n = jet.n_leaves
+    mom = np.array([p[[i for i in range(n) if m >> i & 1]].sum(axis=0) for m in range(1, 1 << n)])
+    t = np.concatenate([[0.0], mom[:, 0] ** 2 - (mom[:, 1:] ** 2).sum(axis=1)])
+    size = np.array([bin(m).count("1") for m in range(1 << n)])
+    n_tighter = 0
+    for s in range(1, 1 << n):
+        if size[s] <= EXACT_MAX_LEAVES or not np.isfinite(best[s]):
+            continue
+        subs = np.array([u for u in range(1, s + 1) if u & s == u])
+        floor = np.array([t[subs[size[subs] == k]].min() if k else 0.0 for k in range(size[s] + 1)])
+        idx = np.array([i for i in range(n) if s >> i & 1], dtype=np.int64)
+        args = (idx, len(idx), t[s], p, tl, mt, w, d, consts[0], phys[0] != 0)
+        plain = _h0_shapes(*args, np.zeros(0))
+        tight = _h0_shapes(*args, floor)
+        assert best[s] <= tight + 1e-9 * abs(best[s]) + 1e-9, f"subset {s:#x}"
+        assert tight <= plain + 1e-12 * abs(plain)
+        n_tighter += tight < plain - 1e-6
+    assert n_tighter > 0

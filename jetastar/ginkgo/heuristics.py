@@ -326,6 +326,7 @@ def _h0(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - numba
 
 
 _FRONT = 4  # points kept per size in the shape DP (merging keeps it an upper bound)
+_NO_FLOOR = np.zeros(0)
 
 
 @nb.njit(cache=True, inline="always")
@@ -379,8 +380,13 @@ def _compress(gs, ms, n, out_g, out_m):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - numba
-    """h0 by a DP over tree shapes (sizes) with mass lower bounds; see the module docstring."""
+def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no cover - numba
+    """h0 by a DP over tree shapes (sizes) with mass lower bounds; see the module docstring.
+
+    ``mass_floor`` (empty, or ``n + 1`` values) raises the per-size mass bounds ``T(k)``: any valid
+    lower bound on the mass of every ``k``-leaf subset of the cluster (the benchmarks pass the exact
+    minimum to measure what better mass bounds would buy).
+    """
     tcut = c[0]
     lam = c[1]
     legacy = c[4] != 0.0
@@ -445,6 +451,10 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - num
                 v = cs_t + star
             if v > tk[k]:
                 tk[k] = v
+    if mass_floor.shape[0] > 0:
+        for k in range(n + 1):
+            if mass_floor[k] > tk[k]:
+                tk[k] = mass_floor[k]
     fg = np.full((n + 1, _FRONT), _NEG_INF)
     fm = np.zeros((n + 1, _FRONT))
     fc = np.zeros(n + 1, dtype=np.int64)
@@ -678,7 +688,7 @@ def bound_value(kind, idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cove
             for a in range(n):
                 if tl[idx[a]] > c[0]:
                     return simple
-        shapes = _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys[0] != 0)
+        shapes = _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys[0] != 0, _NO_FLOOR)
         return shapes if shapes < simple else simple
     return _paper(idx, n, t_s, p, tl, mt, w, c, kind == 2)
 

@@ -23,7 +23,9 @@ Usage::
   with oracle bounds ``MAP(S) + g·(|S| − 2)`` (exact up to EXACT_MAX_LEAVES leaves, like h0).
 * ``explore``: the fraction of the trellis's splits exact A* scores, measured and estimated from the
   subsets it can reach with ``f ≤ C*`` (the estimate matches the measurement for h0), for h0, for h0
-  with exact values of every subset up to 6 / 8 leaves, and for the oracle bounds.
+  whose shape DP knows the exact least mass of every subset size, for h0 with exact values of every
+  subset up to 6 / 8 leaves, and for the oracle bounds; and the time of h0 on every subset (exact A*
+  evaluates it on every child of the root, i.e. every subset) against the whole trellis.
 """
 
 from __future__ import annotations
@@ -51,8 +53,33 @@ from jetastar.clustering import (
 )
 from jetastar.ginkgo import ShowerParams, generate
 from jetastar.ginkgo._subset_dp import subset_masses
-from jetastar.ginkgo.heuristics import EXACT_MAX_LEAVES, bound_value, heuristic_tables
+from jetastar.ginkgo.heuristics import (
+    _SLACK,
+    EXACT_MAX_LEAVES,
+    _h0_shapes,
+    bound_value,
+    heuristic_tables,
+)
 from jetastar.ginkgo.likelihood import split_llh, split_log_likelihood, t_of
+
+
+@nb.njit
+def _subset(m, p, idx):  # pragma: no cover - numba
+    """Leaves of mask ``m`` into ``idx``; returns their number and the subset's squared mass."""
+    k = 0
+    e = 0.0
+    x = 0.0
+    y = 0.0
+    z = 0.0
+    for i in range(p.shape[0]):
+        if (m >> i) & 1:
+            idx[k] = i
+            k += 1
+            e += p[i, 0]
+            x += p[i, 1]
+            y += p[i, 2]
+            z += p[i, 3]
+    return k, t_of(e, x, y, z)
 
 
 @nb.njit
@@ -61,20 +88,8 @@ def _all_bounds(kind, p, tl, mt, w, d, consts, phys):  # pragma: no cover - numb
     out = np.full(1 << n, np.nan)
     idx = np.empty(n, dtype=np.int64)
     for m in range(1, 1 << n):
-        k = 0
-        e = 0.0
-        x = 0.0
-        y = 0.0
-        z = 0.0
-        for i in range(n):
-            if (m >> i) & 1:
-                idx[k] = i
-                k += 1
-                e += p[i, 0]
-                x += p[i, 1]
-                y += p[i, 2]
-                z += p[i, 3]
-        out[m] = bound_value(kind, idx, k, t_of(e, x, y, z), p, tl, mt, w, d, consts[0], phys)
+        k, t_s = _subset(m, p, idx)
+        out[m] = bound_value(kind, idx, k, t_s, p, tl, mt, w, d, consts[0], phys)
     return out
 
 
@@ -293,25 +308,69 @@ def _explored_splits(p, tl, consts, cost_bound, c_star, small):  # pragma: no co
     return n_splits
 
 
+@nb.njit
+def _min_masses(t, n):  # pragma: no cover - numba
+    """``out[S, k]``: the least squared mass of a ``k``-leaf subset of ``S`` (every mask ``S``)."""
+    out = np.full((1 << n, n + 1), np.inf)
+    for s in range(1, 1 << n):
+        k = 0
+        for i in range(n):
+            k += (s >> i) & 1
+        out[s, k] = t[s]
+        for i in range(n):
+            r = s ^ (1 << i)
+            if (s >> i) & 1 and r:
+                for kk in range(1, k):
+                    if out[r, kk] < out[s, kk]:
+                        out[s, kk] = out[r, kk]
+    return out
+
+
+@nb.njit
+def _bounds_min_masses(h0, p, tl, mt, w, d, consts, phys, floor):  # pragma: no cover - numba
+    """h0 with its shape DP given the exact least mass of every subset size (an oracle bound)."""
+    n = p.shape[0]
+    out = h0.copy()
+    idx = np.empty(n, dtype=np.int64)
+    for m in range(1, 1 << n):
+        k, t_s = _subset(m, p, idx)
+        if k <= EXACT_MAX_LEAVES or h0[m] == -np.inf:
+            continue
+        v = _h0_shapes(idx, k, t_s, p, tl, mt, w, d, consts[0], phys[0] != 0, floor[m])
+        v += _SLACK * (1.0 + abs(v))
+        if v < out[m]:
+            out[m] = v
+    return out
+
+
 def explore(args: argparse.Namespace) -> None:
     ks = (6, 8)
     gs = (0.5, 0.25, 0.0)
-    print("N | A* measured | estimate: h0 | " + " | ".join(f"exact <= {k} + h0" for k in ks) +
-          " | " + " | ".join(f"oracle g={g}" for g in gs) + "   (fraction of the trellis splits)")
+    print("N | A* measured | estimate: h0 | h0, exact least masses | " +
+          " | ".join(f"exact <= {k} + h0" for k in ks) + " | " +
+          " | ".join(f"oracle g={g}" for g in gs) + "   (fraction of the trellis splits) | "
+          "time of h0 on every subset / trellis")
     for n in (int(x) for x in args.sizes.split(",")):
         jets = generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=77, min_leaves=n,
                         max_leaves=n)
         sizes = np.array([bin(m).count("1") for m in range(1 << n)])
         total = (3**n - 2 ** (n + 1) + 1) / 2
         rows = []
+        times = []
         for jet in jets:
             tabs = heuristic_tables(jet, "symmetric")
             p, tl, consts = tabs[0], tabs[1], tabs[5]
+            t0 = time.perf_counter()
             best = Trellis(jet, progress=False).map_array()
-            c_star = -best[-1]
+            t1 = time.perf_counter()
             h0 = _all_bounds(0, *tabs)
+            t2 = time.perf_counter()
+            c_star = -best[-1]
+            t_sub = subset_masses(np.arange(n), n, p, tl, consts[0])[1]
+            h0m = _bounds_min_masses(h0, *tabs, _min_masses(t_sub, n))
             row = [astar(jet, progress=False).stats["split_fraction"],
-                   _explored_splits(p, tl, consts, -h0, c_star, EXACT_MAX_LEAVES)]
+                   _explored_splits(p, tl, consts, -h0, c_star, EXACT_MAX_LEAVES),
+                   _explored_splits(p, tl, consts, -h0m, c_star, EXACT_MAX_LEAVES)]
             for k in ks:
                 row.append(_explored_splits(p, tl, consts, -np.where(sizes <= k, best, h0), c_star, k))
             extra = np.where(sizes > EXACT_MAX_LEAVES, np.maximum(sizes - 2, 0), 0)
@@ -319,8 +378,11 @@ def explore(args: argparse.Namespace) -> None:
                 row.append(_explored_splits(p, tl, consts, -(best + g * extra), c_star,
                                             EXACT_MAX_LEAVES))
             rows.append([row[0]] + [x / total for x in row[1:]])
+            times.append((t2 - t1, t1 - t0))
         med = np.median(rows, axis=0)
-        print(f"{n} | " + " | ".join(f"{x:.3f}" for x in med), flush=True)
+        t_h, t_tr = np.median(times, axis=0)
+        print(f"{n} | " + " | ".join(f"{x:.3f}" for x in med) + f" | {t_h:.2f} s / {t_tr:.2f} s",
+              flush=True)
 
 
 def main() -> None:
