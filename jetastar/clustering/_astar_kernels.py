@@ -15,8 +15,10 @@ open-addressing hash table (``ht``) that maps them to vertex ids.
 
 State arrays (all grown by the driver):
 
-* ``vf (V, 7)`` float64 per vertex: summed 4-momentum (0–3), likelihood ``t`` (4), heuristic cost
-  ``H = −h`` (5), solved cost (6). For a cost model (``ip[P_MODEL]`` = its code, see
+* ``vf (V, 8)`` float64 per vertex: summed 4-momentum (0–3), likelihood ``t`` (4), heuristic cost
+  ``H = −h`` (5), solved cost (6, finite exactly when solved), current lower bound (7, see below;
+  kept up to date whenever the vertex's state or heap top changes, so scoring a split reads one
+  row per child and never the child's heap). For a cost model (``ip[P_MODEL]`` = its code, see
   :mod:`jetastar.costs`) columns 0–3 hold the cluster's features ``(P, N, W, size)`` instead, a
   split's ``ψ`` is minus its cost and ``H`` the model's admissible heuristic.
 * ``vi (V, 7)`` int64 per vertex: mask lo (0), hi (1), size (2), state (3: 0 unexplored,
@@ -43,12 +45,18 @@ import numpy as np
 from ..costs import GINKGO_CODE, heuristic_kernel, merge_cost_kernel, split_cost_kernel
 from ..ginkgo._subset_dp import subset_dp
 from ..ginkgo.heuristics import bound_value
-from ..ginkgo.likelihood import cluster_t, split_llh, t_of
+from ..ginkgo.likelihood import (
+    cluster_t,
+    parent_terms,
+    split_llh,
+    split_llh_given_parent,
+    t_of,
+)
 
 # ---------------------------------------------------------------------- layout
-V_E, V_PX, V_PY, V_PZ, V_T, V_H, V_VAL = range(7)
+V_E, V_PX, V_PY, V_PZ, V_T, V_H, V_VAL, V_LB = range(8)
 V_LO, V_HI, V_SIZE, V_STATE, V_OFF, V_LEN, V_CAND = range(7)
-N_VF = 7
+N_VF = 8
 N_VI = 7
 UNEXPLORED, EXPLORED, SOLVED, DEAD = 0, 1, 2, 3
 
@@ -193,12 +201,18 @@ def new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, s
             vi[v, V_STATE] = SOLVED
             vf[v, V_VAL] = h
             ctr[C_NSOLVED_SMALL] += 1
+    _store_lb(v, vf, vi)
     _insert(v, vi, ht)
     return v
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _get(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch):  # pragma: no cover
+    """Vertex id of mask ``(lo, hi)``, created if new.
+
+    Not inlined on purpose: numba's IR inlining adds a reference-count update per array argument
+    and call; hot loops look the mask up in the direct table themselves (see :func:`_explore_all`)
+    and call this only on a miss."""
     v = find(lo, hi, vi, ht)
     if v >= 0:
         return v
@@ -206,22 +220,27 @@ def _get(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch
 
 
 @nb.njit(cache=True, inline="always")
-def _lb(v, vf, vi, ef, hp):  # pragma: no cover - numba
+def _store_lb(v, vf, vi):  # pragma: no cover - numba
+    """Store the lower bound of a vertex that is not explored (solved, dead or unexplored)."""
     st = vi[v, V_STATE]
     if st == SOLVED:
-        return vf[v, V_VAL]
-    if st == DEAD:
-        return _INF
-    if st == EXPLORED:
-        top = ef[hp[vi[v, V_OFF]], 0]
-        h = vf[v, V_H]
-        return top if top > h else h
-    return vf[v, V_H]
+        vf[v, V_LB] = vf[v, V_VAL]
+    elif st == DEAD:
+        vf[v, V_LB] = _INF
+    else:
+        vf[v, V_LB] = vf[v, V_H]
 
 
 @nb.njit(cache=True, inline="always")
-def _complete(v, vi):  # pragma: no cover - numba
-    return vi[v, V_STATE] == SOLVED
+def _lb(v, vf):  # pragma: no cover - numba
+    """Current lower bound on the cost of v's best sub-hierarchy (kept up to date in ``V_LB``)."""
+    return vf[v, V_LB]
+
+
+@nb.njit(cache=True, inline="always")
+def _complete(v, vf):  # pragma: no cover - numba
+    """Whether v is solved (its solved cost is finite exactly then)."""
+    return vf[v, V_VAL] < _INF
 
 
 # ---------------------------------------------------------------------- heaps
@@ -278,53 +297,79 @@ def _set_state(x, vf, vi, ef, ei, hp):  # pragma: no cover - numba
     if n == 0:
         vi[x, V_STATE] = DEAD
         vf[x, V_VAL] = _INF
+        vf[x, V_LB] = _INF
         return
     top = hp[vi[x, V_OFF]]
-    if ef[top, 0] == _INF:
+    f = ef[top, 0]
+    if f == _INF:
         vi[x, V_STATE] = DEAD
         vf[x, V_VAL] = _INF
+        vf[x, V_LB] = _INF
     elif ei[top, 2] != 0:
         vi[x, V_STATE] = SOLVED
-        vf[x, V_VAL] = ef[top, 0]
+        vf[x, V_VAL] = f
+        vf[x, V_LB] = f
     else:
         vi[x, V_STATE] = EXPLORED
+        vf[x, V_VAL] = _INF
+        h = vf[x, V_H]
+        vf[x, V_LB] = f if f > h else h
 
 
 @nb.njit(cache=True, inline="always")
-def _psi(code, x, l, r, vf, c):  # pragma: no cover - numba
-    """Log-likelihood ψ of the split (l, r) of x (minus the split cost for a cost model)."""
+def _parent(code, x, vf, c):  # pragma: no cover - numba
+    """x's parent terms for :func:`_psi` (:func:`parent_terms`; unused by a cost model)."""
     if code == GINKGO_CODE:
-        return split_llh(vf[l, V_T], vf[r, V_T], _parent_t(vf, l, r), c)
+        return parent_terms(vf[x, V_T], c)
+    return np.nan, np.nan, np.nan
+
+
+@nb.njit(cache=True, inline="always")
+def _psi(code, x, l, r, vf, c, pt):  # pragma: no cover - numba
+    """Log-likelihood ψ of the split (l, r) of x (minus the split cost for a cost model).
+
+    ``pt = _parent(code, x, vf, c)``, computed once per vertex (ψ is the same as
+    :func:`split_llh`'s, bit for bit)."""
+    if code == GINKGO_CODE:
+        return split_llh_given_parent(vf[l, V_T], vf[r, V_T], vf[x, V_T], pt[0], pt[1], pt[2], c)
     return -split_cost_kernel(code, vf[l], vf[r], vf[x])
 
 
-@nb.njit(cache=True, inline="always")
-def _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, code, c):  # pragma: no cover - numba
-    """Score the split (l, r) of x and append its entry if it can be finite. Returns 1 if pushed."""
-    psi = _psi(code, x, l, r, vf, c)
-    ctr[C_SPLITS] += 1
-    if psi == -_INF:
-        return 0
-    f = -psi + _lb(l, vf, vi, ef, hp) + _lb(r, vf, vi, ef, hp)
-    if f == _INF:
-        ctr[C_PRUNED] += 1
-        return 0
-    e = ctr[C_NE]
-    ctr[C_NE] += 1
-    ef[e, 0] = f
-    ei[e, 0] = l
-    ei[e, 1] = r
-    ei[e, 2] = 1 if (_complete(l, vi) and _complete(r, vi)) else 0
-    ctr[C_PUSHES] += 1
-    return 1
+_CHUNK = 512  # splits scored per call of _push_entries
 
 
-@nb.njit(cache=True, inline="always")
-def _parent_t(vf, l, r):  # pragma: no cover - numba
-    return t_of(
-        vf[l, V_E] + vf[r, V_E], vf[l, V_PX] + vf[r, V_PX], vf[l, V_PY] + vf[r, V_PY],
-        vf[l, V_PZ] + vf[r, V_PZ],
-    )
+@nb.njit(cache=True)
+def _push_entries(x, buf, m, vf, ef, ei, ctr, code, c, pt):  # pragma: no cover - numba
+    """Score the splits ``(buf[0, q], buf[1, q])``, ``q < m``, of x and append the entries that can
+    be finite.
+
+    Callers collect a chunk of splits and call this once per chunk, so that the per-split work
+    touches only plain array elements: inlining array-taking helpers into a caller's loop makes
+    numba update reference counts (atomically) per iteration, which cost a third of the search.
+    """
+    t_x = vf[x, V_T]
+    for q in range(m):
+        l = buf[0, q]
+        r = buf[1, q]
+        # _psi, _lb and _complete written out: as inlined calls they would update reference counts
+        if code == GINKGO_CODE:
+            psi = split_llh_given_parent(vf[l, V_T], vf[r, V_T], t_x, pt[0], pt[1], pt[2], c)
+        else:
+            psi = -split_cost_kernel(code, vf[l], vf[r], vf[x])
+        ctr[C_SPLITS] += 1
+        if psi == -_INF:
+            continue
+        f = vf[l, V_LB] + vf[r, V_LB] - psi
+        if f == _INF:
+            ctr[C_PRUNED] += 1
+            continue
+        e = ctr[C_NE]
+        ctr[C_NE] = e + 1
+        ef[e, 0] = f
+        ei[e, 0] = l
+        ei[e, 1] = r
+        ei[e, 2] = 1 if (vf[l, V_VAL] < _INF and vf[r, V_VAL] < _INF) else 0
+        ctr[C_PUSHES] += 1
 
 
 # ---------------------------------------------------------------------- exploration
@@ -336,6 +381,7 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
     m = k - 1
     total = np.int64(1) << m
     c = consts[1] if x == ctr[C_ROOT] else consts[0]
+    pt = _parent(ip[P_MODEL], x, vf, c)
     if ctr[C_CODE] == 0:
         ctr[C_ESTART] = ctr[C_NE]
     # rebuild the left mask of Gray index ctr[C_CODE]
@@ -358,21 +404,36 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
     xlo = vi[x, V_LO]
     xhi = vi[x, V_HI]
     full = total - 1
+    direct = (ht.shape[0] & 1) == 1  # mask -> id table (exact searches; -1 for unknown masks)
+    model = ip[P_MODEL]
+    buf = np.empty((2, _CHUNK), dtype=np.int64)
+    nbuf = 0
     done = 0
     while True:
         if code != full:
             if ctr[C_NV] + 2 >= vf.shape[0]:
+                _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
                 ctr[C_NEED] = 2
                 ctr[C_CODE] = i
                 return ST_NEED_V
             if (ht.shape[0] & 1) == 0 and 2 * (ctr[C_NV] + 2) >= ht.shape[0]:
+                _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
                 ctr[C_CODE] = i
                 return ST_NEED_H
             rlo = xlo ^ llo
             rhi = xhi ^ lhi
-            l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
-            r = _get(rlo, rhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
-            _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, ip[P_MODEL], c)
+            l = ht[llo] if direct else -1
+            if l < 0:
+                l = _get(llo, lhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+            r = ht[rlo] if direct else -1
+            if r < 0:
+                r = _get(rlo, rhi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
+            buf[0, nbuf] = l
+            buf[1, nbuf] = r
+            nbuf += 1
+            if nbuf == _CHUNK:
+                _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
+                nbuf = 0
             done += 1
         i += 1
         if i >= total:
@@ -388,8 +449,10 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
         else:
             lhi ^= np.int64(1) << (ej - 64)
         if done >= quota:
+            _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
             ctr[C_CODE] = i
             return ST_WORK
+    _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
     ctr[C_CODE] = 0
     _finish_vertex(x, vf, vi, ef, ei, hp, ctr)
     return -1
@@ -436,6 +499,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
         ctr[C_NEED] = ncand + topk + 1
         return ST_NEED_E
     c = consts[1] if x == ctr[C_ROOT] else consts[0]
+    pt = _parent(ip[P_MODEL], x, vf, c)
     xlo = vi[x, V_LO]
     xhi = vi[x, V_HI]
     e0 = elems[0]
@@ -479,7 +543,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
         ctr[C_SPLITS] += 1
         s_lo[nu] = llo
         s_hi[nu] = lhi
-        s_psi[nu] = _psi(ip[P_MODEL], x, l, r, vf, c)
+        s_psi[nu] = _psi(ip[P_MODEL], x, l, r, vf, c, pt)
         s_l[nu] = l
         s_r[nu] = r
         nu += 1
@@ -487,7 +551,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
     if ip[P_RANK] == 1:
         # rank by the split's estimated value ψ + h(L) + h(R) instead of ψ alone
         for q in range(nu):
-            key[q] = s_psi[q] - _lb(s_l[q], vf, vi, ef, hp) - _lb(s_r[q], vf, vi, ef, hp)
+            key[q] = s_psi[q] - _lb(s_l[q], vf) - _lb(s_r[q], vf)
     order = np.argsort(-key, kind="mergesort")
     kept = 0
     for q in range(nu):
@@ -498,12 +562,15 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
             break
         kept += _add_cand(x, s_l[a], s_r[a], vi, cp, ctr)
     ctr[C_ESTART] = ctr[C_NE]
+    buf = np.empty((2, ncand + kept), dtype=np.int64)
+    nbuf = 0
     j = vi[x, V_CAND]
     while j >= 0:
-        l = cp[j, 1]
-        r = cp[j, 2]
-        _push_entry(x, l, r, vf, vi, ef, ei, hp, ctr, ip[P_MODEL], c)
+        buf[0, nbuf] = cp[j, 1]
+        buf[1, nbuf] = cp[j, 2]
+        nbuf += 1
         j = cp[j, 0]
+    _push_entries(x, buf, nbuf, vf, ef, ei, ctr, ip[P_MODEL], c, pt)
     _finish_vertex(x, vf, vi, ef, ei, hp, ctr)
     return -1
 
@@ -600,6 +667,7 @@ def _set_solved(x, value, vf, vi):  # pragma: no cover - numba
     else:
         vi[x, V_STATE] = SOLVED
         vf[x, V_VAL] = -value
+    vf[x, V_LB] = vf[x, V_VAL]
 
 
 @nb.njit(cache=True)
@@ -753,6 +821,7 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                 if vi[v, V_STATE] != EXPLORED:
                     continue
                 cv = consts[1] if v == root else consts[0]
+                pt = _parent(code, v, vf, cv)
                 off = vi[v, V_OFF]
                 n = vi[v, V_LEN]
                 # refresh the best entry until it is up to date (stale entries only rise)
@@ -761,9 +830,9 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     l = ei[e, 0]
                     r = ei[e, 1]
                     # ψ is recomputed (not stored: 8 bytes less per entry); it is deterministic
-                    f = -_psi(code, v, l, r, vf, cv)
-                    f += _lb(l, vf, vi, ef, hp) + _lb(r, vf, vi, ef, hp)
-                    comp = 1 if (_complete(l, vi) and _complete(r, vi)) else 0
+                    f = -_psi(code, v, l, r, vf, cv, pt)
+                    f += _lb(l, vf) + _lb(r, vf)
+                    comp = 1 if (_complete(l, vf) and _complete(r, vf)) else 0
                     if f == ef[e, 0] and comp == ei[e, 2]:
                         break
                     ef[e, 0] = f
@@ -788,6 +857,7 @@ def reset_round(vf, vi, ctr):  # pragma: no cover - numba
             vi[v, V_STATE] = UNEXPLORED
             vi[v, V_LEN] = 0
             vf[v, V_VAL] = _INF
+            vf[v, V_LB] = vf[v, V_H]
     ctr[C_NE] = 0
     ctr[C_PHASE] = 0
     ctr[C_CODE] = 0
@@ -1031,12 +1101,13 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             arg_l[v] = -2
             continue
         c = consts[1] if v == root else consts[0]
+        pt = _parent(code, v, vf, c)
         bv = -_INF
         for q in range(vi[v, V_LEN]):
             e = hp[vi[v, V_OFF] + q]
             l = ei[e, 0]
             r = ei[e, 1]
-            x = _psi(code, v, l, r, vf, c) + val[l] + val[r]
+            x = _psi(code, v, l, r, vf, c, pt) + val[l] + val[r]
             if x > bv:
                 bv = x
                 arg_l[v] = l
@@ -1046,7 +1117,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
             l = cp[j, 1]
             r = cp[j, 2]
             if val[l] > -_INF and val[r] > -_INF:
-                x = _psi(code, v, l, r, vf, c) + val[l] + val[r]
+                x = _psi(code, v, l, r, vf, c, pt) + val[l] + val[r]
                 if x > bv:
                     bv = x
                     arg_l[v] = l

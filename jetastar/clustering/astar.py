@@ -22,7 +22,7 @@ Refinements that keep the optimality proof:
   never stored.
 
 Memory: 24 bytes per stored split (``f`` as float64; child ids and heap positions as int32; ψ is
-recomputed when an entry is refreshed) plus ~130 bytes per vertex; exact searches on up to 24
+recomputed when an entry is refreshed) plus ~140 bytes per vertex; exact searches on up to 24
 leaves index vertices by bit mask. Arrays grow in place (``ndarray.resize``), and near the budget
 they grow once to what it allows, so the budget is the peak of the search arrays.
 
@@ -315,6 +315,7 @@ class _Search:
         # the root is scored with λ_R by exploring it, never by the (inner-λ) heuristic
         self.vi[root, _k.V_STATE] = _k.UNEXPLORED
         self.vf[root, _k.V_VAL] = math.inf
+        self.vf[root, _k.V_LB] = self.vf[root, _k.V_H]
         self.ctr[_k.C_ROOT] = root
 
     # ------------------------------------------------------------------ sizes
