@@ -26,6 +26,12 @@ recomputed when an entry is refreshed) plus ~140 bytes per vertex; exact searche
 leaves index vertices by bit mask. Arrays grow in place (``ndarray.resize``), and near the budget
 they grow once to what it allows, so the budget is the peak of the search arrays.
 
+Speed: scoring a split reads one 64-byte row per child (its ``t``, current lower bound and solved
+value, kept up to date whenever the child's state or heap top changes), never the child's heap; the
+parent's part of ψ is computed once per vertex, and splits are scored in chunks by a kernel without
+per-split reference counting. About 170–220 ns per split at 16–18 leaves on one core (the trellis
+scores a split in ~30–45 ns on two), plus the heuristic of every new vertex (~20 µs).
+
 With a budget (``max_time``, ``max_vertices``, ``max_memory``) the search stops early and returns
 the best complete tree it can build (the current best partial tree completed greedily, or the greedy
 tree) together with the proven upper bound on the MAP log-likelihood (``upper_bound``), flagged

@@ -144,7 +144,8 @@ def heuristics(args: argparse.Namespace) -> None:
 
 
 def exact(args: argparse.Namespace) -> None:
-    lo, hi = (int(x) for x in args.sizes.split("-"))
+    first, _, last = args.sizes.partition("-")  # "16-18" or "19"
+    lo, hi = int(first), int(last or first)
     print("type  N | A* time  trellis time | explored | splits A* / trellis | memory GB | exact")
     for jet_type in ("W", "QCD"):
         for n in range(lo, hi + 1):
