@@ -42,7 +42,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..costs import GINKGO_CODE, heuristic_kernel, merge_cost_kernel, split_cost_kernel
+from ..costs import (
+    GINKGO_CODE,
+    _all_subset_features,
+    heuristic_kernel,
+    merge_cost_kernel,
+    split_cost_kernel,
+)
 from ..ginkgo._subset_dp import subset_dp
 from ..ginkgo.heuristics import bound_value
 from ..ginkgo.likelihood import (
@@ -585,42 +591,25 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
     Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set; minus the minimum cost for
     a cost model) and ``arg`` (left part of the best split, local mask) and returns the number of
     splits scored. Ginkgo: :func:`jetastar.ginkgo._subset_dp.subset_dp`; a cost model: the same
-    lowest-bit recurrence over the features ``(P, N, W, size)`` of each subset.
+    recurrence over the features ``(P, N, W, size)`` of each subset (from the cost model's own
+    feature kernel on the cluster's sub-matrices).
     """
     if code == GINKGO_CODE:
         return subset_dp(elems, k, p, tl, c_in, c_top, best, arg, max_size)
     nm = 1 << k
-    rec = np.zeros((nm, 4))
-    size = np.zeros(nm, dtype=np.int64)
-    for m in range(1, nm):
-        low = m & (-m)
-        rest = m ^ low
-        i = 0
-        while (1 << i) != low:
-            i += 1
-        leaf = elems[i]
-        size[m] = size[rest] + 1
-        for q in range(3):
-            rec[m, q] = rec[rest, q]
-        rec[m, 3] = size[m]
-        j_mask = rest
-        while j_mask:
-            jl = j_mask & (-j_mask)
-            j = 0
-            while (1 << j) != jl:
-                j += 1
-            other = elems[j]
-            rec[m, 0] += cm[0, leaf, other]
-            rec[m, 1] += cm[1, leaf, other]
-            rec[m, 2] += cm[2, leaf, other]
-            j_mask ^= jl
+    sub_cm = np.empty((3, k, k))
+    for a in range(k):
+        for b in range(k):
+            for q in range(3):
+                sub_cm[q, a, b] = cm[q, elems[a], elems[b]]
+    rec = _all_subset_features(sub_cm[0], sub_cm[1], sub_cm[2])
     n_splits = 0
     for m in range(1, nm):
         arg[m] = 0
-        if size[m] == 1:
+        if rec[m, 3] == 1.0:
             best[m] = 0.0
             continue
-        if size[m] > max_size:
+        if rec[m, 3] > max_size:
             best[m] = -_INF
             continue
         low = m & (-m)
