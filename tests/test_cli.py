@@ -67,14 +67,20 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     assert all_exact["map_found"] == all_exact["map_known"] == 25 - all_exact["skipped"]
     all_chain = next(r for r in rows if r["algorithm"] == "test-chain" and r["band"] == "all")
     assert all_chain["d_ref_mean"] == 0.0
+    # means compare the same jets for every algorithm: those where test-exact was not skipped
+    common = coll.n_leaves <= 8
+    assert all_chain["compared"] == all_exact["compared"] == int(common.sum())
+    assert all_chain["with_tree"] == 25
     truth = np.array([log_likelihood(coll[i]) for i in range(25)])
     mine = chain.log_likelihood
-    ok = np.isfinite(truth) & np.isfinite(mine)
+    ok = np.isfinite(truth) & np.isfinite(mine) & common
     assert np.isclose(all_chain["d_truth_mean"], np.mean(mine[ok] - truth[ok]))
     assert np.isclose(all_chain["d_truth_median"], np.median(mine[ok] - truth[ok]))
     ex = tables["test-exact"].log_likelihood
     ok = np.isfinite(ex) & np.isfinite(mine)
     assert np.isclose(all_exact["d_ref_mean"], np.mean(ex[ok] - mine[ok]))
+    times = chain.time_s[common]
+    assert np.isclose(all_chain["time_mean"], np.mean(times[np.isfinite(times)]))
     # the "exact" method matches itself wherever it ran; test-chain only where the trees agree
     same = np.isfinite(ex) & (ex == mine)
     assert all_chain["map_found"] == int(same.sum())

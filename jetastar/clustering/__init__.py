@@ -1,4 +1,4 @@
-"""Clustering algorithms: exact trellis, A*, greedy, beam search, kt family, MCTS.
+"""Clustering algorithms: exact MAP, exact trellis, A*, greedy, beam search, kt family, MCTS.
 
 Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
 name with :func:`cluster`. The exact trellis, greedy and average linkage also take a cost model over a
@@ -10,6 +10,7 @@ from __future__ import annotations
 from .astar import astar, astar_approx
 from .beam import beam_search
 from .cost_baselines import average_linkage, cost_greedy
+from .exact_map import exact_map
 from .greedy import greedy
 from .kt import kt
 from .mcts import mcts
@@ -30,6 +31,7 @@ __all__ = [
     "beam_search",
     "cluster",
     "cost_greedy",
+    "exact_map",
     "exact_trellis",
     "greedy",
     "kt",

@@ -477,28 +477,7 @@ class Trellis:
         return mask_of(idx)
 
     def _tree_from_splits(self, root_mask: int) -> Tree:
-        members = leaves_of(root_mask)
-        k = len(members)
-        pos = {leaf: j for j, leaf in enumerate(members)}
-        children = np.full((2 * k - 1, 2), -1, dtype=np.int64)
-        next_node = k
-        stack = [(root_mask, -1, 0)]
-        best = self._best
-        while stack:
-            mask, parent, side = stack.pop()
-            if mask & (mask - 1) == 0:
-                node = pos[leaves_of(mask)[0]]
-            else:
-                node = next_node
-                next_node += 1
-                a = int(best[mask])
-                stack.append((mask ^ a, node, 1))
-                stack.append((a, node, 0))
-            if parent >= 0:
-                children[parent, side] = node
-        leaf_of_node = np.full(2 * k - 1, -1, dtype=np.int64)
-        leaf_of_node[:k] = np.arange(k)
-        return Tree(children, leaf_of_node, jet=self._label)
+        return _tree_from_best(self._best, root_mask, self._label)
 
     # ------------------------------------------------------------------ sampling
     def sample_children(self, n: int, seed: int | None = 0) -> np.ndarray:
@@ -706,17 +685,12 @@ class Trellis:
         )
 
 
-@register(
-    "trellis",
-    exact=True,
-    max_leaves=18,
-    description="exact cluster trellis: MAP tree, log Z and tree count, O(3^N)",
-)
 def exact_trellis(
     jet: Jet | CostModel,
     likelihood: str | None = None,
     max_memory: int | None = None,
     *,
+    log_z: bool = True,
     prune: bool = True,
     threads: int | None = None,
     progress: bool | None = None,
@@ -728,6 +702,9 @@ def exact_trellis(
             :class:`jetastar.costs.DasguptaCost`, at most ~25 points in practice).
         likelihood: ``"symmetric"`` (default) or ``"legacy"``; unset for a cost model.
         max_memory: memory limit in bytes (default: half the available memory).
+        log_z: also compute ``log Z`` and the tree count (default). ``False`` asks for the MAP
+            only, which :func:`jetastar.clustering.exact_map` finds much faster (same tree and
+            value; ``log_z`` and ``n_trees`` are then ``None``; Ginkgo jets only).
         prune: skip clusters that cannot be split (results are identical either way; ignored
             for cost models).
         threads: numba threads (default: all).
@@ -752,11 +729,50 @@ def exact_trellis(
         >>> res = exact_trellis(jet, likelihood="legacy")
         >>> res.algorithm, res.status
         ('trellis', 'ok')
+        >>> exact_trellis(jet, log_z=False).log_likelihood == exact_trellis(jet).log_likelihood
+        True
     """
+    if not log_z and isinstance(jet, Jet):
+        from .exact_map import exact_map
+
+        res = exact_map(jet, likelihood, max_memory=max_memory, threads=threads,
+                        progress=progress)
+        res.algorithm = "trellis"
+        return res
     tr = Trellis(
         jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress
     )
     return tr.result()
+
+
+@register(
+    "trellis",
+    exact=True,
+    max_leaves=24,
+    description="exact MAP tree (bound-pruned trellis; log Z and tree count with log_z=true)",
+)
+def _trellis_method(
+    jet: Jet | CostModel,
+    likelihood: str | None = None,
+    *,
+    log_z: bool = False,
+    max_time: float | None = None,
+    max_memory: int | None = None,
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> ClusteringResult:
+    """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
+    or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count; no time budget).
+    """
+    if log_z or not isinstance(jet, Jet):
+        return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
+                             progress=progress)
+    from .exact_map import exact_map
+
+    res = exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
+                    progress=progress)
+    res.algorithm = "trellis"
+    return res
 
 
 # ---------------------------------------------------------------------- helpers
@@ -765,6 +781,33 @@ def _valid_likelihood(likelihood: str | None) -> str:
         return "symmetric"
     check_likelihood(likelihood)
     return likelihood
+
+
+def _tree_from_best(best: np.ndarray, root_mask: int, label: object) -> Tree:
+    """The hierarchy over ``root_mask`` read top-down through arg-max parts ``best[mask]`` (the
+    part holding the lowest leaf; the other part is the rest). Leaves are relabelled ``0 .. k-1``
+    in increasing order."""
+    members = leaves_of(root_mask)
+    k = len(members)
+    pos = {leaf: j for j, leaf in enumerate(members)}
+    children = np.full((2 * k - 1, 2), -1, dtype=np.int64)
+    next_node = k
+    stack = [(root_mask, -1, 0)]
+    while stack:
+        mask, parent, side = stack.pop()
+        if mask & (mask - 1) == 0:
+            node = pos[leaves_of(mask)[0]]
+        else:
+            node = next_node
+            next_node += 1
+            a = int(best[mask])
+            stack.append((mask ^ a, node, 1))
+            stack.append((a, node, 0))
+        if parent >= 0:
+            children[parent, side] = node
+    leaf_of_node = np.full(2 * k - 1, -1, dtype=np.int64)
+    leaf_of_node[:k] = np.arange(k)
+    return Tree(children, leaf_of_node, jet=label)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -821,13 +864,13 @@ class _Threads:
 class _Progress:
     """A tqdm bar over split counts, or a no-op."""
 
-    def __init__(self, show: bool, total: int, who: str) -> None:
+    def __init__(self, show: bool, total: int, who: str, what: str = "trellis") -> None:
         self.bar = None
         if show:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(
-                total=total, unit="split", unit_scale=True, desc=f"trellis {who}",
+                total=total, unit="split", unit_scale=True, desc=f"{what} {who}",
                 leave=False,
             )
 

@@ -54,12 +54,15 @@ from ..errors import InvalidJetError
 __all__ = [
     "LIKELIHOODS",
     "check_likelihood",
+    "child_bound",
     "cluster_t",
     "likelihood_constants",
     "log_likelihood",
     "node_log_likelihoods",
     "parent_terms",
+    "split_bound_given_parent",
     "split_llh",
+    "split_llh_bound",
     "split_llh_given_parent",
     "split_log_likelihood",
     "split_log_likelihood_t",
@@ -271,6 +274,80 @@ def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> 
         return _NEG_INF
     s_parent, log_tp, stop = parent_terms(t_parent, c)
     return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c)
+
+
+# ---------------------------------------------------------------------- upper bounds on ψ
+# Each ordering of a split is  [first-child term, scale tP] + [second-child term, scale T]  (the
+# symmetric form adds log ½ and log-add-exps the two orderings; the legacy form takes the heavier
+# child first). The second child's term, maximised over its unknown scale T, is at most
+#     G(t) = N − 1 − log t                 for a continuing child (maximum at T = λ t),
+#     G(t) = N + log(1 − e^−λ)             for a stopping one (symmetric: min(T, t_cut)/T <= 1),
+#     G(t) = N                             for a stopping one in the legacy form (t_cut/T unbounded),
+# and the first child's term is that term at T = tP, so it is at most G as well. log-add-exp of the
+# two orderings is at most their max plus log 2, which cancels the log ½. Hence, for either form,
+#     ψ(A, B) <= max(first(tA) + G(tB), first(tB) + G(tA)) − log 4π <= G(tA) + G(tB) − log 4π,
+# where first(t) is the exact first-child term (:func:`_first_child`). The exact MAP engine keeps
+# W(S) = V(S) + G(S) per cluster and skips a split whose bound cannot beat the best split so far.
+
+
+@nb.njit(cache=True, inline="always")
+def child_bound(t: float, c: np.ndarray) -> float:
+    """``G(t)``: an upper bound on the log-term of a child of squared mass ``t`` in any split.
+
+    Bounds both the first-child term (scale ``tP``) and the second-child term maximised over its
+    scale, in the form selected by ``c`` (see the comment above; ``t`` follows the form's
+    convention, 0 for a legacy single leaf). Split bound: ``G(tA) + G(tB) − log 4π >= ψ``.
+
+    Args:
+        t: the child's ``t``.
+        c: one row of :func:`likelihood_constants`.
+    """
+    if c[_C_LEGACY] != 0.0:
+        if t > 0.0:
+            return c[_C_NORM] - 1.0 - math.log(t)
+        return c[_C_NORM]
+    if t > c[_C_TCUT]:
+        return c[_C_NORM] - 1.0 - math.log(t)
+    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM]))
+
+
+@nb.njit(cache=True, inline="always")
+def split_bound_given_parent(
+    t_left: float, t_right: float, t_parent: float, log_tp: float, stop: float,
+    g_left: float, g_right: float, c: np.ndarray,
+) -> float:
+    """The tighter upper bound ``max(first(tL) + G(tR), first(tR) + G(tL)) − log 4π`` on ψ.
+
+    Args:
+        t_left, t_right, t_parent: as in :func:`split_llh` (the parent must be splittable).
+        log_tp, stop: from :func:`parent_terms`.
+        g_left, g_right: :func:`child_bound` of the two children (or anything larger).
+        c: the constants row.
+
+    Returns:
+        A value ``>= split_llh(t_left, t_right, t_parent, c)`` (no transcendental function).
+    """
+    legacy = c[_C_LEGACY] != 0.0
+    lr = _first_child(t_left, t_parent, log_tp, stop, legacy, c) + g_right
+    rl = _first_child(t_right, t_parent, log_tp, stop, legacy, c) + g_left
+    return max(lr, rl) - _LOG_4PI
+
+
+@nb.njit(cache=True)
+def split_llh_bound(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> float:
+    """Upper bound on :func:`split_llh` (same arguments); ``inf`` where the parent cannot split.
+
+    Example:
+        >>> c = likelihood_constants(16.0, 1.5)[0]
+        >>> bool(split_llh_bound(20.0, 1.0, 900.0, c) >= split_llh(20.0, 1.0, 900.0, c))
+        True
+    """
+    if not t_parent >= c[_C_TCUT]:
+        return np.inf
+    _, log_tp, stop = parent_terms(t_parent, c)
+    return split_bound_given_parent(
+        t_left, t_right, t_parent, log_tp, stop, child_bound(t_left, c), child_bound(t_right, c), c
+    )
 
 
 @nb.njit(cache=True)

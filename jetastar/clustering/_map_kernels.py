@@ -1,0 +1,255 @@
+"""Numba kernels of the bound-pruned exact MAP trellis (see :mod:`jetastar.clustering.exact_map`).
+
+Layout, 24 bytes per cluster bitmask ``s`` (``0 .. 2**n - 1``):
+
+* ``rec[s] = (t, V)`` (16 bytes): the likelihood's squared mass and the best log-likelihood ``V`` of
+  a hierarchy over ``s`` (``-inf``: none is possible, or — with an incumbent — none can be part of
+  a tree better than the incumbent);
+* ``w32[s]`` (float32, 4 bytes): ``W = V + G(t)`` rounded *up* to float32, where ``G`` is
+  :func:`jetastar.ginkgo.likelihood.child_bound`; ``W(A) + W(B) − log 4π`` bounds the value of any
+  split into ``A`` and ``B`` of any parent from above;
+* ``best[s]`` (int32, 4 bytes): the part ``A`` (holding the lowest leaf) of the arg-max split.
+
+Clusters are solved by size; the clusters of one size are independent and are enumerated in
+increasing mask order (colex order of ``k``-subsets) by Gosper's hack from a combinatorially
+unranked start, so no table of masks by size is stored. Each parallel piece owns a contiguous run
+of ranks.
+
+The split loop of a cluster reads only ``w32`` of both parts (4 bytes each; neighbouring subsets
+share cache lines) and compares ``W(A) + W(B) − log 4π`` with the best split found so far. Only a
+split that passes is looked at more closely: first the tighter bound
+(:func:`~jetastar.ginkgo.likelihood.split_bound_given_parent`, no transcendental function), then ψ
+itself (:func:`~jetastar.ginkgo.likelihood.split_llh_given_parent`). A split is skipped only when
+its bound is below the best value by more than a relative margin of ``1e-9``, far above rounding,
+so every cluster's ``V`` and arg-max are those of the unpruned DP (the same float expression on the
+same winning split; the first maximum in enumeration order wins, as in the full trellis).
+
+An *incumbent* (a known tree's log-likelihood ``L0``) raises the bar of the whole jet: a split of
+the root is kept only if it can reach ``L0``. Nothing below the root is cut by it (no outside bound
+is used inside the dense DP); when no root split reaches ``L0`` the incumbent is the MAP.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from ..ginkgo.likelihood import (
+    child_bound,
+    parent_terms,
+    split_bound_given_parent,
+    split_llh_given_parent,
+)
+from ._subsets import popcount
+from ._trellis_kernels import _unsplittable
+
+_NEG_INF = -np.inf
+_LOG_4PI = math.log(4.0 * math.pi)
+#: relative safety margin of every pruning decision (rounding of ψ, of the bounds and of float32 W)
+MARGIN = 1e-9
+
+#: columns of a record
+T, V = 0, 1
+
+
+@nb.njit(cache=True, inline="always")
+def _round_up_f32(x: float) -> np.float32:  # pragma: no cover - numba
+    """``x`` as float32, never below ``x`` (``-inf`` stays ``-inf``)."""
+    if x == _NEG_INF:
+        return np.float32(_NEG_INF)
+    # float32 has a relative precision of 6e-8: a 1e-6 relative lift survives rounding to nearest
+    return np.float32(x + (abs(x) + 1.0) * 1e-6)
+
+
+@nb.njit(cache=True, inline="always")
+def _cut(best_v: float) -> float:  # pragma: no cover - numba
+    """A bound must exceed this to be looked at: the best value minus the safety margin."""
+    return best_v - MARGIN * (1.0 + abs(best_v))
+
+
+@nb.njit(cache=True)
+def init_records(n, rec, w32, best, c):  # pragma: no cover - numba
+    """Leaves: ``V = 0``, ``W = G(t)``; the empty mask is impossible. ``rec[:, T]`` must be filled."""
+    rec[0, V] = _NEG_INF
+    w32[0] = np.float32(_NEG_INF)
+    best[0] = 0
+    for i in range(n):
+        s = np.int64(1) << i
+        rec[s, V] = 0.0
+        w32[s] = _round_up_f32(child_bound(rec[s, T], c))
+        best[s] = 0
+
+
+@nb.njit(cache=True)
+def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # pragma: no cover
+    """``V``, ``W`` and arg-max split of cluster ``s`` (size >= 2) from its solved subsets.
+
+    Args:
+        s: the cluster's mask.
+        rec, w32, best: the tables (module docstring).
+        c: the constants row of this split (the ``λ_R`` row for the whole jet).
+        t_cut, legacy: the form's cut, for clusters that cannot split.
+        floor: only values ``>= floor`` matter (``-inf``, or the incumbent at the root); the
+            cluster's ``V`` is ``-inf`` when no split reaches it.
+        slack: added to every bound (``w32`` holds ``G`` of the inner row; the root row's ``G`` is
+            larger by at most ``slack / 2`` per child).
+        prune: use the bounds (``False`` computes ψ on every split whose parts are possible).
+
+    Returns:
+        ``(splits enumerated, splits looked at (the warm start's and those passing the W test),
+        ψ evaluated, 1 if unsplittable)``.
+    """
+    low = s & -s
+    rest = s ^ low
+    t_s = rec[s, T]
+    best_a = low
+    if _unsplittable(t_s, t_cut, legacy):
+        rec[s, V] = _NEG_INF
+        w32[s] = np.float32(_NEG_INF)
+        best[s] = best_a
+        return 0, 0, 0, 1
+    s_p, log_tp, stop = parent_terms(t_s, c)
+    best_v = _NEG_INF
+    passed = 0
+    evaluated = 0
+    if prune and rest & (rest - 1) & (rest - 2) & (rest - 3):
+        # warm start (4+ leaves after the lowest): the best split of S minus its highest leaf x,
+        # with x added to either side, and (S - x, x). A high first value makes the bounds bite
+        # from the first enumerated split on; ties are resolved as the enumeration would
+        # (largest part A first), so the arg-max is the same.
+        x = np.int64(1) << (63 - _leading_zeros(s))
+        s1 = s ^ x
+        a1 = np.int64(best[s1])
+        for j in range(3):
+            a = a1 | x if j == 0 else (a1 if j == 1 else s1)
+            b = s ^ a
+            if rec[a, V] > _NEG_INF and rec[b, V] > _NEG_INF:
+                passed += 1
+                evaluated += 1
+                psi = split_llh_given_parent(rec[a, T], rec[b, T], t_s, s_p, log_tp, stop, c)
+                if psi != _NEG_INF:
+                    v = psi + rec[a, V] + rec[b, V]
+                    if v > best_v or (v == best_v and a > best_a):
+                        best_v = v
+                        best_a = a
+    # without pruning the bar stays at -inf: every split whose parts are possible is scored
+    cut = max(_cut(best_v), floor) if prune else _NEG_INF
+    # the W test is W(A) + W(B) > cut_w, with log 4π and the slack folded in
+    cut_w = cut + _LOG_4PI - slack
+    sub = (rest - 1) & rest
+    while True:
+        a = low | sub
+        b = rest ^ sub
+        wa = np.float64(w32[a])
+        wb = np.float64(w32[b])
+        if wa + wb > cut_w:
+            passed += 1
+            t_a = rec[a, T]
+            t_b = rec[b, T]
+            v_a = rec[a, V]
+            v_b = rec[b, V]
+            # W - V is G up to the float32 lift, so this is the tighter bound plus V(A) + V(B)
+            tight = split_bound_given_parent(
+                t_a, t_b, t_s, log_tp, stop, wa - v_a, wb - v_b, c
+            ) + v_a + v_b + slack
+            if tight > cut:
+                evaluated += 1
+                psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
+                if psi != _NEG_INF:
+                    v = psi + v_a + v_b
+                    # first maximum in enumeration order (A decreasing), as in the full trellis
+                    if v > best_v or (v == best_v and a > best_a):
+                        best_v = v
+                        best_a = a
+                        if prune:
+                            cut = max(_cut(best_v), floor)
+                            cut_w = cut + _LOG_4PI - slack
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+    if best_v < floor:
+        best_v = _NEG_INF
+    rec[s, V] = best_v
+    best[s] = best_a
+    w32[s] = _round_up_f32(best_v + child_bound(t_s, c)) if best_v > _NEG_INF else np.float32(
+        _NEG_INF
+    )
+    return (np.int64(1) << (popcount(s) - 1)) - 1, passed, evaluated, 0
+
+
+@nb.njit(cache=True, inline="always")
+def _leading_zeros(x):  # pragma: no cover - numba
+    """Number of leading zero bits of a positive int64."""
+    n = 0
+    y = np.uint64(x)
+    while y < np.uint64(1) << np.uint64(63):
+        y = y << np.uint64(1)
+        n += 1
+    return n
+
+
+@nb.njit(cache=True)
+def unrank(k, r, binom):  # pragma: no cover - numba
+    """The ``r``-th ``k``-subset in increasing mask order (combinatorial number system)."""
+    x = np.int64(0)
+    for i in range(k, 0, -1):
+        c = i - 1
+        while binom[c + 1, i] <= r:
+            c += 1
+        x |= np.int64(1) << c
+        r -= binom[c, i]
+    return x
+
+
+@nb.njit(cache=True, inline="always")
+def _next_same_size(x):  # pragma: no cover - numba
+    """Gosper's hack: the next larger integer with the same number of set bits."""
+    u = x & -x
+    v = x + u
+    return v + (((v ^ x) // u) >> 2)
+
+
+@nb.njit(cache=True, parallel=True)
+def solve_size(
+    k, r_start, r_stop, n_pieces, binom, rec, w32, best, c, t_cut, legacy, prune
+):  # pragma: no cover - numba
+    """Solve the ``k``-leaf clusters of ranks ``r_start .. r_stop - 1`` in parallel pieces.
+
+    Returns:
+        ``(splits enumerated, passing the W test, ψ evaluated, clusters unsplittable,
+        clusters impossible)`` summed over the range.
+    """
+    total = r_stop - r_start
+    enumerated = 0
+    passed = 0
+    evaluated = 0
+    unsplittable = 0
+    impossible = 0
+    for p in nb.prange(n_pieces):
+        lo = r_start + total * p // n_pieces
+        hi = r_start + total * (p + 1) // n_pieces
+        if lo >= hi:
+            continue
+        s = unrank(k, lo, binom)
+        for _ in range(lo, hi):
+            e, q, v, u = solve_cluster(s, rec, w32, best, c, t_cut, legacy, _NEG_INF, 0.0, prune)
+            enumerated += e
+            passed += q
+            evaluated += v
+            unsplittable += u
+            if rec[s, V] == _NEG_INF:
+                impossible += 1
+            s = _next_same_size(s)
+    return enumerated, passed, evaluated, unsplittable, impossible
+
+
+def binomials(n: int) -> np.ndarray:
+    """``(n + 2, n + 2)`` int64 table of binomial coefficients ``C(a, b)``."""
+    out = np.zeros((n + 2, n + 2), dtype=np.int64)
+    for a in range(n + 2):
+        out[a, 0] = 1
+        for b in range(1, a + 1):
+            out[a, b] = out[a - 1, b - 1] + out[a - 1, b]
+    return out
