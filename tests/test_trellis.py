@@ -365,13 +365,19 @@ def test_huge_jet_is_refused_before_allocating():
 
 def test_registry_and_bad_input():
     info = algorithm_info("trellis")
-    assert info.exact and info.func is exact_trellis
-    assert {"likelihood", "max_memory", "prune", "threads", "progress"} <= set(info.options())
+    assert info.exact
+    assert {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress"} <= set(
+        info.options())
     jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=6, max_leaves=6)[0]
-    res = cluster(jet, "trellis", likelihood="legacy")
+    # by name the exact method is the MAP engine; log Z on request
+    res = cluster(jet, "trellis", likelihood="legacy", log_z=True)
     assert res.likelihood == "legacy" and res.options["likelihood"] == "legacy"
     assert res.options == {"likelihood": "legacy", "max_memory": None, "threads": None,
                            "prune": True}
+    assert res.log_z is not None
+    fast = cluster(jet, "trellis", likelihood="legacy")
+    assert fast.log_z is None and fast.log_likelihood == res.log_likelihood
+    assert fast.options["likelihood"] == "legacy" and fast.options["max_time"] is None
     with pytest.raises(ValueError, match="unknown likelihood"):
         exact_trellis(jet, likelihood="nope")
     with pytest.raises(InvalidJetError, match=r"needs a jetastar\.Jet"):
