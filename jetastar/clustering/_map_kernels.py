@@ -114,8 +114,8 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
     best_v = _NEG_INF
     passed = 0
     evaluated = 0
-    if prune and rest & (rest - 1) & (rest - 2) & (rest - 3):
-        # warm start (4+ leaves after the lowest): the best split of S minus its highest leaf x,
+    if prune and popcount(s) >= 5:
+        # warm start (clusters of 5+ leaves): the best split of S minus its highest leaf x,
         # with x added to either side, and (S - x, x). A high first value makes the bounds bite
         # from the first enumerated split on; ties are resolved as the enumeration would
         # (largest part A first), so the arg-max is the same.
