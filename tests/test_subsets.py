@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba as nb
 import numpy as np
 import pytest
 
@@ -35,6 +36,21 @@ def test_scalar_helpers():
     assert mask_of([0, 2, 3]) == 13
     assert leaves_of(13) == (0, 2, 3)
     assert leaves_of(mask_of([7, 1, 30])) == (1, 7, 30)
+
+
+@nb.njit(cache=True)
+def _popcount_at_least_5(masks):  # pragma: no cover - numba
+    out = np.empty(masks.shape[0], dtype=np.bool_)
+    for j in range(masks.shape[0]):
+        out[j] = popcount(masks[j]) >= 5  # a literal: LLVM folds the comparison
+    return out
+
+
+def test_popcount_inlined_into_a_comparison():
+    # popcount once multiplied by 0x0101010101010101 (int64 overflow): inlined into a kernel,
+    # LLVM folded `popcount(s) >= 5` to True for s = 258
+    masks = np.array([258, 0b11111, 0b1111, (1 << 62) | 0b1111, (1 << 40) | 0b111], dtype=np.int64)
+    assert _popcount_at_least_5(masks).tolist() == [False, True, False, True, False]
 
 
 @pytest.mark.parametrize("mask", [0b1, 0b11, 0b1011, 0b110110, 0b1111111])

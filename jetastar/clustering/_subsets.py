@@ -67,11 +67,19 @@ __all__ = [
 # ---------------------------------------------------------------------- scalar kernels
 @nb.njit(cache=True, inline="always")
 def popcount(x: int) -> int:
-    """Number of set bits of a non-negative int64 (the size of the cluster ``x``)."""
+    """Number of set bits of a non-negative int64 (the size of the cluster ``x``).
+
+    The byte counts are summed with shifts, not with the usual ``* 0x0101010101010101``: that
+    product overflows int64, and LLVM, which may assume signed arithmetic does not overflow,
+    then folds a comparison such as ``popcount(s) >= 5`` into a wrong constant.
+    """
     x = x - ((x >> 1) & 0x5555555555555555)
     x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
-    return (x * 0x0101010101010101) >> 56 & 0xFF
+    x = x + (x >> 8)
+    x = x + (x >> 16)
+    x = x + (x >> 32)
+    return x & 0x7F
 
 
 @nb.njit(cache=True, inline="always")
