@@ -204,11 +204,13 @@ def comparison_table(
     Returns:
         One dict per (algorithm, band) with keys ``algorithm``, ``band``, ``jets``, ``with_tree``,
         ``skipped``, ``failed``, ``budget`` (coverage: counts over all jets of the band),
-        ``compared`` (jets of the band where *every* algorithm in the file produced a tree),
-        ``d_ref_mean``, ``d_ref_median``, ``d_truth_mean``, ``d_truth_median``, ``time_mean``,
-        ``time_median`` (seconds; all six over the compared jets only, so that every algorithm is
-        averaged over the same jets), ``map_known``, ``map_found`` (count of jets with a known
-        exact MAP, and how many of those this algorithm matched); NaN where undefined.
+        ``compared`` (jets of the band where every algorithm produced a tree — every algorithm
+        that produced one for any jet of the band: one skipped on the whole band does not empty
+        it), ``d_ref_mean``, ``d_ref_median``, ``d_truth_mean``, ``d_truth_median``,
+        ``time_mean``, ``time_median`` (seconds; all six over the compared jets only, so that
+        within a band every algorithm is averaged over the same jets), ``map_known``,
+        ``map_found`` (count of jets with a known exact MAP, and how many of those this algorithm
+        matched); NaN where undefined.
         Differences use only jets where both values are finite.
     """
     from . import io
@@ -229,12 +231,19 @@ def comparison_table(
         return values
 
     lls = {label: column(t) for label, t in tables.items()}
-    # the jets every algorithm produced a tree for: means over different jet sets do not compare
-    common = np.ones(n, dtype=bool)
-    for t in tables.values():
-        produced = np.zeros(n, dtype=bool)
-        produced[t.jet_index[np.isin(t.status, ["ok", "budget", "all_inf"])]] = True
-        common &= produced
+    # which algorithm produced a tree for which jet: means over different jet sets do not compare
+    produced = {}
+    for label, t in tables.items():
+        produced[label] = np.zeros(n, dtype=bool)
+        produced[label][t.jet_index[np.isin(t.status, ["ok", "budget", "all_inf"])]] = True
+
+    def common_of(sel: np.ndarray) -> np.ndarray:
+        """Jets of ``sel`` with a tree from every algorithm that has a tree for any jet of it."""
+        common = sel.copy()
+        for has in produced.values():
+            if (has & sel).any():
+                common &= has
+        return common
     map_ll: dict[str, np.ndarray] = {}
     for t in tables.values():
         if not t.exact_method:
@@ -268,8 +277,8 @@ def comparison_table(
         selections = [(name, sel) for name, sel in selections if sel.any()]
         selections.append(("all", np.ones(n, dtype=bool)))
         for name, sel in selections:
-            rows.append(_row(label, name, sel, common, ll, ref, truth, known, time_of, status_of,
-                             tol))
+            rows.append(_row(label, name, sel, common_of(sel), ll, ref, truth, known, time_of,
+                             status_of, tol))
     return rows
 
 
@@ -280,10 +289,9 @@ def _stats(values: np.ndarray) -> tuple[float, float]:
     return float(np.mean(v)), float(np.median(v))
 
 
-def _row(label: str, band: str, sel: np.ndarray, common: np.ndarray, ll: np.ndarray,
+def _row(label: str, band: str, sel: np.ndarray, cmp: np.ndarray, ll: np.ndarray,
          ref: np.ndarray, truth: np.ndarray, known: np.ndarray, time_of: np.ndarray,
          status_of: np.ndarray, tol: float) -> dict[str, Any]:
-    cmp = sel & common
     both = cmp & np.isfinite(ll)
     with np.errstate(invalid="ignore"):
         d_ref = np.where(both & np.isfinite(ref), ll - ref, np.nan)
@@ -343,8 +351,9 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str = "greedy")
         out.append("  ".join(c.rjust(w) if k >= 2 else c.ljust(w) for k, (c, w) in
                              enumerate(zip(row, widths, strict=True))))
     note = (f"coverage: tree = jets with a tree (-inf: of which log-likelihood -inf), skip / fail / "
-            f"budg(et) stops.\ncmp = jets where every algorithm produced a tree: dLL and time "
-            f"columns are over these jets only, the same set for every algorithm.\ndLL = "
+            f"budg(et) stops.\ncmp = jets of the band where every algorithm with any tree in the "
+            f"band produced one: dLL and time columns are over these jets only, the same set for "
+            f"every algorithm of the band.\ndLL = "
             f"log-likelihood minus that of {reference} / of the truth tree (same likelihood form; "
             f"jets where both are finite); exact MAP found = matches of the MAP where an exact "
             f"method finished.")

@@ -71,6 +71,16 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     common = coll.n_leaves <= 8
     assert all_chain["compared"] == all_exact["compared"] == int(common.sum())
     assert all_chain["with_tree"] == 25
+    # a band where test-exact was skipped on every jet compares the others on all its jets
+    bands_without_exact = 0
+    for r in rows:
+        if r["algorithm"] == "test-chain" and r["band"] != "all":
+            exact_row = next(x for x in rows if x["algorithm"] == "test-exact"
+                             and x["band"] == r["band"])
+            if exact_row["with_tree"] == 0:
+                assert r["compared"] == r["jets"] > 0 and exact_row["compared"] == r["jets"]
+                bands_without_exact += 1
+    assert bands_without_exact >= 1
     truth = np.array([log_likelihood(coll[i]) for i in range(25)])
     mine = chain.log_likelihood
     ok = np.isfinite(truth) & np.isfinite(mine) & common

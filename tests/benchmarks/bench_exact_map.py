@@ -62,7 +62,8 @@ def _rss_mb() -> float:
 
 
 # ---------------------------------------------------------------------- speed
-def _one_size(n: int, count: int, seed: int, trellis: bool, threads: int | None) -> dict:
+def _one_size(n: int, count: int, seed: int, trellis: int, threads: int | None) -> dict:
+    """One size in this process; the full trellis on the first ``trellis`` jets."""
     warm = generate(1, ShowerParams.w(), seed=1, min_leaves=8, max_leaves=8)[0]
     for form in FORMS:
         exact_map(warm, form)
@@ -73,14 +74,14 @@ def _one_size(n: int, count: int, seed: int, trellis: bool, threads: int | None)
     out: dict = {"n": n, "jets": count, "estimate_mb": estimate_map_memory(n) / 2**20}
     for form in FORMS:
         rows = []
-        for jet in jets:
+        for i, jet in enumerate(jets):
             res = exact_map(jet, form, threads=threads, progress=False)
             st = res.stats
             row = {"time_s": st["time_s"], "psi_fraction": st["splits_evaluated"] / st["splits_total"],
                    "w_pass_fraction": st["splits_bound_passed"] / st["splits_total"],
                    "ns_per_split": 1e9 * st["time_dp_s"] / st["splits_total"],
                    "log_likelihood": res.log_likelihood}
-            if trellis:
+            if i < trellis:
                 full = exact_trellis(jet, form, threads=threads, progress=False)
                 assert full.log_likelihood == res.log_likelihood and full.tree == res.tree
                 row["trellis_s"] = full.stats["time_s"]
@@ -101,7 +102,7 @@ def cmd_speed(args: argparse.Namespace) -> None:
     print(f"{'N':>3} {'form':>9} {'time':>9} {'ns/split':>8} {'psi %':>7} {'W-pass %':>8} "
           f"{'trellis':>9} {'speed-up':>8} {'peak MB':>8} {'est. MB':>8}")
     for n in args.sizes:
-        trellis = args.trellis and n <= args.trellis_max
+        trellis = args.trellis_jets if args.trellis and n <= args.trellis_max else 0
         code = (f"import json, sys; sys.path.insert(0, {str(__file__.rsplit('/', 1)[0])!r}); "
                 f"import bench_exact_map as b; print(json.dumps(b._one_size({n}, {args.jets}, "
                 f"{args.seed}, {trellis}, {args.threads})))")
@@ -232,6 +233,7 @@ def main() -> None:
     s.add_argument("--threads", type=int, default=None)
     s.add_argument("--trellis", action="store_true", help="also run the full trellis")
     s.add_argument("--trellis-max", type=int, default=20)
+    s.add_argument("--trellis-jets", type=int, default=5, help="jets per size for the trellis")
     s.add_argument("--json", default=None)
     c = sub.add_parser("coverage")
     c.add_argument("--n", type=int, default=20_000)
