@@ -171,7 +171,7 @@ def _particle_source(args: argparse.Namespace) -> Any:
         if not sep or not coord.strip() or not name.strip():
             raise _UsageError(f"--branch {item!r} is not of the form COORDINATE=NAME (pt=PFCands_pt)")
         mapping[coord.strip()] = name.strip()
-    given = [args.tree, args.particles, args.components, args.mask, args.jet_r] + [mapping or None]
+    given = [args.tree, args.particles, args.components, args.mask, args.jet_r, mapping or None]
     if all(v is None for v in given) and args.layout is None:
         return None
     layout = args.layout or ("event" if args.jet_r is not None else "jet")

@@ -348,7 +348,7 @@ class _H5Particles:
         if off.ndim != 1 or off.size == 0 or off[0] != 0 or np.any(np.diff(off) < 0):
             raise FileFormatError(f"{self.path}: group '{name}': the counts/offsets are not "
                                   "non-negative counts")
-        for c, d in self.columns.items():
+        for d in self.columns.values():
             if obj[d].shape != (off[-1],):
                 raise FileFormatError(
                     f"{self.path}: group '{name}': dataset '{d}' has shape {obj[d].shape}, the "
