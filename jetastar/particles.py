@@ -43,8 +43,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import math
 from typing import Any
 
+import numba as nb
 import numpy as np
 
 from .errors import InvalidJetError
@@ -158,17 +160,24 @@ def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
         >>> p.tolist()
         [[5.0, 3.0, 0.0, 0.0]]
     """
+    import awkward as ak
     import vector
 
+    vector.register_awkward()
     arrays = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in components.items()}
     n = next(iter(arrays.values())).shape[0] if arrays else 0
     out = np.empty((n, 4), dtype=np.float64)
     if n == 0:
         return out
-    with np.errstate(all="ignore"):
-        vec = vector.array(arrays)
+    if set(arrays) == set(_P4):  # already (E, px, py, pz): nothing to convert
         for j, c in enumerate(_P4):
-            out[:, j] = np.asarray(getattr(vec, c), dtype=np.float64)
+            out[:, j] = arrays[c]
+        return out
+    with np.errstate(all="ignore"):
+        # vector's awkward backend works on the flat columns as they are (no record copy)
+        vec = ak.zip(arrays, with_name="Momentum4D")
+        for j, c in enumerate(_P4):
+            out[:, j] = ak.to_numpy(getattr(vec, c))
     return out
 
 
@@ -205,30 +214,42 @@ def apply_mass_policy(p4: np.ndarray, mass_policy: Any = "clamp") -> np.ndarray:
     """
     policy = _policy(mass_policy)
     n = p4.shape[0]
-    if n == 0 or policy == "keep":
-        return np.zeros(n, dtype=bool)
-    with np.errstate(all="ignore"):
-        p2 = p4[:, 1] ** 2 + p4[:, 2] ** 2 + p4[:, 3] ** 2
-        if isinstance(policy, float):
-            e = np.sqrt(p2 + policy * policy)
-            changed = np.isfinite(e) & (e != p4[:, 0])
-            p4[changed, 0] = e[changed]
-            return changed
-        e = p4[:, 0]
-        t = e * e - p2
-        sel = np.flatnonzero((t < 0.0) & (t >= -SPACELIKE_TOLERANCE * e * e) & (e > 0.0))
-    if sel.size == 0:
-        return np.zeros(n, dtype=bool)
-    new = np.maximum(e[sel], np.sqrt(p2[sel]))
-    q2 = p2[sel]
-    bad = new * new - q2 < 0.0
-    while bad.any():  # a few float64 steps at most
-        new[bad] = np.nextafter(new[bad], np.inf)
-        bad = new * new - q2 < 0.0
-    p4[sel, 0] = new
     changed = np.zeros(n, dtype=bool)
-    changed[sel] = True
+    if n == 0 or policy == "keep":
+        return changed
+    if p4.dtype != np.float64 or not p4.flags.c_contiguous:
+        raise ValueError("apply_mass_policy needs a C-contiguous float64 (n, 4) array")
+    if isinstance(policy, float):
+        _assign_mass_kernel(p4, policy, changed)
+    else:
+        _clamp_kernel(p4, SPACELIKE_TOLERANCE, changed)
     return changed
+
+
+@nb.njit(cache=True)
+def _clamp_kernel(p4, tol, changed):  # pragma: no cover - numba
+    """Raise E of rounding-spacelike particles to the smallest float64 with E² − |p|² >= 0."""
+    for i in range(p4.shape[0]):
+        e = p4[i, 0]
+        p2 = p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3]
+        t = e * e - p2
+        if t < 0.0 and t >= -tol * e * e and e > 0.0:
+            new = max(e, math.sqrt(p2))
+            while new * new - p2 < 0.0:  # a few steps at most
+                new = np.nextafter(new, np.inf)
+            p4[i, 0] = new
+            changed[i] = True
+
+
+@nb.njit(cache=True)
+def _assign_mass_kernel(p4, mass, changed):  # pragma: no cover - numba
+    """E = sqrt(|p|² + m²), 3-momentum kept (non-finite particles left alone)."""
+    for i in range(p4.shape[0]):
+        p2 = p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3]
+        e = math.sqrt(p2 + mass * mass)
+        if np.isfinite(e) and e != p4[i, 0]:
+            p4[i, 0] = e
+            changed[i] = True
 
 
 def mass_report(collection: JetCollection) -> dict[str, int]:
@@ -312,7 +333,6 @@ def collection_from_flat(
                 f"{path + ': ' if path else ''}field '{fields.get(k, k)}' has {v.shape[0]} values, "
                 f"the particle counts add up to {int(offsets[-1])}", field=fields.get(k, k)
             )
-    jet_of = np.repeat(np.arange(n_jets), counts)
     if validate:
         small = np.flatnonzero(counts < 2)
         if small.size:
@@ -320,34 +340,30 @@ def collection_from_flat(
             raise _fail(f"a jet needs at least 2 particles, got {int(counts[i])}",
                         path=path, entry=int(entry[i]), field="particles")
         for k, v in comps.items():
-            bad = np.flatnonzero(~np.isfinite(v))
-            if bad.size:
-                q = int(bad[0])
-                i = int(jet_of[q])
+            q = _first_nonfinite(v)
+            if q >= 0:
+                i = _jet_of(offsets, q)
                 raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({v[q]})",
                             path=path, entry=int(entry[i]), field=fields.get(k, k))
     p4 = to_cartesian(comps)
     changed = apply_mass_policy(p4, mass_policy)
-    n_adjusted = np.bincount(jet_of[changed], minlength=n_jets).astype(np.float64)
-    with np.errstate(all="ignore"):
-        t = p4[:, 0] ** 2 - (p4[:, 1] ** 2 + p4[:, 2] ** 2 + p4[:, 3] ** 2)
+    n_adjusted = np.zeros(n_jets, np.float64)
+    total = np.zeros((n_jets, 4), dtype=np.float64)
+    first_bad = np.full(2, -1, np.int64)
+    _scan_kernel(p4, offsets, changed, SPACELIKE_TOLERANCE, total, n_adjusted, first_bad)
     if validate:
         source = "/".join(fields.get(c, c) for c in comps)
-        nonpos = np.flatnonzero(~(p4[:, 0] > 0.0))
-        if nonpos.size:
-            q = int(nonpos[0])
-            i = int(jet_of[q])
+        q = int(first_bad[0])
+        if q >= 0:
+            i = _jet_of(offsets, q)
             raise _fail(f"particle {q - int(offsets[i])} has non-positive energy "
                         f"E = {p4[q, 0]} GeV", path=path, entry=int(entry[i]), field=source)
-        spacelike = np.flatnonzero(t < -SPACELIKE_TOLERANCE * p4[:, 0] ** 2)
-        if spacelike.size:
-            q = int(spacelike[0])
-            i = int(jet_of[q])
-            raise _fail(f"particle {q - int(offsets[i])} is spacelike: E² − |p|² = {t[q]:.6g} GeV²",
+        q = int(first_bad[1])
+        if q >= 0:
+            i = _jet_of(offsets, q)
+            t = p4[q, 0] ** 2 - (p4[q, 1] ** 2 + p4[q, 2] ** 2 + p4[q, 3] ** 2)
+            raise _fail(f"particle {q - int(offsets[i])} is spacelike: E² − |p|² = {t:.6g} GeV²",
                         path=path, entry=int(entry[i]), field=fields.get("mass", source))
-    total = np.zeros((n_jets, 4), dtype=np.float64)
-    if p4.shape[0]:
-        np.add.at(total, jet_of, p4)
     with np.errstate(all="ignore"):
         t_root = total[:, 0] ** 2 - (total[:, 1] ** 2 + total[:, 2] ** 2 + total[:, 3] ** 2)
     if validate:
@@ -382,6 +398,38 @@ def collection_from_flat(
         },
         jet_columns=columns,
     )
+
+
+def _jet_of(offsets: np.ndarray, q: int) -> int:
+    return int(np.searchsorted(offsets, q, side="right") - 1)
+
+
+@nb.njit(cache=True)
+def _first_nonfinite(v):  # pragma: no cover - numba
+    for i in range(v.shape[0]):
+        if not np.isfinite(v[i]):
+            return i
+    return -1
+
+
+@nb.njit(cache=True)
+def _scan_kernel(p4, offsets, changed, tol, total, n_adjusted, first_bad):  # pragma: no cover
+    """One pass: per-jet 4-vector sums and adjusted counts; first non-positive-energy particle
+    (``first_bad[0]``) and first clearly spacelike one (``first_bad[1]``)."""
+    for j in range(offsets.shape[0] - 1):
+        for i in range(offsets[j], offsets[j + 1]):
+            e = p4[i, 0]
+            for c in range(4):
+                total[j, c] += p4[i, c]
+            if changed[i]:
+                n_adjusted[j] += 1.0
+            if not e > 0.0:
+                if first_bad[0] < 0:
+                    first_bad[0] = i
+            elif first_bad[1] < 0:
+                t = e * e - (p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3])
+                if t < -tol * e * e:
+                    first_bad[1] = i
 
 
 def _parse_components(components: Any) -> list[str]:
@@ -444,7 +492,7 @@ def from_dense(
         data = np.stack([np.asarray(arr[n], dtype=np.float64) for n in names], axis=-1)
     else:
         names = _parse_components(components)
-        data = np.asarray(arr, dtype=np.float64)
+        data = arr if arr.dtype.kind == "f" else np.asarray(arr, dtype=np.float64)
     if data.ndim != 3 or data.shape[2] != 4:
         raise InvalidJetError(
             f"{where}'{field}' must have shape (n_jets, n_particles, 4), got {data.shape}",
@@ -477,7 +525,7 @@ def from_dense(
                 "the mask or the component order is probably wrong", jet=int(entry[i]), field=field
             )
     counts = real.sum(axis=1)
-    flat = data[real]
+    flat = data[real].astype(np.float64)
     comps = {canonical_name(n): flat[:, j] for j, n in enumerate(names)}
     fields = {canonical_name(n): f"{field}[..., {j}] ({n})" for j, n in enumerate(names)}
     return collection_from_flat(comps, counts, entry=entry, fields=fields, path=path, **kw)
