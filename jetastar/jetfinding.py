@@ -3,8 +3,8 @@
 Example:
     >>> import numpy as np
     >>> p4 = np.array([[10.1, 10.0, 0.0, 1.0], [9.2, 9.0, 1.0, 1.0], [10.1, -10.0, 0.0, 1.0]])
-    >>> jets = find_jets(p4, np.array([3]), r=0.4, ptmin=5.0)  # doctest: +SKIP
-    >>> jets.counts.tolist(), jets.jet_in_event.tolist()  # doctest: +SKIP
+    >>> jets = find_jets(p4, np.array([3]), r=0.4, ptmin=5.0)
+    >>> jets.counts.tolist(), jets.jet_in_event.tolist()
     ([2, 1], [0, 1])
 """
 
