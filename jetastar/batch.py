@@ -261,9 +261,14 @@ def _jet_for_clustering(collection: Any, i: int) -> Any:
 
     a, b = collection.leaf_offsets[i], collection.leaf_offsets[i + 1]
     seed = int(collection.seed[i])
-    # the leaves first: a bad particle also spoils the parameters derived from it (root 4-vector)
-    _validate_leaves(collection.leaves[a:b], int(collection.jet_id[i]))
-    return Jet(collection.leaves[a:b], collection.jet_params(i), jet_id=int(collection.jet_id[i]),
+    try:
+        params = collection.jet_params(i)
+    except InvalidJetError:
+        # a bad particle also spoils the parameters derived from it (a jet's root 4-vector):
+        # name the particle when it is the cause
+        _validate_leaves(collection.leaves[a:b], int(collection.jet_id[i]))
+        raise
+    return Jet(collection.leaves[a:b], params, jet_id=int(collection.jet_id[i]),
                seed=None if seed < 0 else seed, jet_type=str(collection.jet_type[i]))
 
 
