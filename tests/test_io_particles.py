@@ -354,3 +354,42 @@ def test_data_samples_are_small_and_readable():
     assert len(jets) == 200 and jets.jet_columns["n_mass_adjusted"].sum() > 0
     with pytest.raises(InvalidJetError):
         read_particles(DATA / "particles_nanoaod.root", particles="PFCands", t_cut=1e6)
+
+
+def test_cluster_events_friend_tree_per_event(tmp_path, capsys):
+    pytest.importorskip("fastjet", reason="jet finding needs the optional fastjet")
+    counts, cols = _particles(11, 9, lo=10, hi=40)
+    rng = np.random.default_rng(12)
+    cols["phi"] = rng.uniform(-math.pi, math.pi, cols["pt"].shape[0])
+    counts[4] = 0  # an empty event: no jets, still one entry
+    n = int(counts.sum())
+    cols = {k: v[:n] for k, v in cols.items()}
+    path = tmp_path / "events.root"
+    _nanoaod(path, counts, cols)
+    for ext in ("root", "h5"):
+        out = tmp_path / f"res.{ext}"
+        assert main(["cluster", str(path), "--particles", "PFCands", "--jet-r", "0.4",
+                     "--jet-ptmin", "5", "--t-cut", "0.01", "--algorithms", "greedy",
+                     "--no-progress", "-o", str(out)]) == 0
+    capsys.readouterr()
+    jets = read_particles(path, particles="PFCands", layout="event", jet_r=0.4, jet_ptmin=5.0,
+                          t_cut=0.01, validate=False)
+    per_event = np.bincount(jets.jet_columns["entry"].astype(int), minlength=9)
+    assert per_event[4] == 0 and per_event.sum() == len(jets)
+    with uproot.open(tmp_path / "res.root") as f:
+        events = f["clusters_events"].arrays(library="np")
+        rows = f["clusters"].arrays(["entry", "jet_in_event", "greedy_log_likelihood"],
+                                    library="np")
+    assert np.array_equal(events["entry"], np.arange(9))  # one entry per input event
+    assert np.array_equal(events["n_jets"], per_event)
+    for e in range(9):
+        a = events["first_jet"][e]
+        sel = slice(a, a + per_event[e])
+        assert np.all(rows["entry"][sel] == e)
+        assert np.array_equal(rows["jet_in_event"][sel], np.arange(per_event[e]))
+        np.testing.assert_array_equal(events["jet_greedy_log_likelihood"][e],
+                                      rows["greedy_log_likelihood"][sel])
+    with h5py.File(tmp_path / "res.h5", "r") as f:
+        assert np.array_equal(f["clusters/events/entry"][()], np.arange(9))
+        assert np.array_equal(f["clusters/events/n_jets"][()], per_event)
+        assert np.array_equal(f["clusters/entry"][()], rows["entry"])

@@ -11,6 +11,12 @@ the ROOT tree ``clusters`` is a friend tree of the input tree):
   ``L_log_likelihood``, ``L_time_s`` (double; NaN = no tree / unknown), ``L_exact`` (bool) and the tree
   (ROOT: ``nL_node`` + ``L_node_left``, ``L_node_right``, ``L_node_leaf``; HDF5: ``L/node_offsets``,
   ``L/left``, ``L/right``, ``L/leaf_of_node``).
+
+For per-event inputs (jets found with FastJet, ``jet_in_event`` column) the rows are jets; a second
+table has one row per input *event* (ROOT tree ``clusters_events``, HDF5 group
+``/clusters/events``): ``entry``, ``n_jets`` and ``first_jet`` (the event's first row in the jet
+table), plus, in ROOT, the jets' ``jet_n_particles[njet]`` and ``jet_L_log_likelihood[njet]``, so
+that this tree is the friend tree of the input.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import numpy as np
 from ..jet import JetCollection
 from .results import AlgorithmResults
 
-__all__ = ["by_entry_columns", "column_prefix", "has_entries"]
+__all__ = ["by_entry_columns", "column_prefix", "event_columns", "has_entries"]
 
 
 def has_entries(collection: JetCollection | None) -> bool:
@@ -82,3 +88,40 @@ def by_entry_columns(
             "leaf_of_node": t.leaf_of_node[nsel],
         }
     return scalars, per_label
+
+
+def event_columns(
+    collection: JetCollection, tables: Mapping[str, AlgorithmResults],
+    entry_range: tuple[int, int] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray] | None:
+    """Per-event columns for jets found in events (``None`` for one-jet-per-entry inputs).
+
+    Args:
+        collection: jets with ``entry`` and ``jet_in_event`` columns, in event order.
+        tables: results per label.
+        entry_range: the input entries that were read (default: first to last entry with a jet).
+
+    Returns:
+        ``(scalars, per_jet, offsets)``: ``entry``, ``n_jets``, ``first_jet`` per event; per-jet
+        values ``n_particles`` and ``<L>_log_likelihood`` in jet order; and ``(E + 1,)``
+        offsets of each event's jets.
+    """
+    cols = collection.jet_columns
+    if "jet_in_event" not in cols or "entry" not in cols:
+        return None
+    entry = cols["entry"].astype(np.int64)
+    if entry_range is None:
+        entry_range = (int(entry.min()), int(entry.max()) + 1) if entry.size else (0, 0)
+    start, stop = (int(x) for x in entry_range)
+    if entry.size and (np.any(np.diff(entry) < 0) or entry[0] < start or entry[-1] >= stop):
+        raise ValueError("jets of events must be in event order and inside the entry range")
+    n_jets = np.bincount(entry - start, minlength=stop - start).astype(np.int64)
+    offsets = np.zeros(stop - start + 1, np.int64)
+    np.cumsum(n_jets, out=offsets[1:])
+    scalars = {"entry": np.arange(start, stop, dtype=np.int64), "n_jets": n_jets,
+               "first_jet": offsets[:-1].copy()}
+    _, per_label = by_entry_columns(collection, tables)
+    per_jet = {"n_particles": collection.n_leaves.astype(np.int64)}
+    for p, c in per_label.items():
+        per_jet[f"{p}_log_likelihood"] = c["log_likelihood"]
+    return scalars, per_jet, offsets

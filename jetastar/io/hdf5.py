@@ -47,7 +47,7 @@ import numpy as np
 
 from ..jet import JetCollection
 from ._atomic import atomic_path
-from ._by_entry import by_entry_columns, has_entries
+from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -226,7 +226,14 @@ def write_hdf5(
         for label, table in (results or {}).items():
             _write_results(res.create_group(_group_name(label)), table)
         if results and has_entries(collection):
+            from .root import _entry_range
+
             _write_by_entry(f.create_group("clusters"), collection, results)
+            events = event_columns(collection, results, _entry_range(meta))
+            if events is not None:
+                g = f.create_group("clusters/events")
+                for k, v in events[0].items():
+                    _dataset(g, k, v)
 
 
 def _write_by_entry(group: Any, collection: JetCollection,
