@@ -393,3 +393,17 @@ def test_cluster_events_friend_tree_per_event(tmp_path, capsys):
         assert np.array_equal(f["clusters/events/entry"][()], np.arange(9))
         assert np.array_equal(f["clusters/events/n_jets"][()], per_event)
         assert np.array_equal(f["clusters/entry"][()], rows["entry"])
+
+
+def test_iterate_progress_bar_and_tqdm_disable(tmp_path, capsys, monkeypatch):
+    counts, cols = _particles(13, 20)
+    path = tmp_path / "nano.root"
+    _nanoaod(path, counts, cols)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    assert sum(len(c) for c in iterate_particles(path, 7, particles="PFCands", t_cut=0.01,
+                                                  progress=True)) == 20
+    assert "20/20" in capsys.readouterr().err
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert sum(len(c) for c in iterate_particles(path, 7, particles="PFCands", t_cut=0.01,
+                                                  progress=True)) == 20
+    assert "20/20" not in capsys.readouterr().err

@@ -536,7 +536,7 @@ def iterate_particles(
     try:
         start, stop = _range(reader.n_entries, entry_start, entry_stop)
         with tqdm(total=stop - start, unit="entry", desc=Path(src.path).name,
-                  disable=not progress) as bar:
+                  disable=_no_bar(progress)) as bar:
             for a in range(start, stop, step_size):
                 b = min(stop, a + step_size)
                 yield _read_block(reader, src, a, b, validate)
@@ -579,7 +579,7 @@ class ParticleReader:
         from tqdm.auto import tqdm
 
         per_event = np.zeros(self.stop - self.start, np.int64)
-        with tqdm(total=self.stop - self.start, unit="event", disable=not progress,
+        with tqdm(total=self.stop - self.start, unit="event", disable=_no_bar(progress),
                   desc=f"{self.path.name}: finding jets") as bar:
             for a in range(self.start, self.stop, self.step_size):
                 b = min(self.stop, a + self.step_size)
@@ -625,6 +625,12 @@ class ParticleReader:
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _no_bar(progress: bool) -> bool:
+    """No progress bar when not asked for or when ``TQDM_DISABLE`` is set (to anything but 0)."""
+    return not progress or os.environ.get("TQDM_DISABLE", "").strip().lower() not in (
+        "", "0", "false", "no")
 
 
 def _listing(keys: list[str], limit: int = 40) -> str:
