@@ -407,3 +407,21 @@ def test_iterate_progress_bar_and_tqdm_disable(tmp_path, capsys, monkeypatch):
     assert sum(len(c) for c in iterate_particles(path, 7, particles="PFCands", t_cut=0.01,
                                                   progress=True)) == 20
     assert "20/20" not in capsys.readouterr().err
+
+
+def test_hdf5_group_written_by_awkward_to_buffers(tmp_path):
+    counts, cols = _particles(14, 15)
+    jets_ak = ak.zip({"constituents": ak.unflatten(ak.zip(cols), counts),
+                      "label": np.arange(15) % 2}, depth_limit=1)
+    path = tmp_path / "ak.h5"
+    with h5py.File(path, "w") as f:
+        g = f.create_group("jets")
+        form, length, _ = ak.to_buffers(ak.to_packed(jets_ak), container=g)
+        g.attrs["form"] = form.to_json()
+        g.attrs["length"] = length
+    jets = read_particles(path, particles="jets", t_cut=0.01, mass_policy="keep",
+                          entry_start=3, entry_stop=11)
+    p4 = _vector_p4(cols)
+    off = np.r_[0, np.cumsum(counts)]
+    assert np.array_equal(jets.n_leaves, counts[3:11])
+    np.testing.assert_allclose(jets.leaves, p4[off[3]:off[11]], rtol=1e-13, atol=1e-10)

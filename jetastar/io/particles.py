@@ -10,8 +10,9 @@ layouts physicists already have:
   explicit ``mapping`` (vector coordinate -> branch name);
 * **HDF5** (h5py): a dense padded dataset ``(n_jets, n_particles, 4)`` with a declared component
   order (``components="pt,eta,phi,mass"``) and optionally a boolean mask dataset, a structured
-  ``(n_jets, n_particles)`` dataset with named fields, or a group of flat per-coordinate datasets
-  (``pt``, ``eta``, ...) plus ``counts`` (particles per entry) or ``offsets``.
+  ``(n_jets, n_particles)`` dataset with named fields, a group of flat per-coordinate datasets
+  (``pt``, ``eta``, ...) plus ``counts`` (particles per entry) or ``offsets``, or a group written
+  with ``ak.to_buffers`` (attributes ``form`` and ``length``; read whole, then sliced).
 
 ``layout="jet"`` (default): each entry is one jet. ``layout="event"``: each entry is a whole event;
 jets are found with FastJet (``pip install fastjet``; anti-kt with radius ``jet_r`` and
@@ -316,6 +317,9 @@ class _H5Particles:
                                           f"{self.mask.shape}, the particles {obj.shape[:2]}")
             self.n_entries = int(obj.shape[0])
             return
+        if "form" in obj.attrs and "length" in obj.attrs:
+            self._setup_awkward(obj)
+            return
         self.kind = "flat"
         keys = [k for k in obj if isinstance(obj[k], h5py.Dataset)]
         if src.mapping:
@@ -361,9 +365,62 @@ class _H5Particles:
     def fields(self) -> dict[str, str]:
         if self.kind == "flat":
             return {c: f"{self.name}/{d}" for c, d in self.columns.items()}
+        if self.kind == "awkward":
+            return {c: f"{self.name}.{d}" for c, d in self.columns.items()}
         return {}
 
+    def _setup_awkward(self, group: Any) -> None:
+        """A group written with ``ak.to_buffers`` (attributes ``form`` and ``length``)."""
+        import awkward as ak
+
+        try:
+            form = ak.forms.from_json(_attr_text(group.attrs["form"]) or "")
+            arr = ak.from_buffers(form, int(group.attrs["length"]),
+                                  {k: np.asarray(v) for k, v in group.items()})
+        except Exception as exc:
+            raise FileFormatError(f"{self.path}: group '{self.name}' has an awkward form but "
+                                  f"cannot be read ({type(exc).__name__}: {_short(str(exc))})") \
+                from None
+        if arr.ndim == 1 and ak.fields(arr):  # records: pick the field that holds the particles
+            lists = [f for f in ak.fields(arr) if arr[f].ndim == 2 and ak.fields(arr[f])]
+            if len(lists) != 1:
+                raise FileFormatError(
+                    f"{self.path}: group '{self.name}' holds records with fields "
+                    f"{ak.fields(arr)}; exactly one must be a list of particle records"
+                )
+            self.name = f"{self.name}.{lists[0]}"
+            arr = arr[lists[0]]
+        if arr.ndim != 2 or not ak.fields(arr):
+            raise FileFormatError(f"{self.path}: '{self.name}' is {arr.type}, not "
+                                  "n_entries * var * {coordinates}")
+        src = self.src
+        if src.mapping:
+            missing = [f for f in src.mapping.values() if f not in ak.fields(arr)]
+            if missing:
+                raise FileFormatError(f"{self.path}: '{self.name}' has no field {missing}; it "
+                                      f"has {ak.fields(arr)}")
+            self.columns = {canonical_name(c) or c: f for c, f in src.mapping.items()}
+        else:
+            try:
+                self.columns = detect_coordinates(ak.fields(arr))
+            except InvalidJetError:
+                raise FileFormatError(
+                    f"{self.path}: '{self.name}' ({ak.fields(arr)}) holds no complete set of "
+                    "momentum coordinates (px,py,pz,E or pt,eta,phi,mass or pt,eta,phi,E)"
+                ) from None
+        self.kind = "awkward"
+        self.array = arr
+        self.n_entries = len(arr)
+
     def read_flat(self, start: int, stop: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        if self.kind == "awkward":
+            import awkward as ak
+
+            part = self.array[start:stop]
+            counts = ak.to_numpy(ak.num(part, axis=1)).astype(np.int64)
+            flat = ak.flatten(part, axis=1)
+            return ({c: ak.to_numpy(flat[f]).astype(np.float64) for c, f in self.columns.items()},
+                    counts)
         a, b = int(self.offsets[start]), int(self.offsets[stop])
         comps = {c: np.asarray(self.group[d][a:b], dtype=np.float64)
                  for c, d in self.columns.items()}
