@@ -520,9 +520,6 @@ def from_dense(
                 f"padded slot {k} (mask False) holds {data[i, k].tolist()}, not {padding:g}: "
                 "the mask or the component order is probably wrong",
                 path=path, entry=int(entry[i]), field=field,
-            ) if path else InvalidJetError(
-                f"padded slot {k} (mask False) holds {data[i, k].tolist()}, not {padding:g}: "
-                "the mask or the component order is probably wrong", jet=int(entry[i]), field=field
             )
     counts = real.sum(axis=1)
     flat = data[real].astype(np.float64)
