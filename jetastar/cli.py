@@ -199,21 +199,28 @@ def _mass_summary(path: str) -> str:
             with h5py.File(path, "r") as f:
                 if "clusters" in f:
                     coll_cols = {k: f[f"clusters/{k}"][()] for k in ("n_particles",
-                                                                      "n_mass_adjusted")}
+                                                                      "n_mass_adjusted",
+                                                                      "n_negative_t")}
         else:
             import uproot
 
             with uproot.open(path) as f:
                 if "clusters" in f:
-                    coll_cols = f["clusters"].arrays(["n_particles", "n_mass_adjusted"],
-                                                     library="np")
+                    coll_cols = f["clusters"].arrays(
+                        ["n_particles", "n_mass_adjusted", "n_negative_t"], library="np")
     except (OSError, ValueError, KeyError):
         return ""
     if not coll_cols:
         return ""
     touched = np.asarray(coll_cols["n_mass_adjusted"])
-    return (f"  mass policy: changed {int(touched.sum())} of {int(np.sum(coll_cols['n_particles']))} "
+    negative = np.asarray(coll_cols["n_negative_t"])
+    text = (f"  mass policy: changed {int(touched.sum())} of {int(np.sum(coll_cols['n_particles']))} "
             f"particles (in {int(np.count_nonzero(touched))} of {touched.shape[0]} jets)")
+    if negative.any():
+        text += (f"; {int(negative.sum())} particles in {int(np.count_nonzero(negative))} jets "
+                 "have E² − |p|² < 0, which makes every tree of those jets −∞ in the symmetric "
+                 "likelihood (use --mass-policy clamp)")
+    return text
 
 
 def _cmd_cluster(args: argparse.Namespace) -> int:

@@ -20,8 +20,9 @@ a child of ``t < 0`` impossible (−∞), so one such particle can make every tr
 
 A particle below ``−1e-6·E²`` (clearly spacelike, e.g. a negative mass) is an error under every
 policy. The number of particles a policy changed is stored per jet in the extra column
-``jet_columns["n_mass_adjusted"]`` (it follows the jets into files) and
-:func:`mass_report` sums it up.
+``jet_columns["n_mass_adjusted"]``, the number left with ``t < 0`` (under ``"keep"``: every tree
+of such a jet is −∞ in the symmetric likelihood) in ``jet_columns["n_negative_t"]``; both follow the
+jets into files, and :func:`mass_report` sums them up.
 
 Ginkgo parameters: data have no shower parameters, so the caller chooses ``t_cut``, ``lam`` and
 ``lam_root``; the defaults are those of :meth:`ShowerParams.qcd() <jetastar.ginkgo.ShowerParams.qcd>`
@@ -260,16 +261,19 @@ def mass_report(collection: JetCollection) -> dict[str, int]:
         >>> from jetastar import JetCollection
         >>> dense = np.array([[[50.0, 0.1, 0.2, 0.0], [30.0, -0.3, 0.5, 0.0]]])
         >>> jets = JetCollection.from_momenta(dense, components="pt,eta,phi,mass", t_cut=1.0)
-        >>> sorted(mass_report(jets))
-        ['jets', 'jets_touched', 'particles', 'particles_touched']
+        >>> mass_report(jets)["particles_negative_t"]
+        0
     """
-    touched = collection.jet_columns.get("n_mass_adjusted")
-    n_touched = np.zeros(len(collection)) if touched is None else touched
+    zeros = np.zeros(len(collection))
+    n_touched = collection.jet_columns.get("n_mass_adjusted", zeros)
+    n_negative = collection.jet_columns.get("n_negative_t", zeros)
     return {
         "jets": len(collection),
         "particles": int(collection.leaves.shape[0]),
         "particles_touched": int(np.sum(n_touched)),
         "jets_touched": int(np.count_nonzero(n_touched)),
+        "particles_negative_t": int(np.sum(n_negative)),
+        "jets_negative_t": int(np.count_nonzero(n_negative)),
     }
 
 
@@ -348,9 +352,11 @@ def collection_from_flat(
     p4 = to_cartesian(comps)
     changed = apply_mass_policy(p4, mass_policy)
     n_adjusted = np.zeros(n_jets, np.float64)
+    n_negative = np.zeros(n_jets, np.float64)
     total = np.zeros((n_jets, 4), dtype=np.float64)
     first_bad = np.full(2, -1, np.int64)
-    _scan_kernel(p4, offsets, changed, SPACELIKE_TOLERANCE, total, n_adjusted, first_bad)
+    _scan_kernel(p4, offsets, changed, SPACELIKE_TOLERANCE, total, n_adjusted, n_negative,
+                 first_bad)
     if validate:
         source = "/".join(fields.get(c, c) for c in comps)
         q = int(first_bad[0])
@@ -377,7 +383,7 @@ def collection_from_flat(
             )
     m_hard = np.sqrt(np.abs(t_root))
     m_hard[m_hard == 0.0] = np.nan
-    columns = {"n_mass_adjusted": n_adjusted}
+    columns = {"n_mass_adjusted": n_adjusted, "n_negative_t": n_negative}
     columns.update({k: np.asarray(v, dtype=np.float64) for k, v in (jet_columns or {}).items()})
     return JetCollection(
         leaves=p4,
@@ -413,9 +419,11 @@ def _first_nonfinite(v):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _scan_kernel(p4, offsets, changed, tol, total, n_adjusted, first_bad):  # pragma: no cover
-    """One pass: per-jet 4-vector sums and adjusted counts; first non-positive-energy particle
-    (``first_bad[0]``) and first clearly spacelike one (``first_bad[1]``)."""
+def _scan_kernel(p4, offsets, changed, tol, total, n_adjusted, n_negative,
+                 first_bad):  # pragma: no cover - numba
+    """One pass: per-jet 4-vector sums, particles changed by the mass policy and particles left
+    with t < 0; first non-positive-energy particle (``first_bad[0]``) and first clearly spacelike
+    one (``first_bad[1]``)."""
     for j in range(offsets.shape[0] - 1):
         for i in range(offsets[j], offsets[j + 1]):
             e = p4[i, 0]
@@ -423,13 +431,14 @@ def _scan_kernel(p4, offsets, changed, tol, total, n_adjusted, first_bad):  # pr
                 total[j, c] += p4[i, c]
             if changed[i]:
                 n_adjusted[j] += 1.0
+            t = e * e - (p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3])
+            if t < 0.0:
+                n_negative[j] += 1.0
             if not e > 0.0:
                 if first_bad[0] < 0:
                     first_bad[0] = i
-            elif first_bad[1] < 0:
-                t = e * e - (p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3])
-                if t < -tol * e * e:
-                    first_bad[1] = i
+            elif first_bad[1] < 0 and t < -tol * e * e:
+                first_bad[1] = i
 
 
 def _parse_components(components: Any) -> list[str]:

@@ -306,7 +306,9 @@ def test_cluster_root_results_are_a_friend_tree(tmp_path, capsys):
     assert main(args) == 0
     assert "already done" in capsys.readouterr().out
     assert main([*args, "--mass-policy", "keep"]) == 0
-    assert "already done" not in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "already done" not in text
+    assert "have E² − |p|² < 0, which makes every tree of those jets −∞" in text
 
 
 def test_cluster_hdf5_dense_with_entry_column(tmp_path, capsys):

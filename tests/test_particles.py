@@ -189,3 +189,17 @@ def test_detect_coordinates_prefers_cartesian_and_lists_fields():
         "pt": "PT", "eta": "Eta", "phi": "Phi", "mass": "Mass"}
     with pytest.raises(InvalidJetError, match=r"\['charge', 'eta', 'pt'\]"):
         detect_coordinates(["pt", "eta", "charge"])
+
+
+def test_negative_t_particles_are_counted():
+    counts, cols = _random_particles(7, n_jets=10)
+    cols[:, 3] = 0.0
+    arr = ak.unflatten(ak.zip({"pt": cols[:, 0], "eta": cols[:, 1], "phi": cols[:, 2],
+                               "mass": cols[:, 3]}), counts)
+    kept = JetCollection.from_momenta(arr, t_cut=1.0, mass_policy="keep")
+    t = kept.leaves[:, 0] ** 2 - (kept.leaves[:, 1:] ** 2).sum(axis=1)
+    per_jet = np.add.reduceat((t < 0).astype(float), np.r_[0, np.cumsum(counts)[:-1]])
+    assert per_jet.sum() > 0
+    np.testing.assert_array_equal(kept.jet_columns["n_negative_t"], per_jet)
+    assert mass_report(kept)["particles_negative_t"] == int(per_jet.sum())
+    assert mass_report(JetCollection.from_momenta(arr, t_cut=1.0))["particles_negative_t"] == 0

@@ -6,7 +6,7 @@ add a table with one row per jet, in jet order (for one jet per entry: one row p
 the ROOT tree ``clusters`` is a friend tree of the input tree):
 
 * ``entry`` (int64), ``jet_in_event`` (int64, per-event inputs only), ``n_particles``,
-  ``n_mass_adjusted`` (int64);
+  ``n_mass_adjusted``, ``n_negative_t`` (int64);
 * per result label ``L`` (non-alphanumeric characters replaced by ``_``): ``L_status`` (string),
   ``L_log_likelihood``, ``L_time_s`` (double; NaN = no tree / unknown), ``L_exact`` (bool) and the tree
   (ROOT: ``nL_node`` + ``L_node_left``, ``L_node_right``, ``L_node_leaf``; HDF5: ``L/node_offsets``,
@@ -59,8 +59,9 @@ def by_entry_columns(
     if "jet_in_event" in cols:
         scalars["jet_in_event"] = cols["jet_in_event"].astype(np.int64)
     scalars["n_particles"] = collection.n_leaves.astype(np.int64)
-    if "n_mass_adjusted" in cols:
-        scalars["n_mass_adjusted"] = cols["n_mass_adjusted"].astype(np.int64)
+    for name in ("n_mass_adjusted", "n_negative_t"):
+        if name in cols:
+            scalars[name] = cols[name].astype(np.int64)
     per_label: dict[str, dict[str, Any]] = {}
     for label, t in tables.items():
         row_of = np.full(n, -1, np.int64)
