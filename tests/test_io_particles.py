@@ -339,6 +339,19 @@ def test_cluster_bad_file_one_line_and_nothing_written(tmp_path, capsys):
     assert len(line) == 1 and "no branches starting with 'Jet'" in line[0]
     assert "PFCands_pt" in line[0]
     assert not out.exists() and not list(tmp_path.glob("res.h5*"))
+    # jagged branches of different lengths, found while streaming: one line, no output file
+    bad = tmp_path / "mismatch.root"
+    eta = ak.unflatten(np.r_[cols["eta"], 0.0], np.r_[counts[:3], counts[3] + 1, counts[4:]])
+    _write_tree(bad, "Events", {"P_pt": ak.unflatten(cols["pt"], counts), "P_eta": eta,
+                                "P_phi": ak.unflatten(cols["phi"], counts),
+                                "P_mass": ak.unflatten(cols["mass"], counts)})
+    out = tmp_path / "mismatch.results.root"
+    code = main(["cluster", str(bad), "--particles", "P", "--algorithms", "greedy",
+                 "--chunk-size", "2", "--step-size", "2", "--no-progress", "-o", str(out)])
+    line = [t for t in capsys.readouterr().out.splitlines() if t.startswith("FAILED")]
+    assert code == 1 and len(line) == 1
+    assert f"{bad}: entry 3: jet 3, field 'P_eta': branch 'P_eta' has" in line[0]
+    assert not out.exists()
 
 
 def test_data_samples_are_small_and_readable():
