@@ -83,43 +83,10 @@ def dense_hdf5() -> None:
         f.create_dataset("is_W", data=is_w)
 
 
-def pythia_events(n_events: int = 100) -> bool:
-    """Whole pp -> dijet events (13 TeV, pT-hat > 300 GeV) from Pythia 8, one entry per event,
-    NanoAOD-like (float32 pt/eta/phi/mass of every final-state particle with |eta| < 4).
-
-    Returns False (and writes nothing) when the ``pythia8mc`` package is not installed.
-    """
-    try:
-        import pythia8mc
-    except ImportError:
-        return False
-    pythia = pythia8mc.Pythia("", False)
-    for setting in ("Beams:eCM = 13000.", "HardQCD:all = on", "PhaseSpace:pTHatMin = 300.",
-                    "Random:setSeed = on", "Random:seed = 7", "Next:numberCount = 0"):
-        pythia.readString(setting)
-    pythia.init()
-    events: list[dict[str, list[float]]] = []
-    while len(events) < n_events:
-        if not pythia.next():
-            continue
-        parts = [p for p in pythia.event if p.isFinal() and abs(p.eta()) < 4.0]
-        events.append({"pt": [p.pT() for p in parts], "eta": [p.eta() for p in parts],
-                       "phi": [p.phi() for p in parts], "mass": [p.m() for p in parts]})
-    arr = ak.zip({k: ak.values_astype(ak.Array([e[k] for e in events]), np.float32)
-                  for k in ("pt", "eta", "phi", "mass")})
-    with uproot.recreate(HERE / "pythia_dijet_events.root") as f:
-        f.mktree("Events", {"PFCands": arr.type.content},
-                 title="Pythia 8 pp -> jj, 13 TeV, pT-hat > 300 GeV, final-state particles")
-        f["Events"].extend({"PFCands": arr})
-    return True
-
-
 if __name__ == "__main__":
     ginkgo_samples()
     legacy_pickle()
     nanoaod_like_root()
     dense_hdf5()
-    if not pythia_events():
-        print("pythia8mc is not installed: no Pythia events (pip install pythia8mc)")
     for p in sorted(HERE.iterdir()):
         print(f"{p.name:32s} {p.stat().st_size / 1024:8.1f} kB")
