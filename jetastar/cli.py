@@ -472,7 +472,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import io
 
-    info = io.file_info(args.file)
+    try:
+        info = io.file_info(args.file)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        return _info_particles(args.file)
     if args.json:
         clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
         _out(json.dumps(clean, indent=1, default=str))
@@ -511,6 +516,37 @@ def _cmd_info(args: argparse.Namespace) -> int:
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
             _out(f"  {label:<16} {r['rows']} rows ({st}), likelihood {r['likelihood']}")
+    return 0
+
+
+def _info_particles(path: str) -> int:
+    """``jetastar info`` on a file jetastar did not write: what read_particles could read."""
+    from .io.particles import describe_particle_file
+
+    found = describe_particle_file(path)
+    _out(f"file:            {path}")
+    _out("format:          not a jetastar file")
+    if not found:
+        _out("particles:       none found (no branch prefix / dataset with momentum coordinates; "
+             "see `jetastar cluster --help` for explicit mappings)")
+        return 0
+    _out("particles (read with `jetastar cluster FILE ... --algorithms ...`):")
+    for d in found:
+        coords = d.get("coordinates")
+        text = ", ".join(coords.values()) if isinstance(coords, dict) else str(coords or "")
+        if d["kind"] == "root":
+            where = f"--tree {d['tree']} --particles {d['particles']}"
+        else:
+            where = f"--particles {d['particles']}"
+            if d["kind"] == "dense":
+                if isinstance(coords, str) and "," in coords:
+                    where += f" --components {coords}"
+                if d.get("mask"):
+                    where += f" --mask {d['mask']}"
+        entries = f"{d['entries']} entries" if "entries" in d else ""
+        shape = f" shape {tuple(d['shape'])}" if "shape" in d else ""
+        coords_text = f"  [{text}]" if text else ""
+        _out(f"  {where:<40} {d['kind']:<10} {entries}{shape}{coords_text}")
     return 0
 
 

@@ -440,3 +440,14 @@ def test_hdf5_group_written_by_awkward_to_buffers(tmp_path):
     off = np.r_[0, np.cumsum(counts)]
     assert np.array_equal(jets.n_leaves, counts[3:11])
     np.testing.assert_allclose(jets.leaves, p4[off[3]:off[11]], rtol=1e-13, atol=1e-10)
+
+
+def test_info_on_foreign_files_says_how_to_read_them(capsys):
+    assert main(["info", str(DATA / "particles_nanoaod.root")]) == 0
+    out = capsys.readouterr().out
+    assert "not a jetastar file" in out
+    assert "--tree Events --particles PFCands" in out and "200 entries" in out
+    assert "[pt, eta, phi, mass]" in out
+    assert main(["info", str(DATA / "particles_dense.h5")]) == 0
+    out = capsys.readouterr().out
+    assert "--particles constituents --components E,px,py,pz --mask mask" in out

@@ -64,7 +64,13 @@ from ..particles import (
 )
 from ._common import FileFormatError, InvalidJetInFileError, check_exists
 
-__all__ = ["ParticleSource", "iterate_particles", "particle_entries", "read_particles"]
+__all__ = [
+    "ParticleSource",
+    "describe_particle_file",
+    "iterate_particles",
+    "particle_entries",
+    "read_particles",
+]
 
 _BLOCK = 10000  # entries converted at a time by read_particles
 _COUNT_NAMES = ("counts", "count", "n", "num", "n_particles", "nparticles", "multiplicity",
@@ -689,6 +695,100 @@ class ParticleReader:
 
     def close(self) -> None:
         self._reader.close()
+
+
+def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """What a ROOT or HDF5 file holds that :func:`read_particles` could read.
+
+    Returns:
+        One dict per candidate: ``kind`` (``"root"``, ``"dense"``, ``"structured"``, ``"flat"``,
+        ``"awkward"``), ``tree`` (ROOT), ``particles`` (prefix / dataset / group), ``entries``,
+        ``coordinates`` (vector coordinate -> name, when detected), ``shape`` (HDF5 datasets) and
+        ``mask`` (a boolean dataset of a dense dataset's first two dimensions, if any).
+
+    Example:
+        >>> import os, tempfile
+        >>> import awkward as ak, uproot
+        >>> path = os.path.join(tempfile.mkdtemp(), "e.root")
+        >>> parts = ak.Array([[{"pt": 5.0, "eta": 0.0, "phi": 0.0, "mass": 0.0}]])
+        >>> with uproot.recreate(path) as f:
+        ...     tree = f.mktree("Events", {"PF": parts.type.content})
+        ...     tree.extend({"PF": parts})
+        >>> [(d["tree"], d["particles"], d["entries"]) for d in describe_particle_file(path)]
+        [('Events', 'PF', 1)]
+    """
+    from . import file_format
+
+    p = check_exists(path)
+    fmt = file_format(p)
+    out: list[dict[str, Any]] = []
+    if fmt == "root":
+        import uproot
+
+        with uproot.open(p) as f:
+            for key, cls in f.classnames().items():
+                if cls not in ("TTree", "ROOT::RNTuple"):
+                    continue
+                tree = f[key]
+                groups: dict[str, list[str]] = {}
+                for k in tree.keys(recursive=True):
+                    last = k.split("/")[-1]
+                    for sep in ("_", "."):
+                        if sep in last:
+                            prefix, suffix = last.split(sep, 1)
+                            groups.setdefault(prefix, []).append(suffix)
+                for prefix, suffixes in groups.items():
+                    try:
+                        coords = detect_coordinates(suffixes)
+                    except InvalidJetError:
+                        continue
+                    out.append({"kind": "root", "tree": key.split(";")[0], "particles": prefix,
+                                "entries": int(tree.num_entries), "coordinates": coords})
+        return out
+    if fmt != "hdf5":
+        return out
+    import h5py
+
+    masks: list[tuple[str, tuple[int, ...]]] = []
+    with h5py.File(p, "r") as f:
+        def visit(name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Dataset):
+                if obj.dtype == bool and obj.ndim == 2:
+                    masks.append((name, obj.shape))
+                elif obj.dtype.names and obj.ndim == 2:
+                    try:
+                        coords = detect_coordinates(obj.dtype.names)
+                    except InvalidJetError:
+                        return
+                    out.append({"kind": "structured", "particles": name,
+                                "entries": int(obj.shape[0]), "coordinates": coords,
+                                "shape": list(obj.shape)})
+                elif obj.ndim == 3 and obj.shape[2] == 4 and obj.dtype.kind == "f":
+                    comp = _attr_text(obj.attrs.get("components"))
+                    out.append({"kind": "dense", "particles": name, "entries": int(obj.shape[0]),
+                                "coordinates": comp or "(give --components)",
+                                "shape": list(obj.shape)})
+                return
+            if "form" in obj.attrs and "length" in obj.attrs:
+                out.append({"kind": "awkward", "particles": name,
+                            "entries": int(obj.attrs["length"])})
+                return
+            keys = [k for k in obj if isinstance(obj[k], h5py.Dataset)]
+            lower = {k.lower() for k in keys}
+            if "offsets" in lower or lower & set(_COUNT_NAMES):
+                try:
+                    coords = detect_coordinates(keys)
+                except InvalidJetError:
+                    return
+                out.append({"kind": "flat", "particles": name, "coordinates": coords})
+
+        f.visititems(visit)
+    for d in out:
+        if d["kind"] == "dense":
+            fits = [m for m, shape in masks if list(shape) == d["shape"][:2]]
+            if fits:
+                d["mask"] = fits[0]
+    return out
 
 
 def _no_bar(progress: bool) -> bool:
