@@ -580,11 +580,16 @@ def from_awkward_particles(
                                   "(e.g. pt, eta, phi, mass)", field="particles")
         mapping = detect_coordinates(fields, where=path or "")
     else:
-        mapping = dict(mapping)
         missing = [f for f in mapping.values() if f not in fields]
         if missing:
             raise InvalidJetError(f"fields {missing} do not exist; the particles have {fields}",
                                   field="particles")
+        unknown = [c for c in mapping if canonical_name(c) is None]
+        if unknown:
+            raise InvalidJetError(f"{unknown} are not momentum coordinates (use px, py, pz, E, pt, "
+                                  "eta, phi, theta, mass)", field="mapping")
+        mapping = {canonical_name(c): f for c, f in mapping.items()}
+        detect_coordinates(list(mapping), where="mapping")
     comps = {c: ak.to_numpy(flat[f]).astype(np.float64, copy=False) for c, f in mapping.items()}
     return collection_from_flat(comps, counts, entry=entry, fields=mapping, path=path, **kw)
 

@@ -77,8 +77,15 @@ def test_explicit_mapping():
     jets = JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c", "mass": "d"},
                                       t_cut=0.01, mass_policy="keep")
     np.testing.assert_allclose(jets.leaves, _reference(cols), rtol=1e-12, atol=1e-9)
+    same = JetCollection.from_momenta(arr, mapping={"PT": "a", "Eta": "b", "Phi": "c", "M": "d"},
+                                      t_cut=0.01, mass_policy="keep")
+    np.testing.assert_array_equal(same.leaves, jets.leaves)
     with pytest.raises(InvalidJetError, match="no complete set of momentum coordinates"):
         JetCollection.from_momenta(arr)
+    with pytest.raises(InvalidJetError, match=r"\['charge'\] are not momentum coordinates"):
+        JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c", "charge": "d"})
+    with pytest.raises(InvalidJetError, match="no complete set"):
+        JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c"})
 
 
 @pytest.mark.parametrize("order", ["E,px,py,pz", "px,py,pz,E", "pt,eta,phi,mass"])
