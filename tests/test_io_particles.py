@@ -451,3 +451,49 @@ def test_info_on_foreign_files_says_how_to_read_them(capsys):
     assert main(["info", str(DATA / "particles_dense.h5")]) == 0
     out = capsys.readouterr().out
     assert "--particles constituents --components E,px,py,pz --mask mask" in out
+
+
+@pytest.mark.parametrize("layout", ["jet", "event"])
+def test_particle_run_resumes_after_interrupt(tmp_path, monkeypatch, layout):
+    if layout == "event":
+        pytest.importorskip("fastjet", reason="jet finding needs the optional fastjet")
+    import jetastar.batch as batch
+    from jetastar.batch import BatchConfig, run_batch
+    from jetastar.io import ParticleSource
+
+    counts, cols = _particles(15, 23, lo=2, hi=30)
+    cols["mass"][:] = 0.0
+    path = tmp_path / "events.root"
+    _nanoaod(path, counts, cols)
+    source = ParticleSource(path="", particles="PFCands", layout=layout, jet_r=0.4, t_cut=0.01)
+    config = BatchConfig(["greedy", "kt"], chunk_size=4)
+    kw = {"particles": source, "progress": False, "step_size": 5}
+    ref = tmp_path / "ref.h5"
+    (s,) = run_batch([path], config, output=ref, **kw)
+    assert s.ok
+    real = batch._write_part
+    calls = {"n": 0}
+
+    def flaky(*args):
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        real(*args)
+
+    out = tmp_path / "res.h5"
+    monkeypatch.setattr(batch, "_write_part", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([path], config, output=out, **kw)
+    monkeypatch.setattr(batch, "_write_part", real)
+    assert not out.exists()
+    (s,) = run_batch([path], config, output=out, **{**kw, "particles": ParticleSource(
+        path="", particles="PFCands", layout=layout, jet_r=0.4, t_cut=0.01, mass_policy="keep")})
+    assert "different settings" in s.error and "particles" in s.error
+    (s,) = run_batch([path], config, output=out, **kw)
+    assert s.ok and s.chunks_reused == 2
+    a, b = jio.read_results(ref), jio.read_results(out)
+    for name in ("greedy", "kt"):
+        np.testing.assert_array_equal(a[name].log_likelihood, b[name].log_likelihood)
+        np.testing.assert_array_equal(a[name].children, b[name].children)
+    with h5py.File(ref, "r") as f1, h5py.File(out, "r") as f2:
+        np.testing.assert_array_equal(f1["clusters/entry"][()], f2["clusters/entry"][()])
