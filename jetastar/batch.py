@@ -647,6 +647,20 @@ def _write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmR
                attrs={"chunk_start": start, "chunk_stop": stop})
 
 
+def _note_problems(reader: Any, tables: dict[str, AlgorithmResults], a: int, b: int) -> None:
+    """Failed rows of jets the reader knows more about (e.g. which input branch holds a NaN) get
+    the reader's message."""
+    get = getattr(reader, "problems", None)
+    found = get(a, b) if get is not None else {}
+    if not found:
+        return
+    for table in tables.values():
+        for row, pos in enumerate(table.jet_index):
+            msg = found.get(int(pos))
+            if msg is not None and table.status[row] == "failed":
+                table.message[row] = msg
+
+
 def _process_chunks(
     reader: _Reader, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
     executor: cf.Executor | None, n_workers: int, bar: Any,
@@ -655,6 +669,7 @@ def _process_chunks(
     if executor is None:
         for a, b in todo:
             _, tables = _chunk_task(reader.chunk(a, b), config, a, source, 1)
+            _note_problems(reader, tables, a, b)
             _write_part(parts, a, b, tables)
             bar.update(b - a)
         return
@@ -672,6 +687,7 @@ def _process_chunks(
             for fut in finished:
                 a, b = pending.pop(fut)
                 _, tables = fut.result()
+                _note_problems(reader, tables, a, b)
                 _write_part(parts, a, b, tables)
                 bar.update(b - a)
     finally:

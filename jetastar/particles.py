@@ -66,6 +66,7 @@ __all__ = [
     "from_awkward_particles",
     "from_dense",
     "mass_report",
+    "nonfinite_problems",
     "to_cartesian",
 ]
 
@@ -404,6 +405,36 @@ def collection_from_flat(
         },
         jet_columns=columns,
     )
+
+
+def nonfinite_problems(
+    components: Mapping[str, Any], counts: Any, *, entry: Any, fields: Mapping[str, str],
+    path: str | None = None,
+) -> dict[int, str]:
+    """Jets with a non-finite input value: position -> the one-line message naming the field.
+
+    What :func:`collection_from_flat` raises for the first such jet with ``validate=True``; used
+    to record every bad jet of a file whose jets are kept (``validate=False``).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    offsets = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    first: dict[int, tuple[int, str]] = {}
+    for k, v in components.items():
+        bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=np.float64)))
+        if bad.size == 0:
+            continue
+        jets = np.searchsorted(offsets, bad, side="right") - 1
+        uniq, where = np.unique(jets, return_index=True)  # first bad particle of each jet
+        for i, q in zip(uniq.tolist(), bad[where].tolist(), strict=True):
+            if i not in first or q < first[i][0]:
+                first[i] = (q, k)
+    out = {}
+    for i, (q, k) in first.items():
+        v = np.asarray(components[k])[q]
+        out[i] = str(_fail(f"particle {q - int(offsets[i])} has a non-finite value ({v})",
+                           path=path, entry=int(np.asarray(entry)[i]), field=fields.get(k, k)))
+    return out
 
 
 def _jet_of(offsets: np.ndarray, q: int) -> int:

@@ -354,6 +354,30 @@ def test_cluster_bad_file_one_line_and_nothing_written(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_cluster_records_bad_jets_naming_the_input_field(tmp_path, capsys):
+    counts, cols = _particles(16, 12, lo=3, hi=10)
+    off = np.r_[0, np.cumsum(counts)]
+    cols["eta"][off[3] + 2] = np.nan
+    cols["pt"][off[9] + 1] = np.inf
+    cols["phi"][off[9] + 2] = np.nan
+    path = tmp_path / "events.root"
+    _nanoaod(path, counts, cols)
+    out = tmp_path / "res.h5"
+    for workers in ("1", "2"):
+        assert main(["cluster", str(path), "--particles", "PFCands", "--algorithms", "greedy,kt",
+                     "--t-cut", "0.01", "--chunk-size", "4", "--workers", workers, "--fresh",
+                     "--no-progress", "-o", str(out)]) == 0
+        assert "failed 2" in capsys.readouterr().out
+        for table in jio.read_results(out).values():
+            msg = dict(zip(table.jet_index.tolist(), table.message.tolist(), strict=True))
+            assert msg[3] == (f"{path}: entry 3: jet 3, field 'PFCands_eta': particle 2 has a "
+                              "non-finite value (nan)")
+            assert msg[9] == (f"{path}: entry 9: jet 9, field 'PFCands_pt': particle 1 has a "
+                              "non-finite value (inf)")
+            assert np.all(table.status[[3, 9]] == "failed")
+            assert np.sum(table.status == "failed") == 2
+
+
 def test_data_samples_are_small_and_readable():
     total = sum(p.stat().st_size for p in DATA.iterdir())
     assert total < 2_000_000

@@ -60,6 +60,7 @@ from ..particles import (
     collection_from_flat,
     detect_coordinates,
     from_dense,
+    nonfinite_problems,
     to_cartesian,
 )
 from ._common import FileFormatError, InvalidJetInFileError, check_exists
@@ -455,8 +456,12 @@ def _open(src: ParticleSource) -> Any:
 
 
 def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
-                validate: bool) -> JetCollection:
-    """Jets of entries ``start:stop`` (event layout: the jets found in those events)."""
+                validate: bool, problems: dict[int, str] | None = None) -> JetCollection:
+    """Jets of entries ``start:stop`` (event layout: the jets found in those events).
+
+    ``problems``: filled with position in the block -> message for jets with non-finite input
+    values (per-jet layouts read from flat columns), when not validating.
+    """
     entry = np.arange(start, stop, dtype=np.int64)
     kw = src.collection_kw()
     if isinstance(reader, _H5Particles) and reader.kind == "dense":
@@ -477,6 +482,9 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
     fields = reader.fields()
     if src.layout == "event":
         return _jets_from_events(comps, counts, entry, src, validate, fields)
+    if problems is not None and not validate:
+        problems.update(nonfinite_problems(comps, counts, entry=entry, fields=fields,
+                                           path=src.path))
     return collection_from_flat(comps, counts, entry=entry, fields=fields, path=src.path,
                                 validate=validate, jet_columns={"entry": entry}, **kw)
 
@@ -633,7 +641,9 @@ class ParticleReader:
         self.step_size = max(1, int(step_size))
         self._reader = _open(source)
         self.start, self.stop = _range(self._reader.n_entries, entry_start, entry_stop)
-        self._block: tuple[int, int, JetCollection] | None = None  # first jet, stop, jets
+        # first jet, stop, jets, problems of the block read last
+        self._block: tuple[int, int, JetCollection, dict[int, str]] | None = None
+        self._problems: dict[tuple[int, int], dict[int, str]] = {}
         if source.layout == "jet":
             self.jet_offsets = None
             self.n_jets = self.stop - self.start
@@ -680,11 +690,20 @@ class ParticleReader:
         if blk is None or not (blk[0] <= a and b <= blk[1]):
             e0, _ = self._entries_of(a, a + 1) if b > a else self._entries_of(a, a)
             e1 = min(self.stop, max(e0 + self.step_size, self._entries_of(a, b)[1]))
-            jets = _read_block(self._reader, self.source, e0, e1, False)
+            found: dict[int, str] = {}
+            jets = _read_block(self._reader, self.source, e0, e1, False, found)
             first = self._first_jet(e0)
-            self._block = blk = (first, first + len(jets), jets)
-        first, _, jets = blk
+            self._block = blk = (first, first + len(jets), jets, found)
+        first, _, jets, found = blk
+        mine = {first + i: m for i, m in found.items() if a <= first + i < b}
+        if mine:
+            self._problems[(a, b)] = mine
         return jets.take(np.arange(a - first, b - first))
+
+    def problems(self, a: int, b: int) -> dict[int, str]:
+        """Messages for the invalid jets of chunk ``a:b`` (read by :meth:`chunk`), naming the
+        input field: jet position -> one line."""
+        return self._problems.pop((a, b), {})
 
     def whole(self) -> JetCollection:
         """Every jet (read block by block)."""
