@@ -257,11 +257,18 @@ def _accepted(name: str) -> list[str]:
 def _jet_for_clustering(collection: Any, i: int) -> Any:
     """Jet ``i`` of a collection without its truth tree (clustering does not need it, and
     building the tree costs more than clustering a small jet)."""
-    from .jet import Jet
+    from .jet import Jet, _validate_leaves
 
     a, b = collection.leaf_offsets[i], collection.leaf_offsets[i + 1]
     seed = int(collection.seed[i])
-    return Jet(collection.leaves[a:b], collection.jet_params(i), jet_id=int(collection.jet_id[i]),
+    try:
+        params = collection.jet_params(i)
+    except InvalidJetError:
+        # a bad particle also spoils the parameters derived from it (a jet's root 4-vector):
+        # name the particle when it is the cause
+        _validate_leaves(collection.leaves[a:b], int(collection.jet_id[i]))
+        raise
+    return Jet(collection.leaves[a:b], params, jet_id=int(collection.jet_id[i]),
                seed=None if seed < 0 else seed, jet_type=str(collection.jet_type[i]))
 
 
@@ -296,7 +303,9 @@ def cluster_collection(
         try:
             jet = _jet_for_clustering(collection, i)
         except InvalidJetError as exc:
-            where = f"{source}: entry {first_index + i}: " if source else ""
+            entries = collection.jet_columns.get("entry")
+            entry = int(entries[i]) if entries is not None else first_index + i
+            where = f"{source}: entry {entry}: " if source else ""
             for name in config.algorithms:
                 per_alg[name].append(ClusteringResult(
                     None, -math.inf, name, options=opts[name], status="failed",
@@ -362,7 +371,8 @@ def _input_fingerprint(path: Path) -> dict[str, Any]:
     return {"input": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _is_complete_output(output: Path, n_jets: int, config: BatchConfig) -> bool:
+def _is_complete_output(output: Path, n_jets: int, config: BatchConfig,
+                        reading: dict[str, Any] | None = None) -> bool:
     """Whether ``output`` is a finished result of this input with these settings."""
     from . import io
 
@@ -385,6 +395,15 @@ def _is_complete_output(output: Path, n_jets: int, config: BatchConfig) -> bool:
     want = config.fingerprint()
     if any(unit_options(batch.get(k)) != unit_options(want[k]) for k in want if k != "chunk_size"):
         return False
+    for key, value in (reading or {}).items():
+        stored = info.get("attrs", {}).get(key)
+        if isinstance(stored, str):
+            try:
+                stored = json.loads(stored)
+            except ValueError:
+                return False
+        if unit_options(stored) != unit_options(value):
+            return False
     res = info.get("results", {})
     return all(a in res and res[a]["rows"] == n_jets for a in config.algorithms)
 
@@ -444,6 +463,10 @@ def run_batch(
     fresh: bool = False,
     attrs: dict[str, Any] | None = None,
     on_file_done: Callable[[FileSummary], None] | None = None,
+    particles: Any = None,
+    entry_start: int | None = None,
+    entry_stop: int | None = None,
+    step_size: int = 10000,
 ) -> list[FileSummary]:
     """Cluster every jet of every input file with every algorithm; resumable.
 
@@ -462,6 +485,13 @@ def run_batch(
             resuming it, and do not skip inputs whose output is already complete.
         attrs: extra provenance attributes for the output files.
         on_file_done: called with each file's :class:`FileSummary`.
+        particles: a :class:`~jetastar.io.ParticleSource` (its ``path`` is replaced by each
+            input): the inputs are particle files in a foreign layout (ROOT TTrees, HDF5), read
+            with :func:`jetastar.io.read_particles` in blocks of ``step_size`` entries. The output
+            also holds a table keyed by input entry (ROOT: the ``clusters`` tree, a friend tree of
+            the input tree; HDF5: the ``/clusters`` group with an ``entry`` column).
+        entry_start, entry_stop: particle files: process only these entries.
+        step_size: particle files: entries read at a time.
 
     Returns:
         One :class:`FileSummary` per input (a file-level problem is recorded in ``error`` and the
@@ -499,7 +529,13 @@ def run_batch(
     summaries = []
     try:
         for inp, out in zip(inputs, outputs, strict=True):
-            summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs)
+            source = None
+            if particles is not None:
+                source = (dataclasses.replace(particles, path=str(inp)),
+                          {"entry_start": entry_start, "entry_stop": entry_stop,
+                           "step_size": step_size})
+            summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs,
+                                source)
             summaries.append(summary)
             if on_file_done is not None:
                 on_file_done(summary)
@@ -516,31 +552,39 @@ def run_batch(
 
 def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
-    progress: bool, fresh: bool, attrs: dict[str, Any] | None,
+    progress: bool, fresh: bool, attrs: dict[str, Any] | None, source: Any = None,
 ) -> FileSummary:
     from tqdm.auto import tqdm
 
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
+    reader: Any = None
     try:
         if not inp.exists():
             raise FileNotFoundError(f"{inp}: no such file")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
-        reader = _Reader(inp)
+        if source is None:
+            reader = _Reader(inp)
+            reading: dict[str, Any] = {}
+        else:
+            from .io.particles import ParticleReader
+
+            reader = ParticleReader(source[0], progress=progress, **source[1])
+            reading = {"particles": reader.settings()}
         n = reader.n_jets
         summary.n_jets = n
         parts = _parts_dir(out)
         if fresh and parts.exists():
             shutil.rmtree(parts)
-        if not fresh and _is_complete_output(out, n, config):
+        if not fresh and _is_complete_output(out, n, config, reading):
             shutil.rmtree(parts, ignore_errors=True)
             summary.already_done = True
             summary.status_counts = _status_counts_of(out)
             return summary
         manifest = {
             "jetastar_version": __version__, **_input_fingerprint(inp), "n_jets": n,
-            **config.fingerprint(),
+            **config.fingerprint(), **reading,
         }
         done = _prepare_parts(parts, manifest)
         chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
@@ -553,11 +597,13 @@ def _run_file(
         )
         with bar:
             _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
-        _merge(reader, out, parts, chunks, config, attrs)
+        _merge(reader, out, parts, chunks, config, {**reading, **(attrs or {})})
         summary.status_counts = _status_counts_of(out)
     except (JetastarError, ValueError, OSError) as exc:
         summary.error = str(exc)
     finally:
+        if reader is not None and hasattr(reader, "close"):
+            reader.close()
         summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -601,6 +647,20 @@ def _write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmR
                attrs={"chunk_start": start, "chunk_stop": stop})
 
 
+def _note_problems(reader: Any, tables: dict[str, AlgorithmResults], a: int, b: int) -> None:
+    """Failed rows of jets the reader knows more about (e.g. which input branch holds a NaN) get
+    the reader's message."""
+    get = getattr(reader, "problems", None)
+    found = get(a, b) if get is not None else {}
+    if not found:
+        return
+    for table in tables.values():
+        for row, pos in enumerate(table.jet_index):
+            msg = found.get(int(pos))
+            if msg is not None and table.status[row] == "failed":
+                table.message[row] = msg
+
+
 def _process_chunks(
     reader: _Reader, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
     executor: cf.Executor | None, n_workers: int, bar: Any,
@@ -609,6 +669,7 @@ def _process_chunks(
     if executor is None:
         for a, b in todo:
             _, tables = _chunk_task(reader.chunk(a, b), config, a, source, 1)
+            _note_problems(reader, tables, a, b)
             _write_part(parts, a, b, tables)
             bar.update(b - a)
         return
@@ -626,6 +687,7 @@ def _process_chunks(
             for fut in finished:
                 a, b = pending.pop(fut)
                 _, tables = fut.result()
+                _note_problems(reader, tables, a, b)
                 _write_part(parts, a, b, tables)
                 bar.update(b - a)
     finally:

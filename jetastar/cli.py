@@ -161,9 +161,72 @@ def _print_summaries(summaries: Sequence[Any]) -> int:
     return 1 if failed else 0
 
 
+def _particle_source(args: argparse.Namespace) -> Any:
+    """The :class:`ParticleSource` of ``cluster``'s particle options (None: jetastar files)."""
+    from .io.particles import ParticleSource
+
+    mapping = {}
+    for item in args.branch or []:
+        coord, sep, name = item.partition("=")
+        if not sep or not coord.strip() or not name.strip():
+            raise _UsageError(f"--branch {item!r} is not of the form COORDINATE=NAME (pt=PFCands_pt)")
+        mapping[coord.strip()] = name.strip()
+    given = [args.tree, args.particles, args.components, args.mask, args.jet_r, mapping or None]
+    if all(v is None for v in given) and args.layout is None:
+        return None
+    layout = args.layout or ("event" if args.jet_r is not None else "jet")
+    if layout == "event" and args.jet_r is None:
+        raise _UsageError("--layout event finds jets with FastJet: give --jet-r (e.g. 0.4)")
+    return ParticleSource(
+        path="", tree=args.tree, particles=args.particles, mapping=mapping or None,
+        components=args.components, mask=args.mask, padding=args.padding, layout=layout,
+        jet_algorithm=args.jet_algorithm, jet_r=args.jet_r if args.jet_r is not None else 0.4,
+        jet_ptmin=args.jet_ptmin, t_cut=args.t_cut, lam=args.lam, lam_root=args.lam_root,
+        mass_policy=args.mass_policy,
+    )
+
+
+def _mass_summary(path: str) -> str:
+    """``mass policy ...: N of M particles changed`` from a results file's by-entry table."""
+    from . import io
+
+    try:
+        info = io.file_info(path)
+        coll_cols = {}
+        if info["format"] == "hdf5":
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                if "clusters" in f:
+                    coll_cols = {k: f[f"clusters/{k}"][()] for k in ("n_particles",
+                                                                      "n_mass_adjusted",
+                                                                      "n_negative_t")}
+        else:
+            import uproot
+
+            with uproot.open(path) as f:
+                if "clusters" in f:
+                    coll_cols = f["clusters"].arrays(
+                        ["n_particles", "n_mass_adjusted", "n_negative_t"], library="np")
+    except (OSError, ValueError, KeyError):
+        return ""
+    if not coll_cols:
+        return ""
+    touched = np.asarray(coll_cols["n_mass_adjusted"])
+    negative = np.asarray(coll_cols["n_negative_t"])
+    text = (f"  mass policy: changed {int(touched.sum())} of {int(np.sum(coll_cols['n_particles']))} "
+            f"particles (in {int(np.count_nonzero(touched))} of {touched.shape[0]} jets)")
+    if negative.any():
+        text += (f"; {int(negative.sum())} particles in {int(np.count_nonzero(negative))} jets "
+                 "have E² − |p|² < 0, which makes every tree of those jets −∞ in the symmetric "
+                 "likelihood (use --mass-policy clamp)")
+    return text
+
+
 def _cmd_cluster(args: argparse.Namespace) -> int:
     from .batch import run_batch
 
+    source = _particle_source(args)
     config = _batch_config(args)
     output = output_dir = None
     fmt = args.format
@@ -178,9 +241,17 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
     summaries = run_batch(
         args.inputs, config, output=output, output_dir=output_dir, fmt=fmt,
         workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
-        fresh=args.fresh, attrs={"command": _command_line()},
+        fresh=args.fresh, attrs={"command": _command_line()}, particles=source,
+        entry_start=args.entry_start, entry_stop=args.entry_stop, step_size=args.step_size,
     )
-    return _print_summaries(summaries)
+    code = _print_summaries(summaries)
+    if source is not None:
+        for s in summaries:
+            if not s.error:
+                text = _mass_summary(s.output)
+                if text:
+                    _out(f"{text} [{source.mass_policy}]")
+    return code
 
 
 # ---------------------------------------------------------------------- compare
@@ -431,7 +502,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import io
 
-    info = io.file_info(args.file)
+    try:
+        info = io.file_info(args.file)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        return _info_particles(args.file)
     if args.json:
         clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
         _out(json.dumps(clean, indent=1, default=str))
@@ -470,6 +546,37 @@ def _cmd_info(args: argparse.Namespace) -> int:
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
             _out(f"  {label:<16} {r['rows']} rows ({st}), likelihood {r['likelihood']}")
+    return 0
+
+
+def _info_particles(path: str) -> int:
+    """``jetastar info`` on a file jetastar did not write: what read_particles could read."""
+    from .io.particles import describe_particle_file
+
+    found = describe_particle_file(path)
+    _out(f"file:            {path}")
+    _out("format:          not a jetastar file")
+    if not found:
+        _out("particles:       none found (no branch prefix / dataset with momentum coordinates; "
+             "see `jetastar cluster --help` for explicit mappings)")
+        return 0
+    _out("particles (read with `jetastar cluster FILE ... --algorithms ...`):")
+    for d in found:
+        coords = d.get("coordinates")
+        text = ", ".join(coords.values()) if isinstance(coords, dict) else str(coords or "")
+        if d["kind"] == "root":
+            where = f"--tree {d['tree']} --particles {d['particles']}"
+        else:
+            where = f"--particles {d['particles']}"
+            if d["kind"] == "dense":
+                if isinstance(coords, str) and "," in coords:
+                    where += f" --components {coords}"
+                if d.get("mask"):
+                    where += f" --mask {d['mask']}"
+        entries = f"{d['entries']} entries" if "entries" in d else ""
+        shape = f" shape {tuple(d['shape'])}" if "shape" in d else ""
+        coords_text = f"  [{text}]" if text else ""
+        _out(f"  {where:<40} {d['kind']:<10} {entries}{shape}{coords_text}")
     return 0
 
 
@@ -685,6 +792,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="recompute: discard partial results of an interrupted run instead of "
                         "resuming, and redo inputs whose output is already complete")
     _add_cluster_options(p)
+    g = p.add_argument_group(
+        "particles in your own layout",
+        "Read ROOT TTrees / HDF5 files not written by jetastar (any of these options switches it "
+        "on). Results keep the input entry number: ROOT outputs get a 'clusters' tree with one "
+        "entry per input jet (a friend tree of the input tree), HDF5 outputs a /clusters group "
+        "with an 'entry' column.")
+    g.add_argument("--tree", default=None, help="ROOT: the tree (default Events, or the only one)")
+    g.add_argument("--particles", default=None, metavar="PREFIX",
+                   help="ROOT: branch prefix (PFCands, Particle, ...; coordinates detected from "
+                        "the names); HDF5: the dataset or group of particles")
+    g.add_argument("--branch", action="append", metavar="COORD=NAME",
+                   help="explicit coordinate -> branch/dataset, e.g. --branch pt=PFCands_pt "
+                        "(repeat for all four)")
+    g.add_argument("--components", default=None, metavar="C1,C2,C3,C4",
+                   help="HDF5 dense (n_jets, n_particles, 4) dataset: order of the last axis, "
+                        "e.g. E,px,py,pz or pt,eta,phi,mass")
+    g.add_argument("--mask", default=None, metavar="DATASET",
+                   help="HDF5 dense: boolean (n_jets, n_particles) dataset, True = particle")
+    g.add_argument("--padding", type=float, default=0.0,
+                   help="HDF5 dense: value of padded slots (default 0)")
+    g.add_argument("--layout", choices=["jet", "event"], default=None,
+                   help="an entry is a jet (default) or an event (jets found with FastJet)")
+    g.add_argument("--jet-r", type=float, default=None,
+                   help="events: find jets with FastJet with this radius (implies --layout event)")
+    g.add_argument("--jet-ptmin", type=float, default=0.0, help="events: minimum jet pT in GeV")
+    g.add_argument("--jet-algorithm", choices=["antikt", "kt", "cambridge"], default="antikt",
+                   help="events: FastJet algorithm (default antikt)")
+    g.add_argument("--t-cut", type=float, default=16.0, help="Ginkgo t_cut in GeV² (default 16)")
+    g.add_argument("--lam", type=float, default=1.5, help="Ginkgo λ (default 1.5)")
+    g.add_argument("--lam-root", type=float, default=1.5, help="Ginkgo λ_R (default 1.5)")
+    g.add_argument("--mass-policy", default="clamp", metavar="clamp|keep|MASS",
+                   help="massless particles: clamp (default: raise E by a few ulps where "
+                        "E²−|p|² rounds below 0), keep, or a mass in GeV given to every particle")
+    g.add_argument("--entry-start", type=int, default=None, help="first entry to read")
+    g.add_argument("--entry-stop", type=int, default=None, help="entry to stop before")
+    g.add_argument("--step-size", type=int, default=10000,
+                   help="entries read from the file at a time (default 10000)")
     p.set_defaults(func=_cmd_cluster)
     _add_common(p)
 

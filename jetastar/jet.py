@@ -414,6 +414,64 @@ class JetCollection(Sequence[Jet]):
             jet_columns={k: np.concatenate([c.jet_columns[k] for c in cols]) for k in jet_keys},
         )
 
+    @classmethod
+    def from_momenta(
+        cls,
+        particles: Any,
+        components: Any = None,
+        *,
+        mask: Any = None,
+        padding: float = 0.0,
+        mapping: Any = None,
+        t_cut: float = 16.0,
+        lam: float = 1.5,
+        lam_root: float = 1.5,
+        mass_policy: Any = "clamp",
+        jet_type: str = "data",
+        jet_id: Any = None,
+        validate: bool = True,
+    ) -> JetCollection:
+        """Jets (without truth trees) from particle momenta in any coordinates.
+
+        Args:
+            particles: an awkward array ``n_jets * var * record`` whose fields are momentum
+                coordinates in any system ``vector`` understands (``px, py, pz, E``;
+                ``pt, eta, phi, mass``; ``pt, eta, phi, E``; vector ``Momentum4D`` records; names
+                case-insensitive), or a dense ``(n_jets, n_particles, 4)`` numpy array (then give
+                ``components``), or a structured ``(n_jets, n_particles)`` numpy array.
+            components: order of a dense array's last axis, e.g. ``"pt,eta,phi,mass"``.
+            mask: dense arrays: boolean ``(n_jets, n_particles)``, ``True`` = real particle
+                (default: slots whose four values all equal ``padding`` are padding).
+            padding: dense arrays: the value of padded slots (0).
+            mapping: awkward arrays: vector coordinate -> field name, overriding detection.
+            t_cut, lam, lam_root: Ginkgo parameters of every jet (defaults: ``ShowerParams.qcd()``).
+            mass_policy: ``"clamp"`` (default), ``"keep"`` or a mass in GeV; see
+                :mod:`jetastar.particles`. ``jet_columns["n_mass_adjusted"]`` counts the particles
+                it changed per jet.
+            jet_type: label stored with the jets.
+            jet_id: ids (default ``0..n_jets-1``).
+            validate: raise :class:`InvalidJetError` for the first invalid jet (naming jet, field
+                and problem); ``False`` keeps it (clustering records it as failed).
+
+        Returns:
+            A :class:`JetCollection`; each jet's root 4-vector is the sum of its particles.
+
+        Example:
+            >>> import numpy as np
+            >>> from jetastar import JetCollection
+            >>> dense = np.array([[[1.0, 1.0, 0, 0], [1.0, -1.0, 0, 0], [0, 0, 0, 0]]]) * 40
+            >>> jets = JetCollection.from_momenta(dense, "E,px,py,pz")
+            >>> jets.n_leaves.tolist(), float(jets.params["t_root"][0])
+            ([2], 6400.0)
+        """
+        from . import particles as _particles
+
+        kw = {"t_cut": t_cut, "lam": lam, "lam_root": lam_root, "mass_policy": mass_policy,
+              "jet_type": jet_type, "validate": validate, "entry": jet_id}
+        if isinstance(particles, np.ndarray):
+            return _particles.from_dense(particles, components, mask=mask, padding=padding, **kw)
+        return _particles.from_awkward_particles(particles, mapping=mapping, **kw)
+
     # ------------------------------------------------------------------ sequence protocol
     def __len__(self) -> int:
         return int(self.jet_id.shape[0])

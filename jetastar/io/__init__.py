@@ -49,6 +49,7 @@ from ._common import (
     take_with_extras,
 )
 from .legacy import UnsafePickleError, import_legacy_pickle
+from .particles import ParticleSource, iterate_particles, particle_entries, read_particles
 from .results import AlgorithmResults
 
 __all__ = [
@@ -56,16 +57,20 @@ __all__ = [
     "AlgorithmResults",
     "FileFormatError",
     "InvalidJetInFileError",
+    "ParticleSource",
     "UnsafePickleError",
     "file_format",
     "file_info",
     "get_extras",
     "import_legacy_pickle",
     "iterate",
+    "iterate_particles",
     "jet_slice",
     "n_jets",
+    "particle_entries",
     "provenance",
     "read",
+    "read_particles",
     "read_results",
     "results_table",
     "set_extras",

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..jet import JetCollection
 from ._atomic import atomic_path
+from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -224,6 +225,30 @@ def write_hdf5(
         res = f.create_group("results")
         for label, table in (results or {}).items():
             _write_results(res.create_group(_group_name(label)), table)
+        if results and has_entries(collection):
+            from .root import _entry_range
+
+            _write_by_entry(f.create_group("clusters"), collection, results)
+            events = event_columns(collection, results, _entry_range(meta))
+            if events is not None:
+                g = f.create_group("clusters/events")
+                for k, v in events[0].items():
+                    _dataset(g, k, v)
+
+
+def _write_by_entry(group: Any, collection: JetCollection,
+                    results: Mapping[str, AlgorithmResults]) -> None:
+    """``/clusters``: one row per jet read from a particle file (see ``io/_by_entry.py``)."""
+    scalars, per_label = by_entry_columns(collection, results)
+    group.attrs["n_rows"] = len(collection)
+    for k, v in scalars.items():
+        _dataset(group, k, v)
+    for p, c in per_label.items():
+        g = group.create_group(p)
+        _dataset(g, "status", np.array([str(s).encode() for s in c["status"]], dtype="S8"))
+        for k in ("log_likelihood", "time_s", "node_offsets", "left", "right", "leaf_of_node"):
+            _dataset(g, k, c[k])
+        _dataset(g, "exact", c["exact"].astype(np.uint8))
 
 
 def _group_name(label: str) -> str:
@@ -266,7 +291,9 @@ class _File:
         fmt, version = _attr(fmt), _attr(version)
         if fmt != FORMAT_NAME:
             raise FileFormatError(
-                f"{self.path}: not a jetastar HDF5 file (root attribute 'format' is {fmt!r})"
+                f"{self.path}: not a jetastar HDF5 file (root attribute 'format' is {fmt!r}); "
+                "for particles in your own layout use jetastar.io.read_particles or "
+                "`jetastar cluster FILE --particles DATASET`"
             )
         if version is None or int(version) != SCHEMA_VERSION:
             raise FileFormatError(

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..jet import JetCollection
 from ._atomic import atomic_path
+from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -204,6 +205,9 @@ def write_root(
                     tree.extend(first)
                 for a in range(_BASKET, len(collection), _BASKET):
                     tree.extend(_jets_block(collection, truth, a, min(len(collection), a + _BASKET)))
+            if results and has_entries(collection):
+                _write_by_entry(f, collection, results)
+                _write_by_event(f, collection, results, _entry_range(meta))
             if results:
                 counters = sorted({k for t in results.values() for k in t.counters})
                 tree = None
@@ -216,6 +220,85 @@ def write_root(
                                             title="jetastar clustering results")
                         if b > a:
                             tree.extend(block)
+
+
+def _write_by_entry(f: Any, collection: JetCollection,
+                    results: Mapping[str, AlgorithmResults]) -> None:
+    """The ``clusters`` tree: one entry per jet read from a particle file (``_by_entry``)."""
+    import awkward as ak
+
+    scalars, per_label = by_entry_columns(collection, results)
+
+    def block(a: int, b: int) -> dict[str, Any]:
+        out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
+        for p, c in per_label.items():
+            out[f"{p}_status"] = ak.Array([str(s) for s in c["status"][a:b]])
+            out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
+            out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
+            out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
+            off = c["node_offsets"]
+            na, nb = int(off[a]), int(off[b])
+            sub = off[a:b + 1] - na
+            out[f"{p}_node"] = ak.zip({
+                "left": _jagged(c["left"][na:nb], sub), "right": _jagged(c["right"][na:nb], sub),
+                "leaf": _jagged(c["leaf_of_node"][na:nb], sub),
+            })
+        return out
+
+    n = len(collection)
+    first = block(0, min(n, _BASKET))
+    types: dict[str, Any] = {}
+    for k, v in first.items():
+        if k.endswith("_status"):
+            types[k] = "string"
+        elif isinstance(v, ak.Array):
+            types[k] = v.type.content
+        else:
+            types[k] = np.asarray(v).dtype
+    tree = f.mktree("clusters", types, title="jetastar results, one entry per input jet")
+    if n:
+        tree.extend(first)
+    for a in range(_BASKET, n, _BASKET):
+        tree.extend(block(a, min(n, a + _BASKET)))
+
+
+def _entry_range(meta: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The input entries a particle-file run read (``meta["particles"]``), if recorded."""
+    src = meta.get("particles")
+    if isinstance(src, str):
+        src = json.loads(src)
+    if isinstance(src, Mapping) and src.get("entry_start") is not None \
+            and src.get("entry_stop") is not None:
+        return int(src["entry_start"]), int(src["entry_stop"])
+    return None
+
+
+def _write_by_event(f: Any, collection: JetCollection,
+                    results: Mapping[str, AlgorithmResults],
+                    entry_range: tuple[int, int] | None) -> None:
+    """``clusters_events``: one entry per input event, for jets found in events."""
+    cols = event_columns(collection, results, entry_range)
+    if cols is None:
+        return
+    scalars, per_jet, offsets = cols
+    n = offsets.shape[0] - 1
+
+    def block(a: int, b: int) -> dict[str, Any]:
+        import awkward as ak
+
+        out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
+        ja, jb = int(offsets[a]), int(offsets[b])
+        out["jet"] = ak.zip({k: _jagged(v[ja:jb], offsets[a:b + 1] - ja)
+                             for k, v in per_jet.items()})
+        return out
+
+    first = block(0, min(n, _BASKET))
+    types = {k: (v.type.content if k == "jet" else np.asarray(v).dtype) for k, v in first.items()}
+    tree = f.mktree("clusters_events", types, title="jetastar results, one entry per input event")
+    if n:
+        tree.extend(first)
+    for a in range(_BASKET, n, _BASKET):
+        tree.extend(block(a, min(n, a + _BASKET)))
 
 
 def _json_default(obj: Any) -> Any:
@@ -252,7 +335,9 @@ class _RootFile:
         try:
             if "meta" not in self.f:
                 raise FileFormatError(
-                    f"{self.path}: not a jetastar ROOT file (no 'meta' TObjString)"
+                    f"{self.path}: not a jetastar ROOT file (no 'meta' TObjString); for "
+                    "particles in your own layout use jetastar.io.read_particles or "
+                    "`jetastar cluster FILE --tree TREE --particles PREFIX`"
                 )
             meta = json.loads(str(self.f["meta"]))
         except FileFormatError:

@@ -1,0 +1,128 @@
+"""Results keyed by input entry: one row per jet read from a particle file (the friend-tree table).
+
+Files of particles read with :func:`jetastar.io.read_particles` give jets whose
+``jet_columns["entry"]`` is their input entry. When such jets are written with results, the writers
+add a table with one row per jet, in jet order (for one jet per entry: one row per input entry, so
+the ROOT tree ``clusters`` is a friend tree of the input tree):
+
+* ``entry`` (int64), ``jet_in_event`` (int64, per-event inputs only), ``n_particles``,
+  ``n_mass_adjusted``, ``n_negative_t`` (int64);
+* per result label ``L`` (non-alphanumeric characters replaced by ``_``): ``L_status`` (string),
+  ``L_log_likelihood``, ``L_time_s`` (double; NaN = no tree / unknown), ``L_exact`` (bool) and the tree
+  (ROOT: ``nL_node`` + ``L_node_left``, ``L_node_right``, ``L_node_leaf``; HDF5: ``L/node_offsets``,
+  ``L/left``, ``L/right``, ``L/leaf_of_node``).
+
+For per-event inputs (jets found with FastJet, ``jet_in_event`` column) the rows are jets; a second
+table has one row per input *event* (ROOT tree ``clusters_events``, HDF5 group
+``/clusters/events``): ``entry``, ``n_jets`` and ``first_jet`` (the event's first row in the jet
+table), plus, in ROOT, the jets' ``jet_n_particles[njet]`` and ``jet_L_log_likelihood[njet]``, so
+that this tree is the friend tree of the input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..jet import JetCollection
+from .results import AlgorithmResults
+
+__all__ = ["by_entry_columns", "column_prefix", "event_columns", "has_entries"]
+
+
+def has_entries(collection: JetCollection | None) -> bool:
+    """Whether a collection came from a particle file (has an ``entry`` column)."""
+    return collection is not None and "entry" in collection.jet_columns
+
+
+def column_prefix(label: str) -> str:
+    """``"astar-approx"`` -> ``"astar_approx"`` (a valid ROOT branch / HDF5 name)."""
+    return re.sub(r"\W", "_", str(label))
+
+
+def by_entry_columns(
+    collection: JetCollection, tables: Mapping[str, AlgorithmResults]
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """The columns of the by-entry table.
+
+    Returns:
+        ``(scalars, per_label)``: scalar columns (name -> ``(J,)`` array) and, per label prefix,
+        ``status``, ``log_likelihood``, ``time_s``, ``exact`` (``(J,)``) and ``node_offsets``
+        ``(J + 1,)``, ``left``, ``right``, ``leaf_of_node`` (flat).
+    """
+    n = len(collection)
+    cols = collection.jet_columns
+    scalars: dict[str, np.ndarray] = {"entry": cols["entry"].astype(np.int64)}
+    if "jet_in_event" in cols:
+        scalars["jet_in_event"] = cols["jet_in_event"].astype(np.int64)
+    scalars["n_particles"] = collection.n_leaves.astype(np.int64)
+    for name in ("n_mass_adjusted", "n_negative_t"):
+        if name in cols:
+            scalars[name] = cols[name].astype(np.int64)
+    per_label: dict[str, dict[str, Any]] = {}
+    for label, t in tables.items():
+        row_of = np.full(n, -1, np.int64)
+        ok = (t.jet_index >= 0) & (t.jet_index < n)
+        row_of[t.jet_index[ok]] = np.flatnonzero(ok)
+        have = row_of >= 0
+        rows = row_of[have]
+        status = np.full(n, "missing", dtype=object)
+        status[have] = t.status[rows]
+        ll = np.full(n, np.nan)
+        ll[have] = t.log_likelihood[rows]
+        time_s = np.full(n, np.nan)
+        time_s[have] = t.time_s[rows]
+        exact = np.zeros(n, bool)
+        exact[have] = t.exact[rows]
+        sizes = np.zeros(n, np.int64)
+        sizes[have] = np.diff(t.node_offsets)[rows]
+        sel = [np.arange(t.node_offsets[r], t.node_offsets[r + 1]) for r in row_of if r >= 0]
+        nsel = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        per_label[column_prefix(label)] = {
+            "status": status, "log_likelihood": ll, "time_s": time_s, "exact": exact,
+            "node_offsets": offsets, "left": t.children[nsel, 0], "right": t.children[nsel, 1],
+            "leaf_of_node": t.leaf_of_node[nsel],
+        }
+    return scalars, per_label
+
+
+def event_columns(
+    collection: JetCollection, tables: Mapping[str, AlgorithmResults],
+    entry_range: tuple[int, int] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray] | None:
+    """Per-event columns for jets found in events (``None`` for one-jet-per-entry inputs).
+
+    Args:
+        collection: jets with ``entry`` and ``jet_in_event`` columns, in event order.
+        tables: results per label.
+        entry_range: the input entries that were read (default: first to last entry with a jet).
+
+    Returns:
+        ``(scalars, per_jet, offsets)``: ``entry``, ``n_jets``, ``first_jet`` per event; per-jet
+        values ``n_particles`` and ``<L>_log_likelihood`` in jet order; and ``(E + 1,)``
+        offsets of each event's jets.
+    """
+    cols = collection.jet_columns
+    if "jet_in_event" not in cols or "entry" not in cols:
+        return None
+    entry = cols["entry"].astype(np.int64)
+    if entry_range is None:
+        entry_range = (int(entry.min()), int(entry.max()) + 1) if entry.size else (0, 0)
+    start, stop = (int(x) for x in entry_range)
+    if entry.size and (np.any(np.diff(entry) < 0) or entry[0] < start or entry[-1] >= stop):
+        raise ValueError("jets of events must be in event order and inside the entry range")
+    n_jets = np.bincount(entry - start, minlength=stop - start).astype(np.int64)
+    offsets = np.zeros(stop - start + 1, np.int64)
+    np.cumsum(n_jets, out=offsets[1:])
+    scalars = {"entry": np.arange(start, stop, dtype=np.int64), "n_jets": n_jets,
+               "first_jet": offsets[:-1].copy()}
+    _, per_label = by_entry_columns(collection, tables)
+    per_jet = {"n_particles": collection.n_leaves.astype(np.int64)}
+    for p, c in per_label.items():
+        per_jet[f"{p}_log_likelihood"] = c["log_likelihood"]
+    return scalars, per_jet, offsets

@@ -1,0 +1,212 @@
+"""Jets from particles in memory: every coordinate system via vector, dense arrays, the mass policy."""
+
+from __future__ import annotations
+
+import awkward as ak
+import numpy as np
+import pytest
+import vector
+
+from jetastar import InvalidJetError, JetCollection
+from jetastar.clustering import greedy
+from jetastar.particles import apply_mass_policy, detect_coordinates, mass_report
+
+vector.register_awkward()
+
+
+def _random_particles(seed: int = 1, n_jets: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """Massless and massive particles around one axis: (counts, (M, 4) pt, eta, phi, mass)."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(2, 12, n_jets)
+    m = counts.sum()
+    cols = np.stack([rng.exponential(20.0, m) + 1.0, rng.normal(0.5, 0.3, m),
+                     rng.normal(1.0, 0.3, m), np.where(rng.random(m) < 0.5, 0.0, 0.14)], axis=1)
+    return counts, cols
+
+
+def _reference(cols: np.ndarray) -> np.ndarray:
+    v = vector.array({"pt": cols[:, 0], "eta": cols[:, 1], "phi": cols[:, 2], "mass": cols[:, 3]})
+    return np.stack([v.E, v.px, v.py, v.pz], axis=1)
+
+
+COORDINATE_SYSTEMS = {
+    "ptetaphimass": lambda v: {"pt": v.pt, "eta": v.eta, "phi": v.phi, "mass": v.mass},
+    "ptetaphiE": lambda v: {"pt": v.pt, "eta": v.eta, "phi": v.phi, "E": v.E},
+    "cartesian": lambda v: {"px": v.px, "py": v.py, "pz": v.pz, "E": v.E},
+    "cartesian_mass": lambda v: {"px": v.px, "py": v.py, "pz": v.pz, "M": v.mass},
+    "delphes_names": lambda v: {"PT": v.pt, "Eta": v.eta, "Phi": v.phi, "E": v.E},
+    "ptphipz": lambda v: {"pt": v.pt, "phi": v.phi, "pz": v.pz, "energy": v.E},
+}
+
+
+@pytest.mark.parametrize("system", sorted(COORDINATE_SYSTEMS))
+def test_awkward_records_in_any_coordinates(system):
+    counts, cols = _random_particles()
+    ref = _reference(cols)
+    v = vector.array({"E": ref[:, 0], "px": ref[:, 1], "py": ref[:, 2], "pz": ref[:, 3]})
+    fields = {k: np.asarray(x, dtype=np.float64) for k, x in COORDINATE_SYSTEMS[system](v).items()}
+    arr = ak.unflatten(ak.zip(fields), counts)
+    jets = JetCollection.from_momenta(arr, t_cut=0.01, mass_policy="keep")
+    assert np.array_equal(jets.n_leaves, counts)
+    np.testing.assert_allclose(jets.leaves, ref, rtol=1e-12, atol=1e-9)
+    assert np.array_equal(jets.jet_id, np.arange(len(counts)))
+    assert jets.children.shape == (0, 2)  # no truth trees
+    np.testing.assert_allclose(jets.params["root_momentum"],
+                               np.add.reduceat(ref, np.r_[0, np.cumsum(counts)[:-1]]), rtol=1e-12)
+
+
+def test_vector_momentum4d_records_with_vector_names():
+    counts, cols = _random_particles(2)
+    arr = ak.unflatten(vector.zip({"pt": cols[:, 0], "eta": cols[:, 1], "phi": cols[:, 2],
+                                   "mass": cols[:, 3]}), counts)
+    jets = JetCollection.from_momenta(arr, t_cut=0.01, mass_policy="keep")
+    np.testing.assert_allclose(jets.leaves, _reference(cols), rtol=1e-12, atol=1e-9)
+    # records named only by vector's internal coordinates (rho, phi, eta, tau)
+    ref = _reference(cols)
+    vv = vector.array({"E": ref[:, 0], "px": ref[:, 1], "py": ref[:, 2], "pz": ref[:, 3]})
+    other = ak.unflatten(ak.zip({"x": vv.px, "y": vv.py, "z": vv.pz, "t": vv.E},
+                                with_name="Momentum4D"), counts)
+    np.testing.assert_allclose(JetCollection.from_momenta(other, t_cut=0.01).leaves[:, 1:],
+                               ref[:, 1:], rtol=1e-12, atol=1e-9)
+
+
+def test_explicit_mapping():
+    counts, cols = _random_particles(3)
+    arr = ak.unflatten(ak.zip({"a": cols[:, 0], "b": cols[:, 1], "c": cols[:, 2],
+                               "d": cols[:, 3]}), counts)
+    jets = JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c", "mass": "d"},
+                                      t_cut=0.01, mass_policy="keep")
+    np.testing.assert_allclose(jets.leaves, _reference(cols), rtol=1e-12, atol=1e-9)
+    same = JetCollection.from_momenta(arr, mapping={"PT": "a", "Eta": "b", "Phi": "c", "M": "d"},
+                                      t_cut=0.01, mass_policy="keep")
+    np.testing.assert_array_equal(same.leaves, jets.leaves)
+    with pytest.raises(InvalidJetError, match="no complete set of momentum coordinates"):
+        JetCollection.from_momenta(arr)
+    with pytest.raises(InvalidJetError, match=r"\['charge'\] are not momentum coordinates"):
+        JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c", "charge": "d"})
+    with pytest.raises(InvalidJetError, match="no complete set"):
+        JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c"})
+
+
+@pytest.mark.parametrize("order", ["E,px,py,pz", "px,py,pz,E", "pt,eta,phi,mass"])
+def test_dense_with_padding_and_with_mask(order):
+    counts, cols = _random_particles(4)
+    ref = _reference(cols)
+    v = vector.array({"E": ref[:, 0], "px": ref[:, 1], "py": ref[:, 2], "pz": ref[:, 3]})
+    values = {"E": ref[:, 0], "px": ref[:, 1], "py": ref[:, 2], "pz": ref[:, 3],
+              "pt": v.pt, "eta": v.eta, "phi": v.phi, "mass": cols[:, 3]}
+    names = order.split(",")
+    dense = np.zeros((len(counts), 15, 4))
+    mask = np.zeros((len(counts), 15), bool)
+    rng = np.random.default_rng(5)
+    q = 0
+    for i, n in enumerate(counts):
+        slots = np.sort(rng.choice(15, n, replace=False))  # padding anywhere, not only at the end
+        dense[i, slots] = np.stack([values[c][q:q + n] for c in names], axis=1)
+        mask[i, slots] = True
+        q += n
+    for kw in ({}, {"mask": mask}):
+        jets = JetCollection.from_momenta(dense, order, t_cut=0.01, mass_policy="keep", **kw)
+        assert np.array_equal(jets.n_leaves, counts)
+        np.testing.assert_allclose(jets.leaves, ref, rtol=1e-12, atol=1e-9)
+    structured = np.zeros(dense.shape[:2], dtype=[(c, "f8") for c in names])
+    for j, c in enumerate(names):
+        structured[c] = dense[..., j]
+    np.testing.assert_allclose(JetCollection.from_momenta(structured, t_cut=0.01,
+                                                          mass_policy="keep").leaves,
+                               ref, rtol=1e-12, atol=1e-9)
+
+
+def test_dense_bad_padding_and_components():
+    dense = np.zeros((2, 4, 4))
+    dense[:, :3] = [[50.0, 0.1, 0.2, 0.0], [40.0, -0.1, 0.3, 0.0], [10.0, 0.0, 0.0, 0.0]]
+    mask = np.zeros((2, 4), bool)
+    mask[:, :2] = True
+    with pytest.raises(InvalidJetError, match=r"jet 0, field 'particles': padded slot 2"):
+        JetCollection.from_momenta(dense, "pt,eta,phi,mass", mask=mask, t_cut=1.0)
+    with pytest.raises(InvalidJetError, match="components"):
+        JetCollection.from_momenta(dense)
+    with pytest.raises(InvalidJetError, match="components"):
+        JetCollection.from_momenta(dense, "pt,eta,phi,charge")
+
+
+def test_bad_particles_name_jet_and_field():
+    good = {"pt": [50.0, 30.0], "eta": [0.1, -0.3], "phi": [0.2, 0.5], "mass": [0.0, 0.0]}
+
+    def arr(**change: list[float]) -> ak.Array:
+        return ak.Array([ak.zip({**good}).tolist(), ak.zip({**good, **change}).tolist()])
+
+    with pytest.raises(InvalidJetError, match=r"jet 1, field 'eta': particle 1 has a non-finite"):
+        JetCollection.from_momenta(arr(eta=[0.1, np.nan]), t_cut=1.0)
+    with pytest.raises(InvalidJetError, match=r"jet 1, field 'mass': particle 0 is spacelike"):
+        JetCollection.from_momenta(arr(mass=[-3.0, 0.0]), t_cut=1.0)
+    one = ak.Array([ak.zip(good).tolist(), ak.zip(good).tolist()[:1]])
+    with pytest.raises(InvalidJetError, match=r"jet 1, field 'particles': .*at least 2 particles"):
+        JetCollection.from_momenta(one, t_cut=1.0)
+    # a jet whose mass is below t_cut could only score -inf: an error, not a silent -inf
+    with pytest.raises(InvalidJetError, match=r"field 'params.t_cut'.*every tree has likelihood"):
+        JetCollection.from_momenta(arr(), t_cut=1e5)
+    # kept (and counted) with validate=False
+    jets = JetCollection.from_momenta(arr(eta=[0.1, np.nan]), t_cut=1.0, validate=False)
+    assert len(jets) == 2
+
+
+def test_mass_policy_clamp_keep_and_mass():
+    counts, cols = _random_particles(6, n_jets=30)
+    cols[:, 3] = 0.0  # massless, as detector particles are
+    arr = ak.unflatten(ak.zip({"pt": cols[:, 0], "eta": cols[:, 1], "phi": cols[:, 2],
+                               "mass": cols[:, 3]}), counts)
+    kept = JetCollection.from_momenta(arr, t_cut=1.0, mass_policy="keep")
+    t_kept = kept.leaves[:, 0] ** 2 - (kept.leaves[:, 1:] ** 2).sum(axis=1)
+    negative = t_kept < 0
+    assert negative.any() and (t_kept > 0).any()  # rounding goes both ways
+    clamped = JetCollection.from_momenta(arr, t_cut=1.0)
+    t_clamp = clamped.leaves[:, 0] ** 2 - (clamped.leaves[:, 1:] ** 2).sum(axis=1)
+    assert np.all(t_clamp >= 0.0)
+    changed = clamped.leaves[:, 0] != kept.leaves[:, 0]
+    assert np.array_equal(changed, negative)  # exactly the negative ones
+    np.testing.assert_allclose(clamped.leaves[:, 0], kept.leaves[:, 0], rtol=1e-14)
+    assert np.array_equal(clamped.leaves[:, 1:], kept.leaves[:, 1:])
+    report = mass_report(clamped)
+    assert report["particles_touched"] == int(negative.sum())
+    assert report["jets_touched"] == int(np.count_nonzero(
+        np.add.reduceat(negative, np.r_[0, np.cumsum(counts)[:-1]])))
+    assert mass_report(kept)["particles_touched"] == 0
+    # the symmetric likelihood: a negative leaf makes every tree -inf, the clamp fixes it
+    bad_jet = int(np.searchsorted(np.cumsum(counts), np.flatnonzero(negative)[0], side="right"))
+    assert greedy(kept[bad_jet]).log_likelihood == -np.inf
+    assert greedy(kept[bad_jet]).status == "all_inf"
+    assert np.isfinite(greedy(clamped[bad_jet]).log_likelihood)
+    pion = JetCollection.from_momenta(arr, t_cut=1.0, mass_policy=0.13957)
+    m2 = pion.leaves[:, 0] ** 2 - (pion.leaves[:, 1:] ** 2).sum(axis=1)
+    np.testing.assert_allclose(m2, 0.13957**2, rtol=1e-6, atol=1e-9)
+    assert mass_report(pion)["particles_touched"] == len(cols)
+    with pytest.raises(InvalidJetError, match="mass policy"):
+        JetCollection.from_momenta(arr, mass_policy="zero")
+
+
+def test_apply_mass_policy_leaves_spacelike_alone():
+    p = np.array([[1.0, 0.0, 0.0, 2.0]])  # clearly spacelike: not a rounding problem
+    assert not apply_mass_policy(p).any()
+    assert p[0, 0] == 1.0
+
+
+def test_detect_coordinates_prefers_cartesian_and_lists_fields():
+    assert detect_coordinates(["Mass", "PT", "Eta", "Phi"]) == {
+        "pt": "PT", "eta": "Eta", "phi": "Phi", "mass": "Mass"}
+    with pytest.raises(InvalidJetError, match=r"\['charge', 'eta', 'pt'\]"):
+        detect_coordinates(["pt", "eta", "charge"])
+
+
+def test_negative_t_particles_are_counted():
+    counts, cols = _random_particles(7, n_jets=10)
+    cols[:, 3] = 0.0
+    arr = ak.unflatten(ak.zip({"pt": cols[:, 0], "eta": cols[:, 1], "phi": cols[:, 2],
+                               "mass": cols[:, 3]}), counts)
+    kept = JetCollection.from_momenta(arr, t_cut=1.0, mass_policy="keep")
+    t = kept.leaves[:, 0] ** 2 - (kept.leaves[:, 1:] ** 2).sum(axis=1)
+    per_jet = np.add.reduceat((t < 0).astype(float), np.r_[0, np.cumsum(counts)[:-1]])
+    assert per_jet.sum() > 0
+    np.testing.assert_array_equal(kept.jet_columns["n_negative_t"], per_jet)
+    assert mass_report(kept)["particles_negative_t"] == int(per_jet.sum())
+    assert mass_report(JetCollection.from_momenta(arr, t_cut=1.0))["particles_negative_t"] == 0
