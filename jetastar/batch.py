@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from ._jit import Stopwatch, one_notice_for_workers
 from ._version import __version__
 from .errors import InvalidJetError, JetastarError, TooLargeError
 from .io._atomic import atomic_write_text, remove_stale_temporaries
@@ -72,6 +73,7 @@ __all__ = [
     "parse_option_value",
     "parse_options",
     "run_batch",
+    "warm_up_workers",
 ]
 
 _TIME_OPTIONS = ("max_time", "time_limit")
@@ -222,20 +224,20 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
             message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
         )
-    start = time.perf_counter()
+    watch = Stopwatch()
     try:
         res = cluster(jet, name, **opts)
     except TooLargeError as exc:
         return ClusteringResult(
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
-            message=str(exc), stats={"time_s": time.perf_counter() - start},
+            message=str(exc), stats={"time_s": watch.seconds()},
         )
     except Exception as exc:  # recorded, the batch goes on
         return ClusteringResult(
             None, -math.inf, name, options=opts, status="failed", jet_id=jet.jet_id,
-            message=f"{type(exc).__name__}: {exc}", stats={"time_s": time.perf_counter() - start},
+            message=f"{type(exc).__name__}: {exc}", stats={"time_s": watch.seconds()},
         )
-    elapsed = time.perf_counter() - start
+    elapsed = watch.seconds()
     res.stats.setdefault("time_s", elapsed)
     res.options = {**opts, **res.options}
     res.jet_id = jet.jet_id
@@ -291,6 +293,8 @@ def cluster_collection(
     _load_registry(config.plugins)
     per_alg: dict[str, list[Any]] = {name: [] for name in config.algorithms}
     opts = {name: _options_for(name, config, n_workers) for name in config.algorithms}
+    if len(collection):
+        _warm_up(config, opts)
     for i in range(len(collection)):
         jet_id = int(collection.jet_id[i])
         try:
@@ -314,6 +318,41 @@ def cluster_collection(
         )
         for name, rows in per_alg.items()
     }
+
+
+def _warm_up(config: BatchConfig, opts: dict[str, dict[str, Any]],
+             names: Sequence[str] | None = None) -> None:
+    """Compile (or load) the kernels of the algorithms before the first timed jet."""
+    from .clustering._warmup import warm_up
+
+    names = config.algorithms if names is None else names
+    warm_up(names, opts, {name: _size_limit(name, config) for name in names})
+
+
+def _warm_task(config: BatchConfig, name: str, n_workers: int) -> str:
+    """What a worker runs to warm up one algorithm (a top-level function, for pickling)."""
+    _load_registry(config.plugins)
+    _warm_up(config, {name: _options_for(name, config, n_workers)}, [name])
+    return name
+
+
+#: warm-up tasks submitted per executor (id) and configuration, so that they are sent once
+_WARM_TASKS: dict[tuple[int, str], list[cf.Future]] = {}
+
+
+def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
+    """Send one warm-up task per algorithm to the workers of ``executor`` (once per executor and
+    configuration) and return their futures.
+
+    On a cold kernel cache the workers compile different algorithms at the same time, and each
+    kernel once; afterwards every worker loads them from the cache.
+    """
+    key = (id(executor), to_json(config.fingerprint()))
+    if key not in _WARM_TASKS:
+        _WARM_TASKS.clear()  # one executor at a time
+        _WARM_TASKS[key] = [executor.submit(_warm_task, config, name, n_workers)
+                            for name in config.algorithms]
+    return _WARM_TASKS[key]
 
 
 def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:
@@ -486,31 +525,32 @@ def run_batch(
         outputs = [output_path_for(p, folder, fmt) for p in inputs]
     if len({o.resolve() for o in outputs}) != len(outputs):
         raise BatchError("two inputs would write the same output file (same file name stem)")
-    own_executor, client = (None, None)
-    if executor is None:
-        own_executor, client = _make_executor(workers, scheduler)
-        executor = own_executor
-    if executor is None:
-        n_workers = 1
-    elif client is not None:
-        n_workers = max(2, sum(client.nthreads().values()))
-    else:
-        n_workers = max(2, workers)
-    summaries = []
-    try:
-        for inp, out in zip(inputs, outputs, strict=True):
-            summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs)
-            summaries.append(summary)
-            if on_file_done is not None:
-                on_file_done(summary)
-    finally:
-        if own_executor is not None:
-            try:
-                own_executor.shutdown(wait=True, cancel_futures=True)
-            except TypeError:  # dask's ClientExecutor has no cancel_futures
-                own_executor.shutdown(wait=True)
-        if client is not None:
-            client.close()
+    with one_notice_for_workers():
+        own_executor, client = (None, None)
+        if executor is None:
+            own_executor, client = _make_executor(workers, scheduler)
+            executor = own_executor
+        if executor is None:
+            n_workers = 1
+        elif client is not None:
+            n_workers = max(2, sum(client.nthreads().values()))
+        else:
+            n_workers = max(2, workers)
+        summaries = []
+        try:
+            for inp, out in zip(inputs, outputs, strict=True):
+                summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs)
+                summaries.append(summary)
+                if on_file_done is not None:
+                    on_file_done(summary)
+        finally:
+            if own_executor is not None:
+                try:
+                    own_executor.shutdown(wait=True, cancel_futures=True)
+                except TypeError:  # dask's ClientExecutor has no cancel_futures
+                    own_executor.shutdown(wait=True)
+            if client is not None:
+                client.close()
     return summaries
 
 
@@ -518,7 +558,7 @@ def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
     progress: bool, fresh: bool, attrs: dict[str, Any] | None,
 ) -> FileSummary:
-    from tqdm.auto import tqdm
+    from ._progress import progress_bar
 
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
@@ -547,9 +587,9 @@ def _run_file(
         summary.chunks_total = len(chunks)
         summary.chunks_reused = sum(1 for c in chunks if c in done)
         todo = [c for c in chunks if c not in done]
-        bar = tqdm(
+        bar = progress_bar(
             total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
-            disable=not progress, leave=True,
+            show=progress, leave=True,
         )
         with bar:
             _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
@@ -612,6 +652,12 @@ def _process_chunks(
             _write_part(parts, a, b, tables)
             bar.update(b - a)
         return
+    if todo:
+        for fut in warm_up_workers(executor, config, n_workers):
+            try:
+                fut.result()
+            except Exception:  # the chunks report what fails
+                pass
     pending: dict[cf.Future, tuple[int, int]] = {}
     queue = list(todo)
     max_inflight = 2 * n_workers + 1

@@ -55,12 +55,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
@@ -610,7 +610,7 @@ def mcts(
         >>> mcts(jet, seed=1).tree == mcts(jet, seed=1).tree
         True
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     check_jet(jet, "mcts")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
@@ -663,7 +663,7 @@ def mcts(
         "nodes": int(counters[1]),
         "beam_nodes": int(counters[3]),
         "splits_evaluated": int(counters[2]),
-        "time_s": time.perf_counter() - start,
+        "time_s": watch.seconds(),
     }
     return ClusteringResult(
         tree=tree,
