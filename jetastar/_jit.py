@@ -50,7 +50,12 @@ from numba.core import config as _numba_config
 from numba.core import event as _event
 
 __all__ = [
-    "COMPILE_NOTICE", "Stopwatch", "cache_dir", "compile_seconds", "one_notice_for_workers",
+    "COMPILE_NOTICE",
+    "Stopwatch",
+    "cache_dir",
+    "compile_seconds",
+    "one_notice_for_workers",
+    "skip_numba_extensions",
 ]
 
 #: what is printed (once per run, on stderr) when jetastar kernels are about to be compiled.
@@ -61,6 +66,7 @@ _NOTICE_ENV = "_JETASTAR_COMPILE_NOTICE_SHOWN"
 _TOKEN_ENV = "_JETASTAR_COMPILE_NOTICE_TOKEN"
 
 _local = threading.local()
+_numba_ready = False
 _notice_lock = threading.Lock()
 
 
@@ -140,14 +146,42 @@ def compile_seconds() -> float:
     return total
 
 
+def _numba_setup() -> None:
+    """numba's one-time setup of a process, which it otherwise does at the first kernel call,
+    outside its compiler lock: loading other packages' numba extensions (awkward, vector)."""
+    global _numba_ready
+    if not _numba_ready:
+        from numba.core import entrypoints
+
+        entrypoints.init_all()
+        _numba_ready = True
+
+
+def skip_numba_extensions() -> None:
+    """Do not load other packages' numba extensions (awkward, vector) in this process.
+
+    jetastar's kernels do not use them, and loading them costs seconds in every process. Only for
+    processes that run nothing but jetastar: the command line (without ``--plugin``) and the
+    worker processes it starts.
+    """
+    from numba.core import entrypoints
+
+    if hasattr(entrypoints, "_already_initialized"):
+        entrypoints._already_initialized = True
+
+
 class Stopwatch:
     """Wall time since creation, without the time spent compiling (or loading) numba kernels.
+
+    numba's one-time setup of the process (see :func:`_numba_setup`) is done before the clock
+    starts.
 
     Attributes:
         start: ``time.perf_counter()`` at creation.
     """
 
     def __init__(self) -> None:
+        _numba_setup()
         self._compile0 = compile_seconds()
         self.start = time.perf_counter()
 

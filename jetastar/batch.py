@@ -452,7 +452,18 @@ class _Reader:
         return self._whole if self._whole is not None else io.read(self.path, validate=False)
 
 
-def _make_executor(workers: int, scheduler: str | None) -> tuple[cf.Executor | None, Any]:
+def _worker_setup(plugins: Sequence[str]) -> None:
+    """Start of a worker process of the local pool: without plugins it runs jetastar's kernels
+    only (and needs no other package's numba extensions)."""
+    from ._jit import skip_numba_extensions
+
+    if not plugins:
+        skip_numba_extensions()
+
+
+def _make_executor(
+    workers: int, scheduler: str | None, plugins: Sequence[str] = ()
+) -> tuple[cf.Executor | None, Any]:
     if scheduler:
         try:
             from distributed import Client
@@ -465,7 +476,8 @@ def _make_executor(workers: int, scheduler: str | None) -> tuple[cf.Executor | N
         return client.get_executor(), client
     if workers > 1:
         ctx = multiprocessing.get_context("spawn")
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx), None
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_setup, initargs=(list(plugins),)), None
     return None, None
 
 
@@ -528,7 +540,7 @@ def run_batch(
     with one_notice_for_workers():
         own_executor, client = (None, None)
         if executor is None:
-            own_executor, client = _make_executor(workers, scheduler)
+            own_executor, client = _make_executor(workers, scheduler, config.plugins)
             executor = own_executor
         if executor is None:
             n_workers = 1

@@ -489,7 +489,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .batch import _make_executor
 
     with one_notice_for_workers():
-        executor, _ = _make_executor(args.workers, None)
+        executor, _ = _make_executor(args.workers, None, args.plugin or ())
         try:
             return _run_main_job(args, executor)
         finally:
@@ -714,6 +714,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["demo"])
     debug = bool(getattr(args, "debug", False))
+    if not getattr(args, "plugin", None):
+        from ._jit import skip_numba_extensions
+
+        skip_numba_extensions()  # this process runs jetastar's kernels only
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` etc.

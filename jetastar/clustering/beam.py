@@ -240,7 +240,7 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             counters[3] += 1
             hv = np.empty(k_sel, dtype=np.float64)
             hf = np.empty(k_sel, dtype=np.int64)
-            hs = 0
+            hs = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
             for b in range(nb_):
                 base = b * npair
                 s = score[b]
