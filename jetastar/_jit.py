@@ -12,7 +12,10 @@ Rules for every numba kernel in jetastar (read before adding one):
 2. One specialisation per kernel: call it with the same argument types everywhere — arrays
    float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
    ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,
-   flags as ``bool``. A second type compiles the whole kernel (and its callees) again.
+   flags as ``bool``. A second type compiles the whole kernel (and its callees) again. Inside
+   kernels, an integer variable that starts as a constant and is passed to another (non-inlined)
+   kernel is initialised as ``np.int64(0)``, not ``0``: numba types the constant as a literal and
+   compiles the callee twice (once for ``Literal[int](0)``, once for ``int64``).
    ``python tests/benchmarks/bench_compile.py`` lists every kernel a ``jetastar run`` compiles, its
    number of specialisations and its compile time: check it after adding or changing a kernel.
 3. Import kernel modules only where they are used (a command compiles and loads only what it runs);

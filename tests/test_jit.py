@@ -148,14 +148,21 @@ _THREADS_SCRIPT = textwrap.dedent("""
     import numba
     from jetastar.clustering import Trellis, cluster
     from jetastar.clustering._warmup import warm_up_jets
+    from jetastar.ginkgo import ShowerParams, generate
 
     out = {"threads": numba.config.NUMBA_NUM_THREADS}
-    for k, jet in enumerate(warm_up_jets()):
+    # 13 leaves: the trellis solves its larger clusters in parallel; 18 for the approximate methods
+    jets = [generate(1, ShowerParams.w(), seed=2, min_leaves=13, max_leaves=13)[0],
+            warm_up_jets()[1]]
+    for k, jet in enumerate(jets):
+        for name in ("astar-approx", "beam", "mcts"):
+            out[f"{name}{k}"] = cluster(jet, name).log_likelihood
+        if jet.n_leaves > 13:
+            continue
+        out[f"astar{k}"] = cluster(jet, "astar").log_likelihood
         tr = Trellis(jet)
         out[f"trellis{k}"] = [tr.map_log_likelihood(), tr.log_partition(), float(tr.n_trees()),
                               tr.marginals_array().tolist()]
-        for name in ("astar-approx", "beam", "mcts"):
-            out[f"{name}{k}"] = cluster(jet, name).log_likelihood
     print(json.dumps(out))
 """)
 

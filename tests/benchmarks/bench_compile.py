@@ -1,10 +1,11 @@
 """Benchmark: numba compile time per kernel on a cold cache, and cold / warm ``jetastar run`` wall time.
 
-Three measurements, each in a fresh process with ``NUMBA_CACHE_DIR`` pointing to an empty folder:
+Two measurements, each in a fresh process with ``NUMBA_CACHE_DIR`` pointing to an empty folder:
 
 1. per kernel: the main job (``jetastar run`` in one process, ``--workers 1``) with a listener on
    numba's ``numba:compile`` event — every compiled specialisation, its time including the kernels it
-   compiles inside (``incl``) and without them (``self``);
+   compiles inside (``incl``) and without them (``self``, as wall time and as CPU time of the
+   process, which a busy machine disturbs less);
 2. ``jetastar run`` as a user runs it (default two workers), first with the empty cache (cold), then
    again with the cache it filled (warm): wall time of the whole command.
 
@@ -29,25 +30,28 @@ import collections, sys, threading, time
 from numba.core import event
 
 stack = []
-rows = collections.defaultdict(lambda: [0, 0.0, 0.0])  # name -> [signatures, incl, self]
+rows = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])  # name -> [signatures, incl, self, self cpu]
 sigs = collections.defaultdict(list)
 
 class Listener(event.Listener):
     def on_start(self, ev):
-        stack.append([ev.data["dispatcher"], time.perf_counter(), 0.0])
+        stack.append([ev.data["dispatcher"], time.perf_counter(), 0.0, time.process_time(), 0.0])
         fn = ev.data["dispatcher"].py_func
         sigs[f"{fn.__module__}.{fn.__qualname__}"].append(str(ev.data["args"]))
 
     def on_end(self, ev):
-        disp, t0, child = stack.pop()
+        disp, t0, child, c0, child_cpu = stack.pop()
         took = time.perf_counter() - t0
+        cpu = time.process_time() - c0
         fn = disp.py_func
         row = rows[f"{fn.__module__}.{fn.__qualname__}"]
         row[0] += 1
         row[1] += took
         row[2] += took - child
+        row[3] += cpu - child_cpu
         if stack:
             stack[-1][2] += took
+            stack[-1][4] += cpu
 
 event.register("numba:compile", Listener())
 t0 = time.perf_counter()
@@ -57,11 +61,14 @@ code = main(sys.argv[1:])
 total = time.perf_counter() - t0
 top = int(__import__("os").environ["BENCH_TOP"])
 self_total = sum(r[2] for r in rows.values())
-print(f"in-process run: {total:.1f} s (import {t_import:.1f} s), numba compiling: {self_total:.1f} s, "
-      f"{len(rows)} kernels, {sum(r[0] for r in rows.values())} specialisations")
-print(f"{'kernel':<62} {'sigs':>4} {'incl s':>7} {'self s':>7}")
-for name, (n, incl, own) in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
-    print(f"{name:<62} {n:>4} {incl:>7.2f} {own:>7.2f}")
+cpu_total = sum(r[3] for r in rows.values())
+own = [r for name, r in rows.items() if name.startswith("jetastar")]
+print(f"in-process run: {total:.1f} s (import {t_import:.1f} s), numba compiling: {self_total:.1f} s "
+      f"wall, {cpu_total:.1f} s CPU; {len(rows)} kernels ({len(own)} of jetastar), "
+      f"{sum(r[0] for r in rows.values())} specialisations ({sum(r[0] for r in own)} of jetastar)")
+print(f"{'kernel':<62} {'sigs':>4} {'incl s':>7} {'self s':>7} {'self cpu':>8}")
+for name, (n, incl, own_s, own_cpu) in sorted(rows.items(), key=lambda kv: -kv[1][3])[:top]:
+    print(f"{name:<62} {n:>4} {incl:>7.2f} {own_s:>7.2f} {own_cpu:>8.2f}")
 for name, args in sorted(sigs.items()):
     if len(args) > 1 and name.startswith("jetastar"):
         print(f"several specialisations: {name}")
