@@ -119,8 +119,9 @@ def _fresh_process(cache: Path, tmp: Path) -> tuple[dict, str]:
 def _check_first_not_slower(times: list[float], label: str) -> None:
     first, rest = times[0], sorted(times[1:])
     median = rest[len(rest) // 2]
-    # compiling takes seconds; an honest first time is of the order of the others
-    assert first <= 20.0 * median + 0.01, (label, times)
+    # compiling a kernel takes a second or more here; an honest first time is of the order of
+    # the others (the slack absorbs a garbage collection or a busy machine, never a compilation)
+    assert first <= 20.0 * median + 0.1, (label, times)
 
 
 @pytest.mark.slow
