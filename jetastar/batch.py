@@ -49,6 +49,7 @@ import multiprocessing
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -336,8 +337,8 @@ def _warm_task(config: BatchConfig, name: str, n_workers: int) -> str:
     return name
 
 
-#: warm-up tasks submitted per executor (id) and configuration, so that they are sent once
-_WARM_TASKS: dict[tuple[int, str], list[cf.Future]] = {}
+#: warm-up tasks submitted per executor and configuration, so that they are sent once
+_WARM_TASKS: weakref.WeakKeyDictionary[Any, dict[str, list[cf.Future]]] = weakref.WeakKeyDictionary()
 
 
 def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
@@ -347,12 +348,15 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     On a cold kernel cache the workers compile different algorithms at the same time, and each
     kernel once; afterwards every worker loads them from the cache.
     """
-    key = (id(executor), to_json(config.fingerprint()))
-    if key not in _WARM_TASKS:
-        _WARM_TASKS.clear()  # one executor at a time
-        _WARM_TASKS[key] = [executor.submit(_warm_task, config, name, n_workers)
-                            for name in config.algorithms]
-    return _WARM_TASKS[key]
+    key = to_json({**config.fingerprint(), "plugins": list(config.plugins), "n": n_workers})
+    try:
+        sent = _WARM_TASKS.setdefault(executor, {})
+    except TypeError:  # an executor without weak references: warm up every time
+        sent = {}
+    if key not in sent:
+        sent[key] = [executor.submit(_warm_task, config, name, n_workers)
+                     for name in config.algorithms]
+    return sent[key]
 
 
 def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:
