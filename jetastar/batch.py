@@ -354,8 +354,10 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
+        from .clustering._warmup import warm_up_order
+
         sent[key] = [executor.submit(_warm_task, config, name, n_workers)
-                     for name in config.algorithms]
+                     for name in warm_up_order(config.algorithms)]
     return sent[key]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["warm_up", "warm_up_jets"]
+__all__ = ["warm_up", "warm_up_jets", "warm_up_order"]
 
 # (E, px, py, pz) in GeV of QCD jets generated with seed 3 (t_cut 16 GeV² and 1 GeV²)
 _SMALL = (
@@ -41,6 +41,12 @@ _LARGE = (
 #: largest jet an exact method is warmed up on (exact methods on 18 leaves take seconds)
 _EXACT_WARM_MAX = 7
 
+#: warm-up order across worker processes: methods whose kernels others reuse first (approximate A*
+#: compiles the A* search, h0, beam search and greedy), the methods reusing them last, so that two
+#: workers rarely compile the same kernel at the same time
+_FIRST = ("astar-approx", "mcts", "trellis")
+_LAST = ("beam", "greedy", "astar")
+
 #: options replaced for the warm-up, where an algorithm accepts them
 _WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limit": 1e-3}
 
@@ -56,6 +62,25 @@ def warm_up_jets() -> list[Any]:
         Jet(_SMALL, ShowerParams.qcd(), jet_id=-1, jet_type="QCD"),
         Jet(_LARGE, ShowerParams.qcd(t_cut=1.0), jet_id=-2, jet_type="QCD"),
     ]
+
+
+def warm_up_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the order in which workers should warm them up (see ``_FIRST`` / ``_LAST``).
+
+    Example:
+        >>> warm_up_order(["astar", "beam", "kt", "astar-approx"])
+        ['astar-approx', 'kt', 'beam', 'astar']
+    """
+    names = list(names)
+
+    def rank(name: str) -> tuple[int, int]:
+        if name in _FIRST:
+            return 0, _FIRST.index(name)
+        if name in _LAST:
+            return 2, _LAST.index(name)
+        return 1, names.index(name)
+
+    return sorted(names, key=rank)
 
 
 def _key(options: Mapping[str, Any]) -> str:
