@@ -714,10 +714,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["demo"])
     debug = bool(getattr(args, "debug", False))
-    if not getattr(args, "plugin", None):
-        from ._jit import skip_numba_extensions
-
-        skip_numba_extensions()  # this process runs jetastar's kernels only
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` etc.
