@@ -34,6 +34,7 @@ QUICK_ARGS = {
     "baselines": ["--sizes", "10", "20", "50"],
     "batch": ["--n", "2000"],
     "astar": ["--quick"],
+    "compile": ["--skip-run"],
 }
 
 

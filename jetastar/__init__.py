@@ -10,7 +10,10 @@ Example:
 
 from __future__ import annotations
 
-from . import ginkgo
+from . import (
+    _jit,  # noqa: F401  (first: sets up the kernel cache before any kernel module)
+    ginkgo,
+)
 from ._version import __version__
 from .errors import InvalidJetError, InvalidTreeError, JetastarError, TooLargeError
 from .jet import Jet, JetCollection

@@ -18,7 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit code.
     """
-    return _cli_main(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(a == "--plugin" or a.startswith("--plugin=") for a in args):
+        from ._jit import skip_numba_extensions
+
+        skip_numba_extensions()  # the command runs jetastar's kernels only
+    return _cli_main(args)
 
 
 if __name__ == "__main__":

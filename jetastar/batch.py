@@ -49,12 +49,14 @@ import multiprocessing
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._jit import Stopwatch, one_notice_for_workers
 from ._version import __version__
 from .errors import InvalidJetError, JetastarError, TooLargeError
 from .io._atomic import atomic_write_text, remove_stale_temporaries
@@ -72,6 +74,7 @@ __all__ = [
     "parse_option_value",
     "parse_options",
     "run_batch",
+    "warm_up_workers",
 ]
 
 _TIME_OPTIONS = ("max_time", "time_limit")
@@ -222,20 +225,20 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
             message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
         )
-    start = time.perf_counter()
+    watch = Stopwatch()
     try:
         res = cluster(jet, name, **opts)
     except TooLargeError as exc:
         return ClusteringResult(
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
-            message=str(exc), stats={"time_s": time.perf_counter() - start},
+            message=str(exc), stats={"time_s": watch.seconds()},
         )
     except Exception as exc:  # recorded, the batch goes on
         return ClusteringResult(
             None, -math.inf, name, options=opts, status="failed", jet_id=jet.jet_id,
-            message=f"{type(exc).__name__}: {exc}", stats={"time_s": time.perf_counter() - start},
+            message=f"{type(exc).__name__}: {exc}", stats={"time_s": watch.seconds()},
         )
-    elapsed = time.perf_counter() - start
+    elapsed = watch.seconds()
     res.stats.setdefault("time_s", elapsed)
     res.options = {**opts, **res.options}
     res.jet_id = jet.jet_id
@@ -298,6 +301,8 @@ def cluster_collection(
     _load_registry(config.plugins)
     per_alg: dict[str, list[Any]] = {name: [] for name in config.algorithms}
     opts = {name: _options_for(name, config, n_workers) for name in config.algorithms}
+    if len(collection):
+        _warm_up(config, opts)
     for i in range(len(collection)):
         jet_id = int(collection.jet_id[i])
         try:
@@ -323,6 +328,46 @@ def cluster_collection(
         )
         for name, rows in per_alg.items()
     }
+
+
+def _warm_up(config: BatchConfig, opts: dict[str, dict[str, Any]],
+             names: Sequence[str] | None = None) -> None:
+    """Compile (or load) the kernels of the algorithms before the first timed jet."""
+    from .clustering._warmup import warm_up
+
+    names = config.algorithms if names is None else names
+    warm_up(names, opts, {name: _size_limit(name, config) for name in names})
+
+
+def _warm_task(config: BatchConfig, name: str, n_workers: int) -> str:
+    """What a worker runs to warm up one algorithm (a top-level function, for pickling)."""
+    _load_registry(config.plugins)
+    _warm_up(config, {name: _options_for(name, config, n_workers)}, [name])
+    return name
+
+
+#: warm-up tasks submitted per executor and configuration, so that they are sent once
+_WARM_TASKS: weakref.WeakKeyDictionary[Any, dict[str, list[cf.Future]]] = weakref.WeakKeyDictionary()
+
+
+def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
+    """Send one warm-up task per algorithm to the workers of ``executor`` (once per executor and
+    configuration) and return their futures.
+
+    On a cold kernel cache the workers compile different algorithms at the same time, and each
+    kernel once; afterwards every worker loads them from the cache.
+    """
+    key = to_json({**config.fingerprint(), "plugins": list(config.plugins), "n": n_workers})
+    try:
+        sent = _WARM_TASKS.setdefault(executor, {})
+    except TypeError:  # an executor without weak references: warm up every time
+        sent = {}
+    if key not in sent:
+        from .clustering._warmup import warm_up_order
+
+        sent[key] = [executor.submit(_warm_task, config, name, n_workers)
+                     for name in warm_up_order(config.algorithms)]
+    return sent[key]
 
 
 def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:
@@ -432,7 +477,18 @@ class _Reader:
         return self._whole if self._whole is not None else io.read(self.path, validate=False)
 
 
-def _make_executor(workers: int, scheduler: str | None) -> tuple[cf.Executor | None, Any]:
+def _worker_setup(plugins: Sequence[str]) -> None:
+    """Start of a worker process of the local pool: without plugins it runs jetastar's kernels
+    only (and needs no other package's numba extensions)."""
+    from ._jit import skip_numba_extensions
+
+    if not plugins:
+        skip_numba_extensions()
+
+
+def _make_executor(
+    workers: int, scheduler: str | None, plugins: Sequence[str] = ()
+) -> tuple[cf.Executor | None, Any]:
     if scheduler:
         try:
             from distributed import Client
@@ -445,7 +501,8 @@ def _make_executor(workers: int, scheduler: str | None) -> tuple[cf.Executor | N
         return client.get_executor(), client
     if workers > 1:
         ctx = multiprocessing.get_context("spawn")
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx), None
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_setup, initargs=(list(plugins),)), None
     return None, None
 
 
@@ -516,37 +573,38 @@ def run_batch(
         outputs = [output_path_for(p, folder, fmt) for p in inputs]
     if len({o.resolve() for o in outputs}) != len(outputs):
         raise BatchError("two inputs would write the same output file (same file name stem)")
-    own_executor, client = (None, None)
-    if executor is None:
-        own_executor, client = _make_executor(workers, scheduler)
-        executor = own_executor
-    if executor is None:
-        n_workers = 1
-    elif client is not None:
-        n_workers = max(2, sum(client.nthreads().values()))
-    else:
-        n_workers = max(2, workers)
-    summaries = []
-    try:
-        for inp, out in zip(inputs, outputs, strict=True):
-            source = None
-            if particles is not None:
-                source = (dataclasses.replace(particles, path=str(inp)),
-                          {"entry_start": entry_start, "entry_stop": entry_stop,
-                           "step_size": step_size})
-            summary = _run_file(inp, out, config, executor, n_workers, progress, fresh, attrs,
-                                source)
-            summaries.append(summary)
-            if on_file_done is not None:
-                on_file_done(summary)
-    finally:
-        if own_executor is not None:
-            try:
-                own_executor.shutdown(wait=True, cancel_futures=True)
-            except TypeError:  # dask's ClientExecutor has no cancel_futures
-                own_executor.shutdown(wait=True)
-        if client is not None:
-            client.close()
+    with one_notice_for_workers():
+        own_executor, client = (None, None)
+        if executor is None:
+            own_executor, client = _make_executor(workers, scheduler, config.plugins)
+            executor = own_executor
+        if executor is None:
+            n_workers = 1
+        elif client is not None:
+            n_workers = max(2, sum(client.nthreads().values()))
+        else:
+            n_workers = max(2, workers)
+        summaries = []
+        try:
+            for inp, out in zip(inputs, outputs, strict=True):
+                source = None
+                if particles is not None:
+                    source = (dataclasses.replace(particles, path=str(inp)),
+                              {"entry_start": entry_start, "entry_stop": entry_stop,
+                               "step_size": step_size})
+                summary = _run_file(inp, out, config, executor, n_workers, progress, fresh,
+                                    attrs, source)
+                summaries.append(summary)
+                if on_file_done is not None:
+                    on_file_done(summary)
+        finally:
+            if own_executor is not None:
+                try:
+                    own_executor.shutdown(wait=True, cancel_futures=True)
+                except TypeError:  # dask's ClientExecutor has no cancel_futures
+                    own_executor.shutdown(wait=True)
+            if client is not None:
+                client.close()
     return summaries
 
 
@@ -554,7 +612,7 @@ def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
     progress: bool, fresh: bool, attrs: dict[str, Any] | None, source: Any = None,
 ) -> FileSummary:
-    from tqdm.auto import tqdm
+    from ._progress import progress_bar
 
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
@@ -591,9 +649,9 @@ def _run_file(
         summary.chunks_total = len(chunks)
         summary.chunks_reused = sum(1 for c in chunks if c in done)
         todo = [c for c in chunks if c not in done]
-        bar = tqdm(
+        bar = progress_bar(
             total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
-            disable=not progress, leave=True,
+            show=progress, leave=True,
         )
         with bar:
             _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
@@ -673,6 +731,12 @@ def _process_chunks(
             _write_part(parts, a, b, tables)
             bar.update(b - a)
         return
+    if todo:
+        for fut in warm_up_workers(executor, config, n_workers):
+            try:
+                fut.result()
+            except Exception:  # the chunks report what fails
+                pass
     pending: dict[cf.Future, tuple[int, int]] = {}
     queue = list(todo)
     max_inflight = 2 * n_workers + 1

@@ -627,8 +627,21 @@ _MAP_METHOD = "trellis"
 _MAP_TIME_LIMIT = 600.0
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from ._jit import one_notice_for_workers
+    from .batch import _make_executor
+
+    with one_notice_for_workers():
+        executor, _ = _make_executor(args.workers, None, args.plugin or ())
+        try:
+            return _run_main_job(args, executor)
+        finally:
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     from . import io
-    from .batch import BatchConfig, parse_options, run_batch
+    from .batch import BatchConfig, parse_options, run_batch, warm_up_workers
     from .io import set_extras
     from .jet import JetCollection
 
@@ -641,19 +654,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     names = _split_list(args.algorithms) or algorithms()
     if not names:
         raise _UsageError("no clustering algorithms are registered")
-    _out(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
-    jets_path = out / "jets.h5"
-    qcd = _generate_collection("qcd", args.n_qcd, args.seed, None, args.max_jet_leaves, {})
-    w = _generate_collection("w", args.n_w, args.seed + 1, None, args.max_jet_leaves, {},
-                             first_id=args.n_qcd)
-    node_q, _ = io.get_extras(qcd)
-    node_w, _ = io.get_extras(w)
-    both = JetCollection.concatenate([qcd, w])
-    both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
-                             for k in node_q if k in node_w}, {})
-    io.write(jets_path, both, attrs={"seed": args.seed, "command": _command_line()})
-    _out(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}) "
-         f"-> {jets_path}")
     max_leaves = {}
     for name in names:
         info = algorithm_info(name)
@@ -668,9 +668,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
                          chunk_size=args.chunk_size)
+    _out(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
+    if executor is not None:
+        # the workers compile (or load) the clustering kernels while this process generates
+        warm_up_workers(executor, config, max(2, args.workers))
+    jets_path = out / "jets.h5"
+    qcd = _generate_collection("qcd", args.n_qcd, args.seed, None, args.max_jet_leaves, {})
+    w = _generate_collection("w", args.n_w, args.seed + 1, None, args.max_jet_leaves, {},
+                             first_id=args.n_qcd)
+    node_q, _ = io.get_extras(qcd)
+    node_w, _ = io.get_extras(w)
+    both = JetCollection.concatenate([qcd, w])
+    both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
+                             for k in node_q if k in node_w}, {})
+    io.write(jets_path, both, attrs={"seed": args.seed, "command": _command_line()})
+    _out(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}) "
+         f"-> {jets_path}")
     results_h5 = out / "results.h5"
     summaries = run_batch([jets_path], config, output=results_h5, workers=args.workers,
-                          progress=not args.no_progress, fresh=True,
+                          executor=executor, progress=not args.no_progress, fresh=True,
                           attrs={"command": _command_line()})
     code = _print_summaries(summaries)
     if code:

@@ -180,3 +180,34 @@ def test_python_m_and_console_script(tmp_path):
         pytest.skip("the jetastar console script is not installed (pip install -e .)")
     done = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "jetastar" in done.stdout
+
+
+def _jetastar(args: list[str], cwd: Path, **env_extra: str) -> subprocess.CompletedProcess:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, **env_extra,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "jetastar", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=900)
+
+
+@pytest.mark.slow
+def test_main_job_and_astar_approx_with_tqdm_disable(tmp_path):
+    """TQDM_DISABLE=1 (set by batch systems and CI): no bar, no crash (astar-approx read an
+    attribute a disabled bar lacks)."""
+    out = tmp_path / "run"
+    done = _jetastar(["run", "-o", str(out), "--n-qcd", "2", "--n-w", "2", "--max-jet-leaves", "9",
+                      "--workers", "1"], tmp_path, TQDM_DISABLE="1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "jet/s" not in done.stderr
+    tables = jio.read_results(out / "results.h5")
+    assert "astar-approx" in tables
+    for name, table in tables.items():
+        assert set(table.status) <= {"ok", "all_inf", "skipped"}, (name, list(table.status))
+    # astar-approx with its own progress bar switched on, through `jetastar cluster`
+    done = _jetastar(["cluster", str(out / "jets.h5"), "--algorithms", "astar-approx,astar",
+                      "--option", "progress=true", "-o", str(tmp_path / "approx.h5")],
+                     tmp_path, TQDM_DISABLE="1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "failed" not in done.stdout and "Traceback" not in done.stderr
+    table = jio.read_results(tmp_path / "approx.h5")["astar-approx"]
+    assert list(table.status) == ["ok"] * 4

@@ -45,3 +45,14 @@ def test_main_job_runs():
 
 def _has_cli() -> bool:
     return (ROOT / "jetastar" / "cli.py").exists()
+
+
+def test_python_classifiers_match_requires_python():
+    """The classifiers name the Python versions the suite was run on, starting at the minimum
+    that requires-python admits, without gaps."""
+    text = (ROOT / "pyproject.toml").read_text()
+    minimum = re.search(r'requires-python\s*=\s*">=\s*3\.(\d+)"', text)
+    assert minimum, "requires-python must be of the form >=3.X"
+    minors = sorted(int(m) for m in re.findall(r'"Programming Language :: Python :: 3\.(\d+)"', text))
+    assert minors and minors[0] == int(minimum.group(1))
+    assert minors == list(range(minors[0], minors[-1] + 1))

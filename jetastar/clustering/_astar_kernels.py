@@ -413,7 +413,7 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
     direct = (ht.shape[0] & 1) == 1  # mask -> id table (exact searches; -1 for unknown masks)
     model = ip[P_MODEL]
     buf = np.empty((2, _CHUNK), dtype=np.int64)
-    nbuf = 0
+    nbuf = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
     done = 0
     while True:
         if code != full:
@@ -439,7 +439,7 @@ def _explore_all(x, quota, vf, vi, ht, ef, ei, hp, ctr, ip, p, tl, mt, w, d, con
             nbuf += 1
             if nbuf == _CHUNK:
                 _push_entries(x, buf, nbuf, vf, ef, ei, ctr, model, c, pt)
-                nbuf = 0
+                nbuf = np.int64(0)
             done += 1
         i += 1
         if i >= total:
@@ -569,7 +569,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
         kept += _add_cand(x, s_l[a], s_r[a], vi, cp, ctr)
     ctr[C_ESTART] = ctr[C_NE]
     buf = np.empty((2, ncand + kept), dtype=np.int64)
-    nbuf = 0
+    nbuf = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
     j = vi[x, V_CAND]
     while j >= 0:
         buf[0, nbuf] = cp[j, 1]
@@ -828,7 +828,7 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                     ei[e, 2] = comp
                     ctr[C_POPS] += 1
                     ctr[C_PUSHES] += 1
-                    _sift_down(hp, off, n, 0, ef, ei)
+                    _sift_down(hp, off, n, np.int64(0), ef, ei)
                 _set_state(v, vf, vi, ef, ei, hp)
             ctr[C_PHASE] = 0
             if ctr[C_SPLITS] - start_splits >= quota:
@@ -959,7 +959,7 @@ def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, cm, code, out_lo, out_h
     Returns:
         (number of clusters written, number of vertices completed greedily).
     """
-    n_out = 0
+    n_out = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
     n_greedy = 0
     slo = np.empty(256, dtype=np.int64)
     shi = np.empty(256, dtype=np.int64)
@@ -1115,7 +1115,7 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
         val[v] = bv
     if val[root] == -_INF:
         return -_INF, 0
-    n_out = 0
+    n_out = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
     top = 1
     stack[0] = root
     while top > 0:

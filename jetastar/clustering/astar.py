@@ -62,13 +62,13 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._jit import Stopwatch
+from .._progress import ProgressBar, progress_bar
 from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.heuristics import EXACT_MAX_LEAVES, check_heuristic, heuristic_tables
@@ -396,8 +396,17 @@ class _Search:
             self.vf, self.vi, self.ht, self.cp, self.ctr, self.ip, *self.tables, self.scratch,
         )
 
-    def run(self, deadline: float | None, bar: Any = None) -> str:
-        """Run until solved ("solved"), impossible ("all_inf") or out of budget ("budget")."""
+    def run(
+        self, watch: Stopwatch, max_time: float | None, bar: ProgressBar | None = None,
+        tick: bool = False,
+    ) -> str:
+        """Run until solved ("solved"), impossible ("all_inf") or out of budget ("budget").
+
+        The time budget ``max_time`` is checked against ``watch.seconds()`` (run time: numba
+        compiling a kernel for the first time does not use it up).
+        ``bar`` gets the search counters after every kernel return, and one step each when
+        ``tick`` (exact A*: a step per update; approximate A* counts rounds itself).
+        """
         while True:
             st = _k.run(
                 _QUOTA, self.vf, self.vi, self.ht, self.ef, self.ei, self.hp, self.cp, self.ctr,
@@ -430,10 +439,11 @@ class _Search:
             if bar is not None:
                 bar.set_postfix(
                     explored=int(self.ctr[_k.C_EXPLORED]), splits=int(self.ctr[_k.C_SPLITS]),
-                    bound=f"{-self.lower_bound():.4g}", refresh=False,
+                    bound=f"{-self.lower_bound():.4g}",
                 )
-                bar.update(1 if bar.unit == " updates" else 0)
-            if deadline is not None and time.perf_counter() > deadline:
+                if tick:
+                    bar.update(1)
+            if max_time is not None and watch.seconds() > max_time:
                 self.budget_reason = "max_time"
                 return "budget"
 
@@ -484,13 +494,11 @@ class _Search:
         }
 
 
-def _progress_bar(show: bool | None, who: str, what: str, unit: str) -> Any:
+def _progress_bar(show: bool | None, who: str, what: str, unit: str) -> ProgressBar | None:
     if show is False:
         return None
-    return tqdm(
-        total=None, desc=f"{what} {who}", unit=unit, leave=False,
-        delay=0.0 if show else 2.0,
-    )
+    bar = progress_bar(desc=f"{what} {who}", unit=unit, delay=0.0 if show else 2.0)
+    return bar if bar.shown else None
 
 
 @register(
@@ -520,7 +528,7 @@ def astar(
             ``exact=False``) or ``"paper"`` (the reference "proof" bound; admissible in tests but
             unproven here). For a cost model leave it unset (``"admissible"``).
         likelihood: ``"symmetric"`` (default) or ``"legacy"``; unset for a cost model.
-        max_time: wall-time budget in seconds (``None``: none).
+        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count).
         max_vertices: maximum number of trellis vertices explored (``None``: none).
         max_memory: memory budget in bytes for the search arrays (default: a third of the RAM,
             at most 8 GiB).
@@ -555,7 +563,7 @@ def astar(
         >>> res.tree.to_nested(), res.cost, res.exact
         (((0, 1), (2, 3)), 5.0, True)
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     problem = _Problem(jet, likelihood, heuristic, "h0")
     max_time = _check_budget(max_time, "max_time")
     max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
@@ -566,14 +574,13 @@ def astar(
     }
     exact_kind = problem.kind == 0
     if problem.n == 1:
-        return _single_leaf(problem, "astar", options, start, exact=exact_kind)
+        return _single_leaf(problem, "astar", options, watch, exact=exact_kind)
     search = _Search(problem, -1, 0, 0, None, max_memory)
     if max_vertices is not None:
         search.ip[_k.P_EXPLORE_MAX] = max_vertices
-    deadline = None if max_time is None else start + max_time
     bar = _progress_bar(progress, problem.who, "A*", " updates")
     try:
-        outcome = search.run(deadline, bar)
+        outcome = search.run(watch, max_time, bar, tick=True)
     finally:
         if bar is not None:
             bar.close()
@@ -613,7 +620,7 @@ def astar(
                 tree, ll = known, known_ll
         if exact_kind and lb > -math.inf:
             upper = max(-lb, ll)
-    stats["time_s"] = time.perf_counter() - start
+    stats["time_s"] = watch.seconds()
     return ClusteringResult(
         tree, ll, "astar", exact=exact, likelihood=problem.likelihood, options=options,
         stats=stats, upper_bound=upper, status=status, message=message, jet_id=problem.jet_id,
@@ -621,14 +628,14 @@ def astar(
 
 
 def _single_leaf(
-    problem: _Problem, algorithm: str, options: dict[str, Any], start: float, exact: bool
+    problem: _Problem, algorithm: str, options: dict[str, Any], watch: Stopwatch, exact: bool
 ) -> ClusteringResult:
     """The only hierarchy over one leaf (nothing to search)."""
     tree = Tree.from_clusters([], 1, jet=problem.label)
     ll = problem.score(tree)
     return ClusteringResult(
         tree, ll, algorithm, exact=exact, likelihood=problem.likelihood, options=options,
-        stats={"time_s": time.perf_counter() - start}, upper_bound=ll if exact else None,
+        stats={"time_s": watch.seconds()}, upper_bound=ll if exact else None,
         jet_id=problem.jet_id,
     )
 
@@ -710,7 +717,8 @@ def astar_approx(
             paper's: split log-likelihood ψ) or ``"estimate"`` (ψ plus the children's heuristic
             values; default for a cost model).
         trees: extra seed trees.
-        max_time: wall-time budget in seconds for the A* rounds (``None``: none).
+        max_time: run-time budget in seconds for the A* rounds (``None``: none; compiling kernels
+            does not count).
         max_vertices: cap on the number of trellis vertices recorded (``None``: none).
         max_memory: as for :func:`astar`.
         progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
@@ -743,7 +751,7 @@ def astar_approx(
         >>> astar_approx(model).cost <= average_linkage(model).cost
         True
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     problem = _Problem(jet, likelihood, heuristic, "h1")
     kind = problem.kind
     if problem.cost_model is not None and beam_size is not None:
@@ -804,7 +812,7 @@ def astar_approx(
             )
         seeds.append((t, problem.score(t)))
     if n == 1:
-        return _single_leaf(problem, "astar-approx", options, start, exact=False)
+        return _single_leaf(problem, "astar-approx", options, watch, exact=False)
     best_tree, best_ll = max(seeds, key=lambda s: s[1])
     seed_ll = best_ll
     splits = np.array(
@@ -829,7 +837,6 @@ def astar_approx(
             n, all_max, tab[0], tab[1], tab[5], tab[7], problem.code, search.ctr
         )
     search.add_splits(splits)
-    deadline = None if max_time is None else start + max_time
     bar = _progress_bar(progress, problem.who, "approx A*", " rounds")
     round_lls: list[float] = []
     status, message = "ok", ""
@@ -842,7 +849,7 @@ def astar_approx(
             _k.seed_rng(int(seed) * 1_000_003 + r)
             if max_explored is not None:
                 search.ip[_k.P_EXPLORE_MAX] = int(search.ctr[_k.C_EXPLORED]) + max_explored
-            outcome = search.run(deadline, bar)
+            outcome = search.run(watch, max_time, bar)
             _, tree = search.best_known()
             ll = problem.score(tree) if tree is not None else -math.inf
             round_lls.append(ll)
@@ -868,7 +875,7 @@ def astar_approx(
     stats = search.stats()
     stats.update(
         rounds=len(round_lls), round_log_likelihoods=round_lls, seed_log_likelihood=seed_ll,
-        **seed_stats, time_s=time.perf_counter() - start,
+        **seed_stats, time_s=watch.seconds(),
     )
     if best_ll == -math.inf and status == "ok":
         status, message = "all_inf", "no tree with a finite likelihood was found"

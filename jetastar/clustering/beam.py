@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import (
@@ -240,7 +240,7 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             counters[3] += 1
             hv = np.empty(k_sel, dtype=np.float64)
             hf = np.empty(k_sel, dtype=np.int64)
-            hs = 0
+            hs = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
             for b in range(nb_):
                 base = b * npair
                 s = score[b]
@@ -491,7 +491,7 @@ def beam_search(
         >>> result.log_likelihood == result.beam[0].log_likelihood
         True
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     check_jet(jet, "beam search")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
@@ -532,7 +532,7 @@ def beam_search(
         "beam_trees": len(beam),
         "pair_cache": bool(use_cache),
         "greedy_added": added,
-        "time_s": time.perf_counter() - start,
+        "time_s": watch.seconds(),
     }
     return ClusteringResult(
         tree=best.tree,

@@ -36,12 +36,12 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..costs import CostModel, merge_cost_kernel
 from ..errors import InvalidJetError
 from ..tree import Tree
@@ -197,14 +197,14 @@ def cost_greedy(cost_model: CostModel) -> ClusteringResult:
         >>> res.algorithm, res.cost
         ('greedy', 20.0)
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     model = _check_model(cost_model, "greedy")
     n = model.n_points
     history, _, evals = _cost_greedy_kernel(
         np.int64(model.code), np.ascontiguousarray(model._pos), np.ascontiguousarray(model._neg)
     )
     tree = _tree_of_history(history, n, model.label)
-    return _result(model, tree, "greedy", {"merge_costs_evaluated": int(evals)}, start)
+    return _result(model, tree, "greedy", {"merge_costs_evaluated": int(evals)}, watch)
 
 
 def average_linkage(cost_model: CostModel) -> ClusteringResult:
@@ -234,7 +234,7 @@ def average_linkage(cost_model: CostModel) -> ClusteringResult:
     """
     from scipy.cluster.hierarchy import linkage
 
-    start = time.perf_counter()
+    watch = Stopwatch()
     model = _check_model(cost_model, "average_linkage")
     n = model.n_points
     if n == 1:
@@ -244,14 +244,14 @@ def average_linkage(cost_model: CostModel) -> ClusteringResult:
         upper = w[np.triu_indices(n, 1)]
         z = linkage(upper.max() - upper, method="average")
         tree = Tree.from_linkage(z, jet=model.label)
-    return _result(model, tree, "average_linkage", {}, start)
+    return _result(model, tree, "average_linkage", {}, watch)
 
 
 def _result(
-    model: CostModel, tree: Tree, algorithm: str, stats: dict[str, Any], start: float
+    model: CostModel, tree: Tree, algorithm: str, stats: dict[str, Any], watch: Stopwatch
 ) -> ClusteringResult:
     cost = model.tree_cost(tree)
-    stats["time_s"] = time.perf_counter() - start
+    stats["time_s"] = watch.seconds()
     return ClusteringResult(
         tree=tree,
         log_likelihood=-cost,

@@ -29,11 +29,11 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..costs import CostModel
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
@@ -169,7 +169,7 @@ def greedy(jet: Jet | CostModel, likelihood: str = "symmetric") -> ClusteringRes
         if likelihood != "symmetric":
             raise ValueError(f"{jet.label}: a cost model has no likelihood option (got {likelihood!r})")
         return cost_greedy(jet)
-    start = time.perf_counter()
+    watch = Stopwatch()
     check_jet(jet, "greedy")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
@@ -192,7 +192,7 @@ def greedy(jet: Jet | CostModel, likelihood: str = "symmetric") -> ClusteringRes
         algorithm="greedy",
         likelihood=likelihood,
         options={},
-        stats={"splits_evaluated": int(evals), "time_s": time.perf_counter() - start},
+        stats={"splits_evaluated": int(evals), "time_s": watch.seconds()},
         status=status,
         message=message,
         jet_id=jet.jet_id,

@@ -29,11 +29,11 @@ Example:
 from __future__ import annotations
 
 import math
-import time
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, score_history
 from .registry import register
@@ -203,7 +203,7 @@ def kt(
         >>> kt(jet, algorithm="cambridge").tree.n_leaves == jet.n_leaves
         True
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     check_jet(jet, "kt")
     power = _check_algorithm(algorithm)
     try:
@@ -231,7 +231,7 @@ def kt(
         algorithm=algorithm,
         likelihood=likelihood,
         options={"algorithm": algorithm, "R": radius},
-        stats={"time_s": time.perf_counter() - start},
+        stats={"time_s": watch.seconds()},
         message=message,
         jet_id=jet.jet_id,
     )

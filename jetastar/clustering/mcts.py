@@ -55,12 +55,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
@@ -277,10 +277,10 @@ def _mcts_kernel(
     cap = 1024
     ni = np.empty((cap, 5), dtype=np.int64)
     nf = np.empty((cap, 3), dtype=np.float64)
-    count = 0
-    _new_node(ni, nf, count, -1, -1, 0.0)
+    count = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
+    _new_node(ni, nf, count, np.int64(-1), np.int64(-1), 0.0)
     count += 1
-    head = 0
+    head = np.int64(0)
     # head state
     hp = np.empty((n, 4), dtype=np.float64)
     ht = np.empty(n, dtype=np.float64)
@@ -396,7 +396,7 @@ def _mcts_kernel(
                             counters[1] += 1
                             counters[3] += 1
                         counters[2] += _merge_into(
-                            bp[e], bt[e], bnode[e], btri[e], bm, a, c, -1,
+                            bp[e], bt[e], bnode[e], btri[e], bm, a, c, np.int64(-1),
                             bp2[q], bt2[q], bnode2[q], btri2[q], c0,
                         )
                         bid2[q] = child
@@ -463,7 +463,7 @@ def _mcts_kernel(
                         counters[1] += 1
                     a, c = _decode(act)
                     counters[2] += _merge_into(
-                        wp, wt, wnode, wtri, wm, a, c, -1, wp2, wt2, wnode2, wtri2, c0
+                        wp, wt, wnode, wtri, wm, a, c, np.int64(-1), wp2, wt2, wnode2, wtri2, c0
                     )
                     wp, wp2 = wp2, wp
                     wt, wt2 = wt2, wt
@@ -610,7 +610,7 @@ def mcts(
         >>> mcts(jet, seed=1).tree == mcts(jet, seed=1).tree
         True
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     check_jet(jet, "mcts")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
@@ -663,7 +663,7 @@ def mcts(
         "nodes": int(counters[1]),
         "beam_nodes": int(counters[3]),
         "splits_evaluated": int(counters[2]),
-        "time_s": time.perf_counter() - start,
+        "time_s": watch.seconds(),
     }
     return ClusteringResult(
         tree=tree,

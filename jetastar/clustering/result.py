@@ -39,7 +39,8 @@ class ClusteringResult:
         exact: ``True`` only when the tree is proven to be a MAP tree.
         likelihood: the likelihood form used (``"symmetric"`` or ``"legacy"``).
         options: the options the algorithm ran with (JSON-serialisable values).
-        stats: counters (``splits_evaluated``, ``vertices_explored``, ...) and ``time_s``.
+        stats: counters (``splits_evaluated``, ``vertices_explored``, ...) and ``time_s`` (run
+            time: compiling kernels is not counted).
         log_z: log partition function when known (exact trellis).
         n_trees: number of trees with non-zero likelihood when known.
         upper_bound: a proven upper bound on the MAP log-likelihood when known (e.g. A* stopped
@@ -79,7 +80,8 @@ class ClusteringResult:
 
     @property
     def time_s(self) -> float | None:
-        """Wall time in seconds (``stats["time_s"]``), if recorded."""
+        """Run time in seconds (``stats["time_s"]``), if recorded: the wall time of the call
+        without the time numba spent compiling or loading kernels (see :mod:`jetastar._jit`)."""
         value = self.stats.get("time_s")
         return None if value is None else float(value)
 

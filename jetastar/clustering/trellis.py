@@ -52,13 +52,13 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import Iterable
 from typing import Any
 
 import numba as nb
 import numpy as np
 
+from .._jit import Stopwatch
 from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.likelihood import check_likelihood
@@ -334,7 +334,7 @@ class Trellis:
         self, leaves: np.ndarray, consts: np.ndarray, label: object, prune: bool,
         progress: bool | None, model: CostModel | None = None,
     ) -> None:
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         n = int(leaves.shape[0])
         self.n_leaves = n
         self._label = label
@@ -365,7 +365,7 @@ class Trellis:
         _k.init_leaves(n, node, node_i, self._best, exact_count)
         t_cut = float(consts[0, _ROW_TCUT])
         legacy = bool(consts[0, _ROW_LEGACY] != 0.0)
-        t1 = time.perf_counter()
+        t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
         with _Threads(self.threads), _Progress(show, n_splits_total(n), self._who) as bar:
@@ -383,7 +383,7 @@ class Trellis:
                     skipped += int(k)
                     pruned += int(p)
                     bar.update((stop - start) * per)
-        t2 = time.perf_counter()
+        t_total = watch.seconds()
         self._marg: np.ndarray | None = None
         self.stats: dict[str, Any] = {
             "n_leaves": n,
@@ -396,9 +396,9 @@ class Trellis:
             "memory_bytes": self.memory_bytes,
             "threads": self.threads or nb.get_num_threads(),
             "exact_count": exact_count,
-            "time_setup_s": t1 - t0,
-            "time_dp_s": t2 - t1,
-            "time_s": t2 - t0,
+            "time_setup_s": t_setup,
+            "time_dp_s": t_total - t_setup,
+            "time_s": t_total,
         }
 
     # ------------------------------------------------------------------ MAP, log Z, counts
@@ -586,7 +586,7 @@ class Trellis:
         return [(c, float(marg[mask_of(c)])) for c in clusters]
 
     def _compute_marginals(self) -> None:
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         n = self.n_leaves
         rows = self.threads or nb.get_num_threads()
         _check_memory(
@@ -620,7 +620,7 @@ class Trellis:
             del acc
         self._marg = marg
         self.stats["marginal_splits_evaluated"] = evaluated
-        self.stats["time_marginals_s"] = time.perf_counter() - t0
+        self.stats["time_marginals_s"] = watch.seconds()
 
     # ------------------------------------------------------------------ result
     def result(self) -> ClusteringResult:
@@ -862,25 +862,20 @@ class _Threads:
 
 
 class _Progress:
-    """A tqdm bar over split counts, or a no-op."""
+    """A progress bar over split counts, or a no-op."""
 
     def __init__(self, show: bool, total: int, who: str, what: str = "trellis") -> None:
-        self.bar = None
-        if show:
-            from tqdm.auto import tqdm
+        from .._progress import progress_bar
 
-            self.bar = tqdm(
-                total=total, unit="split", unit_scale=True, desc=f"{what} {who}",
-                leave=False,
-            )
+        self.bar = progress_bar(
+            total=total, unit="split", unit_scale=True, desc=f"{what} {who}", show=show,
+        )
 
     def __enter__(self) -> _Progress:
         return self
 
     def update(self, k: int) -> None:
-        if self.bar is not None:
-            self.bar.update(k)
+        self.bar.update(k)
 
     def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        self.bar.close()

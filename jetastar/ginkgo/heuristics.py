@@ -462,7 +462,7 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
     bg = np.empty(cap)
     bm = np.empty(cap)
     # cherries: exact pair splits
-    nb_ = 0
+    nb_ = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
     for a in range(n):
         for b in range(a + 1, n):
             i = idx[a]
@@ -482,7 +482,7 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
     fc[2] = _compress(bg, bm, nb_, fg[2], fm[2])
     leaf_sq = sq[0]
     for k in range(3, n):
-        nb_ = 0
+        nb_ = np.int64(0)
         for a in range(1, k // 2 + 1):
             b = k - a
             if fc[b] == 0 or (a > 1 and fc[a] == 0):

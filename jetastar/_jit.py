@@ -1,0 +1,292 @@
+"""numba housekeeping: where compiled kernels are cached, saying when they compile, and run times
+that leave compilation out.
+
+Rules for every numba kernel in jetastar (read before adding one):
+
+1. Decorate with ``@nb.njit(cache=True)``; small helpers called only from other kernels add
+   ``inline="always"`` (they are then never compiled on their own). ``parallel=True`` only on a
+   kernel whose work is a ``prange`` over independent items, and a serial twin only where the
+   parallel launch is measurably slower (say so in its docstring). No explicit signatures (they
+   compile eagerly at import), no ``nb.jit`` object mode, no closures or generated functions
+   (they cannot be cached).
+2. One specialisation per kernel: call it with the same argument types everywhere — arrays
+   float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
+   ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,
+   flags as ``bool``. A second type compiles the whole kernel (and its callees) again. Inside
+   kernels, an integer variable that starts as a constant and is passed to another (non-inlined)
+   kernel is initialised as ``np.int64(0)``, not ``0``: numba types the constant as a literal and
+   compiles the callee twice (once for ``Literal[int](0)``, once for ``int64``).
+   ``python tests/benchmarks/bench_compile.py`` lists every kernel a ``jetastar run`` compiles, its
+   number of specialisations and its compile time: check it after adding or changing a kernel.
+3. Import kernel modules only where they are used (a command compiles and loads only what it runs);
+   no kernel is called at import time.
+4. Timings never include compilation: time a call with :class:`Stopwatch` (``time_s`` = wall time
+   minus the time this thread spent in numba's compiler, including loading from the cache).
+
+Cache: compiled kernels are cached on disk (numba's ``cache=True``) next to the sources
+(``__pycache__``); a read-only installation falls back to numba's user-wide cache
+(``~/.cache/numba``) and, when that is not writable either, to a folder in the temporary directory
+(``$TMPDIR/jetastar-numba-cache-<user>``); ``NUMBA_CACHE_DIR`` overrides all of these. Worker
+processes (process pools, Dask workers on the same machine) inherit the setting and load the kernels
+from the cache instead of compiling them again.
+
+Example:
+    >>> from jetastar._jit import Stopwatch
+    >>> watch = Stopwatch()
+    >>> watch.seconds() >= 0.0
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import getpass
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from numba.core import config as _numba_config
+from numba.core import event as _event
+
+__all__ = [
+    "COMPILE_NOTICE",
+    "Stopwatch",
+    "cache_dir",
+    "compile_seconds",
+    "one_notice_for_workers",
+    "skip_numba_extensions",
+]
+
+#: what is printed (once per run, on stderr) when jetastar kernels are about to be compiled.
+COMPILE_NOTICE = "jetastar: compiling numba kernels, first run only (cached for later runs)"
+#: set in the environment once the notice was shown, so that worker processes stay quiet.
+_NOTICE_ENV = "_JETASTAR_COMPILE_NOTICE_SHOWN"
+#: a file that the first process of a run to compile creates (see :func:`one_notice_for_workers`).
+_TOKEN_ENV = "_JETASTAR_COMPILE_NOTICE_TOKEN"
+
+_local = threading.local()
+_numba_ready = False
+_notice_lock = threading.Lock()
+
+
+# ---------------------------------------------------------------------- compile time per thread
+class _CompilerClock(_event.Listener):
+    """Accumulates, per thread, the wall time spent holding numba's compiler lock (compiling a
+    kernel, or loading it from the cache); nested acquisitions count once."""
+
+    def on_start(self, ev: _event.Event) -> None:
+        depth = getattr(_local, "depth", 0)
+        if depth == 0:
+            _local.started = time.perf_counter()
+        _local.depth = depth + 1
+
+    def on_end(self, ev: _event.Event) -> None:
+        depth = getattr(_local, "depth", 0) - 1
+        if depth < 0:  # started before the listener was registered
+            return
+        _local.depth = depth
+        if depth == 0:
+            _local.total = getattr(_local, "total", 0.0) + time.perf_counter() - _local.started
+
+
+class _CompileNotice(_event.Listener):
+    """Prints :data:`COMPILE_NOTICE` before the first jetastar kernel compiles (cache miss): once
+    per process, or once per group of processes sharing a token (:func:`one_notice_for_workers`)."""
+
+    def on_start(self, ev: _event.Event) -> None:
+        if os.environ.get(_NOTICE_ENV):
+            return
+        dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+        module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+        if not module.startswith("jetastar"):
+            return
+        with _notice_lock:
+            if os.environ.get(_NOTICE_ENV):
+                return
+            os.environ[_NOTICE_ENV] = "1"
+            token = os.environ.get(_TOKEN_ENV)
+            if token:
+                try:
+                    os.close(os.open(token, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:  # another process of this run said it already
+                    return
+                except OSError:
+                    pass
+        try:
+            print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # no usable stderr (closed, pythonw)
+            pass
+
+    def on_end(self, ev: _event.Event) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def one_notice_for_workers() -> Iterator[None]:
+    """Within the block, this process and the worker processes it starts print
+    :data:`COMPILE_NOTICE` once between them (a token file in the temporary directory)."""
+    if os.environ.get(_NOTICE_ENV) or os.environ.get(_TOKEN_ENV):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="jetastar-notice-")
+    os.environ[_TOKEN_ENV] = os.path.join(folder, "shown")
+    try:
+        yield
+    finally:
+        os.environ.pop(_TOKEN_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _timed_compile_for_args(original: Any) -> Any:
+    """Wrap a method of numba's dispatcher that prepares a kernel for new argument types (typing
+    the arguments, compiling or loading from the cache) so that its time counts as compile time;
+    nested calls (and the compiler-lock clock) are counted once."""
+
+    @functools.wraps(original)
+    def wrapper(self: Any, *args: Any, **kws: Any) -> Any:
+        depth = getattr(_local, "depth", 0)
+        if depth == 0:
+            _local.started = time.perf_counter()
+        _local.depth = depth + 1
+        try:
+            return original(self, *args, **kws)
+        finally:
+            _local.depth -= 1
+            if _local.depth == 0:
+                _local.total = getattr(_local, "total", 0.0) + time.perf_counter() - _local.started
+
+    wrapper._jetastar_clock = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _install_clocks() -> None:
+    _event.register("numba:compiler_lock", _CompilerClock())
+    _event.register("numba:compile", _CompileNotice())
+    try:
+        from numba.core.dispatcher import _DispatcherBase
+    except ImportError:  # another numba layout: the compiler-lock clock still counts compiling
+        return
+    # _compile_for_args: no compiled version for these argument types yet; typeof_pyval: an
+    # argument type the dispatcher has not seen yet (later calls take its fast path)
+    for name in ("_compile_for_args", "typeof_pyval"):
+        original = _DispatcherBase.__dict__.get(name)
+        if original is not None and not getattr(original, "_jetastar_clock", False):
+            setattr(_DispatcherBase, name, _timed_compile_for_args(original))
+
+
+def compile_seconds() -> float:
+    """Seconds this thread has spent getting numba kernels ready so far: typing their arguments at
+    a first call, compiling them or loading them from the cache."""
+    total = getattr(_local, "total", 0.0)
+    if getattr(_local, "depth", 0) > 0:
+        total += time.perf_counter() - _local.started
+    return total
+
+
+def _numba_setup() -> None:
+    """numba's one-time setup of a process, which it otherwise does at the first kernel call,
+    outside its compiler lock: loading other packages' numba extensions (awkward, vector)."""
+    global _numba_ready
+    if not _numba_ready:
+        from numba.core import entrypoints
+
+        entrypoints.init_all()
+        _numba_ready = True
+
+
+def skip_numba_extensions() -> None:
+    """Do not load other packages' numba extensions (awkward, vector) in this process.
+
+    jetastar's kernels do not use them, and loading them costs seconds in every process. Only for
+    processes that run nothing but jetastar: the command line (without ``--plugin``) and the
+    worker processes it starts.
+    """
+    from numba.core import entrypoints
+
+    if hasattr(entrypoints, "_already_initialized"):
+        entrypoints._already_initialized = True
+
+
+class Stopwatch:
+    """Wall time since creation, without the time spent compiling (or loading) numba kernels.
+
+    numba's one-time setup of the process (see :func:`_numba_setup`) is done before the clock
+    starts.
+
+    Attributes:
+        start: ``time.perf_counter()`` at creation.
+    """
+
+    def __init__(self) -> None:
+        _numba_setup()
+        self._compile0 = compile_seconds()
+        self.start = time.perf_counter()
+
+    def compile_seconds(self) -> float:
+        """Seconds spent in numba's compiler (this thread) since creation."""
+        return compile_seconds() - self._compile0
+
+    def seconds(self) -> float:
+        """Run time: wall time since creation minus :meth:`compile_seconds` (never negative)."""
+        return max(0.0, time.perf_counter() - self.start - self.compile_seconds())
+
+
+# ---------------------------------------------------------------------- the on-disk cache
+def _writable(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def _user_cache_dir() -> str:
+    from numba.misc.appdirs import AppDirs
+
+    return str(AppDirs(appname="numba", appauthor=False).user_cache_dir)
+
+
+def _fallback_cache_dir() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return os.path.join(tempfile.gettempdir(), f"jetastar-numba-cache-{user}")
+
+
+def cache_dir() -> str:
+    """Where the compiled kernels of this installation are cached (see the module docstring)."""
+    if _numba_config.CACHE_DIR:
+        return str(_numba_config.CACHE_DIR)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    if _writable(here):
+        return here
+    return _user_cache_dir()
+
+
+def _ensure_cache_dir() -> None:
+    """Give numba a writable cache folder when neither the installation nor the user cache is.
+
+    Without one, numba raises at import time (``cannot cache function ...: no locator
+    available``). The choice goes into ``NUMBA_CACHE_DIR`` so that worker processes use it too.
+    """
+    if _numba_config.CACHE_DIR and _writable(str(_numba_config.CACHE_DIR)):
+        return
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    if _writable(here) or _writable(_user_cache_dir()):
+        return
+    fallback = _fallback_cache_dir()
+    if _writable(fallback):
+        _numba_config.CACHE_DIR = fallback
+        os.environ["NUMBA_CACHE_DIR"] = fallback
+
+
+_ensure_cache_dir()
+_install_clocks()

@@ -1,0 +1,103 @@
+"""Progress bars that respect every way of switching tqdm off.
+
+All of jetastar's progress bars come from :func:`progress_bar`. The bar it returns only ever calls
+tqdm's ``update``, ``set_postfix`` and ``close``; it never reads attributes of the tqdm object (a
+disabled tqdm bar lacks most of them), and it is switched off
+
+* by the caller (``show=False``),
+* by ``TQDM_DISABLE`` in the environment (any value except ``""``, ``0``, ``false``, ``no``,
+  ``off``), read when the bar is created — also with tqdm versions that do not read it themselves,
+  (tqdm reads it only once, when it is imported),
+* by anything that makes tqdm itself disable the bar (``tqdm.__init__`` patched with
+  ``disable=True``, ...): then tqdm's no-op bar is driven like any other.
+
+Example:
+    >>> from jetastar._progress import progress_bar
+    >>> with progress_bar(total=3, desc="demo", unit="jet", show=False) as bar:
+    ...     bar.update(3)
+    >>> bar.n
+    3
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["ProgressBar", "progress_bar", "tqdm_disabled_by_env"]
+
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def tqdm_disabled_by_env() -> bool:
+    """Whether ``TQDM_DISABLE`` in the environment asks for no progress bars."""
+    return os.environ.get("TQDM_DISABLE", "").strip().lower() not in _FALSE
+
+
+class ProgressBar:
+    """A tqdm bar, or nothing; counts its own progress (``n``) either way.
+
+    Args:
+        bar: the tqdm object, or ``None`` for no bar.
+    """
+
+    def __init__(self, bar: Any = None) -> None:
+        self._bar = bar
+        self.n = 0
+
+    @property
+    def shown(self) -> bool:
+        """Whether a tqdm bar was created (it may still be disabled by tqdm itself)."""
+        return self._bar is not None
+
+    def update(self, k: int = 1) -> None:
+        """Advance by ``k``."""
+        self.n += k
+        if self._bar is not None:
+            self._bar.update(k)
+
+    def set_postfix(self, **values: Any) -> None:
+        """Show ``key=value`` pairs after the bar (without forcing a redraw)."""
+        if self._bar is not None:
+            self._bar.set_postfix(refresh=False, **values)
+
+    def close(self) -> None:
+        """Close the bar (idempotent)."""
+        if self._bar is not None:
+            bar, self._bar = self._bar, None
+            bar.close()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_bar(
+    *, total: int | None = None, desc: str = "", unit: str = "it", show: bool = True,
+    delay: float = 0.0, initial: int = 0, unit_scale: bool = False, leave: bool = False,
+) -> ProgressBar:
+    """A :class:`ProgressBar` (see the module docstring for when it is switched off).
+
+    Args:
+        total: expected number of steps (``None``: unknown).
+        desc: label in front of the bar.
+        unit: name of a step.
+        show: ``False`` for no bar.
+        delay: seconds before the bar first appears.
+        initial: steps already done.
+        unit_scale: show large counts with k/M/G suffixes.
+        leave: keep the finished bar on screen.
+    """
+    if not show or tqdm_disabled_by_env():
+        bar = ProgressBar(None)
+    else:
+        from tqdm.auto import tqdm
+
+        bar = ProgressBar(tqdm(
+            total=total, desc=desc, unit=unit, delay=delay, initial=initial,
+            unit_scale=unit_scale, leave=leave,
+        ))
+    bar.n = initial
+    return bar

@@ -1,0 +1,136 @@
+"""Warm-up: run algorithms once on small built-in jets, so that a process compiles (or loads from the
+cache) their numba kernels before it times anything.
+
+Batch runs (:mod:`jetastar.batch`) warm every algorithm once per process before its first jet,
+and spread the warm-up of a cold start over the worker processes (each kernel is compiled once, on
+all cores, instead of once per worker). The jets are two QCD Ginkgo jets (reference parameters, 7
+and 18 leaves; the larger one only for methods without a size limit below 18 leaves), written out
+here so that warming up needs neither the generator nor a file.
+
+Example:
+    >>> from jetastar.clustering._warmup import warm_up
+    >>> warm_up(["greedy"])
+    ['greedy']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["warm_up", "warm_up_jets", "warm_up_order"]
+
+# (E, px, py, pz) in GeV of QCD jets generated with seed 3 (t_cut 16 GeV² and 1 GeV²)
+_SMALL = (
+    (68.537213, 39.253799, 38.724276, 40.578171), (155.710239, 92.124138, 85.401607, 91.939215),
+    (20.374564, 10.774015, 13.462588, 10.323792), (45.698045, 26.571772, 27.530678, 24.701181),
+    (40.583224, 22.076189, 25.510707, 22.432602), (27.790262, 16.205141, 16.191098, 15.644615),
+    (42.429876, 23.935053, 24.119153, 25.320532),
+)
+_LARGE = (
+    (7.491703, 4.182752, 4.458348, 4.281769), (17.658007, 10.27694, 9.966276, 10.311796),
+    (15.476428, 8.714437, 8.946895, 9.128042), (10.970111, 6.38466, 6.082627, 6.517428),
+    (16.940964, 9.69501, 9.270129, 10.339136), (6.534095, 3.767971, 3.623441, 3.896282),
+    (16.379956, 9.391558, 8.71974, 10.200818), (10.201686, 6.172187, 5.640293, 5.83196),
+    (122.594501, 72.792422, 67.418133, 72.010156), (42.7761, 27.06838, 25.513306, 21.102286),
+    (5.575006, 3.218085, 3.459115, 2.940265), (9.846764, 6.127655, 5.341695, 5.539314),
+    (2.961869, 1.713555, 1.86615, 1.53321), (29.589575, 15.964721, 18.290458, 16.908586),
+    (7.355857, 3.864326, 4.007187, 4.799892), (5.237847, 1.749963, 3.185533, 3.680136),
+    (4.278342, 1.802383, 2.11424, 3.250047), (69.254611, 38.053104, 43.036541, 38.668986),
+)
+#: largest jet an exact method is warmed up on (exact methods on 18 leaves take seconds)
+_EXACT_WARM_MAX = 7
+
+#: warm-up order across worker processes: methods whose kernels others reuse first (approximate A*
+#: compiles the A* search, h0, beam search and greedy), the methods reusing them last, so that two
+#: workers rarely compile the same kernel at the same time
+_FIRST = ("astar-approx", "mcts", "trellis")
+_LAST = ("beam", "greedy", "astar")
+
+#: options replaced for the warm-up, where an algorithm accepts them
+_WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limit": 1e-3}
+
+_warmed: set[tuple[str, str]] = set()
+
+
+def warm_up_jets() -> list[Any]:
+    """The two warm-up jets (7 and 18 leaves)."""
+    from ..ginkgo.params import ShowerParams
+    from ..jet import Jet
+
+    return [
+        Jet(_SMALL, ShowerParams.qcd(), jet_id=-1, jet_type="QCD"),
+        Jet(_LARGE, ShowerParams.qcd(t_cut=1.0), jet_id=-2, jet_type="QCD"),
+    ]
+
+
+def warm_up_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the order in which workers should warm them up (see ``_FIRST`` / ``_LAST``).
+
+    Example:
+        >>> warm_up_order(["astar", "beam", "kt", "astar-approx"])
+        ['astar-approx', 'kt', 'beam', 'astar']
+    """
+    names = list(names)
+
+    def rank(name: str) -> tuple[int, int]:
+        if name in _FIRST:
+            return 0, _FIRST.index(name)
+        if name in _LAST:
+            return 2, _LAST.index(name)
+        return 1, names.index(name)
+
+    return sorted(names, key=rank)
+
+
+def _key(options: Mapping[str, Any]) -> str:
+    return repr(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def warm_up(
+    names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None,
+    max_leaves: Mapping[str, int | None] | None = None,
+) -> list[str]:
+    """Run each algorithm on the warm-up jets, once per process and set of options.
+
+    Errors are ignored here (the real run records them per jet). Every option is passed as given
+    (options can select other kernels) except the progress bar (off) and the time budget
+    (:data:`_WARM_OPTIONS`: searches stop right after their kernels have run once; compiling does
+    not count against a budget).
+
+    Args:
+        names: registry names.
+        options: per name, the keyword options of the real run.
+        max_leaves: per name, the size limit of the real run (jets above it are not used).
+
+    Returns:
+        The names that were warmed up by this call (not already warm in this process).
+    """
+    from .registry import algorithm_info, cluster
+
+    done = []
+    jets = None
+    for name in names:
+        info = algorithm_info(name)
+        accepted = set(info.options())
+        opts = dict((options or {}).get(name) or {})
+        for option, value in _WARM_OPTIONS.items():
+            if option in accepted:
+                opts[option] = value
+        key = (name, _key(opts))
+        if key in _warmed:
+            continue
+        _warmed.add(key)
+        limit = (max_leaves or {}).get(name, info.max_leaves if info.exact else None)
+        if info.exact:
+            limit = _EXACT_WARM_MAX if limit is None else min(limit, _EXACT_WARM_MAX)
+        jets = warm_up_jets() if jets is None else jets
+        for jet in jets:
+            if limit is not None and jet.n_leaves > limit:
+                continue
+            try:
+                cluster(jet, name, **opts)
+            except Exception:  # the real run records it, per jet
+                break
+        done.append(name)
+    return done

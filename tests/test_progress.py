@@ -1,0 +1,85 @@
+"""Progress bars: every way of switching tqdm off works, and no algorithm reads a disabled bar."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import tqdm
+import tqdm.auto
+
+from jetastar._progress import progress_bar, tqdm_disabled_by_env
+from jetastar.batch import BatchConfig, run_batch
+from jetastar.clustering import astar, astar_approx, exact_trellis
+from jetastar.clustering._warmup import warm_up_jets
+
+
+@pytest.mark.parametrize(("value", "disabled"), [
+    ("1", True), ("true", True), ("True", True), ("yes", True), ("0", False), ("", False),
+    ("false", False), ("off", False), (None, False),
+])
+def test_tqdm_disable_values(monkeypatch, value, disabled):
+    if value is None:
+        monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    else:
+        monkeypatch.setenv("TQDM_DISABLE", value)
+    assert tqdm_disabled_by_env() is disabled
+    bar = progress_bar(total=2, desc="x", show=True)
+    assert bar.shown is not disabled
+    bar.update(2)
+    bar.set_postfix(a=1)
+    bar.close()
+    bar.close()
+    assert bar.n == 2
+
+
+def test_show_false_is_no_bar(monkeypatch, capsys):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    with progress_bar(total=3, desc="quiet", show=False) as bar:
+        bar.update(3)
+    assert not bar.shown and bar.n == 3
+    assert "quiet" not in capsys.readouterr().err
+
+
+def _patch_tqdm_disabled(monkeypatch):
+    """What users (and some batch wrappers) do to silence tqdm: default ``disable=True``."""
+    patched = functools.partialmethod(tqdm.tqdm.__init__, disable=True)
+    monkeypatch.setattr(tqdm.auto.tqdm, "__init__", patched)
+
+
+@pytest.mark.parametrize("how", ["env", "patched", "non-tty"])
+def test_algorithms_and_batch_with_tqdm_disabled(monkeypatch, tmp_path, how):
+    """The reported crash: ``astar_approx`` read ``bar.unit`` of a disabled bar."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    if how == "env":
+        monkeypatch.setenv("TQDM_DISABLE", "1")
+    elif how == "patched":
+        _patch_tqdm_disabled(monkeypatch)
+    else:  # disable=None: tqdm disables itself when stderr is not a terminal (as under pytest)
+        patched = functools.partialmethod(tqdm.tqdm.__init__, disable=None)
+        monkeypatch.setattr(tqdm.auto.tqdm, "__init__", patched)
+    small, large = warm_up_jets()
+    for jet in (small, large):
+        res = astar_approx(jet, progress=True, rounds=2)
+        assert res.status == "ok" and res.tree is not None
+    res = astar(small, progress=True)
+    assert res.exact
+    assert exact_trellis(small, progress=True).log_likelihood == pytest.approx(res.log_likelihood)
+    from jetastar import JetCollection
+    from jetastar import io as jio
+
+    path = tmp_path / "jets.h5"
+    jio.write(path, JetCollection.from_jets([small, small]))
+    (summary,) = run_batch([path], BatchConfig(["astar-approx", "greedy"]),
+                           output=tmp_path / "out.h5", progress=True)
+    assert summary.ok, summary.error
+    assert summary.status_counts["astar-approx"] == {"ok": 2}
+
+
+def test_disabled_bars_print_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    small, _ = warm_up_jets()
+    astar_approx(small, progress=True, rounds=1)
+    astar(small, progress=True)
+    exact_trellis(small, progress=True)
+    assert capsys.readouterr().err == ""
