@@ -92,7 +92,7 @@ def test_every_cluster_value_is_the_unpruned_one(likelihood):
         tables = []
         for prune in (True, False):
             solver = _MapSolver(jet.leaves, consts, None)
-            assert solver.solve(prune, -math.inf, False, None, "test")
+            assert solver.solve(prune, -math.inf, False, None, None, "test")
             tables.append((solver.rec[:, 1].copy(), solver.best.copy(), solver.stats))
         (v_pruned, best_pruned, st_pruned), (v_full, best_full, st_full) = tables
         assert np.array_equal(v_pruned, v_full)

@@ -212,7 +212,7 @@ def cmd_survivors(args: argparse.Namespace) -> None:
         for jet in _jets(n, args.jets, args.seed):
             consts = jet.likelihood_constants("symmetric")
             solver = _MapSolver(jet.leaves, consts, None)
-            solver.solve(True, -math.inf, False, None, "bench")
+            solver.solve(True, -math.inf, False, None, None, "bench")
             v_map = solver.map_value()
             masks = np.arange(1, 1 << n, dtype=np.int64)
             size = np.array([bin(int(s)).count("1") for s in masks])
