@@ -205,7 +205,8 @@ def skip_numba_extensions() -> None:
 
     jetastar's kernels do not use them, and loading them costs seconds in every process. Only for
     processes that run nothing but jetastar: the command line (without ``--plugin``) and the
-    worker processes it starts.
+    worker processes it starts. awkward still registers itself when an awkward array reaches a
+    kernel; code that passes ``vector`` objects to numba there calls ``vector.register_numba()``.
     """
     from numba.core import entrypoints
 

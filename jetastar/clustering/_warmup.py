@@ -9,8 +9,9 @@ here so that warming up needs neither the generator nor a file.
 
 Example:
     >>> from jetastar.clustering._warmup import warm_up
+    >>> first = warm_up(["greedy"])  # ['greedy'], unless this process has warmed it up already
     >>> warm_up(["greedy"])
-    ['greedy']
+    []
 """
 
 from __future__ import annotations
