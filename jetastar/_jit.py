@@ -22,6 +22,12 @@ Rules for every numba kernel in jetastar (read before adding one):
    no kernel is called at import time.
 4. Timings never include compilation: time a call with :class:`Stopwatch` (``time_s`` = wall time
    minus the time this thread spent in numba's compiler, including loading from the cache).
+5. No integer arithmetic that can overflow int64 in a kernel (e.g. the classic popcount's multiply):
+   LLVM may assume signed arithmetic never overflows and fold later comparisons wrongly.
+6. When editing a kernel that others inline or call from *another* file, clear the on-disk cache
+   (``find jetastar -name '*.nb[ic]' -delete``): numba invalidates a cached kernel only when its own
+   file changes, so callers elsewhere keep the old machine code (fresh installs and CI are not
+   affected).
 
 Cache: compiled kernels are cached on disk (numba's ``cache=True``) next to the sources
 (``__pycache__``); a read-only installation falls back to numba's user-wide cache
