@@ -51,6 +51,7 @@ import numba as nb
 import numpy as np
 
 from .errors import InvalidJetError
+from .ginkgo.likelihood import t_of
 from .jet import SPACELIKE_TOLERANCE, JetCollection
 
 __all__ = [
@@ -462,7 +463,7 @@ def _scan_kernel(p4, offsets, changed, tol, total, n_adjusted, n_negative,
                 total[j, c] += p4[i, c]
             if changed[i]:
                 n_adjusted[j] += 1.0
-            t = e * e - (p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3])
+            t = t_of(e, p4[i, 1], p4[i, 2], p4[i, 3])
             if t < 0.0:
                 n_negative[j] += 1.0
             if not e > 0.0:

@@ -119,7 +119,9 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
         # with x added to either side, and (S - x, x). A high first value makes the bounds bite
         # from the first enumerated split on; ties are resolved as the enumeration would
         # (largest part A first), so the arg-max is the same.
-        x = np.int64(1) << (63 - _leading_zeros(s))
+        x = s
+        while x & (x - 1):  # clear low bits until only the highest leaf is left
+            x &= x - 1
         s1 = s ^ x
         a1 = np.int64(best[s1])
         for j in range(3):
@@ -177,17 +179,6 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
         _NEG_INF
     )
     return (np.int64(1) << (popcount(s) - 1)) - 1, passed, evaluated, 0
-
-
-@nb.njit(cache=True, inline="always")
-def _leading_zeros(x):  # pragma: no cover - numba
-    """Number of leading zero bits of a positive int64."""
-    n = 0
-    y = np.uint64(x)
-    while y < np.uint64(1) << np.uint64(63):
-        y = y << np.uint64(1)
-        n += 1
-    return n
 
 
 @nb.njit(cache=True)
