@@ -19,6 +19,7 @@ from test_trellis import _collinear_jet
 
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, cluster, exact_map, exact_trellis, greedy
+from jetastar.clustering import _map_kernels as _k
 from jetastar.clustering._subsets import enumerate_splits, subset_t
 from jetastar.clustering.exact_map import _MapSolver, estimate_map_memory
 from jetastar.errors import InvalidJetError
@@ -229,9 +230,52 @@ def test_bad_input():
         exact_map(big)
 
 
-def test_memory_estimate_is_24_bytes_per_cluster_plus_a_byte():
-    assert estimate_map_memory(20) == 25 * 2**20 + 4096 * 64
+def test_memory_estimate_is_the_tables_plus_a_fixed_allowance():
+    jet = generate(1, ShowerParams.w(), seed=3, min_leaves=12, max_leaves=12)[0]
+    solver = _MapSolver(jet.leaves, jet.likelihood_constants(), None)
+    tables = solver.rec.nbytes + solver.wq.nbytes + solver.best.nbytes
+    assert tables == 22 * 2**12
+    assert estimate_map_memory(12) == tables + 4096 * 64
     assert all(estimate_map_memory(n + 1) > estimate_map_memory(n) for n in range(2, 30))
+
+
+def _w_table_checks(jet: Jet, likelihood: str) -> float:
+    """Solve ``jet``; check that the fixed-point W table bounds V + G from above; its scale."""
+    consts = jet.likelihood_constants(likelihood)
+    solver = _MapSolver(jet.leaves, consts, None)
+    assert solver.solve(True, -math.inf, False, None, None, "test")
+    proper = np.arange(1, solver.full)  # every cluster a split can read
+    v = solver.rec[proper, 1]
+    q = solver.wq[proper].astype(np.int64)
+    assert np.array_equal(q == _k.Q_NONE, v == -np.inf)
+    finite = np.flatnonzero(v > -np.inf)
+    w = np.array([v[i] + child_bound(solver.rec[proper[i], 0], consts[0]) for i in finite])
+    lifted = q[finite] / solver.scale
+    assert np.all(lifted >= w)
+    # rounded up by at most one step, unless raised to the bottom of the range
+    assert np.all((lifted - w <= 1.0 / solver.scale + 1e-9) | (q[finite] == _k.Q_BOTTOM))
+    assert np.all(q[finite] < _k.Q_TOP)
+    return solver.scale
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_w_table_is_an_upper_bound_in_fixed_point(likelihood):
+    for jet in RANDOM_JETS[::6]:
+        assert _w_table_checks(jet, likelihood) == 64.0
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_w_scale_shrinks_when_the_bound_could_exceed_the_range(likelihood):
+    # a tiny t_cut makes G of a cluster large (-log t_cut) and lets V grow with every split:
+    # the a-priori bound forces a smaller scale, and the engine stays exact
+    base = generate(1, ShowerParams.qcd(), seed=31, min_leaves=11, max_leaves=11)[0]
+    jet = Jet(base.leaves, ShowerParams.qcd(t_cut=1e-30), jet_id=5)
+    assert _w_table_checks(jet, likelihood) < 64.0
+    got = exact_map(jet, likelihood)
+    ref = exact_trellis(jet, likelihood)
+    assert math.isfinite(got.log_likelihood)
+    assert got.log_likelihood == ref.log_likelihood
+    assert got.tree == ref.tree
 
 
 def test_leaf_order_does_not_matter():

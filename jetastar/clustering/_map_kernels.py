@@ -1,13 +1,17 @@
 """Numba kernels of the bound-pruned exact MAP trellis (see :mod:`jetastar.clustering.exact_map`).
 
-Layout, 24 bytes per cluster bitmask ``s`` (``0 .. 2**n - 1``):
+Layout, 22 bytes per cluster bitmask ``s`` (``0 .. 2**n - 1``):
 
 * ``rec[s] = (t, V)`` (16 bytes): the likelihood's squared mass and the best log-likelihood ``V`` of
   a hierarchy over ``s`` (``-inf``: none is possible, or — with an incumbent — none can be part of
   a tree better than the incumbent);
-* ``w32[s]`` (float32, 4 bytes): ``W = V + G(t)`` rounded *up* to float32, where ``G`` is
-  :func:`jetastar.ginkgo.likelihood.child_bound`; ``W(A) + W(B) − log 4π`` bounds the value of any
-  split into ``A`` and ``B`` of any parent from above;
+* ``wq[s]`` (int16, 2 bytes): ``W = V + G(t)`` in fixed point, ``ceil(W * scale)`` (rounded *up*;
+  values below the int16 range are raised to its bottom, which keeps them upper bounds; ``Q_NONE``
+  when ``V = -inf``), where ``G`` is :func:`jetastar.ginkgo.likelihood.child_bound` and ``scale``
+  is a power of two chosen per jet so that no ``W`` of a proper subset can exceed the top of the
+  range (:func:`jetastar.clustering.exact_map.w_scale`); ``(wq[A] + wq[B]) / scale − log 4π``
+  bounds the value of any split into ``A`` and ``B`` of any parent from above. Two bytes keep the
+  table that every split reads small (8 MB at 22 leaves, inside the processor's cache);
 * ``best[s]`` (int32, 4 bytes): the part ``A`` (holding the lowest leaf) of the arg-max split.
 
 Clusters are solved by size; the clusters of one size are independent and are enumerated in
@@ -15,8 +19,9 @@ increasing mask order (colex order of ``k``-subsets) by Gosper's hack from a com
 unranked start, so no table of masks by size is stored. Each parallel piece owns a contiguous run
 of ranks.
 
-The split loop of a cluster reads only ``w32`` of both parts (4 bytes each; neighbouring subsets
-share cache lines) and compares ``W(A) + W(B) − log 4π`` with the best split found so far. Only a
+The split loop of a cluster reads only ``wq`` of both parts (2 bytes each; neighbouring subsets
+share cache lines) and compares the integer sum with the best split found so far, in the same fixed
+point and rounded down. Only a
 split that passes is looked at more closely: first the tighter bound
 (:func:`~jetastar.ginkgo.likelihood.split_bound_given_parent`, no transcendental function), then ψ
 itself (:func:`~jetastar.ginkgo.likelihood.split_llh_given_parent`). A split is skipped only when
@@ -47,20 +52,41 @@ from ._trellis_kernels import _unsplittable
 
 _NEG_INF = -np.inf
 _LOG_4PI = math.log(4.0 * math.pi)
-#: relative safety margin of every pruning decision (rounding of ψ, of the bounds and of float32 W)
+#: relative safety margin of every pruning decision (rounding of ψ and of the bounds)
 MARGIN = 1e-9
 
 #: columns of a record
 T, V = 0, 1
 
 
+#: int16 code of ``W = -inf`` (an impossible cluster); finite values are ``>= Q_BOTTOM``
+Q_NONE = -32768
+Q_BOTTOM = -32767
+Q_TOP = 32767
+#: the W test's bar when nothing is known yet (every split passes)
+_CUT_Q_NONE = -(1 << 40)
+
+
 @nb.njit(cache=True, inline="always")
-def _round_up_f32(x: float) -> np.float32:  # pragma: no cover - numba
-    """``x`` as float32, never below ``x`` (``-inf`` stays ``-inf``)."""
-    if x == _NEG_INF:
-        return np.float32(_NEG_INF)
-    # float32 has a relative precision of 6e-8: a 1e-6 relative lift survives rounding to nearest
-    return np.float32(x + (abs(x) + 1.0) * 1e-6)
+def _quantize_up(w: float, scale: float) -> np.int16:  # pragma: no cover - numba
+    """``W`` as the fixed-point int16 ``ceil(w * scale)``, never below ``w`` (``-inf``: ``Q_NONE``)."""
+    if w == _NEG_INF:
+        return np.int16(Q_NONE)
+    # the relative lift covers the rounding of w = V + G in float64
+    q = math.ceil((w + (abs(w) + 1.0) * 1e-12) * scale)
+    if q < Q_BOTTOM:
+        return np.int16(Q_BOTTOM)
+    if q > Q_TOP:  # only the whole jet's W, which no split reads (see exact_map.w_scale)
+        return np.int16(Q_TOP)
+    return np.int16(q)
+
+
+@nb.njit(cache=True, inline="always")
+def _cut_q(cut_w: float, scale: float) -> np.int64:  # pragma: no cover - numba
+    """The W test's bar in fixed point, rounded down: ``wq[A] + wq[B] > this`` keeps a split."""
+    if cut_w == _NEG_INF:
+        return np.int64(_CUT_Q_NONE)
+    return np.int64(math.floor(cut_w * scale))
 
 
 @nb.njit(cache=True, inline="always")
@@ -70,32 +96,33 @@ def _cut(best_v: float) -> float:  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def init_records(n, rec, w32, best, c):  # pragma: no cover - numba
+def init_records(n, rec, wq, best, c, scale):  # pragma: no cover - numba
     """Leaves: ``V = 0``, ``W = G(t)``; the empty mask is impossible. ``rec[:, T]`` must be filled."""
     rec[0, V] = _NEG_INF
-    w32[0] = np.float32(_NEG_INF)
+    wq[0] = np.int16(Q_NONE)
     best[0] = 0
     for i in range(n):
         s = np.int64(1) << i
         rec[s, V] = 0.0
-        w32[s] = _round_up_f32(child_bound(rec[s, T], c))
+        wq[s] = _quantize_up(child_bound(rec[s, T], c), scale)
         best[s] = 0
 
 
 @nb.njit(cache=True)
-def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # pragma: no cover
+def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale):  # pragma: no cover
     """``V``, ``W`` and arg-max split of cluster ``s`` (size >= 2) from its solved subsets.
 
     Args:
         s: the cluster's mask.
-        rec, w32, best: the tables (module docstring).
+        rec, wq, best: the tables (module docstring).
         c: the constants row of this split (the ``λ_R`` row for the whole jet).
         t_cut, legacy: the form's cut, for clusters that cannot split.
         floor: only values ``>= floor`` matter (``-inf``, or the incumbent at the root); the
             cluster's ``V`` is ``-inf`` when no split reaches it.
-        slack: added to every bound (``w32`` holds ``G`` of the inner row; the root row's ``G`` is
+        slack: added to every bound (``wq`` holds ``G`` of the inner row; the root row's ``G`` is
             larger by at most ``slack / 2`` per child).
         prune: use the bounds (``False`` computes ψ on every split whose parts are possible).
+        scale: the fixed-point scale of ``wq``.
 
     Returns:
         ``(splits enumerated, splits looked at (the warm start's and those passing the W test),
@@ -107,7 +134,7 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
     best_a = low
     if _unsplittable(t_s, t_cut, legacy):
         rec[s, V] = _NEG_INF
-        w32[s] = np.float32(_NEG_INF)
+        wq[s] = np.int16(Q_NONE)
         best[s] = best_a
         return 0, 0, 0, 1
     s_p, log_tp, stop = parent_terms(t_s, c)
@@ -138,36 +165,40 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
                         best_a = a
     # without pruning the bar stays at -inf: every split whose parts are possible is scored
     cut = max(_cut(best_v), floor) if prune else _NEG_INF
-    # the W test is W(A) + W(B) > cut_w, with log 4π and the slack folded in
+    # the W test is W(A) + W(B) > cut_w, with log 4π and the slack folded in, in fixed point
     cut_w = cut + _LOG_4PI - slack
+    cut_q = _cut_q(cut_w, scale)
+    inv_scale = 1.0 / scale
     sub = (rest - 1) & rest
     while True:
         a = low | sub
         b = rest ^ sub
-        wa = np.float64(w32[a])
-        wb = np.float64(w32[b])
-        if wa + wb > cut_w:
-            passed += 1
-            t_a = rec[a, T]
-            t_b = rec[b, T]
+        qa = np.int64(wq[a])
+        qb = np.int64(wq[b])
+        if qa + qb > cut_q:
             v_a = rec[a, V]
             v_b = rec[b, V]
-            # W - V is G up to the float32 lift, so this is the tighter bound plus V(A) + V(B)
-            tight = split_bound_given_parent(
-                t_a, t_b, t_s, log_tp, stop, wa - v_a, wb - v_b, c
-            ) + v_a + v_b + slack
-            if tight > cut:
-                evaluated += 1
-                psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
-                if psi != _NEG_INF:
-                    v = psi + v_a + v_b
-                    # first maximum in enumeration order (A decreasing), as in the full trellis
-                    if v > best_v or (v == best_v and a > best_a):
-                        best_v = v
-                        best_a = a
-                        if prune:
-                            cut = max(_cut(best_v), floor)
-                            cut_w = cut + _LOG_4PI - slack
+            if v_a > _NEG_INF and v_b > _NEG_INF:
+                passed += 1
+                t_a = rec[a, T]
+                t_b = rec[b, T]
+                # qa / scale - V(A) >= G(A): the tighter bound with these is still a bound
+                tight = split_bound_given_parent(
+                    t_a, t_b, t_s, log_tp, stop, qa * inv_scale - v_a, qb * inv_scale - v_b, c
+                ) + v_a + v_b + slack
+                if tight > cut:
+                    evaluated += 1
+                    psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
+                    if psi != _NEG_INF:
+                        v = psi + v_a + v_b
+                        # first maximum in enumeration order (A decreasing), as in the full trellis
+                        if v > best_v or (v == best_v and a > best_a):
+                            best_v = v
+                            best_a = a
+                            if prune:
+                                cut = max(_cut(best_v), floor)
+                                cut_w = cut + _LOG_4PI - slack
+                                cut_q = _cut_q(cut_w, scale)
         if sub == 0:
             break
         sub = (sub - 1) & rest
@@ -175,8 +206,8 @@ def solve_cluster(s, rec, w32, best, c, t_cut, legacy, floor, slack, prune):  # 
         best_v = _NEG_INF
     rec[s, V] = best_v
     best[s] = best_a
-    w32[s] = _round_up_f32(best_v + child_bound(t_s, c)) if best_v > _NEG_INF else np.float32(
-        _NEG_INF
+    wq[s] = _quantize_up(best_v + child_bound(t_s, c), scale) if best_v > _NEG_INF else np.int16(
+        Q_NONE
     )
     return (np.int64(1) << (popcount(s) - 1)) - 1, passed, evaluated, 0
 
@@ -204,7 +235,7 @@ def _next_same_size(x):  # pragma: no cover - numba
 
 @nb.njit(cache=True, parallel=True)
 def solve_size(
-    k, r_start, r_stop, n_pieces, binom, rec, w32, best, c, t_cut, legacy, prune
+    k, r_start, r_stop, n_pieces, binom, rec, wq, best, c, t_cut, legacy, prune, scale
 ):  # pragma: no cover - numba
     """Solve the ``k``-leaf clusters of ranks ``r_start .. r_stop - 1`` in parallel pieces.
 
@@ -225,7 +256,9 @@ def solve_size(
             continue
         s = unrank(k, lo, binom)
         for _ in range(lo, hi):
-            e, q, v, u = solve_cluster(s, rec, w32, best, c, t_cut, legacy, _NEG_INF, 0.0, prune)
+            e, q, v, u = solve_cluster(
+                s, rec, wq, best, c, t_cut, legacy, _NEG_INF, 0.0, prune, scale
+            )
             enumerated += e
             passed += q
             evaluated += v

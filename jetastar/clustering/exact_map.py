@@ -5,15 +5,15 @@ cluster ``P`` the DP wants ``V(P) = max over splits (A, B) of V(A) + V(B) + ψ(A
 cheap upper bound that separates into per-child terms (:func:`jetastar.ginkgo.likelihood.child_bound`,
 ``ψ <= G(tA) + G(tB) − log 4π`` in both likelihood forms). Each cluster stores
 ``W(S) = V(S) + G(S)`` next to ``V``; a split whose ``W(A) + W(B) − log 4π`` cannot beat the best
-split of ``P`` found so far is skipped after two 4-byte reads, then a tighter bound (the exact
-first-child term plus ``G`` of the other child) filters again, and ψ is computed for what is left —
-about 1–4 % of the splits of W and QCD jets at 16–22 leaves. The skipping is exact by construction:
-every cluster gets the same value and the same arg-max split as in the full trellis
-(:func:`jetastar.clustering.exact_trellis`).
+split of ``P`` found so far is skipped after two 2-byte reads (``W`` in fixed point, rounded up),
+then a tighter bound (the exact first-child term plus ``G`` of the other child) filters again, and
+ψ is computed for what is left — about 1–4 % of the splits of W and QCD jets at 16–22 leaves. The
+skipping is exact by construction: every cluster gets the same value and the same arg-max split as
+in the full trellis (:func:`jetastar.clustering.exact_trellis`).
 
 What remains is the enumeration of the ``(3**n + 1)/2 − 2**n`` splits itself (clusters of one size
-in parallel, ~1–2 ns per split per core), and 24 bytes per cluster (``2**n`` of them: 25 MB at 20
-leaves, 400 MB at 24). The whole jet's split can also be bounded by an *incumbent* (a known tree):
+in parallel, ~1–2 ns per split per core), and 22 bytes per cluster (``2**n`` of them: 23 MB at 20
+leaves, 370 MB at 24). The whole jet's split can also be bounded by an *incumbent* (a known tree):
 root splits that cannot beat it are skipped, and if none can, the incumbent is the MAP.
 
 Budgets: ``max_memory`` refuses a jet whose tables do not fit (:class:`TooLargeError`, before
@@ -62,8 +62,10 @@ __all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map"]
 
 #: Hard limit of the layout (int32 arg-max masks).
 MAX_MAP_LEAVES = 31
-#: bytes per cluster: (t, V) float64, W float32, arg-max int32, and a transient int8 size table
-_BYTES_PER_CLUSTER = 16 + 4 + 4 + 1
+#: bytes per cluster: (t, V) float64, W int16 (fixed point), arg-max int32
+_BYTES_PER_CLUSTER = 16 + 2 + 4
+#: fixed-point scale of W when the jet allows it (1/64 nat; the int16 range is then ±511 nats)
+_W_SCALE = 64.0
 #: Show a progress bar from this many leaves on when ``progress=None``.
 _PROGRESS_FROM = 21
 #: Work slices of about this fraction of all splits when a bar shows or a time budget is set.
@@ -77,9 +79,52 @@ def estimate_map_memory(n_leaves: int) -> int:
 
     Example:
         >>> estimate_map_memory(20) // 2**20
-        25
+        22
     """
     return int((1 << n_leaves) * _BYTES_PER_CLUSTER + 4096 * 64)
+
+
+def w_scale(leaf_t: np.ndarray, consts: np.ndarray) -> float:
+    """The fixed-point scale of the ``W`` table: a power of two, 64 unless the jet needs less.
+
+    ``W(S) = V(S) + G(S)`` is stored as ``ceil(W * scale)`` in int16. Values below the range are
+    raised to its bottom (still upper bounds); values above it must never occur for a cluster that
+    a split reads (every proper subset of the jet). An a-priori bound guarantees it: a possible
+    cluster of two or more leaves has ``t`` above ``t_cut`` (``>=`` in the legacy form), so its
+    ``G`` is at most ``Gc = N − 1 − log t_cut``; a leaf's ``G`` is at most the largest of the
+    jet's leaves, ``G1``; and ``ψ <= G(tA) + G(tB) − log 4π`` gives ``V`` of a ``k``-cluster at
+    most ``U_k = max_j U_j + U_{k−j} + g(j) + g(k−j) − log 4π`` (``U_1 = 0``, ``g(1) = G1``,
+    ``g(j) = Gc`` otherwise). The scale halves until ``max_k U_k + g(k)`` (``k < n``) fits.
+    For Ginkgo's parameters ``V <= 0`` and the largest ``W`` is a leaf's ``G``, about 0.
+
+    Args:
+        leaf_t: the leaves' ``t`` in the likelihood's convention.
+        consts: :meth:`Jet.likelihood_constants` (row 0 is used inside the jet).
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.w(), seed=2, min_leaves=9, max_leaves=9)[0]
+        >>> w_scale(jet.leaf_t, jet.likelihood_constants())
+        64.0
+    """
+    c = np.ascontiguousarray(consts, dtype=np.float64)[0]
+    n = len(leaf_t)
+    g1 = max((child_bound(float(t), c) for t in leaf_t), default=0.0)
+    t_cut = float(c[0])
+    # G of a possible cluster: t > t_cut (symmetric) or t >= t_cut (legacy); covers both forms
+    gc = max(child_bound(t_cut, c), child_bound(float(np.nextafter(t_cut, np.inf)), c))
+    log_4pi = math.log(4.0 * math.pi)
+    upper = [0.0, 0.0]  # upper[k]: bound on V of a k-cluster
+    top = g1
+    for k in range(2, n):
+        u = max(upper[j] + upper[k - j] + (g1 if j == 1 else gc) + (g1 if k - j == 1 else gc)
+                for j in range(1, k))
+        upper.append(u - log_4pi)
+        top = max(top, upper[k] + gc)
+    scale = _W_SCALE
+    while top * scale > _k.Q_TOP - 2 and scale > 2.0**-40:
+        scale /= 2.0
+    return scale
 
 
 def exact_map(
@@ -198,7 +243,7 @@ def _check_map_memory(n: int, who: str, max_memory: int | None) -> int:
     if need > limit:
         raise TooLargeError(
             f"{who}: the exact MAP of {n} leaves needs about {_format_bytes(need)} of dense tables "
-            f"(24 bytes per cluster; no sparse layout is implemented), above the memory limit of "
+            f"(22 bytes per cluster; no sparse layout is implemented), above the memory limit of "
             f"{_format_bytes(limit)} (max_memory={limit}); use astar_approx"
         )
     return need
@@ -230,10 +275,12 @@ class _MapSolver:
         self.threads = threads
         watch = Stopwatch()
         self.rec = np.empty((m, 2), dtype=np.float64)
-        self.w32 = np.empty(m, dtype=np.float32)
+        self.wq = np.empty(m, dtype=np.int16)
         self.best = np.zeros(m, dtype=np.int32)
         fill_subset_t(np.ascontiguousarray(leaves, dtype=np.float64), self.consts[0], self.rec[:, _k.T])
-        _k.init_records(n, self.rec, self.w32, self.best, self.consts[0])
+        leaf_t = self.rec[np.left_shift(1, np.arange(n, dtype=np.int64)), _k.T]
+        self.scale = w_scale(leaf_t, self.consts)
+        _k.init_records(n, self.rec, self.wq, self.best, self.consts[0], self.scale)
         self.binom = _k.binomials(n)
         self.stats: dict[str, Any] = {"n_leaves": n, "clusters": m - 1,
                                       "time_setup_s": watch.seconds()}
@@ -269,8 +316,8 @@ class _MapSolver:
                         break
                     hi = min(n_k, lo + step)
                     counts += np.asarray(_k.solve_size(
-                        k, lo, hi, min(pieces, hi - lo), self.binom, self.rec, self.w32,
-                        self.best, c, t_cut, legacy, prune,
+                        k, lo, hi, min(pieces, hi - lo), self.binom, self.rec, self.wq,
+                        self.best, c, t_cut, legacy, prune, self.scale,
                     ), dtype=np.int64)
                     bar.update((hi - lo) * per)
                 if not finished:
@@ -278,8 +325,8 @@ class _MapSolver:
             if finished and n >= 2:
                 # the whole jet: root constants, the incumbent as the floor
                 e, q, v, u = _k.solve_cluster(
-                    self.full, self.rec, self.w32, self.best, self.consts[1], t_cut, legacy,
-                    floor, self._root_slack(), prune,
+                    self.full, self.rec, self.wq, self.best, self.consts[1], t_cut, legacy,
+                    floor, self._root_slack(), prune, self.scale,
                 )
                 counts += np.array([e, q, v, u, int(self.rec[self.full, _k.V] == -np.inf)])
                 bar.update((1 << (n - 1)) - 1)
