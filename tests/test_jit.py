@@ -106,17 +106,54 @@ _SCRIPT = textwrap.dedent("""
         for name, table in jio.read_results(s.output).items():
             out[f"batch{workers}-{name}"] = table.time_s.tolist()
     out["compiled"] = compiled
+    if sys.argv[3] == "dask":
+        # a Dask worker process: it inherits the cache setting and must load, not compile
+        import distributed
+
+        def listen():
+            import builtins
+            from numba.core import event
+
+            builtins._jetastar_test_compiled = seen = []
+
+            class Seen(event.Listener):
+                def on_start(self, ev):
+                    fn = ev.data["dispatcher"].py_func
+                    if fn.__module__.startswith("jetastar"):
+                        seen.append(fn.__qualname__)
+
+                def on_end(self, ev):
+                    pass
+
+            event.register("numba:compile", Seen())
+
+        def seen():
+            import builtins
+            return builtins._jetastar_test_compiled
+
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            client.run(listen)
+            (s,) = run_batch([path], BatchConfig(["greedy", "kt"], chunk_size=4),
+                             output=sys.argv[1] + "/dask.h5", executor=client.get_executor(),
+                             progress=False, fresh=True)
+            assert s.ok, s.error
+            out["dask_compiled"] = sorted({q for v in client.run(seen).values() for q in v})
+        for name, table in jio.read_results(s.output).items():
+            out[f"dask-{name}"] = table.time_s.tolist()
     print(json.dumps(out))
 """)
 
 
-def _fresh_process(cache: Path, tmp: Path, workers: int) -> tuple[dict, str]:
+def _fresh_process(cache: Path, tmp: Path, workers: int, dask: bool = False) -> tuple[dict, str]:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("_JETASTAR_COMPILE_NOTICE_SHOWN", None)
     env.pop("_JETASTAR_COMPILE_NOTICE_TOKEN", None)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp), str(workers)], capture_output=True,
-                          text=True, env=env, cwd=tmp, timeout=900)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp), str(workers),
+                           "dask" if dask else "-"], capture_output=True, text=True, env=env,
+                          cwd=tmp, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
@@ -140,12 +177,13 @@ def test_fresh_processes_time_no_compilation_and_reuse_the_cache(tmp_path):
     for label, times in cold.items():
         if label != "compiled":
             _check_first_not_slower(times, f"cold {label}")
-    warm, err = _fresh_process(cache, tmp_path / "b", workers=2)
-    # the second process and its two spawned workers load everything from the cache
+    warm, err = _fresh_process(cache, tmp_path / "b", workers=2, dask=True)
+    # the second process, its two spawned workers and a Dask worker load everything from the cache
     assert warm["compiled"] == []
+    assert warm["dask_compiled"] == []
     assert COMPILE_NOTICE not in err, err
     for label, times in warm.items():
-        if label != "compiled":
+        if not label.endswith("compiled"):
             _check_first_not_slower(times, f"warm {label}")
 
 
