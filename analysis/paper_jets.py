@@ -218,7 +218,7 @@ def plot(summary: dict[str, dict[int, dict[str, np.ndarray]]], fig_dir: Path) ->
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+",
-                        default=[*range(4, 21), 25, 30, 40, 50, 75, 100])
+                        default=[*range(4, 21), 22, 25, 30, 40, 50, 75, 100])
     parser.add_argument("--jets-per-n", type=int, default=10)
     parser.add_argument("--methods", nargs="+", default=None,
                         help="default: every registered algorithm but the kt family")
