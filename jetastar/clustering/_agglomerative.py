@@ -112,7 +112,7 @@ def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cove
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def pair_llh(p: np.ndarray, t: np.ndarray, a: int, b: int, c: np.ndarray) -> float:
     """Split log-likelihood of merging rows ``a`` and ``b`` of ``p`` / ``t`` (numba kernel)."""
     tp = t_of(p[a, 0] + p[b, 0], p[a, 1] + p[b, 1], p[a, 2] + p[b, 2], p[a, 3] + p[b, 3])
@@ -127,8 +127,11 @@ def score_history(
     n = leaves.shape[0]
     p = np.empty((2 * n - 1, 4), dtype=np.float64)
     t = np.empty(2 * n - 1, dtype=np.float64)
-    p[:n] = leaves
-    t[:n] = leaf_ts(leaves, consts[0])
+    lt = leaf_ts(leaves, consts[0])
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            p[i, d] = leaves[i, d]
+        t[i] = lt[i]
     steps = np.empty(n - 1, dtype=np.float64)
     for k in range(n - 1):
         a = history[k, 0]

@@ -54,7 +54,7 @@ MARGIN = 1e-9
 T, V = 0, 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _round_up_f32(x: float) -> np.float32:  # pragma: no cover - numba
     """``x`` as float32, never below ``x`` (``-inf`` stays ``-inf``)."""
     if x == _NEG_INF:
@@ -63,7 +63,7 @@ def _round_up_f32(x: float) -> np.float32:  # pragma: no cover - numba
     return np.float32(x + (abs(x) + 1.0) * 1e-6)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _cut(best_v: float) -> float:  # pragma: no cover - numba
     """A bound must exceed this to be looked at: the best value minus the safety margin."""
     return best_v - MARGIN * (1.0 + abs(best_v))
@@ -194,7 +194,7 @@ def unrank(k, r, binom):  # pragma: no cover - numba
     return x
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _next_same_size(x):  # pragma: no cover - numba
     """Gosper's hack: the next larger integer with the same number of set bits."""
     u = x & -x

@@ -65,7 +65,7 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- scalar kernels
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def popcount(x: int) -> int:
     """Number of set bits of a non-negative int64 (the size of the cluster ``x``).
 
@@ -82,13 +82,13 @@ def popcount(x: int) -> int:
     return x & 0x7F
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def lowest_bit(x: int) -> int:
     """The lowest set bit of ``x`` as a mask (``x & -x``); 0 for ``x == 0``."""
     return x & -x
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def bit_index(bit: int) -> int:
     """Index ``i`` of a single-bit mask ``bit = 1 << i`` (``popcount(bit - 1)``)."""
     return popcount(bit - 1)

@@ -81,7 +81,7 @@ def default_beam_size(n_leaves: int) -> int:
 
 
 # ---------------------------------------------------------------------- numba kernels
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _mix(leaf, code):  # pragma: no cover - numba
     """splitmix64 of the pair (leaf, attach code)."""
     x = (np.uint64(leaf) << np.uint64(32)) ^ np.uint64(code + 1)
@@ -91,7 +91,7 @@ def _mix(leaf, code):  # pragma: no cover - numba
     return x ^ (x >> np.uint64(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _heap_less(v1, f1, v2, f2):  # pragma: no cover - numba
     """Order of the min-heap: worse score first; on equal scores the later candidate is worse."""
     return v1 < v2 or (v1 == v2 and f1 > f2)
@@ -185,9 +185,11 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
     tri2 = np.empty_like(tri)
     counters = np.zeros(4, dtype=np.int64)
 
-    sp[0] = leaves
-    st[0] = leaf_ts(leaves, c0)
-    for i in range(n):
+    lt = leaf_ts(leaves, c0)
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            sp[0, i, d] = leaves[i, d]
+        st[0, i] = lt[i]
         snode[0, i] = i
         smin[0, i] = i
         ssize[0, i] = 1

@@ -125,7 +125,7 @@ def _merge_into(
     return mm - 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _decode(act):  # pragma: no cover - numba
     """Slots (a, c), a < c, of merge index ``act = c(c-1)/2 + a``."""
     c = 1
@@ -165,7 +165,7 @@ def _prior(values, npair, uniform, out):  # pragma: no cover - numba
         out[i] /= total
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _qnorm(x, lo, hi):  # pragma: no cover - numba
     if x <= lo:
         return 0.0
@@ -219,9 +219,25 @@ def _grow(ni, nf, need):  # pragma: no cover - numba
         cap *= 2
     ni2 = np.empty((cap, ni.shape[1]), dtype=np.int64)
     nf2 = np.empty((cap, nf.shape[1]), dtype=np.float64)
-    ni2[: ni.shape[0]] = ni
-    nf2[: nf.shape[0]] = nf
+    for i in range(ni.shape[0]):  # loops, not slice assignments: much less to compile
+        for j in range(ni.shape[1]):
+            ni2[i, j] = ni[i, j]
+        for j in range(nf.shape[1]):
+            nf2[i, j] = nf[i, j]
     return ni2, nf2
+
+
+@nb.njit(cache=True)
+def _copy_state(sp, st, snode, tri, m, npair, sp2, st2, snode2, tri2):  # pragma: no cover - numba
+    """Copy the first ``m`` slots and ``npair`` pair values of a state into another (loops, not
+    slice assignments: numba compiles each slice assignment into a generic copy of its own)."""
+    for s in range(m):
+        for d in range(4):
+            sp2[s, d] = sp[s, d]
+        st2[s] = st[s]
+        snode2[s] = snode[s]
+    for j in range(npair):
+        tri2[j] = tri[j]
 
 
 @nb.njit(cache=True)
@@ -286,9 +302,11 @@ def _mcts_kernel(
     ht = np.empty(n, dtype=np.float64)
     hnode = np.empty(n, dtype=np.int64)
     htri = np.empty(npairs, dtype=np.float64)
-    hp[:] = leaves
-    ht[:] = leaf_ts(leaves, c0)
+    lt = leaf_ts(leaves, c0)
     for i in range(n):
+        for d in range(4):
+            hp[i, d] = leaves[i, d]
+        ht[i] = lt[i]
         hnode[i] = i
     if n > 2:
         _init_tri(hp, ht, n, htri, c0)
@@ -342,10 +360,7 @@ def _mcts_kernel(
                 nbeam = 1
                 bid[0] = head
                 bret[0] = realized
-                bp[0] = hp
-                bt[0] = ht
-                bnode[0] = hnode
-                btri[0, : npair] = htri[: npair]
+                _copy_state(hp, ht, hnode, htri, n, npair, bp[0], bt[0], bnode[0], btri[0])
                 bm = m
                 while True:
                     if bm == 1:
@@ -417,10 +432,7 @@ def _mcts_kernel(
                     ni, nf = _grow(ni, nf, count + n + 1)
                 node = head
                 wm = m
-                wp[:wm] = hp[:wm]
-                wt[:wm] = ht[:wm]
-                wnode[:wm] = hnode[:wm]
-                wtri[: npair] = htri[: npair]
+                _copy_state(hp, ht, hnode, htri, wm, npair, wp, wt, wnode, wtri)
                 ret = realized
                 while wm > 1:
                     k = _step_values(wp, wt, wtri, wm, c1, values)
