@@ -21,9 +21,9 @@ Rules for every numba kernel in jetastar (read before adding one):
    float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
    ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,
    flags as ``bool``. A second type compiles the whole kernel (and its callees) again. Inside
-   kernels, an integer variable that starts as a constant and is passed to another (non-inlined)
-   kernel is initialised as ``np.int64(0)``, not ``0``: numba types the constant as a literal and
-   compiles the callee twice (once for ``Literal[int](0)``, once for ``int64``).
+   kernels, a constant passed to another kernel, or an integer variable that starts as one, is
+   written ``np.int64(1)`` / ``np.bool_(True)``, not ``1`` / ``True``: numba types the constant as
+   a literal and compiles the callee once more (for ``Literal[int](1)`` besides ``int64``).
    ``python tests/benchmarks/bench_compile.py`` lists every kernel a ``jetastar run`` compiles, its
    number of specialisations and its compile time: check it after adding or changing a kernel.
 3. Import kernel modules only where they are used (a command compiles and loads only what it runs);

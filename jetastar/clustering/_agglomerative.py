@@ -25,6 +25,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import check_likelihood, cluster_t, split_llh, t_of
 from ..jet import Jet
@@ -108,7 +109,7 @@ def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cove
     n = leaves.shape[0]
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
-        out[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], 1, c)
+        out[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], np.int64(1), c)
     return out
 
 
@@ -163,7 +164,7 @@ def _canonical_kernel(history, steps, n):  # pragma: no cover - numba
             size[n + j] = size[a] + size[b]
             low[n + j] = min(low[a], low[b])
             key[j] = size[n + j] * m + low[n + j]
-        order = np.argsort(key)
+        order = argsort_stable(key.astype(np.float64))  # distinct keys: any sort agrees
         for r in range(n - 1):
             new_id[n + order[r]] = n + r
         for j in range(n - 1):

@@ -42,6 +42,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable
 from ..costs import (
     GINKGO_CODE,
     _all_subset_features,
@@ -558,7 +559,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
         # rank by the split's estimated value ψ + h(L) + h(R) instead of ψ alone
         for q in range(nu):
             key[q] = s_psi[q] - _lb(s_l[q], vf) - _lb(s_r[q], vf)
-    order = np.argsort(-key, kind="mergesort")
+    order = argsort_stable(-key)
     kept = 0
     for q in range(nu):
         if kept >= topk:
@@ -927,7 +928,7 @@ def _greedy_masks(lo, hi, p, tl, consts, cm, code, out_lo, out_hi, n_out):  # pr
         if ginkgo:
             for q in range(4):
                 rec[ba, q] += rec[bb, q]
-            size = 0
+            size = np.int64(0)  # not a literal: one specialisation of cluster_t
             for word in range(2):
                 xw = cl[ba] if word == 0 else ch[ba]
                 for bit in range(64):
@@ -1067,7 +1068,10 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
                     top += 1
             j = cp[j, 0]
     ids = np.flatnonzero(reach)
-    order = ids[np.argsort(vi[ids, V_SIZE], kind="mergesort")]
+    sizes = np.empty(ids.shape[0])
+    for q in range(ids.shape[0]):
+        sizes[q] = vi[ids[q], V_SIZE]
+    order = ids[argsort_stable(sizes)]
     val = np.full(nv, -_INF)
     arg_l = np.full(nv, -1, dtype=np.int64)
     arg_r = np.full(nv, -1, dtype=np.int64)
@@ -1157,7 +1161,7 @@ def subset_map(p, consts):  # pragma: no cover - numba
     c = consts[0]
     tl = np.empty(n)
     for i in range(n):
-        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], 1, c)
+        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], np.int64(1), c)
     best = np.empty(1 << n)
     arg = np.empty(1 << n, dtype=np.int64)
     subset_dp(np.arange(n), n, p, tl, c, c, best, arg, n)

@@ -262,4 +262,4 @@ def fill_subset_t(leaves: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
         px = lo[a, 1] + hi[b, 1]
         py = lo[a, 2] + hi[b, 2]
         pz = lo[a, 3] + hi[b, 3]
-        out[s] = cluster_t(e, px, py, pz, sizes[s], c)
+        out[s] = cluster_t(e, px, py, pz, np.int64(sizes[s]), c)

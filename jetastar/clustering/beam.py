@@ -49,6 +49,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import (
@@ -214,11 +215,11 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             total = np.empty(nb_, dtype=np.float64)
             psi = np.empty(nb_, dtype=np.float64)
             for b in range(nb_):
-                psi[b] = pair_llh(sp[b], st[b], 0, 1, c1)
+                psi[b] = pair_llh(sp[b], st[b], np.int64(0), np.int64(1), c1)
                 total[b] = score[b] + psi[b]
             counters[0] += nb_
             counters[1] += nb_
-            order = np.argsort(-total, kind="mergesort")
+            order = argsort_stable(-total)
             out_hist = np.empty((nb_, n - 1, 2), dtype=np.int64)
             out_steps = np.empty((nb_, n - 1), dtype=np.float64)
             out_score = np.empty(nb_, dtype=np.float64)
@@ -267,8 +268,8 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             if not use_cache:
                 counters[0] += ntotal
             # best first: by score descending, then candidate order
-            o1 = np.argsort(hf[:hs], kind="mergesort")
-            o2 = np.argsort(-hv[:hs][o1], kind="mergesort")
+            o1 = argsort_stable(hf[:hs].astype(np.float64))
+            o2 = argsort_stable(-hv[:hs][o1])
             order = o1[o2]
             tsize = 4
             while tsize < 2 * hs:

@@ -61,6 +61,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
@@ -138,7 +139,7 @@ def _decode(act):  # pragma: no cover - numba
 def _step_values(sp, st, tri, m, c1, out):  # pragma: no cover - numba
     """Split log-likelihood of every legal merge (root constants when two clusters are left)."""
     if m == 2:
-        out[0] = pair_llh(sp, st, 0, 1, c1)
+        out[0] = pair_llh(sp, st, np.int64(0), np.int64(1), c1)
         return 1
     npair = m * (m - 1) // 2
     for i in range(npair):
@@ -391,14 +392,14 @@ def _mcts_kernel(
                             cand_src[ncand] = e
                             cand_act[ncand] = order_tmp[r]
                             ncand += 1
-                    corder = np.argsort(-cand_v[:ncand], kind="mergesort")
+                    corder = argsort_stable(-cand_v[:ncand])
                     nkeep = min(beam_size, ncand)
                     for q in range(nkeep):
                         r = corder[q]
                         e = cand_src[r]
                         act = cand_act[r]
                         if bm == 2:
-                            psi = pair_llh(bp[e], bt[e], 0, 1, c1)
+                            psi = pair_llh(bp[e], bt[e], np.int64(0), np.int64(1), c1)
                             a = 0
                             c = 1
                         else:

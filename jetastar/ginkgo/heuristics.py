@@ -123,7 +123,7 @@ def _tables(p, consts):  # pragma: no cover - numba
     mt = np.empty(n)
     for i in range(n):
         mt[i] = t_of(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
-        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], 1, c)
+        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], np.int64(1), c)
     w = np.empty((n, n))
     d = np.empty((n, n))
     for i in range(n):
@@ -223,7 +223,7 @@ def _exact_small(idx, n, p, tl, c):  # pragma: no cover - numba
         inner = split_llh(tl[a], tl[b], t_pair, c)
         if inner == _NEG_INF:
             continue
-        t_c = cluster_t(e, x, y, z, 2, c)
+        t_c = cluster_t(e, x, y, z, np.int64(2), c)
         top = split_llh(
             t_c, tl[s], t_of(e + p[s, 0], x + p[s, 1], y + p[s, 2], z + p[s, 3]), c
         )

@@ -213,7 +213,7 @@ def split_llh_given_parent(
             return _NEG_INF
         scale2 = s_parent - math.sqrt(t_max)
         scale2 = scale2 * scale2
-        first = _first_child(t_max, t_parent, log_tp, stop, True, c)
+        first = _first_child(t_max, t_parent, log_tp, stop, np.bool_(True), c)
         if not scale2 > 0.0:
             if t_min > 0.0 or not scale2 == 0.0:
                 return _NEG_INF
@@ -237,10 +237,10 @@ def split_llh_given_parent(
     if s_left + s_right > s_parent:
         return _NEG_INF
     # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
-    a_lr = _first_child(t_left, t_parent, log_tp, stop, False, c)
+    a_lr = _first_child(t_left, t_parent, log_tp, stop, np.bool_(False), c)
     b_lr = _second_factor((s_parent - s_left) * (s_parent - s_left), t_right, c)
     a_lr += _second_offset((s_parent - s_left) * (s_parent - s_left), t_right, c)
-    a_rl = _first_child(t_right, t_parent, log_tp, stop, False, c)
+    a_rl = _first_child(t_right, t_parent, log_tp, stop, np.bool_(False), c)
     b_rl = _second_factor((s_parent - s_right) * (s_parent - s_right), t_left, c)
     a_rl += _second_offset((s_parent - s_right) * (s_parent - s_right), t_left, c)
     if a_lr >= a_rl:
