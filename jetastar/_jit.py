@@ -3,8 +3,16 @@ that leave compilation out.
 
 Rules for every numba kernel in jetastar (read before adding one):
 
-1. Decorate with ``@nb.njit(cache=True)``; small helpers called only from other kernels add
-   ``inline="always"`` (they are then never compiled on their own). ``parallel=True`` only on a
+1. Decorate with ``@nb.njit(cache=True)``, helpers too. ``inline="always"`` only on a helper
+   called in a hot loop that LLVM does not inline by itself (today the split scores
+   ``split_llh_given_parent`` / ``split_bound_given_parent`` and the trellis's ``_split_score``;
+   measure before adding one): numba inlines by compiling the helper's bytecode again at every
+   call site, nested helpers included, and such copies were most of the compile time of the
+   kernels calling them. A plain call to a small helper costs no run time: the callee's module
+   is linked into the caller before LLVM optimises it, and LLVM inlines it. A kernel re-optimises
+   everything it calls, so keep kernels that are called from many places small. In kernels,
+   copy arrays with loops, not slice assignments (``a[:n] = b``): each one compiles a generic
+   broadcasting copy with its own error path. ``parallel=True`` only on a
    kernel whose work is a ``prange`` over independent items, and a serial twin only where the
    parallel launch is measurably slower (say so in its docstring). No explicit signatures (they
    compile eagerly at import), no ``nb.jit`` object mode, no closures or generated functions
@@ -13,9 +21,9 @@ Rules for every numba kernel in jetastar (read before adding one):
    float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
    ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,
    flags as ``bool``. A second type compiles the whole kernel (and its callees) again. Inside
-   kernels, an integer variable that starts as a constant and is passed to another (non-inlined)
-   kernel is initialised as ``np.int64(0)``, not ``0``: numba types the constant as a literal and
-   compiles the callee twice (once for ``Literal[int](0)``, once for ``int64``).
+   kernels, a constant passed to another kernel, or an integer variable that starts as one, is
+   written ``np.int64(1)`` / ``np.bool_(True)``, not ``1`` / ``True``: numba types the constant as
+   a literal and compiles the callee once more (for ``Literal[int](1)`` besides ``int64``).
    ``python tests/benchmarks/bench_compile.py`` lists every kernel a ``jetastar run`` compiles, its
    number of specialisations and its compile time: check it after adding or changing a kernel.
 3. Import kernel modules only where they are used (a command compiles and loads only what it runs);

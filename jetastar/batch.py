@@ -339,11 +339,12 @@ def _warm_up(config: BatchConfig, opts: dict[str, dict[str, Any]],
     warm_up(names, opts, {name: _size_limit(name, config) for name in names})
 
 
-def _warm_task(config: BatchConfig, name: str, n_workers: int) -> str:
-    """What a worker runs to warm up one algorithm (a top-level function, for pickling)."""
+def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> list[str]:
+    """What a worker runs to warm up algorithms that share kernels (a top-level function, for
+    pickling)."""
     _load_registry(config.plugins)
-    _warm_up(config, {name: _options_for(name, config, n_workers)}, [name])
-    return name
+    _warm_up(config, {name: _options_for(name, config, n_workers) for name in names}, names)
+    return list(names)
 
 
 #: warm-up tasks submitted per executor and configuration, so that they are sent once
@@ -351,8 +352,8 @@ _WARM_TASKS: weakref.WeakKeyDictionary[Any, dict[str, list[cf.Future]]] = weakre
 
 
 def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
-    """Send one warm-up task per algorithm to the workers of ``executor`` (once per executor and
-    configuration) and return their futures.
+    """Send one warm-up task per algorithm (per group of algorithms sharing their kernels) to the
+    workers of ``executor`` (once per executor and configuration) and return their futures.
 
     On a cold kernel cache the workers compile different algorithms at the same time, and each
     kernel once; afterwards every worker loads them from the cache.
@@ -363,10 +364,10 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        from .clustering._warmup import warm_up_order
+        from .clustering._warmup import warm_up_tasks
 
-        sent[key] = [executor.submit(_warm_task, config, name, n_workers)
-                     for name in warm_up_order(config.algorithms)]
+        sent[key] = [executor.submit(_warm_task, config, names, n_workers)
+                     for names in warm_up_tasks(config.algorithms)]
     return sent[key]
 
 

@@ -217,7 +217,7 @@ def _all_subset_features(pos, neg, w):  # pragma: no cover - numba
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def split_cost_kernel(code, fa, fb, fs):  # pragma: no cover - numba
     """Split cost from the features ``(P, N, W, size)`` of the two parts and of their union."""
     if code == HCC_CODE:
@@ -226,7 +226,7 @@ def split_cost_kernel(code, fa, fb, fs):  # pragma: no cover - numba
     return (fa[3] + fb[3]) * (fs[2] - fa[2] - fb[2])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def part_value_kernel(code, f):  # pragma: no cover - numba
     """``β`` of a part with features ``f`` in the parent form of the split cost (module docstring)."""
     if code == HCC_CODE:
@@ -234,7 +234,7 @@ def part_value_kernel(code, f):  # pragma: no cover - numba
     return f[2]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def parent_cost_terms(code, fs):  # pragma: no cover - numba
     """``(α, γ)`` of a parent with features ``fs`` in the parent form of the split cost."""
     if code == HCC_CODE:
@@ -242,14 +242,14 @@ def parent_cost_terms(code, fs):  # pragma: no cover - numba
     return fs[2], fs[3]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def split_cost_given_parent(code, beta_a, beta_b, alpha, gamma):  # pragma: no cover - numba
     """Split cost ``γ (α − β_a − β_b)`` from :func:`part_value_kernel` of the parts and
     :func:`parent_cost_terms` of the parent (equal to :func:`split_cost_kernel` up to rounding)."""
     return gamma * (alpha - beta_a - beta_b)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def merge_cost_kernel(code, fa, fb, p_cross, n_cross):  # pragma: no cover - numba
     """Split cost from the features of the two parts and the sums of the positive and |negative|
     weights of the pairs between them (so ``fs = fa + fb + (P_x, N_x, P_x − N_x, 0)``); no
@@ -259,7 +259,7 @@ def merge_cost_kernel(code, fa, fb, p_cross, n_cross):  # pragma: no cover - num
     return (fa[3] + fb[3]) * (p_cross - n_cross)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def heuristic_kernel(code, f):  # pragma: no cover - numba
     """Admissible lower bound on the cost of any hierarchy over a cluster with features ``f``."""
     if f[3] <= 1.0:

@@ -25,6 +25,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import check_likelihood, cluster_t, split_llh, t_of
 from ..jet import Jet
@@ -108,11 +109,11 @@ def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cove
     n = leaves.shape[0]
     out = np.empty(n, dtype=np.float64)
     for i in range(n):
-        out[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], 1, c)
+        out[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], np.int64(1), c)
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def pair_llh(p: np.ndarray, t: np.ndarray, a: int, b: int, c: np.ndarray) -> float:
     """Split log-likelihood of merging rows ``a`` and ``b`` of ``p`` / ``t`` (numba kernel)."""
     tp = t_of(p[a, 0] + p[b, 0], p[a, 1] + p[b, 1], p[a, 2] + p[b, 2], p[a, 3] + p[b, 3])
@@ -127,8 +128,11 @@ def score_history(
     n = leaves.shape[0]
     p = np.empty((2 * n - 1, 4), dtype=np.float64)
     t = np.empty(2 * n - 1, dtype=np.float64)
-    p[:n] = leaves
-    t[:n] = leaf_ts(leaves, consts[0])
+    lt = leaf_ts(leaves, consts[0])
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            p[i, d] = leaves[i, d]
+        t[i] = lt[i]
     steps = np.empty(n - 1, dtype=np.float64)
     for k in range(n - 1):
         a = history[k, 0]
@@ -160,7 +164,7 @@ def _canonical_kernel(history, steps, n):  # pragma: no cover - numba
             size[n + j] = size[a] + size[b]
             low[n + j] = min(low[a], low[b])
             key[j] = size[n + j] * m + low[n + j]
-        order = np.argsort(key)
+        order = argsort_stable(key.astype(np.float64))  # distinct keys: any sort agrees
         for r in range(n - 1):
             new_id[n + order[r]] = n + r
         for j in range(n - 1):

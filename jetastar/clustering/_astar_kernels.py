@@ -42,6 +42,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable
 from ..costs import (
     GINKGO_CODE,
     _all_subset_features,
@@ -89,7 +90,7 @@ _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
 # ---------------------------------------------------------------------- hashing
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _slot(lo, hi, cap):  # pragma: no cover - numba
     h = np.uint64(lo) * _GOLD ^ (np.uint64(hi) + np.uint64(0x632BE59BD9B4E019)) * _MIX2
     h ^= h >> np.uint64(29)
@@ -225,7 +226,7 @@ def _get(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch
     return new_vertex(lo, hi, vf, vi, ht, ctr, ip, p, tl, mt, w, d, consts, phys, cm, scratch)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _store_lb(v, vf, vi):  # pragma: no cover - numba
     """Store the lower bound of a vertex that is not explored (solved, dead or unexplored)."""
     st = vi[v, V_STATE]
@@ -237,20 +238,20 @@ def _store_lb(v, vf, vi):  # pragma: no cover - numba
         vf[v, V_LB] = vf[v, V_H]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _lb(v, vf):  # pragma: no cover - numba
     """Current lower bound on the cost of v's best sub-hierarchy (kept up to date in ``V_LB``)."""
     return vf[v, V_LB]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _complete(v, vf):  # pragma: no cover - numba
     """Whether v is solved (its solved cost is finite exactly then)."""
     return vf[v, V_VAL] < _INF
 
 
 # ---------------------------------------------------------------------- heaps
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _less(a, b, ef, ei):  # pragma: no cover - numba
     fa = ef[a, 0]
     fb = ef[b, 0]
@@ -297,7 +298,7 @@ def _finish_vertex(x, vf, vi, ef, ei, hp, ctr):  # pragma: no cover - numba
     _set_state(x, vf, vi, ef, ei, hp)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _set_state(x, vf, vi, ef, ei, hp):  # pragma: no cover - numba
     n = vi[x, V_LEN]
     if n == 0:
@@ -322,7 +323,7 @@ def _set_state(x, vf, vi, ef, ei, hp):  # pragma: no cover - numba
         vf[x, V_LB] = f if f > h else h
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _parent(code, x, vf, c):  # pragma: no cover - numba
     """x's parent terms for :func:`_psi` (:func:`parent_terms`; unused by a cost model)."""
     if code == GINKGO_CODE:
@@ -330,7 +331,7 @@ def _parent(code, x, vf, c):  # pragma: no cover - numba
     return np.nan, np.nan, np.nan
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _psi(code, x, l, r, vf, c, pt):  # pragma: no cover - numba
     """Log-likelihood ψ of the split (l, r) of x (minus the split cost for a cost model).
 
@@ -558,7 +559,7 @@ def _explore_sampled(x, vf, vi, ht, ef, ei, hp, cp, ctr, ip, p, tl, mt, w, d, co
         # rank by the split's estimated value ψ + h(L) + h(R) instead of ψ alone
         for q in range(nu):
             key[q] = s_psi[q] - _lb(s_l[q], vf) - _lb(s_r[q], vf)
-    order = np.argsort(-key, kind="mergesort")
+    order = argsort_stable(-key)
     kept = 0
     for q in range(nu):
         if kept >= topk:
@@ -646,7 +647,7 @@ def _solve_by_dp(x, vf, vi, ctr, p, tl, consts, cm, code, elems):  # pragma: no 
     _set_solved(x, best[(1 << k) - 1], vf, vi)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _set_solved(x, value, vf, vi):  # pragma: no cover - numba
     """Mark x solved with its exact best log-likelihood ``value`` (dead when −∞)."""
     vi[x, V_LEN] = 0
@@ -816,8 +817,8 @@ def run(quota, vf, vi, ht, ef, ei, hp, cp, ctr, walk, front, ip, p, tl, mt, w, d
                 # refresh the best entry until it is up to date (stale entries only rise)
                 while True:
                     e = hp[off]
-                    l = ei[e, 0]
-                    r = ei[e, 1]
+                    l = np.int64(ei[e, 0])  # int64 like the other callers: one specialisation
+                    r = np.int64(ei[e, 1])
                     # ψ is recomputed (not stored: 8 bytes less per entry); it is deterministic
                     f = -_psi(code, v, l, r, vf, cv, pt)
                     f += _lb(l, vf) + _lb(r, vf)
@@ -927,7 +928,7 @@ def _greedy_masks(lo, hi, p, tl, consts, cm, code, out_lo, out_hi, n_out):  # pr
         if ginkgo:
             for q in range(4):
                 rec[ba, q] += rec[bb, q]
-            size = 0
+            size = np.int64(0)  # not a literal: one specialisation of cluster_t
             for word in range(2):
                 xw = cl[ba] if word == 0 else ch[ba]
                 for bit in range(64):
@@ -998,7 +999,7 @@ def extract(root, vf, vi, ht, ef, ei, hp, p, tl, consts, cm, code, out_lo, out_h
     return n_out, n_greedy
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _never_looked_at(c, vi, dpmax):  # pragma: no cover - numba
     """A cluster of 2 .. dpmax leaves that the search has not solved (its value needs a DP)."""
     size = vi[c, V_SIZE]
@@ -1067,7 +1068,10 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
                     top += 1
             j = cp[j, 0]
     ids = np.flatnonzero(reach)
-    order = ids[np.argsort(vi[ids, V_SIZE], kind="mergesort")]
+    sizes = np.empty(ids.shape[0])
+    for q in range(ids.shape[0]):
+        sizes[q] = vi[ids[q], V_SIZE]
+    order = ids[argsort_stable(sizes)]
     val = np.full(nv, -_INF)
     arg_l = np.full(nv, -1, dtype=np.int64)
     arg_r = np.full(nv, -1, dtype=np.int64)
@@ -1094,8 +1098,8 @@ def best_known(vf, vi, ef, ei, hp, cp, ctr, ip, p, tl, consts, cm, code, out_lo,
         bv = -_INF
         for q in range(vi[v, V_LEN]):
             e = hp[vi[v, V_OFF] + q]
-            l = ei[e, 0]
-            r = ei[e, 1]
+            l = np.int64(ei[e, 0])  # int64 like the other callers of _psi: one specialisation
+            r = np.int64(ei[e, 1])
             x = _psi(code, v, l, r, vf, c, pt) + val[l] + val[r]
             if x > bv:
                 bv = x
@@ -1157,7 +1161,7 @@ def subset_map(p, consts):  # pragma: no cover - numba
     c = consts[0]
     tl = np.empty(n)
     for i in range(n):
-        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], 1, c)
+        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], np.int64(1), c)
     best = np.empty(1 << n)
     arg = np.empty(1 << n, dtype=np.int64)
     subset_dp(np.arange(n), n, p, tl, c, c, best, arg, n)

@@ -67,7 +67,7 @@ Q_TOP = 32767
 _CUT_Q_NONE = -(1 << 40)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _quantize_up(w: float, scale: float) -> np.int16:  # pragma: no cover - numba
     """``W`` as the fixed-point int16 ``ceil(w * scale)``, never below ``w`` (``-inf``: ``Q_NONE``)."""
     if w == _NEG_INF:
@@ -81,7 +81,7 @@ def _quantize_up(w: float, scale: float) -> np.int16:  # pragma: no cover - numb
     return np.int16(q)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _cut_q(cut_w: float, scale: float) -> np.int64:  # pragma: no cover - numba
     """The W test's bar in fixed point, rounded down: ``wq[A] + wq[B] > this`` keeps a split."""
     if cut_w == _NEG_INF:
@@ -89,7 +89,7 @@ def _cut_q(cut_w: float, scale: float) -> np.int64:  # pragma: no cover - numba
     return np.int64(math.floor(cut_w * scale))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _cut(best_v: float) -> float:  # pragma: no cover - numba
     """A bound must exceed this to be looked at: the best value minus the safety margin."""
     return best_v - MARGIN * (1.0 + abs(best_v))
@@ -225,7 +225,7 @@ def unrank(k, r, binom):  # pragma: no cover - numba
     return x
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _next_same_size(x):  # pragma: no cover - numba
     """Gosper's hack: the next larger integer with the same number of set bits."""
     u = x & -x

@@ -65,7 +65,7 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- scalar kernels
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def popcount(x: int) -> int:
     """Number of set bits of a non-negative int64 (the size of the cluster ``x``).
 
@@ -82,13 +82,13 @@ def popcount(x: int) -> int:
     return x & 0x7F
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def lowest_bit(x: int) -> int:
     """The lowest set bit of ``x`` as a mask (``x & -x``); 0 for ``x == 0``."""
     return x & -x
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def bit_index(bit: int) -> int:
     """Index ``i`` of a single-bit mask ``bit = 1 << i`` (``popcount(bit - 1)``)."""
     return popcount(bit - 1)
@@ -262,4 +262,4 @@ def fill_subset_t(leaves: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
         px = lo[a, 1] + hi[b, 1]
         py = lo[a, 2] + hi[b, 2]
         pz = lo[a, 3] + hi[b, 3]
-        out[s] = cluster_t(e, px, py, pz, sizes[s], c)
+        out[s] = cluster_t(e, px, py, pz, np.int64(sizes[s]), c)

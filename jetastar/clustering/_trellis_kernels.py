@@ -49,7 +49,7 @@ N_COLUMNS = 4
 GINKGO = GINKGO_CODE
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _parent_terms(node, s, c, code, feat):  # pragma: no cover - numba
     """What the split score of every split of ``s`` shares, computed once per cluster.
 
@@ -85,7 +85,7 @@ def fill_part_values(code, feat, out):  # pragma: no cover - numba
         out[s] = part_value_kernel(code, feat[s])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _unsplittable(t_s: float, t_cut: float, legacy: bool) -> bool:
     """True when no split of a cluster with squared mass ``t_s`` has non-zero likelihood."""
     if legacy:
@@ -312,7 +312,7 @@ def marginals_gather_serial(order, start, stop, marg, acc):  # pragma: no cover 
         _gather_one(np.int64(order[j]), marg, acc)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _gather_one(s, marg, acc):  # pragma: no cover - numba
     total = 0.0
     for r in range(acc.shape[0]):

@@ -49,6 +49,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import (
@@ -81,7 +82,7 @@ def default_beam_size(n_leaves: int) -> int:
 
 
 # ---------------------------------------------------------------------- numba kernels
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _mix(leaf, code):  # pragma: no cover - numba
     """splitmix64 of the pair (leaf, attach code)."""
     x = (np.uint64(leaf) << np.uint64(32)) ^ np.uint64(code + 1)
@@ -91,7 +92,7 @@ def _mix(leaf, code):  # pragma: no cover - numba
     return x ^ (x >> np.uint64(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _heap_less(v1, f1, v2, f2):  # pragma: no cover - numba
     """Order of the min-heap: worse score first; on equal scores the later candidate is worse."""
     return v1 < v2 or (v1 == v2 and f1 > f2)
@@ -185,9 +186,11 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
     tri2 = np.empty_like(tri)
     counters = np.zeros(4, dtype=np.int64)
 
-    sp[0] = leaves
-    st[0] = leaf_ts(leaves, c0)
-    for i in range(n):
+    lt = leaf_ts(leaves, c0)
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            sp[0, i, d] = leaves[i, d]
+        st[0, i] = lt[i]
         snode[0, i] = i
         smin[0, i] = i
         ssize[0, i] = 1
@@ -212,11 +215,11 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             total = np.empty(nb_, dtype=np.float64)
             psi = np.empty(nb_, dtype=np.float64)
             for b in range(nb_):
-                psi[b] = pair_llh(sp[b], st[b], 0, 1, c1)
+                psi[b] = pair_llh(sp[b], st[b], np.int64(0), np.int64(1), c1)
                 total[b] = score[b] + psi[b]
             counters[0] += nb_
             counters[1] += nb_
-            order = np.argsort(-total, kind="mergesort")
+            order = argsort_stable(-total)
             out_hist = np.empty((nb_, n - 1, 2), dtype=np.int64)
             out_steps = np.empty((nb_, n - 1), dtype=np.float64)
             out_score = np.empty(nb_, dtype=np.float64)
@@ -265,8 +268,8 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             if not use_cache:
                 counters[0] += ntotal
             # best first: by score descending, then candidate order
-            o1 = np.argsort(hf[:hs], kind="mergesort")
-            o2 = np.argsort(-hv[:hs][o1], kind="mergesort")
+            o1 = argsort_stable(hf[:hs].astype(np.float64))
+            o2 = argsort_stable(-hv[:hs][o1])
             order = o1[o2]
             tsize = 4
             while tsize < 2 * hs:

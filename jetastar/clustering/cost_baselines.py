@@ -61,7 +61,7 @@ def _check_model(model: Any, algorithm: str) -> CostModel:
     return model
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _pair_cost(code, feat, ids, xp, xn, sa, sb):  # pragma: no cover - numba
     """Merge cost of the clusters in slots ``sa`` and ``sb``."""
     return merge_cost_kernel(code, feat[ids[sa]], feat[ids[sb]], xp[sa, sb], xn[sa, sb])

@@ -69,8 +69,11 @@ def _greedy_kernel(leaves, consts):  # pragma: no cover - numba
     n_nodes = 2 * n - 1
     p = np.empty((n_nodes, 4), dtype=np.float64)
     t = np.empty(n_nodes, dtype=np.float64)
-    p[:n] = leaves
-    t[:n] = leaf_ts(leaves, c0)
+    lt = leaf_ts(leaves, c0)
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            p[i, d] = leaves[i, d]
+        t[i] = lt[i]
     pos = np.empty(n, dtype=np.int64)  # node id at each position of the active list
     nn_val = np.empty(n, dtype=np.float64)  # best merge with a cluster to the left
     nn_part = np.empty(n, dtype=np.int64)  # node id of that partner

@@ -61,6 +61,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
@@ -125,7 +126,7 @@ def _merge_into(
     return mm - 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _decode(act):  # pragma: no cover - numba
     """Slots (a, c), a < c, of merge index ``act = c(c-1)/2 + a``."""
     c = 1
@@ -138,7 +139,7 @@ def _decode(act):  # pragma: no cover - numba
 def _step_values(sp, st, tri, m, c1, out):  # pragma: no cover - numba
     """Split log-likelihood of every legal merge (root constants when two clusters are left)."""
     if m == 2:
-        out[0] = pair_llh(sp, st, 0, 1, c1)
+        out[0] = pair_llh(sp, st, np.int64(0), np.int64(1), c1)
         return 1
     npair = m * (m - 1) // 2
     for i in range(npair):
@@ -165,7 +166,7 @@ def _prior(values, npair, uniform, out):  # pragma: no cover - numba
         out[i] /= total
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _qnorm(x, lo, hi):  # pragma: no cover - numba
     if x <= lo:
         return 0.0
@@ -219,9 +220,25 @@ def _grow(ni, nf, need):  # pragma: no cover - numba
         cap *= 2
     ni2 = np.empty((cap, ni.shape[1]), dtype=np.int64)
     nf2 = np.empty((cap, nf.shape[1]), dtype=np.float64)
-    ni2[: ni.shape[0]] = ni
-    nf2[: nf.shape[0]] = nf
+    for i in range(ni.shape[0]):  # loops, not slice assignments: much less to compile
+        for j in range(ni.shape[1]):
+            ni2[i, j] = ni[i, j]
+        for j in range(nf.shape[1]):
+            nf2[i, j] = nf[i, j]
     return ni2, nf2
+
+
+@nb.njit(cache=True)
+def _copy_state(sp, st, snode, tri, m, npair, sp2, st2, snode2, tri2):  # pragma: no cover - numba
+    """Copy the first ``m`` slots and ``npair`` pair values of a state into another (loops, not
+    slice assignments: numba compiles each slice assignment into a generic copy of its own)."""
+    for s in range(m):
+        for d in range(4):
+            sp2[s, d] = sp[s, d]
+        st2[s] = st[s]
+        snode2[s] = snode[s]
+    for j in range(npair):
+        tri2[j] = tri[j]
 
 
 @nb.njit(cache=True)
@@ -286,9 +303,11 @@ def _mcts_kernel(
     ht = np.empty(n, dtype=np.float64)
     hnode = np.empty(n, dtype=np.int64)
     htri = np.empty(npairs, dtype=np.float64)
-    hp[:] = leaves
-    ht[:] = leaf_ts(leaves, c0)
+    lt = leaf_ts(leaves, c0)
     for i in range(n):
+        for d in range(4):
+            hp[i, d] = leaves[i, d]
+        ht[i] = lt[i]
         hnode[i] = i
     if n > 2:
         _init_tri(hp, ht, n, htri, c0)
@@ -342,10 +361,7 @@ def _mcts_kernel(
                 nbeam = 1
                 bid[0] = head
                 bret[0] = realized
-                bp[0] = hp
-                bt[0] = ht
-                bnode[0] = hnode
-                btri[0, : npair] = htri[: npair]
+                _copy_state(hp, ht, hnode, htri, n, npair, bp[0], bt[0], bnode[0], btri[0])
                 bm = m
                 while True:
                     if bm == 1:
@@ -376,14 +392,14 @@ def _mcts_kernel(
                             cand_src[ncand] = e
                             cand_act[ncand] = order_tmp[r]
                             ncand += 1
-                    corder = np.argsort(-cand_v[:ncand], kind="mergesort")
+                    corder = argsort_stable(-cand_v[:ncand])
                     nkeep = min(beam_size, ncand)
                     for q in range(nkeep):
                         r = corder[q]
                         e = cand_src[r]
                         act = cand_act[r]
                         if bm == 2:
-                            psi = pair_llh(bp[e], bt[e], 0, 1, c1)
+                            psi = pair_llh(bp[e], bt[e], np.int64(0), np.int64(1), c1)
                             a = 0
                             c = 1
                         else:
@@ -417,10 +433,7 @@ def _mcts_kernel(
                     ni, nf = _grow(ni, nf, count + n + 1)
                 node = head
                 wm = m
-                wp[:wm] = hp[:wm]
-                wt[:wm] = ht[:wm]
-                wnode[:wm] = hnode[:wm]
-                wtri[: npair] = htri[: npair]
+                _copy_state(hp, ht, hnode, htri, wm, npair, wp, wt, wnode, wtri)
                 ret = realized
                 while wm > 1:
                     k = _step_values(wp, wt, wtri, wm, c1, values)

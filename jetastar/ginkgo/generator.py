@@ -49,7 +49,7 @@ _MAX_NODES_PER_JET = 1 << 22  # ~4 million nodes: far beyond any sane t_cut
 _OK, _ERR_FILTER, _ERR_TOO_BIG = 0, 1, 2
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _splitmix(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     """One SplitMix64 step: (new state, 64 random bits)."""
     state = state + np.uint64(0x9E3779B97F4A7C15)
@@ -59,7 +59,7 @@ def _splitmix(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     return state, z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _uniform(state: np.uint64) -> tuple[np.uint64, float]:
     """Uniform double in [0, 1) with 53 random bits."""
     state, bits = _splitmix(state)
@@ -95,7 +95,8 @@ def _shower_one(
     n_nodes = 0
     # stack entries: 4-vector in stack_p, (nominal t, draw, parent, side, is_root) in stack_info
     top = 0
-    stack_p[0, :] = root_p
+    for d in range(4):
+        stack_p[0, d] = root_p[d]
     stack_info[0, 0] = t_root
     stack_info[0, 1] = np.nan
     stack_info[0, 2] = -1.0
@@ -237,22 +238,28 @@ def _generate_kernel(
             if total + n > out_cap:
                 new_cap = max(2 * out_cap, total + n)
                 tmp4 = np.empty((new_cap, 4), dtype=np.float64)
-                tmp4[:total] = out_content[:total]
-                out_content = tmp4
                 tmp2 = np.empty((new_cap, 2), dtype=np.int64)
-                tmp2[:total] = out_children[:total]
+                tmp_t = np.empty(new_cap, dtype=np.float64)
+                tmp_d = np.empty(new_cap, dtype=np.float64)
+                for i in range(total):  # loops, not slice assignments: much less to compile
+                    for k in range(4):
+                        tmp4[i, k] = out_content[i, k]
+                    tmp2[i, 0] = out_children[i, 0]
+                    tmp2[i, 1] = out_children[i, 1]
+                    tmp_t[i] = out_t[i]
+                    tmp_d[i] = out_draws[i]
+                out_content = tmp4
                 out_children = tmp2
-                tmp1 = np.empty(new_cap, dtype=np.float64)
-                tmp1[:total] = out_t[:total]
-                out_t = tmp1
-                tmp1 = np.empty(new_cap, dtype=np.float64)
-                tmp1[:total] = out_draws[:total]
-                out_draws = tmp1
+                out_t = tmp_t
+                out_draws = tmp_d
                 out_cap = new_cap
-            out_content[total:total + n] = content[:n]
-            out_children[total:total + n] = children[:n]
-            out_t[total:total + n] = node_t[:n]
-            out_draws[total:total + n] = draws[:n]
+            for i in range(n):
+                for k in range(4):
+                    out_content[total + i, k] = content[i, k]
+                out_children[total + i, 0] = children[i, 0]
+                out_children[total + i, 1] = children[i, 1]
+                out_t[total + i] = node_t[i]
+                out_draws[total + i] = draws[i]
             counts[j] = n
             total += n
             break

@@ -123,7 +123,7 @@ def _tables(p, consts):  # pragma: no cover - numba
     mt = np.empty(n)
     for i in range(n):
         mt[i] = t_of(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
-        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], 1, c)
+        tl[i] = cluster_t(p[i, 0], p[i, 1], p[i, 2], p[i, 3], np.int64(1), c)
     w = np.empty((n, n))
     d = np.empty((n, n))
     for i in range(n):
@@ -146,7 +146,7 @@ def _tables(p, consts):  # pragma: no cover - numba
 
 
 # ---------------------------------------------------------------------- small building blocks
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _leaf_term(scale, c):  # pragma: no cover - numba
     """Stop term of a leaf child with scale ``scale`` (form-specific)."""
     tcut = c[0]
@@ -159,7 +159,7 @@ def _leaf_term(scale, c):  # pragma: no cover - numba
     return c[3] + math.log(-math.expm1(-lam * m / scale))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _c_sup(t, t_top, c, clamp):  # pragma: no cover - numba
     """``sup c(T, t)`` over ``T ∈ [t, t_top]`` (``clamp``) or over all ``T > 0``."""
     lam = c[1]
@@ -223,7 +223,7 @@ def _exact_small(idx, n, p, tl, c):  # pragma: no cover - numba
         inner = split_llh(tl[a], tl[b], t_pair, c)
         if inner == _NEG_INF:
             continue
-        t_c = cluster_t(e, x, y, z, 2, c)
+        t_c = cluster_t(e, x, y, z, np.int64(2), c)
         top = split_llh(
             t_c, tl[s], t_of(e + p[s, 0], x + p[s, 1], y + p[s, 2], z + p[s, 3]), c
         )
@@ -311,7 +311,7 @@ def _h0(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - numba
         for a in range(n):
             i = idx[a]
             if tl[i] > tcut:
-                total += _c_sup(tl[i], t_s, c, True)
+                total += _c_sup(tl[i], t_s, c, np.bool_(True))
                 continue
             mu = np.inf
             for b in range(n):
@@ -329,7 +329,7 @@ _FRONT = 4  # points kept per size in the shape DP (merging keeps it an upper bo
 _NO_FLOOR = np.zeros(0)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _lse_half(x, y):  # pragma: no cover - numba
     """log(½ e^x + ½ e^y), −∞-safe."""
     hi = x if x > y else y
@@ -339,7 +339,7 @@ def _lse_half(x, y):  # pragma: no cover - numba
     return hi + math.log1p(math.exp(lo - hi)) - _LOG_2
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _c_first(t, t_par, t_top, c):  # pragma: no cover - numba
     """``sup c(T, t)`` over ``T ∈ [t_par, t_top]`` (first child: its scale is the parent mass)."""
     scale = c[1] * t

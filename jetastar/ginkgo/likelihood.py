@@ -122,13 +122,13 @@ def likelihood_constants(
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def t_of(e: float, px: float, py: float, pz: float) -> float:
     """Squared invariant mass ``E² - |p|²`` (numba kernel; callable from Python too)."""
     return e * e - (px * px + py * py + pz * pz)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def cluster_t(e: float, px: float, py: float, pz: float, size: int, c: np.ndarray) -> float:
     """The ``t`` a likelihood form uses for a cluster of ``size`` leaves with summed 4-momentum.
 
@@ -139,7 +139,7 @@ def cluster_t(e: float, px: float, py: float, pz: float, size: int, c: np.ndarra
     return e * e - (px * px + py * py + pz * pz)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def parent_terms(t_parent: float, c: np.ndarray) -> tuple[float, float, float]:
     """The parts of ψ that depend only on the parent: ``(√tP, log tP, first-child stop term)``.
 
@@ -155,7 +155,7 @@ def parent_terms(t_parent: float, c: np.ndarray) -> tuple[float, float, float]:
     return math.sqrt(t_parent), math.log(t_parent), stop
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
     """log-density (continues) or log-probability (stops) of the child drawn second, scale T."""
     if (t > 0.0) if legacy else (t > c[_C_TCUT]):
@@ -164,7 +164,7 @@ def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
     return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * cut / scale))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
     """Symmetric form: :func:`_second_child` ``= _second_offset + log(_second_factor)``."""
     if t > c[_C_TCUT]:
@@ -172,7 +172,7 @@ def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
     return c[_C_NORM]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
     """Symmetric form: the factor whose log completes :func:`_second_offset` (``1/T`` or the stop
     probability ``1 − exp(−λ min(T, t_cut) / T)``)."""
@@ -181,7 +181,7 @@ def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
     return -math.expm1(-c[_C_LAM] * min(scale, c[_C_TCUT]) / scale)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _first_child(t: float, t_parent: float, log_tp: float, stop: float, legacy: bool,
                  c: np.ndarray) -> float:
     """The same for the child drawn first (scale tP), with the parent terms precomputed."""
@@ -213,7 +213,7 @@ def split_llh_given_parent(
             return _NEG_INF
         scale2 = s_parent - math.sqrt(t_max)
         scale2 = scale2 * scale2
-        first = _first_child(t_max, t_parent, log_tp, stop, True, c)
+        first = _first_child(t_max, t_parent, log_tp, stop, np.bool_(True), c)
         if not scale2 > 0.0:
             if t_min > 0.0 or not scale2 == 0.0:
                 return _NEG_INF
@@ -237,10 +237,10 @@ def split_llh_given_parent(
     if s_left + s_right > s_parent:
         return _NEG_INF
     # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
-    a_lr = _first_child(t_left, t_parent, log_tp, stop, False, c)
+    a_lr = _first_child(t_left, t_parent, log_tp, stop, np.bool_(False), c)
     b_lr = _second_factor((s_parent - s_left) * (s_parent - s_left), t_right, c)
     a_lr += _second_offset((s_parent - s_left) * (s_parent - s_left), t_right, c)
-    a_rl = _first_child(t_right, t_parent, log_tp, stop, False, c)
+    a_rl = _first_child(t_right, t_parent, log_tp, stop, np.bool_(False), c)
     b_rl = _second_factor((s_parent - s_right) * (s_parent - s_right), t_left, c)
     a_rl += _second_offset((s_parent - s_right) * (s_parent - s_right), t_left, c)
     if a_lr >= a_rl:
@@ -290,7 +290,7 @@ def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> 
 # W(S) = V(S) + G(S) per cluster and skips a split whose bound cannot beat the best split so far.
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def child_bound(t: float, c: np.ndarray) -> float:
     """``G(t)``: an upper bound on the log-term of a child of squared mass ``t`` in any split.
 
