@@ -5,18 +5,19 @@ Rules for every numba kernel in jetastar (read before adding one):
 
 1. Decorate with ``@nb.njit(cache=True)``, helpers too. ``inline="always"`` only on a helper
    called in a hot loop that LLVM does not inline by itself (today the split scores
-   ``split_llh_given_parent`` / ``split_bound_given_parent`` and the trellis's ``_split_score``;
-   measure before adding one): numba inlines by compiling the helper's bytecode again at every
-   call site, nested helpers included, and such copies were most of the compile time of the
-   kernels calling them. A plain call to a small helper costs no run time: the callee's module
-   is linked into the caller before LLVM optimises it, and LLVM inlines it. A kernel re-optimises
-   everything it calls, so keep kernels that are called from many places small. In kernels,
-   copy arrays with loops, not slice assignments (``a[:n] = b``): each one compiles a generic
-   broadcasting copy with its own error path. ``parallel=True`` only on a
-   kernel whose work is a ``prange`` over independent items, and a serial twin only where the
-   parallel launch is measurably slower (say so in its docstring). No explicit signatures (they
-   compile eagerly at import), no ``nb.jit`` object mode, no closures or generated functions
-   (they cannot be cached).
+   ``split_llh_given_parent`` / ``split_bound_given_parent``, the trellis's ``_split_score`` and
+   the agglomerative ``pair_llh``, without which beam search is 13 % slower; measure before adding
+   one): numba inlines by compiling the helper's bytecode again at every call site, nested helpers
+   included, and such copies were most of the compile time of the kernels calling them. A plain
+   call to a *small* helper usually costs no run time (the callee's module is linked into the
+   caller before LLVM optimises it, and LLVM inlines it); a larger callee may stay a call, so time
+   the hot loops after changing one. A kernel re-optimises everything it calls, so keep kernels
+   that are called from many places small. In kernels, copy arrays with loops, not slice
+   assignments (``a[:n] = b``): each one compiles a generic broadcasting copy with its own error
+   path. ``parallel=True`` only on a kernel whose work is a ``prange`` over independent items, and
+   a serial twin only where the parallel launch is measurably slower (say so in its docstring). No
+   explicit signatures (they compile eagerly at import), no ``nb.jit`` object mode, no closures or
+   generated functions (they cannot be cached).
 2. One specialisation per kernel: call it with the same argument types everywhere — arrays
    float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
    ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,

@@ -113,7 +113,7 @@ def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cove
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def pair_llh(p: np.ndarray, t: np.ndarray, a: int, b: int, c: np.ndarray) -> float:
     """Split log-likelihood of merging rows ``a`` and ``b`` of ``p`` / ``t`` (numba kernel)."""
     tp = t_of(p[a, 0] + p[b, 0], p[a, 1] + p[b, 1], p[a, 2] + p[b, 2], p[a, 3] + p[b, 3])
