@@ -277,7 +277,7 @@ def test_dask_local_cluster(tmp_path, jets_file):
     distributed = pytest.importorskip("distributed")
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=10)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         (s,) = run_batch([jets_file], config, output=tmp_path / "dask.h5",
                          executor=client.get_executor(), progress=False)

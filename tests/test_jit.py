@@ -132,7 +132,7 @@ _SCRIPT = textwrap.dedent("""
             return builtins._jetastar_test_compiled
 
         with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                      dashboard_address=None) as cluster, \
+                                      dashboard_address=":0") as cluster, \
                 distributed.Client(cluster) as client:
             client.run(listen)
             (s,) = run_batch([path], BatchConfig(["greedy", "kt"], chunk_size=4),
