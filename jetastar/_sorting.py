@@ -1,14 +1,18 @@
-"""A stable argsort kernel shared by the clustering kernels.
+"""Sorting kernels shared by the clustering kernels and the heuristics.
 
-numba compiles its own ``np.argsort(..., kind="mergesort")`` into every process that uses it, once
-per key type (a second or more each); this kernel is compiled once, cached on disk like every
-jetastar kernel, and gives the same order.
+numba compiles its own sorts (``np.argsort``, ``ndarray.sort``: quicksort or merge sort) into
+every process that uses them, once per key type and kind (a second or more each); these kernels
+are compiled once, cached on disk like every jetastar kernel, and give numpy's stable order.
 
 Example:
     >>> import numpy as np
-    >>> from jetastar._sorting import argsort_stable
+    >>> from jetastar._sorting import argsort_stable, sort_inplace
     >>> argsort_stable(np.array([2.0, 1.0, 2.0, 0.5])).tolist()
     [3, 1, 0, 2]
+    >>> a = np.array([2.0, 1.0, 0.5])
+    >>> sort_inplace(a)
+    >>> a.tolist()
+    [0.5, 1.0, 2.0]
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["argsort_stable"]
+__all__ = ["argsort_stable", "sort_inplace"]
 
 _RUN = 16  # runs sorted by insertion before merging
 
@@ -81,3 +85,61 @@ def argsort_stable(keys: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
         src, dst = dst, src
         width *= 2
     return src
+
+
+@nb.njit(cache=True)
+def sort_inplace(values: np.ndarray) -> None:  # pragma: no cover - numba
+    """Sort the float64 array ``values`` ascending in place, NaN last: ``values.sort()``.
+
+    Args:
+        values: 1-d float64 array (C-contiguous, e.g. ``a[:n]`` of a contiguous ``a``).
+    """
+    n = values.shape[0]
+    for lo in range(0, n, _RUN):
+        hi = min(lo + _RUN, n)
+        for i in range(lo + 1, hi):
+            x = values[i]
+            j = i - 1
+            while j >= lo:
+                y = values[j]
+                if y > x or (y != y and x == x):
+                    values[j + 1] = y
+                    j -= 1
+                else:
+                    break
+            values[j + 1] = x
+    if n <= _RUN:
+        return
+    src = values
+    dst = np.empty(n, dtype=np.float64)
+    width = _RUN
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                x = src[i]
+                y = src[j]
+                if x > y or (x != x and y == y):
+                    dst[k] = y
+                    j += 1
+                else:
+                    dst[k] = x
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    if src is not values:
+        for i in range(n):
+            values[i] = src[i]

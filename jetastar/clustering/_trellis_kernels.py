@@ -35,6 +35,7 @@ import math
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable
 from ..costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
 from ..ginkgo.likelihood import parent_terms, split_llh_given_parent
 from ._subsets import popcount
@@ -396,7 +397,7 @@ def sample_trees(n, full, node, consts, code, feat, uniforms):  # pragma: no cov
         if sel.shape[0] == 0:
             continue
         keys = item_mask[sel]
-        idx = sel[np.argsort(keys, kind="mergesort")]
+        idx = sel[argsort_stable(keys.astype(np.float64))]  # masks < 2**53: exact
         j = 0
         while j < idx.shape[0]:
             s = item_mask[idx[j]]

@@ -101,7 +101,8 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
     scale = np.empty(n, dtype=np.float64)
     node = np.empty(n, dtype=np.int64)
     for i in range(n):
-        p[i] = leaves[i]
+        for d in range(4):
+            p[i, d] = leaves[i, d]
         rap[i], phi[i], kt2 = _rap_phi_kt2(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
         scale[i] = _scale(kt2, power)
         node[i] = i
@@ -129,7 +130,8 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
             # beam recombination: i becomes a final jet
             beams += 1
             m -= 1
-            p[bi] = p[m]
+            for d in range(4):
+                p[bi, d] = p[m, d]
             rap[bi] = rap[m]
             phi[bi] = phi[m]
             scale[bi] = scale[m]
@@ -144,7 +146,8 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
         node[bi] = n + step
         step += 1
         m -= 1
-        p[bj] = p[m]
+        for d in range(4):
+            p[bj, d] = p[m, d]
         rap[bj] = rap[m]
         phi[bj] = phi[m]
         scale[bj] = scale[m]

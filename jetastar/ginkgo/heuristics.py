@@ -66,6 +66,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._sorting import argsort_stable, sort_inplace
 from ..errors import InvalidJetError
 from ._subset_dp import subset_dp
 from .likelihood import check_likelihood, cluster_t, split_llh, t_of
@@ -196,7 +197,7 @@ def _mst_sorted(idx, n, w, out):  # pragma: no cover - numba
                 v = w[idx[a], ib]
                 if v < best[a]:
                     best[a] = v
-    out[: n - 1].sort()
+    sort_inplace(out[: n - 1])
 
 
 @nb.njit(cache=True)
@@ -275,7 +276,7 @@ def _h0(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - numba
     ts = np.empty(n)
     for a in range(n):
         ts[a] = mt[idx[a]] if mt[idx[a]] > 0.0 else 0.0
-    ts.sort()
+    sort_inplace(ts)
     tau = np.zeros(n + 1)
     if use_pairs:
         acc = 0.0
@@ -353,7 +354,7 @@ def _c_first(t, t_par, t_top, c):  # pragma: no cover - numba
 @nb.njit(cache=True)
 def _compress(gs, ms, n, out_g, out_m):  # pragma: no cover - numba
     """Pareto front (max G, min m) of n points, merged down to ``_FRONT`` dominating points."""
-    order = np.argsort(ms[:n])
+    order = argsort_stable(ms[:n])
     fg = np.empty(n)
     fm = np.empty(n)
     k = 0
@@ -402,8 +403,8 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
         ts[a] = v
         sq[a] = math.sqrt(v)
     ts_raw = ts.copy()
-    ts.sort()
-    sq.sort()
+    sort_inplace(ts)
+    sort_inplace(sq)
     tk = np.full(n + 1, tcut)
     if use_pairs:
         npairs = n * (n - 1) // 2
@@ -419,8 +420,8 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
                     if b > a:
                         pd[q] = d[idx[a], idx[b]]
                         q += 1
-            rows[a].sort()
-        pd.sort()
+            sort_inplace(rows[a])
+        sort_inplace(pd)
         rowcs = np.zeros((n, n))
         for a in range(n):
             for r in range(1, n):
@@ -439,7 +440,7 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
                 nd += 1
             for a in range(n):
                 col[a] = rowcs[a, k - 1]
-            col.sort()
+            sort_inplace(col)
             star = 0.0
             for a in range(k):
                 star += col[a]
@@ -539,7 +540,7 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
         excl = np.empty(n)
         for a in range(n):
             excl[a] = ts_raw[a] + 0.5 * rowcs[a, n - 1]
-        excl.sort()
+        sort_inplace(excl)
         acc = 0.0
         for b in range(1, n):
             acc += excl[b - 1]
@@ -617,12 +618,12 @@ def _paper(idx, n, t_s, p, tl, mt, w, c, proof):  # pragma: no cover - numba
                 if v >= tcut and v < best:
                     best = v
         tmin[a] = best if best < np.inf else tcut
-    tmin.sort()
+    sort_inplace(tmin)
     tstar = tmin[0]
     m2 = np.empty(n)
     for a in range(n):
         m2[a] = mt[idx[a]] if mt[idx[a]] > 0.0 else 0.0
-    m2.sort()
+    sort_inplace(m2)
     # leaves
     total = 0.0
     for a in range(n):
