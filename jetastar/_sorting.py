@@ -95,51 +95,9 @@ def sort_inplace(values: np.ndarray) -> None:  # pragma: no cover - numba
         values: 1-d float64 array (C-contiguous, e.g. ``a[:n]`` of a contiguous ``a``).
     """
     n = values.shape[0]
-    for lo in range(0, n, _RUN):
-        hi = min(lo + _RUN, n)
-        for i in range(lo + 1, hi):
-            x = values[i]
-            j = i - 1
-            while j >= lo:
-                y = values[j]
-                if y > x or (y != y and x == x):
-                    values[j + 1] = y
-                    j -= 1
-                else:
-                    break
-            values[j + 1] = x
-    if n <= _RUN:
-        return
-    src = values
-    dst = np.empty(n, dtype=np.float64)
-    width = _RUN
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                x = src[i]
-                y = src[j]
-                if x > y or (x != x and y == y):
-                    dst[k] = y
-                    j += 1
-                else:
-                    dst[k] = x
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-        src, dst = dst, src
-        width *= 2
-    if src is not values:
-        for i in range(n):
-            values[i] = src[i]
+    order = argsort_stable(values)
+    tmp = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        tmp[i] = values[order[i]]
+    for i in range(n):
+        values[i] = tmp[i]
