@@ -311,7 +311,10 @@ class _MapSolver:
                 n_k = int(self.binom[n, k])
                 step = n_k if not fine else max(1, int(total * _SLICE_FRACTION) // per)
                 for lo in range(0, n_k, step):
-                    if max_time is not None and watch is not None and watch.seconds() > max_time:
+                    # the first slice always runs, so that even a spent budget compiles (or
+                    # loads) the kernels: batch warm-ups pass a tiny max_time
+                    if (max_time is not None and watch is not None and counts[0] > 0
+                            and watch.seconds() > max_time):
                         finished = False
                         break
                     hi = min(n_k, lo + step)
