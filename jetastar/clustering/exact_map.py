@@ -17,8 +17,8 @@ leaves, 370 MB at 24). The whole jet's split can also be bounded by an *incumben
 root splits that cannot beat it are skipped, and if none can, the incumbent is the MAP.
 
 Budgets: ``max_memory`` refuses a jet whose tables do not fit (:class:`TooLargeError`, before
-allocating); ``max_time`` stops between slices of work and returns the incumbent (the greedy tree
-when none was given) with ``status="budget"`` and ``exact=False``.
+allocating); ``max_time`` stops between slices of work (after the first) and returns the incumbent
+(the greedy tree when none was given) with ``status="budget"`` and ``exact=False``.
 
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate
