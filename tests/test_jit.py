@@ -69,20 +69,24 @@ def test_cache_folder_left_alone_when_writable(monkeypatch, tmp_path):
 
 _SCRIPT = textwrap.dedent("""
     import json, statistics, sys
-    from numba.core import event
+
+    def listen_into(names):
+        # record in `names` every jetastar kernel this process (or a Dask worker) compiles
+        from numba.core import event
+
+        class Count(event.Listener):
+            def on_start(self, ev):
+                fn = ev.data["dispatcher"].py_func
+                if fn.__module__.startswith("jetastar"):
+                    names.append(fn.__qualname__)
+
+            def on_end(self, ev):
+                pass
+
+        event.register("numba:compile", Count())
 
     compiled = []
-
-    class Count(event.Listener):
-        def on_start(self, ev):
-            fn = ev.data["dispatcher"].py_func
-            if fn.__module__.startswith("jetastar"):
-                compiled.append(fn.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Count())
+    listen_into(compiled)
 
     from jetastar import JetCollection
     from jetastar import io as jio
@@ -112,20 +116,9 @@ _SCRIPT = textwrap.dedent("""
 
         def listen():
             import builtins
-            from numba.core import event
 
-            builtins._jetastar_test_compiled = seen = []
-
-            class Seen(event.Listener):
-                def on_start(self, ev):
-                    fn = ev.data["dispatcher"].py_func
-                    if fn.__module__.startswith("jetastar"):
-                        seen.append(fn.__qualname__)
-
-                def on_end(self, ev):
-                    pass
-
-            event.register("numba:compile", Seen())
+            builtins._jetastar_test_compiled = []
+            listen_into(builtins._jetastar_test_compiled)
 
         def seen():
             import builtins
