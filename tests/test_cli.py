@@ -211,3 +211,26 @@ def test_main_job_and_astar_approx_with_tqdm_disable(tmp_path):
     assert "failed" not in done.stdout and "Traceback" not in done.stderr
     table = jio.read_results(tmp_path / "approx.h5")["astar-approx"]
     assert list(table.status) == ["ok"] * 4
+
+
+def test_cluster_with_window_search(tmp_path, capsys):
+    """The window search through the command line: options, the legacy form, the time limit as
+    its budget, and every tree at least as good as greedy and at most the exact MAP."""
+    jets = tmp_path / "q.h5"
+    assert main(["generate", "--type", "qcd", "--n", "4", "--seed", "5", "--t-cut", "1",
+                 "--min-leaves", "15", "--max-leaves", "18", "-o", str(jets)]) == 0
+    res = tmp_path / "res.root"
+    assert main(["cluster", str(jets), "--algorithms", "window-search,greedy,trellis",
+                 "--option", "window-search.window_size=10", "--option", "seed=3",
+                 "--likelihood", "legacy", "--time-limit", "30", "--no-progress",
+                 "-o", str(res)]) == 0
+    assert "window-search    ok 4" in capsys.readouterr().out
+    tables = jio.read_results(res)
+    window, greedy_t, exact = tables["window-search"], tables["greedy"], tables["trellis"]
+    coll = jio.read(jets)
+    for i in range(4):
+        r = window.results()[i]
+        assert r.options["window_size"] == 10 and r.options["seed"] == 3
+        assert r.options["max_time"] == 30 and r.likelihood == "legacy"
+        assert r.log_likelihood == log_likelihood(coll[i], window.tree(i), "legacy")
+        assert greedy_t.log_likelihood[i] <= r.log_likelihood <= exact.log_likelihood[i] + 1e-9

@@ -16,6 +16,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 def test_notebook_runs(name: str, monkeypatch, tmp_path):
     monkeypatch.setenv("JETASTAR_NB_JETS", "16")
     monkeypatch.setenv("JETASTAR_NB_MAX_LEAVES", "8")
+    monkeypatch.setenv("JETASTAR_NB_LARGE_JETS", "2")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(

@@ -1,4 +1,5 @@
-"""Clustering algorithms: exact MAP, exact trellis, A*, greedy, beam search, kt family, MCTS.
+"""Clustering algorithms: exact MAP, exact trellis, A*, window search, greedy, beam search, kt family,
+MCTS.
 
 Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
 name with :func:`cluster`. The exact trellis, greedy and average linkage also take a cost model over a
@@ -10,13 +11,14 @@ from __future__ import annotations
 from .astar import astar, astar_approx
 from .beam import beam_search
 from .cost_baselines import average_linkage, cost_greedy
-from .exact_map import exact_map
+from .exact_map import exact_map, map_over_parts
 from .greedy import greedy
 from .kt import kt
 from .mcts import mcts
 from .registry import AlgorithmInfo, algorithm_info, algorithms, cluster, register
 from .result import STATUSES, ClusteringResult
 from .trellis import Trellis, exact_trellis
+from .window_search import window_search
 
 __all__ = [
     "STATUSES",
@@ -35,6 +37,8 @@ __all__ = [
     "exact_trellis",
     "greedy",
     "kt",
+    "map_over_parts",
     "mcts",
     "register",
+    "window_search",
 ]

@@ -46,6 +46,7 @@ from ..ginkgo.likelihood import (
     parent_terms,
     split_bound_given_parent,
     split_llh_given_parent,
+    t_of,
 )
 from ._subsets import popcount
 from ._trellis_kernels import _unsplittable
@@ -63,6 +64,8 @@ T, V = 0, 1
 Q_NONE = -32768
 Q_BOTTOM = -32767
 Q_TOP = 32767
+#: fixed-point scale of W when the jet allows it (1/64 nat; the int16 range is then ±511 nats)
+_W_SCALE = 64.0
 #: the W test's bar when nothing is known yet (every split passes)
 _CUT_Q_NONE = -(1 << 40)
 
@@ -93,6 +96,40 @@ def _cut_q(cut_w: float, scale: float) -> np.int64:  # pragma: no cover - numba
 def _cut(best_v: float) -> float:  # pragma: no cover - numba
     """A bound must exceed this to be looked at: the best value minus the safety margin."""
     return best_v - MARGIN * (1.0 + abs(best_v))
+
+
+@nb.njit(cache=True)
+def w_scale_of(leaf_t, c):  # pragma: no cover - numba
+    """The fixed-point scale of ``wq`` for leaves (or parts) ``leaf_t`` (see ``exact_map.w_scale``).
+
+    A power of two, ``_W_SCALE`` unless the a-priori bound on ``W`` of every proper subset needs
+    less: ``U_1 = 0``, ``U_k = max_j U_j + U_{k−j} + g(j) + g(k−j) − log 4π`` with ``g(1)`` the
+    largest ``G`` of the leaves and ``g(j) = G(t_cut⁺)`` otherwise; the top ``max_k U_k + g(k)``
+    (``k < n``) must fit below ``Q_TOP``.
+    """
+    n = leaf_t.shape[0]
+    g1 = -np.inf
+    for i in range(n):
+        g1 = max(g1, child_bound(leaf_t[i], c))
+    if n == 0:
+        g1 = 0.0
+    t_cut = c[0]
+    # G of a possible cluster: t > t_cut (symmetric) or t >= t_cut (legacy); covers both forms
+    gc = max(child_bound(t_cut, c), child_bound(np.nextafter(t_cut, np.inf), c))
+    upper = np.zeros(max(n, 2), dtype=np.float64)  # upper[k]: bound on V of a k-cluster
+    top = g1
+    for k in range(2, n):
+        u = -np.inf
+        for j in range(1, k):
+            gj = g1 if j == 1 else gc
+            gk = g1 if k - j == 1 else gc
+            u = max(u, upper[j] + upper[k - j] + gj + gk)
+        upper[k] = u - _LOG_4PI
+        top = max(top, upper[k] + gc)
+    scale = _W_SCALE
+    while top * scale > Q_TOP - 2 and scale > 2.0**-40:
+        scale /= 2.0
+    return scale
 
 
 @nb.njit(cache=True)
@@ -277,3 +314,73 @@ def binomials(n: int) -> np.ndarray:
         for b in range(1, a + 1):
             out[a, b] = out[a - 1, b - 1] + out[a - 1, b]
     return out
+
+
+@nb.njit(cache=True)
+def solve_parts(part_p, part_t, psum, rec, wq, best, c, c_top, slack_top, floor):  # pragma: no cover
+    """The whole DP of a small problem over ``k`` *parts*, serially (one thread, one call).
+
+    The parts play the role of leaves: each is a fixed sub-hierarchy (or a single leaf) with its
+    summed 4-momentum; its own log-likelihood is not part of the value. A cluster of parts is
+    numbered by its bitmask over the parts and is solved after every proper subset (increasing mask
+    order), with :func:`solve_cluster`, so every value and arg-max is that of the exact MAP engine
+    on a jet whose leaves are the parts.
+
+    Args:
+        part_p: ``(k, 4)`` float64 summed 4-momenta of the parts.
+        part_t: ``(k,)`` float64 ``t`` of each part in the form's convention (legacy form: 0 for a
+            single leaf, the squared mass for a composite part; symmetric: the squared mass).
+        psum: ``(>= 2**k, 4)`` float64 scratch (summed momenta of every cluster of parts).
+        rec, wq, best: tables with at least ``2**k`` rows (:mod:`exact_map`'s layout).
+        c: the constants row of splits below the top.
+        c_top: the constants row of the top split (the root row when the parts cover the jet).
+        slack_top: the bound slack of the top split (:meth:`_MapSolver._root_slack` for the root
+            row, 0 otherwise).
+        floor: only a top value ``>= floor`` is kept; the top's ``V`` is ``-inf`` otherwise.
+
+    Returns:
+        ``(splits enumerated, splits looked at, ψ evaluated)``; the value is ``rec[2**k − 1, V]``
+        and the hierarchy is read through ``best``.
+    """
+    k = part_p.shape[0]
+    m = np.int64(1) << k
+    full = m - 1
+    scale = w_scale_of(part_t, c)
+    t_cut = c[0]
+    legacy = c[4] != 0.0
+    rec[0, T] = 0.0
+    psum[0, 0] = 0.0
+    psum[0, 1] = 0.0
+    psum[0, 2] = 0.0
+    psum[0, 3] = 0.0
+    for s in range(1, m):
+        low = s & -s
+        rest = s ^ low
+        i = 0
+        while (np.int64(1) << i) != low:
+            i += 1
+        for j in range(4):
+            psum[s, j] = psum[rest, j] + part_p[i, j]
+        if rest == 0:
+            rec[s, T] = part_t[i]
+        else:
+            rec[s, T] = t_of(psum[s, 0], psum[s, 1], psum[s, 2], psum[s, 3])
+    init_records(k, rec, wq, best, c, scale)
+    enumerated = 0
+    passed = 0
+    evaluated = 0
+    for s in range(3, full):
+        if s & (s - 1) == 0:
+            continue
+        e, q, v, _ = solve_cluster(s, rec, wq, best, c, t_cut, legacy, _NEG_INF, 0.0, True, scale)
+        enumerated += e
+        passed += q
+        evaluated += v
+    if k >= 2:
+        e, q, v, _ = solve_cluster(
+            full, rec, wq, best, c_top, t_cut, legacy, floor, slack_top, True, scale
+        )
+        enumerated += e
+        passed += q
+        evaluated += v
+    return enumerated, passed, evaluated

@@ -46,7 +46,7 @@ _EXACT_WARM_MAX = 7
 #: A* search and its heuristics), then the methods whose kernels it reuses (beam search and greedy,
 #: which another worker compiles while the first one compiles the heuristics, see
 #: :func:`_warm_heuristics`), so that two workers rarely compile the same kernel at the same time
-_FIRST = ("astar-approx", "beam", "greedy", "mcts", "trellis")
+_FIRST = ("astar-approx", "beam", "greedy", "mcts", "trellis", "window-search")
 _LAST = ("astar",)
 #: algorithms sharing most of their kernels, warmed up by one task (one worker) so that two workers
 #: never compile them at the same time (exact A* runs the same search machine as approximate A*)

@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numba as nb
@@ -41,7 +42,7 @@ import numpy as np
 
 from .._jit import Stopwatch
 from ..errors import InvalidJetError, TooLargeError
-from ..ginkgo.likelihood import child_bound, log_likelihood
+from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
 from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _k
@@ -58,14 +59,14 @@ from .trellis import (
     default_memory_limit,
 )
 
-__all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map"]
+__all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map", "map_over_parts", "root_slack", "w_scale"]
 
 #: Hard limit of the layout (int32 arg-max masks).
 MAX_MAP_LEAVES = 31
+#: Most parts :func:`map_over_parts` takes (its tables: 54 bytes per cluster of parts, 0.9 GB).
+_MAX_PARTS = 24
 #: bytes per cluster: (t, V) float64, W int16 (fixed point), arg-max int32
 _BYTES_PER_CLUSTER = 16 + 2 + 4
-#: fixed-point scale of W when the jet allows it (1/64 nat; the int16 range is then ±511 nats)
-_W_SCALE = 64.0
 #: Show a progress bar from this many leaves on when ``progress=None``.
 _PROGRESS_FROM = 21
 #: Work slices of about this fraction of all splits when a bar shows or a time budget is set.
@@ -82,6 +83,21 @@ def estimate_map_memory(n_leaves: int) -> int:
         22
     """
     return int((1 << n_leaves) * _BYTES_PER_CLUSTER + 4096 * 64)
+
+
+def root_slack(consts: np.ndarray) -> float:
+    """How much the root row's child bound ``G`` can exceed the inner row's, for both children.
+
+    ``wq`` holds ``G`` of the inner row; a split of the whole jet (λ_R) adds this to its bounds
+    (see :func:`jetastar.clustering._map_kernels.solve_cluster`). ``G`` differs between the rows
+    by a constant on each branch of its definition, so three probes cover it.
+
+    Args:
+        consts: :meth:`Jet.likelihood_constants` (rows 0 and 1).
+    """
+    probes = (0.0, float(consts[0, 0]), 2.0 * float(consts[0, 0]) + 1.0)
+    delta = max(child_bound(t, consts[1]) - child_bound(t, consts[0]) for t in probes)
+    return 2.0 * max(delta, 0.0)
 
 
 def w_scale(leaf_t: np.ndarray, consts: np.ndarray) -> float:
@@ -108,23 +124,7 @@ def w_scale(leaf_t: np.ndarray, consts: np.ndarray) -> float:
         64.0
     """
     c = np.ascontiguousarray(consts, dtype=np.float64)[0]
-    n = len(leaf_t)
-    g1 = max((child_bound(float(t), c) for t in leaf_t), default=0.0)
-    t_cut = float(c[0])
-    # G of a possible cluster: t > t_cut (symmetric) or t >= t_cut (legacy); covers both forms
-    gc = max(child_bound(t_cut, c), child_bound(float(np.nextafter(t_cut, np.inf)), c))
-    log_4pi = math.log(4.0 * math.pi)
-    upper = [0.0, 0.0]  # upper[k]: bound on V of a k-cluster
-    top = g1
-    for k in range(2, n):
-        u = max(upper[j] + upper[k - j] + (g1 if j == 1 else gc) + (g1 if k - j == 1 else gc)
-                for j in range(1, k))
-        upper.append(u - log_4pi)
-        top = max(top, upper[k] + gc)
-    scale = _W_SCALE
-    while top * scale > _k.Q_TOP - 2 and scale > 2.0**-40:
-        scale /= 2.0
-    return scale
+    return float(_k.w_scale_of(np.ascontiguousarray(leaf_t, dtype=np.float64), c))
 
 
 def exact_map(
@@ -231,20 +231,112 @@ def exact_map(
     )
 
 
+def map_over_parts(
+    jet: Jet,
+    parts: Sequence[Sequence[int]],
+    likelihood: str | None = None,
+    *,
+    whole_jet: bool | None = None,
+    floor: float = -math.inf,
+) -> tuple[float, Any]:
+    """The exact best hierarchy over *parts* of a jet: disjoint groups of leaves kept whole.
+
+    Each part is a fixed sub-cluster (its own hierarchy, if it has one, is not part of the problem):
+    its 4-momentum is the sum of its leaves and its ``t`` is its squared mass, except that a single
+    leaf has ``t = 0`` in the legacy form. This is the exact MAP engine on a jet whose leaves are the
+    parts; the window search (:func:`jetastar.clustering.window_search`) solves windows of a tree
+    this way (its kernel, without this function's Python overhead).
+
+    Args:
+        jet: a :class:`jetastar.Jet`.
+        parts: ``k >= 1`` disjoint, non-empty sequences of leaf indices (at most 24 parts).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        whole_jet: whether the top split is the split of the whole jet (rate λ_R); default: when
+            the parts cover every leaf.
+        floor: only hierarchies worth at least this count (the value is ``-inf`` otherwise).
+
+    Returns:
+        ``(value, nested)``: the summed split log-likelihood of the best hierarchy over the parts
+        (0 for a single part; ``-inf`` when none is possible or none reaches ``floor``) and the
+        hierarchy as nested pairs of part indices (``None`` when the value is ``-inf``).
+
+    Raises:
+        InvalidJetError: not a Jet, or parts that are empty, overlap or name no leaf of the jet.
+        ValueError: more than 24 parts, or an unknown likelihood.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=5, min_leaves=6, max_leaves=6)[0]
+        >>> value, nested = map_over_parts(jet, [[0], [1], [2], [3], [4], [5]])
+        >>> abs(value - exact_map(jet).log_likelihood) < 1e-9
+        True
+    """
+    if not isinstance(jet, Jet):
+        raise InvalidJetError(
+            f"map_over_parts needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
+        )
+    likelihood = _valid_likelihood(likelihood)
+    k = len(parts)
+    if not 1 <= k <= _MAX_PARTS:
+        raise ValueError(f"map_over_parts takes 1 .. {_MAX_PARTS} parts, got {k}")
+    seen: set[int] = set()
+    groups = []
+    for j, part in enumerate(parts):
+        idx = [int(i) for i in part]
+        if not idx or any(not 0 <= i < jet.n_leaves for i in idx) or seen.intersection(idx) or (
+            len(set(idx)) != len(idx)
+        ):
+            raise InvalidJetError(
+                f"part {j} ({idx}) must be a non-empty set of leaf indices 0 .. "
+                f"{jet.n_leaves - 1} that no other part holds", jet=jet.label, field="parts",
+            )
+        seen.update(idx)
+        groups.append(idx)
+    if whole_jet is None:
+        whole_jet = len(seen) == jet.n_leaves
+    consts = np.ascontiguousarray(jet.likelihood_constants(likelihood), dtype=np.float64)
+    legacy = likelihood == "legacy"
+    part_p = np.ascontiguousarray([jet.leaves[g].sum(axis=0) for g in groups], dtype=np.float64)
+    part_t = np.array([0.0 if (legacy and len(g) == 1) else t_of(*row)
+                       for g, row in zip(groups, part_p, strict=True)], dtype=np.float64)
+    if k == 1:
+        return (0.0 if 0.0 >= floor else -math.inf), (0 if 0.0 >= floor else None)
+    m = 1 << k
+    psum = np.empty((m, 4), dtype=np.float64)
+    rec = np.empty((m, 2), dtype=np.float64)
+    wq = np.empty(m, dtype=np.int16)
+    best = np.zeros(m, dtype=np.int32)
+    row = 1 if whole_jet else 0
+    _k.solve_parts(part_p, part_t, psum, rec, wq, best, consts[0], consts[row],
+                   root_slack(consts) if whole_jet else 0.0, float(floor))
+    value = float(rec[m - 1, _k.V])
+    if value == -math.inf:
+        return value, None
+    return value, _nested_from_best(best, m - 1)
+
+
+def _nested_from_best(best: np.ndarray, mask: int) -> Any:
+    """Nested pairs of part indices of the hierarchy over ``mask`` read through ``best``."""
+    if mask & (mask - 1) == 0:
+        return mask.bit_length() - 1
+    a = int(best[mask])
+    return (_nested_from_best(best, a), _nested_from_best(best, mask ^ a))
+
+
 # ---------------------------------------------------------------------- internals
 def _check_map_memory(n: int, who: str, max_memory: int | None) -> int:
     need = estimate_map_memory(n)
     if n > MAX_MAP_LEAVES:
         raise TooLargeError(
             f"{who}: {n} leaves is above the exact-MAP limit of {MAX_MAP_LEAVES} leaves (dense "
-            f"tables: {_format_bytes(need)}); use astar_approx"
+            f"tables: {_format_bytes(need)}); use window_search or astar_approx"
         )
     limit = default_memory_limit() if max_memory is None else int(max_memory)
     if need > limit:
         raise TooLargeError(
             f"{who}: the exact MAP of {n} leaves needs about {_format_bytes(need)} of dense tables "
             f"(22 bytes per cluster; no sparse layout is implemented), above the memory limit of "
-            f"{_format_bytes(limit)} (max_memory={limit}); use astar_approx"
+            f"{_format_bytes(limit)} (max_memory={limit}); use window_search or astar_approx"
         )
     return need
 
@@ -285,12 +377,6 @@ class _MapSolver:
         self.stats: dict[str, Any] = {"n_leaves": n, "clusters": m - 1,
                                       "time_setup_s": watch.seconds()}
 
-    def _root_slack(self) -> float:
-        """How much the root row's child bound can exceed the inner row's (see solve_cluster)."""
-        probes = (0.0, float(self.consts[0, 0]), 2.0 * float(self.consts[0, 0]) + 1.0)
-        delta = max(child_bound(t, self.consts[1]) - child_bound(t, self.consts[0]) for t in probes)
-        return 2.0 * max(delta, 0.0)
-
     def solve(
         self, prune: bool, floor: float, show: bool, watch: Stopwatch | None,
         max_time: float | None, who: str,
@@ -329,7 +415,7 @@ class _MapSolver:
                 # the whole jet: root constants, the incumbent as the floor
                 e, q, v, u = _k.solve_cluster(
                     self.full, self.rec, self.wq, self.best, self.consts[1], t_cut, legacy,
-                    floor, self._root_slack(), prune, self.scale,
+                    floor, root_slack(self.consts), prune, self.scale,
                 )
                 counts += np.array([e, q, v, u, int(self.rec[self.full, _k.V] == -np.inf)])
                 bar.update((1 << (n - 1)) - 1)

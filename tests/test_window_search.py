@@ -1,0 +1,370 @@
+"""Tests of the exact-window search (jetastar.clustering.window_search) and of the exact MAP engine
+over composite parts (jetastar.clustering.map_over_parts).
+
+Oracles: ``log_likelihood`` of the tree after every substitution (the predicted change is exact),
+brute force over every hierarchy of the parts of small windows (composite parts, inner and root
+windows, both forms, λ_R ≠ λ), and ``exact_map`` for whole jets.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from bruteforce import all_nested
+
+from jetastar import Jet, Tree
+from jetastar._jit import Stopwatch
+from jetastar.clustering import _map_kernels as _mk
+from jetastar.clustering import _window_kernels as _wk
+from jetastar.clustering import (
+    algorithm_info,
+    beam_search,
+    cluster,
+    exact_map,
+    greedy,
+    kt,
+    map_over_parts,
+    window_search,
+)
+from jetastar.clustering.window_search import _Search, _seed64, _Workspace
+from jetastar.errors import InvalidJetError
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+FORMS = ("symmetric", "legacy")
+PARAMS = {
+    "w": ShowerParams.w(t_cut=4.0),  # λ_R = 3 ≠ λ = 1.5
+    "qcd": ShowerParams.qcd(t_cut=1.0, lam_root=2.5),
+}
+
+
+def _jet(kind: str, n: int, seed: int) -> Jet:
+    return generate(1, PARAMS[kind], seed=seed, min_leaves=n, max_leaves=n)[0]
+
+
+def _close(a: float, b: float, tol: float = 1e-9) -> bool:
+    return abs(a - b) <= tol * (1.0 + abs(b))
+
+
+def _clusters_with(tree: Tree, interior: set[frozenset[int]], nested: object,
+                   part_sets: list[frozenset[int]]) -> Tree:
+    """``tree`` with the clusters ``interior`` replaced by those of ``nested`` over the parts."""
+    kept = [c for c in tree.clusters() if c not in interior]
+
+    def walk(item: object) -> frozenset[int]:
+        if isinstance(item, int):
+            return part_sets[item]
+        a, b = item  # type: ignore[misc]
+        union = walk(a) | walk(b)
+        kept.append(union)
+        return union
+
+    walk(nested)
+    return Tree.from_clusters(kept, tree.n_leaves)
+
+
+def _leaf_sets(st: object, nodes: np.ndarray) -> list[frozenset[int]]:
+    """Leaf sets of the given nodes of a window-search state."""
+    out = []
+    for q in nodes:
+        stack, leaves = [int(q)], []
+        while stack:
+            x = stack.pop()
+            if st.left[x] < 0:
+                leaves.append(x)
+            else:
+                stack += [int(st.left[x]), int(st.right[x])]
+        out.append(frozenset(leaves))
+    return out
+
+
+# ---------------------------------------------------------------------- the window is exact
+@pytest.mark.parametrize("likelihood", FORMS)
+@pytest.mark.parametrize("kind", ["w", "qcd"])
+def test_substituted_windows_predict_the_new_log_likelihood(kind, likelihood):
+    """Every window's DP value, put in place of its interior, is the new tree's log-likelihood
+    (1e-9), on random windows of random size at random clusters (substituted even when worse)."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    for seed in range(3):
+        jet = _jet(kind, 18 + 6 * seed, seed)
+        work = _Workspace(jet, likelihood, 12, seed)
+        tree = beam_search(jet, likelihood=likelihood).tree
+        st = work.load(tree)
+        assert _close(st.log_likelihood(), log_likelihood(jet, tree, likelihood))
+        for _ in range(40):
+            internal = st.preorder()
+            top = int(internal[rng.integers(internal.size)])
+            k_max = int(rng.integers(2, 13))
+            k = int(_wk.grow_frontier(top, k_max, _wk.RANDOM, np.uint64(rng.integers(2**62)),
+                                      st.left, st.right, st.size, st.t, st.hsh, work.parts))
+            n_int, cur, cur_inf = _wk.window_interior(top, work.parts, k, work.mark, st.left,
+                                                      st.right, st.psi, work.interior)
+            assert cur_inf == 0 and n_int == k - 1
+            _wk.window_parts(work.parts, k, st.p, st.t, work.part_p, work.part_t)
+            at_root = top == st.root
+            _mk.solve_parts(work.part_p[:k], work.part_t[:k], work.psum, work.rec, work.wq,
+                            work.best, work.consts[0], work.consts[1 if at_root else 0],
+                            work.slack_root if at_root else 0.0, -math.inf)
+            value = float(work.rec[(1 << k) - 1, _mk.V])
+            assert value >= cur - 1e-9 * (1 + abs(cur))  # the DP is at least the current interior
+            predicted = st.total - cur + value
+            new, new_inf = _wk.substitute(work.best, k, work.parts, work.interior, st.left,
+                                          st.right, st.parent, st.size, st.p, st.t, st.psi, st.hsh,
+                                          work.consts, at_root)
+            assert new_inf == 0 and _close(new, value)
+            st.total += new - cur
+            got = log_likelihood(jet, st.tree(), likelihood)
+            assert _close(predicted, got) and _close(st.total, got)
+            checked += 1
+    assert checked == 120
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_window_solves_equal_brute_force(likelihood):
+    """Windows of up to 6 parts (composite parts, at the root and inside): the DP's hierarchy is the
+    best of all (2k − 3)!! hierarchies over the parts, each scored as a whole tree."""
+    rng = np.random.default_rng(11)
+    tried = {True: 0, False: 0}
+    for kind in ("w", "qcd"):
+        for seed in range(4):
+            jet = _jet(kind, 14, 30 + seed)
+            tree = greedy(jet, likelihood).tree
+            work = _Workspace(jet, likelihood, 8, seed)
+            st = work.load(tree)
+            base = log_likelihood(jet, tree, likelihood)
+            for top in st.preorder()[:4]:
+                top = int(top)
+                k = int(_wk.grow_frontier(top, int(rng.integers(3, 7)), _wk.RANDOM,
+                                          np.uint64(rng.integers(2**62)), st.left, st.right,
+                                          st.size, st.t, st.hsh, work.parts))
+                n_int, cur, _ = _wk.window_interior(top, work.parts, k, work.mark, st.left,
+                                                    st.right, st.psi, work.interior)
+                part_sets = _leaf_sets(st, work.parts[:k])
+                interior = set(_leaf_sets(st, work.interior[:n_int]))
+                at_root = top == st.root
+                value, nested = map_over_parts(jet, [sorted(p) for p in part_sets], likelihood,
+                                               whole_jet=at_root)
+                brute = max(
+                    log_likelihood(jet, _clusters_with(tree, interior, h, part_sets), likelihood)
+                    for h in all_nested(tuple(range(k)))
+                )
+                assert _close(base - cur + value, brute)
+                if value > -math.inf:
+                    best = _clusters_with(tree, interior, nested, part_sets)
+                    assert _close(log_likelihood(jet, best, likelihood), brute)
+                tried[at_root] += 1
+    assert tried[True] >= 8 and tried[False] >= 16
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_map_over_parts_with_a_composite_part(likelihood):
+    """Parts = one child of the MAP's root (kept whole, with its own hierarchy) and single leaves:
+    the best hierarchy over them plus the part's own log-likelihood is the MAP (the legacy form
+    gives the composite part its squared mass and single leaves t = 0), and brute force agrees."""
+    from jetastar.ginkgo import node_log_likelihoods
+
+    for kind, seed in (("qcd", 3), ("w", 4)):
+        jet = _jet(kind, 9, seed)
+        ref = exact_map(jet, likelihood)
+        tree = ref.tree
+        big = max((c for c in tree.clusters() if len(c) < 9), key=len)
+        assert len(big) >= 2
+        parts = [sorted(big)] + [[i] for i in range(9) if i not in big]
+        value, nested = map_over_parts(jet, parts, likelihood)
+        node_llh = node_log_likelihoods(jet, tree, likelihood)
+        masks = tree.leaf_sets()
+        inside = sum(v for v, c in zip(node_llh, masks, strict=True) if len(c) > 1 and c <= big)
+        assert _close(value + inside, ref.log_likelihood)
+        own = [c for c in tree.clusters() if c <= big]
+        brute = max(
+            log_likelihood(jet, Tree.from_clusters(own + _unions(h, parts), 9), likelihood)
+            for h in all_nested(tuple(range(len(parts))))
+        )
+        assert _close(brute, ref.log_likelihood)
+        best = Tree.from_clusters(own + _unions(nested, parts), 9)
+        assert _close(log_likelihood(jet, best, likelihood), ref.log_likelihood)
+    whole, _ = map_over_parts(jet, [[i] for i in range(9)], likelihood)
+    assert _close(whole, ref.log_likelihood)
+
+
+def _unions(nested: object, parts: list[list[int]]) -> list[frozenset[int]]:
+    out: list[frozenset[int]] = []
+
+    def walk(item: object) -> frozenset[int]:
+        if isinstance(item, int):
+            return frozenset(parts[item])
+        a, b = item  # type: ignore[misc]
+        u = walk(a) | walk(b)
+        out.append(u)
+        return u
+
+    walk(nested)
+    return out
+
+
+def test_map_over_parts_floor_and_errors():
+    jet = _jet("w", 8, 2)
+    value, nested = map_over_parts(jet, [[i] for i in range(8)])
+    assert nested is not None
+    assert map_over_parts(jet, [[i] for i in range(8)], floor=value + 1.0) == (-math.inf, None)
+    assert map_over_parts(jet, [list(range(8))]) == (0.0, 0)
+    for bad in ([[0, 1], [1, 2]], [[]], [[0], [99]]):
+        with pytest.raises(InvalidJetError, match="parts"):
+            map_over_parts(jet, bad)
+    with pytest.raises(ValueError, match=r"1 \.\. 24 parts"):
+        map_over_parts(jet, [])
+    with pytest.raises(InvalidJetError, match="Jet"):
+        map_over_parts("jet", [[0]])  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- the search
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_small_jets_are_one_exact_window(likelihood):
+    for kind in ("w", "qcd"):
+        for n in (2, 3, 9, 13):
+            jet = _jet(kind, n, n)
+            res = window_search(jet, likelihood)
+            ref = exact_map(jet, likelihood)
+            assert res.exact and res.stats["window_optimal"] and res.upper_bound is not None
+            assert _close(res.log_likelihood, ref.log_likelihood)
+            assert _close(log_likelihood(jet, res.tree, likelihood), res.log_likelihood)
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_search_finds_the_exact_map_of_these_jets(likelihood):
+    """On these 15–18-leaf jets the default search reaches exact_map's value (a deterministic
+    check: the same seed always runs the same search), and ``prove`` proves it."""
+    for kind, n, seed in (("w", 16, 1), ("qcd", 17, 2), ("w", 18, 3)):
+        jet = _jet(kind, n, seed)
+        ref = exact_map(jet, likelihood)
+        res = window_search(jet, likelihood)
+        assert not res.exact and res.stats["window_optimal"]
+        assert _close(res.log_likelihood, ref.log_likelihood)
+        assert _close(log_likelihood(jet, res.tree, likelihood), res.log_likelihood)
+    proved = window_search(jet, likelihood, prove=True)
+    assert proved.exact and proved.stats["proved"] and proved.upper_bound == proved.log_likelihood
+    assert _close(proved.log_likelihood, ref.log_likelihood)
+
+
+def test_never_worse_than_its_start_trees():
+    for kind, seed in (("w", 5), ("qcd", 6)):
+        jet = _jet(kind, 30, seed)
+        truth = jet.truth
+        res = window_search(jet, trees=[truth], window_size=10)
+        assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+        for other in (greedy(jet), beam_search(jet, beam_size=100), *(kt(jet, a) for a in
+                                                                       ("kt", "antikt"))):
+            assert res.log_likelihood >= other.log_likelihood
+        assert res.log_likelihood >= log_likelihood(jet, truth)
+        assert res.log_likelihood >= res.stats["start_log_likelihood"]
+        assert res.stats["improvements"] > 0 and res.stats["windows_cached"] > 0
+
+
+def test_reproducible_for_a_seed():
+    jet = _jet("qcd", 28, 9)
+    a = window_search(jet, seed=4)
+    b = window_search(jet, seed=4)
+    assert a.tree == b.tree and a.log_likelihood == b.log_likelihood
+    assert {k: a.stats[k] for k in ("windows_solved", "improvements", "sweeps")} == {
+        k: b.stats[k] for k in ("windows_solved", "improvements", "sweeps")}
+    c = window_search(jet, seed=5, likelihood="legacy", start="greedy", n_starts=2)
+    assert c.options["seed"] == 5 and c.options["start"] == "greedy"
+    assert _close(log_likelihood(jet, c.tree, "legacy"), c.log_likelihood)
+
+
+def test_impossible_start_trees_become_finite():
+    """kt trees often hold impossible splits (−inf); windows replace them."""
+    for seed in range(6):
+        jet = _jet("qcd", 20, 40 + seed)
+        start = kt(jet, "antikt")
+        if start.log_likelihood > -math.inf:
+            continue
+        work = _Workspace(jet, "symmetric", 14, 0)
+        search = _Search(work, 14, 3, 0, Stopwatch(), None, None)
+        st = work.load(start.tree)
+        assert st.n_inf > 0
+        search.local(st, salt=0)
+        assert st.n_inf == 0 and st.optimal
+        assert _close(st.log_likelihood(), log_likelihood(jet, st.tree()))
+        return
+    pytest.fail("no anti-kt tree with an impossible split among these jets")
+
+
+
+
+
+def test_budget_stops_with_a_valid_tree():
+    jet = generate(1, ShowerParams.qcd(t_cut=0.25), seed=1, min_leaves=40, max_leaves=40)[0]
+    res = window_search(jet, max_time=1e-3)
+    assert res.status == "budget" and "max_time" in res.message
+    assert not res.stats["window_optimal"] and not res.exact
+    assert res.stats["windows_solved"] >= 1
+    assert res.log_likelihood >= res.stats["start_log_likelihood"]
+    assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+
+
+def test_registry_and_options():
+    info = algorithm_info("window-search")
+    assert not info.exact and info.max_leaves is None
+    assert {"window_size", "n_random", "seed", "max_time", "prove", "trees"} <= set(info.options())
+    jet = _jet("w", 20, 8)
+    res = cluster(jet, "window-search", window_size=10, n_random=1, max_sweeps=2)
+    assert res.algorithm == "window-search" and res.options["window_size"] == 10
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"window_size": 1}, "window_size must be in 2 .. 20"),
+    ({"window_size": 21}, "window_size must be in 2 .. 20"),
+    ({"window_size": "14"}, "window_size must be an integer"),
+    ({"window_size": True}, "window_size must be an integer"),
+    ({"n_random": -1}, "n_random must be in 0 .. inf"),
+    ({"n_starts": 0}, "n_starts must be in 1 .. inf"),
+    ({"beam_size": 0}, "beam_size must be in 1 .. inf"),
+    ({"max_sweeps": 0}, "max_sweeps must be in 1 .. inf"),
+    ({"seed": 1.5}, "seed must be an integer"),
+    ({"start": "kt"}, "unknown start 'kt'"),
+    ({"prove": "yes"}, "prove must be True or False"),
+    ({"progress": 1}, "progress must be True or False"),
+    ({"max_time": 0}, "max_time"),
+    ({"likelihood": "other"}, "unknown likelihood"),
+])
+def test_bad_options_are_refused(options, message):
+    jet = _jet("qcd", 16, 1)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        window_search(jet, **options)
+
+
+def test_bad_input():
+    with pytest.raises(InvalidJetError, match=r"needs a jetastar\.Jet"):
+        window_search(np.zeros((5, 4)))  # type: ignore[arg-type]
+    jet = _jet("qcd", 16, 1)
+    with pytest.raises(InvalidJetError, match="start trees must be Trees over the jet's 16"):
+        window_search(jet, trees=[Tree.from_nested((0, 1))])
+
+
+def test_frontiers_depend_on_clusters_not_node_numbers():
+    """The same tree loaded from two node orders gets the same frontiers (codes order children)."""
+    jet = _jet("w", 22, 4)
+    tree = greedy(jet).tree
+    flipped = Tree.from_nested(_flip(tree.to_nested()))
+    assert flipped == tree
+    work = _Workspace(jet, "symmetric", 14, 0)
+    a, b = work.load(tree), work.load(flipped)
+    for j in range(5):
+        rseed = _seed64(0, j)
+        ka = _wk.grow_frontier(a.root, 14, _wk.RANDOM, rseed, a.left, a.right, a.size, a.t, a.hsh,
+                               work.parts)
+        pa = sorted(a.hsh[work.parts[:ka]].tolist())
+        kb = _wk.grow_frontier(b.root, 14, _wk.RANDOM, rseed, b.left, b.right, b.size, b.t, b.hsh,
+                               work.parts)
+        assert sorted(b.hsh[work.parts[:kb]].tolist()) == pa
+
+
+def _flip(nested: object) -> object:
+    if isinstance(nested, int):
+        return nested
+    a, b = nested  # type: ignore[misc]
+    return (_flip(b), _flip(a))
