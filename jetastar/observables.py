@@ -358,6 +358,7 @@ class _Batch:
 
     def __init__(self, jets: Any, trees: Any) -> None:
         collection, self.single = _as_collection(jets)
+        self.collection = collection
         self.n_jets = len(collection)
         self.leaf_offsets = np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64)
         leaves = np.ascontiguousarray(collection.leaves, dtype=np.float64)
