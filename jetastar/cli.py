@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
@@ -33,12 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from .comparison import DEFAULT_BANDS, comparison_table, format_comparison
+
 __all__ = ["comparison_table", "format_comparison", "main", "plot_comparison"]
 
 _PROG = "jetastar"
-
-#: leaf-count band edges of the comparison table (a band is [edge_k, edge_{k+1})).
-DEFAULT_BANDS = (2, 6, 10, 14, 18, 25, 40, 70, 120)
 
 
 class _UsageError(Exception):
@@ -155,10 +153,24 @@ def _print_summaries(summaries: Sequence[Any]) -> int:
             f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
         )
         _out(f"{s.input} -> {s.output} ({s.n_jets} jets, {state}, {s.seconds:.1f} s)")
+        finite = _finite_counts(s.output)
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-            _out(f"  {alg:<16} {text}")
+            _out(f"  {alg:<16} {text}{finite.get(alg, '')}")
     return 1 if failed else 0
+
+
+def _finite_counts(path: str) -> dict[str, str]:
+    """Per algorithm: ``"; tree 100, finite 31 (-inf 69)"`` (ran and finite are not the same)."""
+    from .comparison import status_counts
+
+    try:
+        counts = status_counts(path)
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {alg: f"; tree {c['ran']}, finite {c['finite']}"
+                 + (f" (-inf {c['minus_inf']})" if c["minus_inf"] else "")
+            for alg, c in counts.items()}
 
 
 def _particle_source(args: argparse.Namespace) -> Any:
@@ -255,232 +267,17 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- compare
-def _band_label(lo: int, hi: int | None) -> str:
-    return f"{lo}+" if hi is None else (f"{lo}-{hi - 1}" if hi - 1 > lo else f"{lo}")
-
-
-def comparison_table(
-    path: str | os.PathLike[str], bands: Sequence[int] = DEFAULT_BANDS, reference: str = "greedy",
-    tol: float = 1e-9,
-) -> list[dict[str, Any]]:
-    """Per algorithm and leaf-count band: log-likelihood differences, times, exact-MAP rate.
-
-    Args:
-        path: a results file (jets + results) written by ``jetastar cluster``/``run``.
-        bands: increasing leaf-count edges; the last band is open-ended; an ``"all"`` row is added
-            per algorithm.
-        reference: the algorithm to compare to (default greedy; skipped when absent).
-        tol: relative tolerance for "found the exact MAP".
-
-    Returns:
-        One dict per (algorithm, band) with keys ``algorithm``, ``band``, ``jets``, ``with_tree``,
-        ``skipped``, ``failed``, ``budget`` (coverage: counts over all jets of the band),
-        ``compared`` (jets of the band where every algorithm produced a tree — every algorithm
-        that produced one for any jet of the band: one skipped on the whole band does not empty
-        it), ``d_ref_mean``, ``d_ref_median``, ``d_truth_mean``, ``d_truth_median``,
-        ``time_mean``, ``time_median`` (seconds; all six over the compared jets only, so that
-        within a band every algorithm is averaged over the same jets), ``map_known``,
-        ``map_found`` (count of jets with a known exact MAP, and how many of those this algorithm
-        matched); NaN where undefined.
-        Differences use only jets where both values are finite.
-    """
-    from . import io
-    from .io import get_extras
-
-    collection = io.read(path, validate=False)
-    tables = io.read_results(path)
-    if not tables:
-        raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
-    n_leaves = collection.n_leaves
-    _, jet_extra = get_extras(collection)
-    n = len(collection)
-
-    def column(table: Any) -> np.ndarray:
-        values = np.full(n, np.nan)
-        has_tree = np.isin(table.status, ["ok", "budget", "all_inf"])
-        values[table.jet_index[has_tree]] = table.log_likelihood[has_tree]
-        return values
-
-    lls = {label: column(t) for label, t in tables.items()}
-    # which algorithm produced a tree for which jet: means over different jet sets do not compare
-    produced = {}
-    for label, t in tables.items():
-        produced[label] = np.zeros(n, dtype=bool)
-        produced[label][t.jet_index[np.isin(t.status, ["ok", "budget", "all_inf"])]] = True
-
-    def common_of(sel: np.ndarray) -> np.ndarray:
-        """Jets of ``sel`` with a tree from every algorithm that has a tree for any jet of it."""
-        common = sel.copy()
-        for has in produced.values():
-            if (has & sel).any():
-                common &= has
-        return common
-    map_ll: dict[str, np.ndarray] = {}
-    for t in tables.values():
-        if not t.exact_method:
-            continue
-        known = np.full(n, np.nan)
-        good = t.exact & np.isin(t.status, ["ok", "all_inf"])
-        known[t.jet_index[good]] = t.log_likelihood[good]
-        prev = map_ll.get(t.likelihood)
-        map_ll[t.likelihood] = known if prev is None else np.where(np.isnan(prev), known, prev)
-    ref_table = tables.get(reference)
-    edges = list(bands)
-    band_of = np.searchsorted(np.asarray(edges), n_leaves, side="right") - 1
-    band_list = [(k, edges[k], edges[k + 1] if k + 1 < len(edges) else None)
-                 for k in range(len(edges))]
-    rows: list[dict[str, Any]] = []
-    for label, t in tables.items():
-        ll = lls[label]
-        truth = jet_extra.get(f"truth_llh_{t.likelihood}")
-        if truth is None:
-            from .io._common import truth_log_likelihoods
-
-            truth = truth_log_likelihoods(collection, t.likelihood)
-        ref = lls[reference] if (ref_table is not None and ref_table.likelihood == t.likelihood) \
-            else np.full(n, np.nan)
-        known = map_ll.get(t.likelihood, np.full(n, np.nan))
-        time_of = np.full(n, np.nan)
-        time_of[t.jet_index] = t.time_s
-        status_of = np.full(n, "", dtype=object)
-        status_of[t.jet_index] = t.status
-        selections = [(_band_label(lo, hi), band_of == k) for k, lo, hi in band_list]
-        selections = [(name, sel) for name, sel in selections if sel.any()]
-        selections.append(("all", np.ones(n, dtype=bool)))
-        for name, sel in selections:
-            rows.append(_row(label, name, sel, common_of(sel), ll, ref, truth, known, time_of,
-                             status_of, tol))
-    return rows
-
-
-def _stats(values: np.ndarray) -> tuple[float, float]:
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(np.mean(v)), float(np.median(v))
-
-
-def _row(label: str, band: str, sel: np.ndarray, cmp: np.ndarray, ll: np.ndarray,
-         ref: np.ndarray, truth: np.ndarray, known: np.ndarray, time_of: np.ndarray,
-         status_of: np.ndarray, tol: float) -> dict[str, Any]:
-    both = cmp & np.isfinite(ll)
-    with np.errstate(invalid="ignore"):
-        d_ref = np.where(both & np.isfinite(ref), ll - ref, np.nan)
-        d_truth = np.where(both & np.isfinite(truth), ll - truth, np.nan)
-        known_sel = sel & ~np.isnan(known)
-        found = known_sel & (
-            (ll == known) | (np.abs(ll - known) <= tol * np.maximum(1.0, np.abs(known)))
-        )
-    d_ref_mean, d_ref_median = _stats(d_ref[cmp])
-    d_truth_mean, d_truth_median = _stats(d_truth[cmp])
-    t_mean, t_median = _stats(time_of[cmp])
-    st = status_of[sel]
-    return {
-        "algorithm": label, "band": band, "jets": int(sel.sum()),
-        "with_tree": int(np.isin(st, ["ok", "budget", "all_inf"]).sum()),
-        "minus_inf": int((sel & (ll == -np.inf)).sum()),
-        "skipped": int((st == "skipped").sum()), "failed": int((st == "failed").sum()),
-        "budget": int((st == "budget").sum()), "compared": int(cmp.sum()),
-        "d_ref_mean": d_ref_mean, "d_ref_median": d_ref_median,
-        "d_truth_mean": d_truth_mean, "d_truth_median": d_truth_median,
-        "time_mean": t_mean, "time_median": t_median,
-        "map_known": int(known_sel.sum()), "map_found": int(found.sum()),
-    }
-
-
-def _fmt(x: float, spec: str = "+.3f") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
-def format_comparison(rows: Sequence[dict[str, Any]], reference: str = "greedy") -> str:
-    """The comparison table as aligned text."""
-    head = ["algorithm", "leaves", "jets", "tree", "-inf", "skip", "fail", "budg", "cmp",
-            f"dLL-{reference} mean", "median", "dLL-truth mean", "median",
-            "time/jet mean", "median", "exact MAP found"]
-    lines = []
-    for r in rows:
-        found = "-" if r["map_known"] == 0 else \
-            f"{r['map_found']}/{r['map_known']} ({100.0 * r['map_found'] / r['map_known']:.0f}%)"
-        lines.append([
-            r["algorithm"], r["band"], str(r["jets"]), str(r["with_tree"]), str(r["minus_inf"]),
-            str(r["skipped"]),
-            str(r["failed"]), str(r["budget"]), str(r["compared"]),
-            _fmt(r["d_ref_mean"]), _fmt(r["d_ref_median"]),
-            _fmt(r["d_truth_mean"]), _fmt(r["d_truth_median"]),
-            _fmt_time(r["time_mean"]), _fmt_time(r["time_median"]), found,
-        ])
-    widths = [max(len(h), *(len(row[k]) for row in lines)) if lines else len(h)
-              for k, h in enumerate(head)]
-    out = ["  ".join(h.rjust(w) if k >= 2 else h.ljust(w) for k, (h, w) in
-                     enumerate(zip(head, widths, strict=True)))]
-    out.append("  ".join("-" * w for w in widths))
-    prev = None
-    for row in lines:
-        if prev is not None and row[0] != prev:
-            out.append("")
-        prev = row[0]
-        out.append("  ".join(c.rjust(w) if k >= 2 else c.ljust(w) for k, (c, w) in
-                             enumerate(zip(row, widths, strict=True))))
-    note = (f"coverage: tree = jets with a tree (-inf: of which log-likelihood -inf), skip / fail / "
-            f"budg(et) stops.\ncmp = jets of the band where every algorithm with any tree in the "
-            f"band produced one: dLL and time columns are over these jets only, the same set for "
-            f"every algorithm of the band.\ndLL = "
-            f"log-likelihood minus that of {reference} / of the truth tree (same likelihood form; "
-            f"jets where both are finite); exact MAP found = matches of the MAP where an exact "
-            f"method finished.")
-    return "\n".join([*out, "", note])
-
-
-def _fmt_time(t: float) -> str:
-    if t is None or math.isnan(t):
-        return "-"
-    if t < 1e-3:
-        return f"{t * 1e6:.0f} us"
-    if t < 1.0:
-        return f"{t * 1e3:.1f} ms"
-    return f"{t:.2f} s"
-
-
 def plot_comparison(rows: Sequence[dict[str, Any]], path: str | os.PathLike[str],
-                    reference: str = "greedy") -> None:
-    """Save a plot per leaf band: mean Δ log-likelihood to the truth and to ``reference`` and median
-    time per jet (over the jets where every algorithm produced a tree), and each algorithm's
-    coverage (fraction of jets with a tree)."""
+                    **kw: Any) -> None:
+    """Save :func:`jetastar.plotting.plot_comparison` of the rows to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    algs = list(dict.fromkeys(r["algorithm"] for r in rows))
-    bands = list(dict.fromkeys(r["band"] for r in rows if r["band"] != "all"))
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4.5))
-    for alg in algs:
-        sub = {r["band"]: r for r in rows if r["algorithm"] == alg}
-        x = np.arange(len(bands))
-        axes[0].plot(x, [sub.get(b, {}).get("d_truth_mean", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[1].plot(x, [sub.get(b, {}).get("d_ref_mean", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[2].plot(x, [sub.get(b, {}).get("time_median", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[3].plot(x, [sub[b]["with_tree"] / sub[b]["jets"] if b in sub and sub[b]["jets"]
-                         else np.nan for b in bands], "o-", label=alg)
-    titles = ("mean log L − log L(truth)", f"mean log L − log L({reference})",
-              "median time per jet [s]", "coverage: fraction of jets with a tree")
-    for ax, title in zip(axes, titles, strict=True):
-        ax.set_xticks(np.arange(len(bands)))
-        ax.set_xticklabels(bands)
-        ax.set_xlabel("number of leaves")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[2].set_yscale("log")
-    axes[3].set_ylim(-0.05, 1.05)
-    axes[0].legend(fontsize="small")
-    fig.suptitle("first three panels: the jets where every algorithm produced a tree",
-                 fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from .plotting import plot_comparison as _plot
+
+    plt.close(_plot(rows, path, **kw))
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -491,9 +288,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _out(json.dumps(rows, indent=1, default=float))
     else:
-        _out(format_comparison(rows, args.reference))
+        _out(format_comparison(rows))
     if args.plot:
-        plot_comparison(rows, args.plot, args.reference)
+        plot_comparison(rows, args.plot)
         _out(f"plot saved to {args.plot}")
     return 0
 
@@ -849,12 +646,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("compare", help="compare algorithms in a results file (table, plot)",
-                       description="Per algorithm and leaf-count band: mean/median log-likelihood "
-                       "difference to the reference algorithm (greedy) and to the truth tree, "
-                       "time per jet, and how often the exact MAP was found where it is known.")
+                       description="Per jet type, algorithm and leaf-count band, over the same "
+                       "jets for every algorithm: median log-likelihood relative to the best tree "
+                       "of each jet (the proven MAP where known; -inf trees included), how many "
+                       "jets have a tree and a finite one, time per jet, and how often the exact "
+                       "MAP was found where it is known.")
     p.add_argument("results", help="results file (.h5 or .root) from `jetastar cluster` / `run`")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also save a plot")
-    p.add_argument("--reference", default="greedy", help="algorithm to compare to (greedy)")
+    p.add_argument("--reference", default="best",
+                   help="'best' (the proven MAP, else the best tree found; default) or an "
+                        "algorithm to compare to")
     p.add_argument("--bands", default=None, metavar="E1,E2,...",
                    help=f"leaf-count band edges (default {','.join(map(str, DEFAULT_BANDS))})")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")

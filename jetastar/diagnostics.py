@@ -52,6 +52,7 @@ __all__ = [
     "SplitReport",
     "impossible_splits",
     "model_check",
+    "result_reasons",
     "split_reasons",
     "tree_reasons",
 ]
@@ -426,3 +427,50 @@ def model_check(
                 reason[i] = f"over {exact_max_leaves} leaves"
             bar.update(1)
     return ModelCheck(status, reason, t_cut, lam, lam_root, likelihood)
+
+
+def result_reasons(collection: Any, table: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per jet of a collection: whether an algorithm's tree is finite, and a one-line reason if not.
+
+    Args:
+        collection: the :class:`~jetastar.JetCollection` the results belong to.
+        table: an :class:`~jetastar.io.AlgorithmResults` (rows matched to jets by ``jet_index``).
+
+    Returns:
+        ``(finite, reason)``: bool and str arrays of length ``len(collection)``. ``reason`` is
+        ``""`` for a finite tree; for a −∞ tree it names the impossible split nearest the root
+        (:data:`REASONS`), its cluster and how many splits are impossible; for a row without a tree
+        it is the status and the algorithm's message; ``"missing"`` for a jet without a row.
+    """
+    n = len(collection)
+    finite = np.zeros(n, dtype=bool)
+    reason = np.full(n, "missing", dtype=object)
+    idx = np.asarray(table.jet_index, dtype=np.int64)
+    ok = (idx >= 0) & (idx < n)
+    rows = np.flatnonzero(ok)
+    jets_of = idx[ok]
+    ll = table.log_likelihood[rows]
+    has_tree = np.diff(table.node_offsets)[rows] > 0
+    fin = has_tree & np.isfinite(ll)
+    finite[jets_of] = fin
+    reason[jets_of[fin]] = ""
+    for r, j in zip(rows[~has_tree], jets_of[~has_tree], strict=True):
+        msg = str(table.message[r])
+        reason[j] = f"{table.status[r]}: {msg}" if msg else str(table.status[r])
+    inf = has_tree & ~fin
+    if inf.any():
+        sub_rows = rows[inf]
+        sub_jets = jets_of[inf]
+        sub = collection.take(sub_jets)
+        trees = [table.tree(int(r)) for r in sub_rows]
+        likelihood = table.likelihood if table.likelihood in ("symmetric", "legacy") else "symmetric"
+        rec = tree_reasons(sub, trees, likelihood)
+        for k, j in enumerate(sub_jets):
+            name = str(rec.reason[k])
+            if not name:  # -inf without an impossible split of its own tree: say so
+                reason[j] = "log-likelihood -inf"
+                continue
+            reason[j] = (f"{name}: cluster of {int(rec.node_leaves[k])} leaves, "
+                         f"m = {float(rec.node_mass[k]):.4g} GeV ({int(rec.n_impossible[k])} "
+                         "impossible split(s))")
+    return finite, reason

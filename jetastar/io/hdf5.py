@@ -249,6 +249,8 @@ def _write_by_entry(group: Any, collection: JetCollection,
         for k in ("log_likelihood", "time_s", "node_offsets", "left", "right", "leaf_of_node"):
             _dataset(g, k, c[k])
         _dataset(g, "exact", c["exact"].astype(np.uint8))
+        _dataset(g, "finite", c["finite"].astype(np.uint8))
+        _text_dataset(g, "reason", c["reason"])
 
 
 def _group_name(label: str) -> str:
