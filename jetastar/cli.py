@@ -6,7 +6,8 @@ Commands::
     jetastar generate  --type qcd|w --n N --seed S -o jets.h5|jets.root
     jetastar cluster   INPUT... --algorithms greedy,beam,... [--option k=v] -o results.h5|.root
     jetastar compare   results.h5 [--plot comparison.png]
-    jetastar info      FILE
+    jetastar info      FILE [--check --t-cut 1,4,16]      what a file holds; can the model describe its jets?
+    jetastar observables results.h5 -o obs.root           Lund plane, soft drop, subjets of the trees
     jetastar algorithms
     jetastar demo                                          20 QCD + 20 W jets, truth log-likelihoods
 
@@ -160,6 +161,16 @@ def _print_summaries(summaries: Sequence[Any]) -> int:
     return 1 if failed else 0
 
 
+def _friend_tree_note(names: Sequence[str]) -> str:
+    """Where each algorithm's columns are in the by-entry (friend) tree."""
+    from .io._by_entry import column_prefix
+
+    cols = ", ".join(f"{column_prefix(n)}_*" + (f" ({n})" if column_prefix(n) != n else "")
+                     for n in names)
+    return (f"  friend tree 'clusters' (one entry per input entry): {cols}; "
+            "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not")
+
+
 def _finite_counts(path: str) -> dict[str, str]:
     """Per algorithm: ``"; tree 100, finite 31 (-inf 69)"`` (ran and finite are not the same)."""
     from .comparison import status_counts
@@ -248,6 +259,9 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
             if len(args.inputs) != 1:
                 raise _UsageError("-o FILE needs a single input; give a folder for several inputs")
             output = args.output
+        elif suffix and not Path(args.output).is_dir():
+            raise _UsageError(f"-o {args.output}: output files end in .h5, .hdf5 or .root; for "
+                              "an output folder give a name without an extension")
         else:
             output_dir = args.output
     summaries = run_batch(
@@ -263,6 +277,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
                 text = _mass_summary(s.output)
                 if text:
                     _out(f"{text} [{source.mass_policy}]")
+        _out(_friend_tree_note(config.algorithms))
     return code
 
 
@@ -295,8 +310,67 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- observables
+def _cmd_observables(args: argparse.Namespace) -> int:
+    from .observables import write_observables
+
+    labels = write_observables(
+        args.output, args.results, algorithms=_split_list(args.algorithms) or None,
+        truth=not args.no_truth, z_cut=args.z_cut, beta=args.beta, r0=args.r0,
+        command=_command_line(),
+    )
+    _out(f"wrote observables of {', '.join(labels)} to {args.output} (one entry per jet; "
+         f"soft drop z_cut={args.z_cut:g}, beta={args.beta:g}, R0={args.r0:g})")
+    return 0
+
+
 # ---------------------------------------------------------------------- info
 def _cmd_info(args: argparse.Namespace) -> int:
+    code = _cmd_info_file(args)
+    if code == 0 and getattr(args, "check", False):
+        _model_check(args)
+    return code
+
+
+def _model_check(args: argparse.Namespace) -> None:
+    """``jetastar info FILE --check``: how many jets the model can describe."""
+    from . import io
+    from .diagnostics import model_check
+
+    try:
+        t_cuts = [float(x) for x in _split_list(args.t_cut)] if args.t_cut else [None]
+    except ValueError:
+        raise _UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
+    if args.max_jets < 1:
+        raise _UsageError("--max-jets must be >= 1")
+    try:
+        jets = io.read(args.file, slice(0, args.max_jets), validate=False)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        from .io.particles import describe_particle_file
+
+        particles = args.particles
+        if particles is None:
+            found = describe_particle_file(args.file)
+            if not found:
+                raise _UsageError("--check: no particle collection found; give --particles") from None
+            particles = found[0]["particles"]
+            args.tree = args.tree or found[0].get("tree")
+        jets = io.read_particles(args.file, tree=args.tree, particles=particles,
+                                 entry_stop=args.max_jets, validate=False)
+    _out("")
+    _out(f"model check on {len(jets)} jets (greedy, then beam search; up to 14 leaves the exact "
+         "MAP engine decides):")
+    for t_cut in t_cuts:
+        check = model_check(jets, t_cut=t_cut, lam=args.lam, lam_root=args.lam_root,
+                            progress=not getattr(args, "no_progress", False))
+        _out(f"  {check}")
+    _out("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
+         "describes more jets)")
+
+
+def _cmd_info_file(args: argparse.Namespace) -> int:
     from . import io
 
     try:
@@ -662,11 +736,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_compare)
     _add_common(p)
 
+    p = sub.add_parser("observables", help="jet-substructure observables of the trees of a "
+                       "results file (friend tree)",
+                       description="Lund-plane primary declusterings, soft drop, root-split "
+                       "subjet masses and tree shape of every algorithm's trees (and the truth "
+                       "trees), one entry per jet, written to a .root or .h5 file.")
+    p.add_argument("results", help="results file (.h5 or .root) from `jetastar cluster` / `run`")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.root|OUT.h5")
+    p.add_argument("--algorithms", default=None, help="comma-separated (default: all)")
+    p.add_argument("--no-truth", action="store_true", help="leave out the truth trees")
+    p.add_argument("--z-cut", type=float, default=0.1, help="soft drop z_cut (0.1)")
+    p.add_argument("--beta", type=float, default=0.0, help="soft drop beta (0)")
+    p.add_argument("--r0", type=float, default=1.0, help="soft drop R0 (1)")
+    p.set_defaults(func=_cmd_observables)
+
     p = sub.add_parser("info", help="what a jet/results file holds",
                        description="Print the schema version, provenance, jet and leaf counts, "
                        "parameters and results of a file (.h5, .root or legacy .pkl).")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    g = p.add_argument_group(
+        "model check", "how many jets have a tree of non-zero Ginkgo likelihood (jets whose mass² "
+        "is at or below t_cut, or with a particle of E² − |p|² < 0, have none)")
+    g.add_argument("--check", action="store_true", help="run the model check")
+    g.add_argument("--t-cut", default=None, metavar="T[,T...]",
+                   help="t_cut values to check in GeV² (default: the jets' own), e.g. 1,4,16")
+    g.add_argument("--lam", type=float, default=None, help="λ to check (default: the jets' own)")
+    g.add_argument("--lam-root", type=float, default=None, help="λ_R (default: the jets' own)")
+    g.add_argument("--max-jets", type=int, default=500,
+                   help="check the first N jets (default 500)")
+    g.add_argument("--tree", default=None, help="particle files: the TTree")
+    g.add_argument("--particles", default=None, help="particle files: the collection to read")
     p.set_defaults(func=_cmd_info)
     _add_common(p)
 

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -158,12 +159,22 @@ def draw_tree(
         x[ch[:, 0] < 0], h[ch[:, 0] < 0], s=12, color=PLAIN_COLOR, zorder=3,
     )
     labels = [str(i) for i in order] if leaf_labels is None else [leaf_labels[i] for i in order]
-    ax.set_xticks(np.arange(len(order)), labels)
+    n_lab = len(order)
+    if n_lab > 20:  # many leaves: smaller, vertical labels, and only every k-th beyond ~60
+        step = max(1, math.ceil(n_lab / 60))
+        ticks = np.arange(0, n_lab, step)
+        ax.set_xticks(ticks, [labels[k] for k in ticks], rotation=90,
+                      fontsize=max(4.5, min(8.0, 300.0 / len(ticks))))
+        if leaf_labels is None and step > 1:
+            ax.set_xlabel(f"leaf (one label per {step} leaves)")
+    else:
+        ax.set_xticks(np.arange(n_lab), labels)
     ax.set_xlim(-0.7, len(order) - 0.3)
     top = float(h.max()) if h.size else 1.0
     # headroom above the root for the legend and labels
     ax.set_ylim(-0.03 * top, 1.25 * top if top > 0 else 1.0)
-    ax.set_xlabel("leaf")
+    if not ax.get_xlabel():
+        ax.set_xlabel("leaf")
     use_mass = (isinstance(heights, str) and heights in ("mass", "auto") and jet is not None)
     ax.set_ylabel("cluster mass [GeV]" if use_mass else "split order")
     if title is not None:
