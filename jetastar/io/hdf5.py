@@ -137,7 +137,7 @@ def _generator_params(collection: JetCollection) -> list[dict[str, Any]]:
         base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
         sub = kin[rows]
         distinct = np.unique(np.nan_to_num(sub, nan=-1.0), axis=0)
-        if distinct.shape[0] > 10:
+        if distinct.shape[0] > 2:
             out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
                         "(each jet's own: its measured mass and 4-vector)"})
             continue
