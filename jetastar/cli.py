@@ -414,9 +414,11 @@ def _cmd_info_file(args: argparse.Namespace) -> int:
             _out(f"  ... {len(gp) - 10} more parameter sets")
     if info.get("results"):
         _out("results:")
+        finite = _finite_counts(args.file)
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
-            _out(f"  {label:<16} {r['rows']} rows ({st}), likelihood {r['likelihood']}")
+            _out(f"  {label:<16} {r['rows']} rows ({st}{finite.get(label, '')}), "
+                 f"likelihood {r['likelihood']}")
     return 0
 
 
