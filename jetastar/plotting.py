@@ -327,9 +327,12 @@ def plot_comparison(
             for xb, value in zip(xs[below], med[below], strict=True):
                 ax_d.annotate("", xy=(xb, -clip * 0.98), xytext=(xb, -clip * 0.80),
                               arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
-                text = "−∞" if value == -np.inf else f"{value:.0f}"
-                ax_d.text(xb, -clip * 0.78, text, color=color, fontsize=6.5, ha="center",
-                          va="bottom", rotation=90)
+                if value == -np.inf:  # horizontal: a rotated "−∞" does not read
+                    ax_d.text(xb, -clip * 0.78, "−∞", color=color, fontsize=7, ha="center",
+                              va="bottom")
+                else:
+                    ax_d.text(xb, -clip * 0.78, f"{value:.0f}", color=color, fontsize=6.5,
+                              ha="center", va="bottom", rotation=90)
             fin = [by_band[b]["finite"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
                    else np.nan for b in bands]
             ran = [by_band[b]["ran"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
