@@ -225,3 +225,30 @@ def test_exclusive_subjets_match_fastjet(jets: JetCollection, algorithm: str, or
             theirs = sorted(s.E() for s in whole.exclusive_subjets(n))
             ours = sorted(ak.to_numpy(exclusive_subjets(jet, tree, n, order=order).E))
             np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["kt", "cambridge", "antikt"])
+def test_lund_matches_fastjet_history_walk(jets: JetCollection, algorithm: str) -> None:
+    # FastJet's Lund tool reclusters with C/A; on kt and anti-kt trees compare with a walk down
+    # FastJet's own clustering history (has_parents), harder branch first
+    fastjet, _ = _fastjet_events(jets)
+    fj_alg = {"kt": fastjet.kt_algorithm, "cambridge": fastjet.cambridge_algorithm,
+              "antikt": fastjet.antikt_algorithm}[algorithm]
+    ours = lund_declustering(jets, [kt(j, algorithm=algorithm) for j in jets])
+    for i, jet in enumerate(jets):
+        pj = [fastjet.PseudoJet(float(p[1]), float(p[2]), float(p[3]), float(p[0]))
+              for p in jet.leaves]
+        cs = fastjet.ClusterSequence(pj, fastjet.JetDefinition(fj_alg, 1000.0))
+        (node,) = cs.inclusive_jets()
+        theirs = []
+        while True:
+            a, b = fastjet.PseudoJet(), fastjet.PseudoJet()
+            if not node.has_parents(a, b):
+                break
+            hard, soft = (a, b) if a.pt() >= b.pt() else (b, a)
+            dr = a.delta_R(b)
+            theirs.append((dr, soft.pt() * dr, soft.pt() / (a.pt() + b.pt())))
+            node = hard
+        mine = list(zip(ours[i].delta_r.tolist(), ours[i].kt.tolist(), ours[i].z.tolist(),
+                        strict=True))
+        np.testing.assert_allclose(np.array(mine), np.array(theirs), rtol=1e-10)
