@@ -130,7 +130,7 @@ def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
 
 
 def comparison_table(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Any,
     bands: Sequence[int] = DEFAULT_BANDS,
     reference: str = "best",
     tol: float = 1e-9,
@@ -138,7 +138,8 @@ def comparison_table(
     """Per jet type, algorithm and leaf band: ΔlogL to the best tree, coverage, exact-MAP rate, time.
 
     Args:
-        path: a results file (jets + results) written by ``jetastar cluster`` / ``run``.
+        path: a results file (jets + results) written by ``jetastar cluster`` / ``run``, or the
+            :class:`~jetastar.inmemory.JetResults` of :func:`~jetastar.inmemory.cluster_jets`.
         bands: increasing leaf-count edges; the last band is open; an ``"all"`` row is added per
             jet type and algorithm.
         reference: ``"best"`` (the proven MAP where known, else the best tree any algorithm found)
@@ -161,8 +162,11 @@ def comparison_table(
     """
     from . import io
 
-    collection = io.read(path, validate=False)
-    tables = io.read_results(path)
+    if hasattr(path, "jets") and hasattr(path, "keys"):  # in-memory results (JetResults)
+        collection, tables = path.jets, dict(path)
+    else:
+        collection = io.read(path, validate=False)
+        tables = io.read_results(path)
     if not tables:
         raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
     if reference != "best" and reference not in tables:

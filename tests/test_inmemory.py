@@ -52,6 +52,10 @@ def test_cluster_jets_in_process(jets: JetCollection, tmp_path) -> None:
     assert np.array_equal(back["kt"].log_likelihood, res["kt"].log_likelihood)
     with pytest.raises(KeyError, match="have greedy, kt"):
         res["beam"]
+    # the comparison table works on results in memory as on the file
+    from jetastar.comparison import comparison_table
+
+    assert comparison_table(res) == comparison_table(tmp_path / "r.h5")
 
 
 def test_cluster_jets_with_workers_matches(jets: JetCollection) -> None:
