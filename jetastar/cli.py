@@ -6,7 +6,8 @@ Commands::
     jetastar generate  --type qcd|w --n N --seed S -o jets.h5|jets.root
     jetastar cluster   INPUT... --algorithms greedy,beam,... [--option k=v] -o results.h5|.root
     jetastar compare   results.h5 [--plot comparison.png]
-    jetastar info      FILE
+    jetastar info      FILE [--check --t-cut 1,4,16]      what a file holds; can the model describe its jets?
+    jetastar observables results.h5 -o obs.root           Lund plane, soft drop, subjets of the trees
     jetastar algorithms
     jetastar demo                                          20 QCD + 20 W jets, truth log-likelihoods
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import signal
@@ -35,12 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from .comparison import DEFAULT_BANDS, comparison_table, format_comparison
+
 __all__ = ["comparison_table", "format_comparison", "main", "plot_comparison"]
 
 _PROG = "jetastar"
-
-#: leaf-count band edges of the comparison table (a band is [edge_k, edge_{k+1})).
-DEFAULT_BANDS = (2, 6, 10, 14, 18, 25, 40, 70, 120)
 
 
 class _UsageError(Exception):
@@ -157,10 +156,34 @@ def _print_summaries(summaries: Sequence[Any]) -> int:
             f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
         )
         _out(f"{s.input} -> {s.output} ({s.n_jets} jets, {state}, {s.seconds:.1f} s)")
+        finite = _finite_counts(s.output)
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-            _out(f"  {alg:<16} {text}")
+            _out(f"  {alg:<16} {text}{finite.get(alg, '')}")
     return 1 if failed else 0
+
+
+def _friend_tree_note(names: Sequence[str]) -> str:
+    """Where each algorithm's columns are in the by-entry (friend) tree."""
+    from .io._by_entry import column_prefix
+
+    cols = ", ".join(f"{column_prefix(n)}_*" + (f" ({n})" if column_prefix(n) != n else "")
+                     for n in names)
+    return (f"  friend tree 'clusters' (one entry per input entry): {cols}; "
+            "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not")
+
+
+def _finite_counts(path: str) -> dict[str, str]:
+    """Per algorithm: ``"; tree 100, finite 31 (-inf 69)"`` (ran and finite are not the same)."""
+    from .comparison import status_counts
+
+    try:
+        counts = status_counts(path)
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {alg: f"; tree {c['ran']}, finite {c['finite']}"
+                 + (f" (-inf {c['minus_inf']})" if c["minus_inf"] else "")
+            for alg, c in counts.items()}
 
 
 def _particle_source(args: argparse.Namespace) -> Any:
@@ -238,6 +261,9 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
             if len(args.inputs) != 1:
                 raise _UsageError("-o FILE needs a single input; give a folder for several inputs")
             output = args.output
+        elif suffix and not Path(args.output).is_dir():
+            raise _UsageError(f"-o {args.output}: output files end in .h5, .hdf5 or .root; for "
+                              "an output folder give a name without an extension")
         else:
             output_dir = args.output
     summaries = run_batch(
@@ -253,236 +279,22 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
                 text = _mass_summary(s.output)
                 if text:
                     _out(f"{text} [{source.mass_policy}]")
+        _out(_friend_tree_note(config.algorithms))
     return code
 
 
 # ---------------------------------------------------------------------- compare
-def _band_label(lo: int, hi: int | None) -> str:
-    return f"{lo}+" if hi is None else (f"{lo}-{hi - 1}" if hi - 1 > lo else f"{lo}")
-
-
-def comparison_table(
-    path: str | os.PathLike[str], bands: Sequence[int] = DEFAULT_BANDS, reference: str = "greedy",
-    tol: float = 1e-9,
-) -> list[dict[str, Any]]:
-    """Per algorithm and leaf-count band: log-likelihood differences, times, exact-MAP rate.
-
-    Args:
-        path: a results file (jets + results) written by ``jetastar cluster``/``run``.
-        bands: increasing leaf-count edges; the last band is open-ended; an ``"all"`` row is added
-            per algorithm.
-        reference: the algorithm to compare to (default greedy; skipped when absent).
-        tol: relative tolerance for "found the exact MAP".
-
-    Returns:
-        One dict per (algorithm, band) with keys ``algorithm``, ``band``, ``jets``, ``with_tree``,
-        ``skipped``, ``failed``, ``budget`` (coverage: counts over all jets of the band),
-        ``compared`` (jets of the band where every algorithm produced a tree — every algorithm
-        that produced one for any jet of the band: one skipped on the whole band does not empty
-        it), ``d_ref_mean``, ``d_ref_median``, ``d_truth_mean``, ``d_truth_median``,
-        ``time_mean``, ``time_median`` (seconds; all six over the compared jets only, so that
-        within a band every algorithm is averaged over the same jets), ``map_known``,
-        ``map_found`` (count of jets with a known exact MAP, and how many of those this algorithm
-        matched); NaN where undefined.
-        Differences use only jets where both values are finite.
-    """
-    from . import io
-    from .io import get_extras
-
-    collection = io.read(path, validate=False)
-    tables = io.read_results(path)
-    if not tables:
-        raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
-    n_leaves = collection.n_leaves
-    _, jet_extra = get_extras(collection)
-    n = len(collection)
-
-    def column(table: Any) -> np.ndarray:
-        values = np.full(n, np.nan)
-        has_tree = np.isin(table.status, ["ok", "budget", "all_inf"])
-        values[table.jet_index[has_tree]] = table.log_likelihood[has_tree]
-        return values
-
-    lls = {label: column(t) for label, t in tables.items()}
-    # which algorithm produced a tree for which jet: means over different jet sets do not compare
-    produced = {}
-    for label, t in tables.items():
-        produced[label] = np.zeros(n, dtype=bool)
-        produced[label][t.jet_index[np.isin(t.status, ["ok", "budget", "all_inf"])]] = True
-
-    def common_of(sel: np.ndarray) -> np.ndarray:
-        """Jets of ``sel`` with a tree from every algorithm that has a tree for any jet of it."""
-        common = sel.copy()
-        for has in produced.values():
-            if (has & sel).any():
-                common &= has
-        return common
-    map_ll: dict[str, np.ndarray] = {}
-    for t in tables.values():
-        if not t.exact_method:
-            continue
-        known = np.full(n, np.nan)
-        good = t.exact & np.isin(t.status, ["ok", "all_inf"])
-        known[t.jet_index[good]] = t.log_likelihood[good]
-        prev = map_ll.get(t.likelihood)
-        map_ll[t.likelihood] = known if prev is None else np.where(np.isnan(prev), known, prev)
-    ref_table = tables.get(reference)
-    edges = list(bands)
-    band_of = np.searchsorted(np.asarray(edges), n_leaves, side="right") - 1
-    band_list = [(k, edges[k], edges[k + 1] if k + 1 < len(edges) else None)
-                 for k in range(len(edges))]
-    rows: list[dict[str, Any]] = []
-    for label, t in tables.items():
-        ll = lls[label]
-        truth = jet_extra.get(f"truth_llh_{t.likelihood}")
-        if truth is None:
-            from .io._common import truth_log_likelihoods
-
-            truth = truth_log_likelihoods(collection, t.likelihood)
-        ref = lls[reference] if (ref_table is not None and ref_table.likelihood == t.likelihood) \
-            else np.full(n, np.nan)
-        known = map_ll.get(t.likelihood, np.full(n, np.nan))
-        time_of = np.full(n, np.nan)
-        time_of[t.jet_index] = t.time_s
-        status_of = np.full(n, "", dtype=object)
-        status_of[t.jet_index] = t.status
-        selections = [(_band_label(lo, hi), band_of == k) for k, lo, hi in band_list]
-        selections = [(name, sel) for name, sel in selections if sel.any()]
-        selections.append(("all", np.ones(n, dtype=bool)))
-        for name, sel in selections:
-            rows.append(_row(label, name, sel, common_of(sel), ll, ref, truth, known, time_of,
-                             status_of, tol))
-    return rows
-
-
-def _stats(values: np.ndarray) -> tuple[float, float]:
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(np.mean(v)), float(np.median(v))
-
-
-def _row(label: str, band: str, sel: np.ndarray, cmp: np.ndarray, ll: np.ndarray,
-         ref: np.ndarray, truth: np.ndarray, known: np.ndarray, time_of: np.ndarray,
-         status_of: np.ndarray, tol: float) -> dict[str, Any]:
-    both = cmp & np.isfinite(ll)
-    with np.errstate(invalid="ignore"):
-        d_ref = np.where(both & np.isfinite(ref), ll - ref, np.nan)
-        d_truth = np.where(both & np.isfinite(truth), ll - truth, np.nan)
-        known_sel = sel & ~np.isnan(known)
-        found = known_sel & (
-            (ll == known) | (np.abs(ll - known) <= tol * np.maximum(1.0, np.abs(known)))
-        )
-    d_ref_mean, d_ref_median = _stats(d_ref[cmp])
-    d_truth_mean, d_truth_median = _stats(d_truth[cmp])
-    t_mean, t_median = _stats(time_of[cmp])
-    st = status_of[sel]
-    return {
-        "algorithm": label, "band": band, "jets": int(sel.sum()),
-        "with_tree": int(np.isin(st, ["ok", "budget", "all_inf"]).sum()),
-        "minus_inf": int((sel & (ll == -np.inf)).sum()),
-        "skipped": int((st == "skipped").sum()), "failed": int((st == "failed").sum()),
-        "budget": int((st == "budget").sum()), "compared": int(cmp.sum()),
-        "d_ref_mean": d_ref_mean, "d_ref_median": d_ref_median,
-        "d_truth_mean": d_truth_mean, "d_truth_median": d_truth_median,
-        "time_mean": t_mean, "time_median": t_median,
-        "map_known": int(known_sel.sum()), "map_found": int(found.sum()),
-    }
-
-
-def _fmt(x: float, spec: str = "+.3f") -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
-def format_comparison(rows: Sequence[dict[str, Any]], reference: str = "greedy") -> str:
-    """The comparison table as aligned text."""
-    head = ["algorithm", "leaves", "jets", "tree", "-inf", "skip", "fail", "budg", "cmp",
-            f"dLL-{reference} mean", "median", "dLL-truth mean", "median",
-            "time/jet mean", "median", "exact MAP found"]
-    lines = []
-    for r in rows:
-        found = "-" if r["map_known"] == 0 else \
-            f"{r['map_found']}/{r['map_known']} ({100.0 * r['map_found'] / r['map_known']:.0f}%)"
-        lines.append([
-            r["algorithm"], r["band"], str(r["jets"]), str(r["with_tree"]), str(r["minus_inf"]),
-            str(r["skipped"]),
-            str(r["failed"]), str(r["budget"]), str(r["compared"]),
-            _fmt(r["d_ref_mean"]), _fmt(r["d_ref_median"]),
-            _fmt(r["d_truth_mean"]), _fmt(r["d_truth_median"]),
-            _fmt_time(r["time_mean"]), _fmt_time(r["time_median"]), found,
-        ])
-    widths = [max(len(h), *(len(row[k]) for row in lines)) if lines else len(h)
-              for k, h in enumerate(head)]
-    out = ["  ".join(h.rjust(w) if k >= 2 else h.ljust(w) for k, (h, w) in
-                     enumerate(zip(head, widths, strict=True)))]
-    out.append("  ".join("-" * w for w in widths))
-    prev = None
-    for row in lines:
-        if prev is not None and row[0] != prev:
-            out.append("")
-        prev = row[0]
-        out.append("  ".join(c.rjust(w) if k >= 2 else c.ljust(w) for k, (c, w) in
-                             enumerate(zip(row, widths, strict=True))))
-    note = (f"coverage: tree = jets with a tree (-inf: of which log-likelihood -inf), skip / fail / "
-            f"budg(et) stops.\ncmp = jets of the band where every algorithm with any tree in the "
-            f"band produced one: dLL and time columns are over these jets only, the same set for "
-            f"every algorithm of the band.\ndLL = "
-            f"log-likelihood minus that of {reference} / of the truth tree (same likelihood form; "
-            f"jets where both are finite); exact MAP found = matches of the MAP where an exact "
-            f"method finished.")
-    return "\n".join([*out, "", note])
-
-
-def _fmt_time(t: float) -> str:
-    if t is None or math.isnan(t):
-        return "-"
-    if t < 1e-3:
-        return f"{t * 1e6:.0f} us"
-    if t < 1.0:
-        return f"{t * 1e3:.1f} ms"
-    return f"{t:.2f} s"
-
-
 def plot_comparison(rows: Sequence[dict[str, Any]], path: str | os.PathLike[str],
-                    reference: str = "greedy") -> None:
-    """Save a plot per leaf band: mean Δ log-likelihood to the truth and to ``reference`` and median
-    time per jet (over the jets where every algorithm produced a tree), and each algorithm's
-    coverage (fraction of jets with a tree)."""
+                    **kw: Any) -> None:
+    """Save :func:`jetastar.plotting.plot_comparison` of the rows to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    algs = list(dict.fromkeys(r["algorithm"] for r in rows))
-    bands = list(dict.fromkeys(r["band"] for r in rows if r["band"] != "all"))
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4.5))
-    for alg in algs:
-        sub = {r["band"]: r for r in rows if r["algorithm"] == alg}
-        x = np.arange(len(bands))
-        axes[0].plot(x, [sub.get(b, {}).get("d_truth_mean", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[1].plot(x, [sub.get(b, {}).get("d_ref_mean", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[2].plot(x, [sub.get(b, {}).get("time_median", np.nan) for b in bands], "o-",
-                     label=alg)
-        axes[3].plot(x, [sub[b]["with_tree"] / sub[b]["jets"] if b in sub and sub[b]["jets"]
-                         else np.nan for b in bands], "o-", label=alg)
-    titles = ("mean log L − log L(truth)", f"mean log L − log L({reference})",
-              "median time per jet [s]", "coverage: fraction of jets with a tree")
-    for ax, title in zip(axes, titles, strict=True):
-        ax.set_xticks(np.arange(len(bands)))
-        ax.set_xticklabels(bands)
-        ax.set_xlabel("number of leaves")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[2].set_yscale("log")
-    axes[3].set_ylim(-0.05, 1.05)
-    axes[0].legend(fontsize="small")
-    fig.suptitle("first three panels: the jets where every algorithm produced a tree",
-                 fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from .plotting import plot_comparison as _plot
+
+    plt.close(_plot(rows, path, **kw))
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -493,15 +305,74 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _out(json.dumps(rows, indent=1, default=float))
     else:
-        _out(format_comparison(rows, args.reference))
+        _out(format_comparison(rows))
     if args.plot:
-        plot_comparison(rows, args.plot, args.reference)
+        plot_comparison(rows, args.plot)
         _out(f"plot saved to {args.plot}")
+    return 0
+
+
+# ---------------------------------------------------------------------- observables
+def _cmd_observables(args: argparse.Namespace) -> int:
+    from .observables import write_observables
+
+    labels = write_observables(
+        args.output, args.results, algorithms=_split_list(args.algorithms) or None,
+        truth=not args.no_truth, z_cut=args.z_cut, beta=args.beta, r0=args.r0,
+        command=_command_line(),
+    )
+    _out(f"wrote observables of {', '.join(labels)} to {args.output} (one entry per jet; "
+         f"soft drop z_cut={args.z_cut:g}, beta={args.beta:g}, R0={args.r0:g})")
     return 0
 
 
 # ---------------------------------------------------------------------- info
 def _cmd_info(args: argparse.Namespace) -> int:
+    code = _cmd_info_file(args)
+    if code == 0 and getattr(args, "check", False):
+        _model_check(args)
+    return code
+
+
+def _model_check(args: argparse.Namespace) -> None:
+    """``jetastar info FILE --check``: how many jets the model can describe."""
+    from . import io
+    from .diagnostics import model_check
+
+    try:
+        t_cuts = [float(x) for x in _split_list(args.t_cut)] if args.t_cut else [None]
+    except ValueError:
+        raise _UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
+    if args.max_jets < 1:
+        raise _UsageError("--max-jets must be >= 1")
+    try:
+        jets = io.read(args.file, slice(0, args.max_jets), validate=False)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        from .io.particles import describe_particle_file
+
+        particles = args.particles
+        if particles is None:
+            found = describe_particle_file(args.file)
+            if not found:
+                raise _UsageError("--check: no particle collection found; give --particles") from None
+            particles = found[0]["particles"]
+            args.tree = args.tree or found[0].get("tree")
+        jets = io.read_particles(args.file, tree=args.tree, particles=particles,
+                                 entry_stop=args.max_jets, validate=False)
+    _out("")
+    _out(f"model check on {len(jets)} jets (greedy, then beam search; up to 14 leaves the exact "
+         "MAP engine decides):")
+    for t_cut in t_cuts:
+        check = model_check(jets, t_cut=t_cut, lam=args.lam, lam_root=args.lam_root,
+                            progress=not getattr(args, "no_progress", False))
+        _out(f"  {check}")
+    _out("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
+         "describes more jets)")
+
+
+def _cmd_info_file(args: argparse.Namespace) -> int:
     from . import io
 
     try:
@@ -545,9 +416,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
             _out(f"  ... {len(gp) - 10} more parameter sets")
     if info.get("results"):
         _out("results:")
+        finite = _finite_counts(args.file)
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
-            _out(f"  {label:<16} {r['rows']} rows ({st}), likelihood {r['likelihood']}")
+            _out(f"  {label:<16} {r['rows']} rows ({st}{finite.get(label, '')}), "
+                 f"likelihood {r['likelihood']}")
     return 0
 
 
@@ -902,23 +775,53 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser("compare", help="compare algorithms in a results file (table, plot)",
-                       description="Per algorithm and leaf-count band: mean/median log-likelihood "
-                       "difference to the reference algorithm (greedy) and to the truth tree, "
-                       "time per jet, and how often the exact MAP was found where it is known.")
+                       description="Per jet type, algorithm and leaf-count band, over the same "
+                       "jets for every algorithm: median log-likelihood relative to the best tree "
+                       "of each jet (the proven MAP where known; -inf trees included), how many "
+                       "jets have a tree and a finite one, time per jet, and how often the exact "
+                       "MAP was found where it is known.")
     p.add_argument("results", help="results file (.h5 or .root) from `jetastar cluster` / `run`")
     p.add_argument("--plot", default=None, metavar="OUT.png", help="also save a plot")
-    p.add_argument("--reference", default="greedy", help="algorithm to compare to (greedy)")
+    p.add_argument("--reference", default="best",
+                   help="'best' (the proven MAP, else the best tree found; default) or an "
+                        "algorithm to compare to")
     p.add_argument("--bands", default=None, metavar="E1,E2,...",
                    help=f"leaf-count band edges (default {','.join(map(str, DEFAULT_BANDS))})")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=_cmd_compare)
     _add_common(p)
 
+    p = sub.add_parser("observables", help="jet-substructure observables of the trees of a "
+                       "results file (friend tree)",
+                       description="Lund-plane primary declusterings, soft drop, root-split "
+                       "subjet masses and tree shape of every algorithm's trees (and the truth "
+                       "trees), one entry per jet, written to a .root or .h5 file.")
+    p.add_argument("results", help="results file (.h5 or .root) from `jetastar cluster` / `run`")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.root|OUT.h5")
+    p.add_argument("--algorithms", default=None, help="comma-separated (default: all)")
+    p.add_argument("--no-truth", action="store_true", help="leave out the truth trees")
+    p.add_argument("--z-cut", type=float, default=0.1, help="soft drop z_cut (0.1)")
+    p.add_argument("--beta", type=float, default=0.0, help="soft drop beta (0)")
+    p.add_argument("--r0", type=float, default=1.0, help="soft drop R0 (1)")
+    p.set_defaults(func=_cmd_observables)
+
     p = sub.add_parser("info", help="what a jet/results file holds",
                        description="Print the schema version, provenance, jet and leaf counts, "
                        "parameters and results of a file (.h5, .root or legacy .pkl).")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="print as JSON")
+    g = p.add_argument_group(
+        "model check", "how many jets have a tree of non-zero Ginkgo likelihood (jets whose mass² "
+        "is at or below t_cut, or with a particle of E² − |p|² < 0, have none)")
+    g.add_argument("--check", action="store_true", help="run the model check")
+    g.add_argument("--t-cut", default=None, metavar="T[,T...]",
+                   help="t_cut values to check in GeV² (default: the jets' own), e.g. 1,4,16")
+    g.add_argument("--lam", type=float, default=None, help="λ to check (default: the jets' own)")
+    g.add_argument("--lam-root", type=float, default=None, help="λ_R (default: the jets' own)")
+    g.add_argument("--max-jets", type=int, default=500,
+                   help="check the first N jets (default 500)")
+    g.add_argument("--tree", default=None, help="particle files: the TTree")
+    g.add_argument("--particles", default=None, help="particle files: the collection to read")
     p.set_defaults(func=_cmd_info)
     _add_common(p)
 

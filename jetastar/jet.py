@@ -47,7 +47,9 @@ class Jet:
     """One jet: leaf 4-momenta, shower parameters, optional truth tree and metadata.
 
     Args:
-        leaves: ``(n, 4)`` array of leaf 4-vectors ``(E, px, py, pz)`` in GeV, ``n >= 2``.
+        leaves: ``(n, 4)`` array of leaf 4-vectors ``(E, px, py, pz)`` in GeV, ``n >= 2``, or one
+            jet's particles as a 1-D awkward array of momentum records in any coordinates
+            ``vector`` understands (``Momentum4D``, ``pt, eta, phi, mass``, ...).
         params: the :class:`~jetastar.ginkgo.ShowerParams` used to score trees of this jet.
         truth: optional truth :class:`~jetastar.Tree` over the ``n`` leaves.
         node_momenta: optional ``(2n − 1, 4)`` 4-vectors of the truth tree's nodes (indexed by the
@@ -193,7 +195,33 @@ class Jet:
         )
 
 
+def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
+    """``(n, 4)`` (E, px, py, pz) of one jet's particles given as a 1-D awkward array of momentum
+    records (any coordinates ``vector`` understands) or a vector momentum array."""
+    import awkward as ak
+
+    try:
+        arr = ak.Array(leaves)
+    except Exception:  # a vector numpy array: its E/px/py/pz properties
+        try:
+            return np.stack([np.asarray(getattr(leaves, c), dtype=np.float64)
+                             for c in ("E", "px", "py", "pz")], axis=1)
+        except Exception as exc:
+            raise InvalidJetError(f"cannot read momenta from {type(leaves).__name__}: {exc}",
+                                  jet=label, field="leaves") from exc
+    if arr.layout.purelist_depth != 1 or not ak.fields(arr):
+        raise InvalidJetError(
+            f"one jet's particles as an awkward array must be 1-D records of momentum "
+            f"coordinates, got type {arr.type}", jet=label, field="leaves")
+    from .particles import from_awkward_particles
+
+    one = from_awkward_particles(ak.Array([arr]), mass_policy="keep", validate=False)
+    return one.leaves
+
+
 def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
+    if type(leaves).__module__.startswith(("awkward", "vector")):
+        leaves = _momenta_of_records(leaves, label)
     try:
         p = np.array(leaves, dtype=np.float64)
     except (TypeError, ValueError) as exc:

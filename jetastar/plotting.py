@@ -7,6 +7,7 @@
   clusters coloured in both.
 * :func:`dendrogram` — scipy's dendrogram through :meth:`jetastar.Tree.to_linkage`.
 * :func:`ginkgo_label` — the "Ginkgo simulation" label of the analysis figures.
+* :func:`plot_comparison` — the algorithm comparison of :mod:`jetastar.comparison`.
 
 Example:
     >>> import matplotlib
@@ -21,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["compare_trees", "dendrogram", "draw_tree", "ginkgo_label", "node_heights"]
+__all__ = [
+    "compare_trees", "dendrogram", "draw_tree", "ginkgo_label", "node_heights", "plot_comparison",
+]
 
 SHARED_COLOR = "tab:blue"
 OTHER_COLOR = "tab:red"
@@ -154,12 +159,22 @@ def draw_tree(
         x[ch[:, 0] < 0], h[ch[:, 0] < 0], s=12, color=PLAIN_COLOR, zorder=3,
     )
     labels = [str(i) for i in order] if leaf_labels is None else [leaf_labels[i] for i in order]
-    ax.set_xticks(np.arange(len(order)), labels)
+    n_lab = len(order)
+    if n_lab > 20:  # many leaves: smaller, vertical labels, and only every k-th beyond ~60
+        step = max(1, math.ceil(n_lab / 60))
+        ticks = np.arange(0, n_lab, step)
+        ax.set_xticks(ticks, [labels[k] for k in ticks], rotation=90,
+                      fontsize=max(4.5, min(8.0, 300.0 / len(ticks))))
+        if leaf_labels is None and step > 1:
+            ax.set_xlabel(f"leaf (one label per {step} leaves)")
+    else:
+        ax.set_xticks(np.arange(n_lab), labels)
     ax.set_xlim(-0.7, len(order) - 0.3)
     top = float(h.max()) if h.size else 1.0
     # headroom above the root for the legend and labels
     ax.set_ylim(-0.03 * top, 1.25 * top if top > 0 else 1.0)
-    ax.set_xlabel("leaf")
+    if not ax.get_xlabel():
+        ax.set_xlabel("leaf")
     use_mass = (isinstance(heights, str) and heights in ("mass", "auto") and jet is not None)
     ax.set_ylabel("cluster mass [GeV]" if use_mass else "split order")
     if title is not None:
@@ -249,3 +264,117 @@ def ginkgo_label(ax: Axes, text: str = "simulation", loc: str = "upper left") ->
         x, y, r"$\bf{Ginkgo}$ $\it{" + text.replace(" ", r"\ ") + "}$",
         transform=ax.transAxes, ha=ha, va=va, fontsize="large",
     )
+
+
+_MARKERS = "osD^vP*Xph<>"
+
+
+def plot_comparison(
+    rows: Sequence[dict[str, Any]],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    clip: float = 12.0,
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
+    """Draw :func:`jetastar.comparison.comparison_table` rows: one column of panels per jet type.
+
+    Top: median ``log L − log L(best)`` per leaf band with its ~68 % interval (0 = the best tree;
+    −∞ included in the median), markers side by side so that algorithms at the same value stay
+    visible. Values below ``−clip`` nats are drawn as arrows at the bottom edge with their value
+    written next to them, so that a far-off algorithm does not flatten the differences near 0.
+    Middle: fraction of the band's jets with a tree of non-zero likelihood (filled) and with any
+    tree (open). Bottom: median time per jet. Tick labels give each band's compared jet count.
+
+    Args:
+        rows: the comparison rows.
+        path: save the figure there (PNG, PDF, ...) when given.
+        clip: nats below the best tree shown on the ΔlogL axis.
+        figsize: figure size (default: 5.5 inches wide per jet type).
+
+    Returns:
+        The matplotlib figure.
+    """
+    import matplotlib.pyplot as plt
+
+    types = list(dict.fromkeys(r["jet_type"] for r in rows))
+    algs = list(dict.fromkeys(r["algorithm"] for r in rows))
+    ncol = max(1, len(types))
+    fig, axes = plt.subplots(3, ncol, figsize=figsize or (5.8 * ncol + 1.6, 9.5), squeeze=False,
+                             gridspec_kw={"height_ratios": [2.2, 1.0, 1.0]})
+    width = 0.8 / max(1, len(algs))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for col, jt in enumerate(types):
+        sub = [r for r in rows if r["jet_type"] == jt]
+        bands = [*dict.fromkeys(r["band"] for r in sub if r["band"] != "all"), "all"]
+        x = np.arange(len(bands), dtype=float)
+        x[-1] += 0.3  # the "all" group a little apart
+        ax_d, ax_c, ax_t = axes[0, col], axes[1, col], axes[2, col]
+        for k, alg in enumerate(algs):
+            by_band = {r["band"]: r for r in sub if r["algorithm"] == alg}
+            xs = x + (k - (len(algs) - 1) / 2) * width
+            color = "0.35" if alg == "truth" else colors[k % len(colors)]
+            marker = _MARKERS[k % len(_MARKERS)]
+            med = np.array([by_band.get(b, {}).get("d_median", np.nan) for b in bands], float)
+            lo = np.array([by_band.get(b, {}).get("d_lo", np.nan) for b in bands], float)
+            hi = np.array([by_band.get(b, {}).get("d_hi", np.nan) for b in bands], float)
+            inside = np.isfinite(med) & (med >= -clip)
+            lo_c = np.clip(np.where(np.isfinite(lo), lo, -clip), -clip, None)
+            hi_c = np.clip(np.where(np.isfinite(hi), hi, -clip), -clip, None)
+            ax_d.errorbar(xs[inside], med[inside],
+                          yerr=[med[inside] - lo_c[inside], hi_c[inside] - med[inside]],
+                          fmt=marker, color=color, ms=5, capsize=2, lw=1, label=alg)
+            below = ~np.isnan(med) & ~inside
+            for xb, value in zip(xs[below], med[below], strict=True):
+                ax_d.annotate("", xy=(xb, -clip * 0.98), xytext=(xb, -clip * 0.80),
+                              arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
+                if value == -np.inf:  # horizontal: a rotated "−∞" does not read
+                    ax_d.text(xb, -clip * 0.78, "−∞", color=color, fontsize=7, ha="center",
+                              va="bottom")
+                else:
+                    ax_d.text(xb, -clip * 0.78, f"{value:.0f}", color=color, fontsize=6.5,
+                              ha="center", va="bottom", rotation=90)
+            fin = [by_band[b]["finite"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
+                   else np.nan for b in bands]
+            ran = [by_band[b]["ran"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
+                   else np.nan for b in bands]
+            ax_c.plot(xs, fin, marker, color=color, ms=5)
+            ax_c.plot(xs, ran, marker, color=color, ms=7, mfc="none", alpha=0.6)
+            if alg != "truth":
+                tm = [by_band.get(b, {}).get("time_median", np.nan) for b in bands]
+                ax_t.plot(xs, tm, marker, color=color, ms=5)
+        counts = []
+        for b in bands:
+            first = next((r for r in sub if r["band"] == b), None)
+            counts.append(f"{b}\nn={first['compared']}/{first['jets']}" if first else b)
+        for ax in (ax_d, ax_c, ax_t):
+            ax.set_xticks(x)
+            ax.set_xticklabels(counts, fontsize=7.5)
+            ax.grid(alpha=0.3, axis="y")
+            ax.set_xlim(-0.6, x[-1] + 0.6)
+            ax.axvline(x[-1] - 0.65, color="0.6", lw=0.8, ls="--")
+        ax_d.axhline(0.0, color="0.5", lw=0.8)
+        ax_d.set_ylim(-clip, 0.05 * clip + 0.5)
+        ax_d.set_title(f"{jt} jets")
+        ax_c.set_ylim(-0.05, 1.08)
+        ax_t.set_yscale("log")
+        ax_t.set_xlabel("leaves per jet (n = compared / all jets of the band)")
+        if col == 0:
+            ax_d.set_ylabel("median log L − log L(best) [nats]\n(−∞ included; ~68 % interval)")
+            ax_c.set_ylabel("fraction of jets\n● finite tree  ○ any tree")
+            ax_t.set_ylabel("median time per jet [s]")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    seen = dict(zip(labels, handles, strict=True))
+    for k, alg in enumerate(algs):  # algorithms whose every value is off the axis
+        if alg not in seen:
+            from matplotlib.lines import Line2D
+
+            color = "0.35" if alg == "truth" else colors[k % len(colors)]
+            seen[alg] = Line2D([], [], marker=_MARKERS[k % len(_MARKERS)], color=color, ls="")
+    fig.legend(list(seen.values()), list(seen), loc="center right", fontsize="small",
+               frameon=False)
+    fig.suptitle("best = the proven MAP where an exact method finished, else the best tree found; "
+                 f"arrows: below −{clip:g} nats", fontsize="small")
+    fig.tight_layout(rect=(0, 0, 1 - 1.5 / fig.get_figwidth(), 0.97))
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -14,7 +14,7 @@ import test_batch  # noqa: F401  (registers the test algorithms)
 from test_batch import caterpillar
 
 from jetastar import io as jio
-from jetastar.cli import comparison_table, main
+from jetastar.cli import main
 from jetastar.ginkgo import log_likelihood
 
 COMMANDS = ["run", "generate", "cluster", "compare", "info", "algorithms", "demo"]
@@ -49,7 +49,7 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
                  "--plugin", "test_batch", "--option", "test-chain.delay=0",
                  "--max-leaves", "test-exact=8", "--no-progress", "-o", str(res)]) == 0
     out = capsys.readouterr().out
-    assert "test-chain" in out and "ok 25" in out
+    assert "test-chain" in out and "ok 25" in out and "finite" in out
     tables = jio.read_results(res)
     chain = tables["test-chain"]
     j = coll[4]
@@ -60,40 +60,9 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     plot = tmp_path / "cmp.png"
     assert main(["compare", str(res), "--plot", str(plot), "--reference", "test-chain"]) == 0
     out = capsys.readouterr().out
-    assert "test-exact" in out and "exact MAP found" in out and plot.stat().st_size > 1000
-    rows = comparison_table(res, reference="test-chain")
-    all_exact = next(r for r in rows if r["algorithm"] == "test-exact" and r["band"] == "all")
-    assert all_exact["skipped"] == int((coll.n_leaves > 8).sum())
-    assert all_exact["map_found"] == all_exact["map_known"] == 25 - all_exact["skipped"]
-    all_chain = next(r for r in rows if r["algorithm"] == "test-chain" and r["band"] == "all")
-    assert all_chain["d_ref_mean"] == 0.0
-    # means compare the same jets for every algorithm: those where test-exact was not skipped
-    common = coll.n_leaves <= 8
-    assert all_chain["compared"] == all_exact["compared"] == int(common.sum())
-    assert all_chain["with_tree"] == 25
-    # a band where test-exact was skipped on every jet compares the others on all its jets
-    bands_without_exact = 0
-    for r in rows:
-        if r["algorithm"] == "test-chain" and r["band"] != "all":
-            exact_row = next(x for x in rows if x["algorithm"] == "test-exact"
-                             and x["band"] == r["band"])
-            if exact_row["with_tree"] == 0:
-                assert r["compared"] == r["jets"] > 0 and exact_row["compared"] == r["jets"]
-                bands_without_exact += 1
-    assert bands_without_exact >= 1
-    truth = np.array([log_likelihood(coll[i]) for i in range(25)])
-    mine = chain.log_likelihood
-    ok = np.isfinite(truth) & np.isfinite(mine) & common
-    assert np.isclose(all_chain["d_truth_mean"], np.mean(mine[ok] - truth[ok]))
-    assert np.isclose(all_chain["d_truth_median"], np.median(mine[ok] - truth[ok]))
-    ex = tables["test-exact"].log_likelihood
-    ok = np.isfinite(ex) & np.isfinite(mine)
-    assert np.isclose(all_exact["d_ref_mean"], np.mean(ex[ok] - mine[ok]))
-    times = chain.time_s[common]
-    assert np.isclose(all_chain["time_mean"], np.mean(times[np.isfinite(times)]))
-    # the "exact" method matches itself wherever it ran; test-chain only where the trees agree
-    same = np.isfinite(ex) & (ex == mine)
-    assert all_chain["map_found"] == int(same.sum())
+    assert "test-exact" in out and "MAP found" in out and plot.stat().st_size > 1000
+    assert max(len(line) for line in out.splitlines()) <= 110
+    # (the table's numbers are tested in test_comparison.py)
     # several inputs -> one output per input in a folder, ROOT format
     other = tmp_path / "q.h5"
     assert main(["generate", "--n", "5", "-o", str(other)]) == 0
@@ -156,7 +125,7 @@ def test_run_main_job(tmp_path, capsys):
     text = capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == [
         "comparison.png", "comparison.txt", "jets.h5", "results.h5", "results.root"]
-    assert "exact MAP found" in text
+    assert "MAP found" in text
     h5, root = jio.read_results(out / "results.h5"), jio.read_results(out / "results.root")
     for name in ("test-chain", "test-exact"):
         assert np.array_equal(h5[name].log_likelihood, root[name].log_likelihood, equal_nan=True)

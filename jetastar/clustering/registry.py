@@ -17,6 +17,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .result import ClusteringResult
 
 __all__ = ["AlgorithmInfo", "algorithm_info", "algorithms", "cluster", "register"]
@@ -85,8 +87,19 @@ def algorithm_info(name: str) -> AlgorithmInfo:
         ) from None
 
 
-def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
+def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
     """Run the algorithm called ``algorithm`` on ``jet`` with keyword ``options``.
+
+    ``jet`` may be a :class:`~jetastar.Jet` or one jet's particles (an ``(n, 4)`` array of
+    ``(E, px, py, pz)`` or a 1-D awkward / vector array of momenta, which get the default
+    parameters of :class:`~jetastar.Jet`). It may also be many jets — a
+    :class:`~jetastar.JetCollection`, a list of jets or an awkward array of jets: they are
+    clustered with :func:`jetastar.inmemory.cluster_jets` (in this process; use that function
+    for workers, time limits and several algorithms) and the result is the algorithm's
+    :class:`~jetastar.io.AlgorithmResults` table (``.results()``, ``.to_awkward()``).
+
+    Returns:
+        A :class:`ClusteringResult` for one jet, an :class:`~jetastar.io.AlgorithmResults` for many.
 
     Raises:
         ValueError: for an unknown algorithm or option (listing the valid ones).
@@ -106,4 +119,31 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
             f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
             f"valid: {', '.join(valid) or '(none)'}"
         )
+    if _is_many(jet):
+        from ..inmemory import cluster_jets
+
+        return cluster_jets(jet, [algorithm], options={algorithm: options}, progress=False)[
+            algorithm]
+    from ..jet import Jet
+
+    if not isinstance(jet, Jet) and (
+        type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
+    ):
+        jet = Jet(jet)  # one jet's particles: awkward / vector momenta or an (n, 4) array
     return info.func(jet, **options)
+
+
+def _is_many(jet: Any) -> bool:
+    """Whether ``jet`` holds several jets (a collection, a list of jets, a 2-level awkward array)."""
+    from ..jet import Jet, JetCollection
+
+    if isinstance(jet, JetCollection):
+        return True
+    if isinstance(jet, (list, tuple)) and jet and all(isinstance(j, Jet) for j in jet):
+        return True
+    if type(jet).__module__.startswith(("awkward", "vector")):
+        import awkward as ak
+
+        return isinstance(jet, ak.Array) and (
+            jet.layout.purelist_depth >= 2 or "leaves" in ak.fields(jet))
+    return False

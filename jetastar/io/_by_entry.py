@@ -8,6 +8,9 @@ the ROOT tree ``clusters`` is a friend tree of the input tree):
 * ``entry`` (int64), ``jet_in_event`` (int64, per-event inputs only), ``n_particles``,
   ``n_mass_adjusted``, ``n_negative_t`` (int64);
 * per result label ``L`` (non-alphanumeric characters replaced by ``_``): ``L_status`` (string),
+  ``L_finite`` (bool: a tree with a finite log-likelihood), ``L_reason`` (string: why not —
+  the impossible split of a −∞ tree or the message of a skipped / failed row; see
+  :func:`jetastar.diagnostics.result_reasons`),
   ``L_log_likelihood``, ``L_time_s`` (double; NaN = no tree / unknown), ``L_exact`` (bool) and the tree
   (ROOT: ``nL_node`` + ``L_node_left``, ``L_node_right``, ``L_node_leaf``; HDF5: ``L/node_offsets``,
   ``L/left``, ``L/right``, ``L/leaf_of_node``).
@@ -27,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..diagnostics import result_reasons
 from ..jet import JetCollection
 from .results import AlgorithmResults
 
@@ -50,8 +54,8 @@ def by_entry_columns(
 
     Returns:
         ``(scalars, per_label)``: scalar columns (name -> ``(J,)`` array) and, per label prefix,
-        ``status``, ``log_likelihood``, ``time_s``, ``exact`` (``(J,)``) and ``node_offsets``
-        ``(J + 1,)``, ``left``, ``right``, ``leaf_of_node`` (flat).
+        ``finite``, ``reason``, ``status``, ``log_likelihood``, ``time_s``, ``exact`` (``(J,)``)
+        and ``node_offsets`` ``(J + 1,)``, ``left``, ``right``, ``leaf_of_node`` (flat).
     """
     n = len(collection)
     cols = collection.jet_columns
@@ -83,7 +87,9 @@ def by_entry_columns(
         nsel = np.concatenate(sel) if sel else np.empty(0, np.int64)
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
+        finite, reason = result_reasons(collection, t)
         per_label[column_prefix(label)] = {
+            "finite": finite, "reason": reason,
             "status": status, "log_likelihood": ll, "time_s": time_s, "exact": exact,
             "node_offsets": offsets, "left": t.children[nsel, 0], "right": t.children[nsel, 1],
             "leaf_of_node": t.leaf_of_node[nsel],

@@ -115,20 +115,41 @@ def _fixed_bytes(values: Any) -> np.ndarray:
 
 
 def _generator_params(collection: JetCollection) -> list[dict[str, Any]]:
-    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for i in range(len(collection)):
-        key = (
-            *(float(collection.params[k][i]) for k in _PARAM_COLS),
-            *(float(x) for x in collection.params["root_momentum"][i]),
-            str(collection.jet_type[i]),
-        )
-        if key not in seen:
-            seen[key] = {
-                **{k: key[j] for j, k in enumerate(_PARAM_COLS)},
-                "root_momentum": list(key[5:9]),
-                "jet_type": key[9],
-            }
-    return list(seen.values())
+    """The distinct parameter sets of a collection (for the ``generator_params`` attribute).
+
+    Jets of one model (same λ, λ_R, t_cut and type) whose root mass and 4-vector differ from jet to
+    jet — measured jets, whose root is the sum of their particles — give one set with
+    ``"per_jet"`` naming those columns instead of one set per jet.
+    """
+    n = len(collection)
+    if n == 0:
+        return []
+    prm = collection.params
+    model = np.stack([prm["lam"], prm["lam_root"], prm["t_cut"]], axis=1)
+    types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
+    kin = np.concatenate([np.stack([prm["m_hard"], prm["t_root"]], axis=1),
+                          prm["root_momentum"]], axis=1)
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n):
+        seen.setdefault((*model[i].tolist(), types[i]), []).append(i)
+    for key, rows in seen.items():
+        base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
+        sub = kin[rows]
+        distinct = np.unique(np.nan_to_num(sub, nan=-1.0), axis=0)
+        if distinct.shape[0] > 2:
+            out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
+                        "(each jet's own: its measured mass and 4-vector)"})
+            continue
+        for d in distinct:
+            k = int(np.flatnonzero(np.all(np.nan_to_num(sub, nan=-1.0) == d, axis=1))[0])
+            i = rows[k]
+            out.append({
+                "m_hard": float(prm["m_hard"][i]), **base, "t_root": float(prm["t_root"][i]),
+                "root_momentum": [float(x) for x in prm["root_momentum"][i]],
+                "jet_type": key[3],
+            })
+    return out
 
 
 def _write_jets(group: Any, collection: JetCollection) -> None:
@@ -249,6 +270,8 @@ def _write_by_entry(group: Any, collection: JetCollection,
         for k in ("log_likelihood", "time_s", "node_offsets", "left", "right", "leaf_of_node"):
             _dataset(g, k, c[k])
         _dataset(g, "exact", c["exact"].astype(np.uint8))
+        _dataset(g, "finite", c["finite"].astype(np.uint8))
+        _text_dataset(g, "reason", c["reason"])
 
 
 def _group_name(label: str) -> str:

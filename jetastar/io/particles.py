@@ -204,17 +204,24 @@ class _RootParticles:
                         by_suffix.setdefault(suffix, k)
             if not by_suffix:
                 raise FileFormatError(f"{self.path}: tree '{name}' has no branches starting with "
-                                      f"{src.particles!r}; its branches are {_listing(keys)}")
+                                      f"{src.particles!r}{_did_you_mean(src.particles, keys)}; "
+                                      f"its branches are {_listing(keys)}")
             try:
                 coords = detect_coordinates(list(by_suffix))
             except InvalidJetError:
                 raise FileFormatError(
                     f"{self.path}: tree '{name}': the branches of {src.particles!r} "
                     f"({_listing([by_suffix[s] for s in by_suffix])}) hold no complete set of "
-                    "momentum coordinates (px,py,pz,E or pt,eta,phi,mass or pt,eta,phi,E); give an "
-                    "explicit mapping"
+                    "momentum coordinates (px,py,pz,E or pt,eta,phi,mass or pt,eta,phi,E)"
+                    f"{_did_you_mean(src.particles, keys)}; or give an explicit mapping"
                 ) from None
             self.branches = {c: by_suffix[s] for c, s in coords.items()}
+            scalar = _scalar_branches(self.tree, list(self.branches.values()), self.rntuple)
+            if scalar:
+                raise FileFormatError(
+                    f"{self.path}: tree '{name}': {_listing(scalar)} hold one value per "
+                    f"entry, not a list of particles: {src.particles!r} is not a particle "
+                    f"collection{_did_you_mean(src.particles, keys)}")
         self.n_entries = int(self.tree.num_entries)
 
     def read(self, start: int, stop: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -716,6 +723,56 @@ class ParticleReader:
         self._reader.close()
 
 
+def _scalar_branches(tree: Any, names: list[str], rntuple: bool) -> list[str]:
+    """The branches (fields) of ``names`` that hold one value per entry instead of a list."""
+    if not rntuple:
+        out = []
+        for b in names:
+            typename = str(getattr(tree[b], "typename", ""))
+            if not (typename.endswith("]") or "vector" in typename or "RVec" in typename):
+                out.append(b)
+        return out
+    if not tree.num_entries:
+        return []
+    try:
+        rec = tree.arrays(names, entry_stop=1)
+        return [b for b in names if _field_path(rec, b).ndim < 2]
+    except Exception:  # unreadable here: the read reports it with the entry
+        return []
+
+
+def _coordinate_prefixes(keys: list[str]) -> list[str]:
+    """Branch prefixes (``PFCands`` of ``PFCands_pt``) whose suffixes are momentum coordinates."""
+    groups: dict[str, list[str]] = {}
+    for k in keys:
+        last = k.split("/")[-1]
+        for sep in ("_", "."):
+            if sep in last:
+                prefix, suffix = last.split(sep, 1)
+                groups.setdefault(prefix, []).append(suffix)
+    found = []
+    for prefix, suffixes in groups.items():
+        try:
+            detect_coordinates(suffixes)
+        except InvalidJetError:
+            continue
+        found.append(prefix)
+    return found
+
+
+def _did_you_mean(name: str, keys: list[str]) -> str:
+    """`` (did you mean 'PFCands'?)`` for a particle prefix close to one that exists."""
+    import difflib
+
+    prefixes = [p for p in _coordinate_prefixes(keys) if p != name]
+    close = difflib.get_close_matches(name, prefixes, n=3, cutoff=0.6)
+    if close:
+        return f" (did you mean {' or '.join(map(repr, close))}?)"
+    if prefixes:
+        return f" (prefixes with momentum coordinates: {', '.join(prefixes)})"
+    return ""
+
+
 def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """What a ROOT or HDF5 file holds that :func:`read_particles` could read.
 
@@ -756,11 +813,17 @@ def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]
                         if sep in last:
                             prefix, suffix = last.split(sep, 1)
                             groups.setdefault(prefix, []).append(suffix)
+                is_rntuple = "RNTuple" in type(tree).__name__
                 for prefix, suffixes in groups.items():
                     try:
                         coords = detect_coordinates(suffixes)
                     except InvalidJetError:
                         continue
+                    names = [k for k in tree.keys(recursive=True)
+                             if k.split("/")[-1].startswith(prefix)
+                             and k.split("/")[-1] != prefix]
+                    if names and _scalar_branches(tree, names[:1], is_rntuple):
+                        continue  # one value per entry (e.g. the leading fat jet), no list
                     out.append({"kind": "root", "tree": key.split(";")[0], "particles": prefix,
                                 "entries": int(tree.num_entries), "coordinates": coords})
         return out

@@ -304,6 +304,37 @@ class AlgorithmResults:
         """Every row as a :class:`ClusteringResult`."""
         return [self.result(k) for k in range(len(self))]
 
+    def to_awkward(self) -> Any:
+        """One record per row: ``jet_index``, ``jet_id``, ``status``, ``log_likelihood``,
+        ``finite`` (a tree with non-zero likelihood), ``exact``, ``time_s``, ``message`` and the
+        tree as ``var * {left, right, leaf}`` (empty without a tree; ``leaf`` is the leaf index of
+        leaf nodes, −1 otherwise).
+
+        Example:
+            >>> from jetastar import Tree
+            >>> from jetastar.clustering import ClusteringResult
+            >>> r = ClusteringResult(Tree.from_nested((0, 1)), -2.0, "greedy")
+            >>> arr = AlgorithmResults.from_results("greedy", [r], jet_index=[0]).to_awkward()
+            >>> arr.log_likelihood.tolist(), len(arr.tree[0])
+            ([-2.0], 3)
+        """
+        import awkward as ak
+
+        tree = ak.unflatten(
+            ak.zip({"left": self.children[:, 0], "right": self.children[:, 1],
+                    "leaf": self.leaf_of_node}),
+            np.diff(self.node_offsets),
+        )
+        has_tree = np.diff(self.node_offsets) > 0
+        return ak.zip({
+            "jet_index": self.jet_index, "jet_id": self.jet_id,
+            "status": ak.Array([str(s) for s in self.status]),
+            "log_likelihood": self.log_likelihood,
+            "finite": has_tree & np.isfinite(self.log_likelihood),
+            "exact": self.exact, "time_s": self.time_s,
+            "message": ak.Array([str(s) for s in self.message]), "tree": tree,
+        }, depth_limit=1)
+
     def status_counts(self) -> dict[str, int]:
         """How many rows have each status."""
         names, counts = np.unique(self.status.astype(str), return_counts=True)

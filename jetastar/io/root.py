@@ -233,6 +233,8 @@ def _write_by_entry(f: Any, collection: JetCollection,
         out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
         for p, c in per_label.items():
             out[f"{p}_status"] = ak.Array([str(s) for s in c["status"][a:b]])
+            out[f"{p}_finite"] = np.ascontiguousarray(c["finite"][a:b])
+            out[f"{p}_reason"] = ak.Array([str(s) for s in c["reason"][a:b]])
             out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
             out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
             out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
@@ -249,7 +251,7 @@ def _write_by_entry(f: Any, collection: JetCollection,
     first = block(0, min(n, _BASKET))
     types: dict[str, Any] = {}
     for k, v in first.items():
-        if k.endswith("_status"):
+        if k.endswith(("_status", "_reason")):
             types[k] = "string"
         elif isinstance(v, ak.Array):
             types[k] = v.type.content

@@ -1,0 +1,382 @@
+"""Compare clustering algorithms on the same jets: log-likelihood relative to the best tree.
+
+:func:`comparison_table` reads a results file (jets + one results table per algorithm, as written by
+``jetastar cluster`` / ``jetastar run``) and returns one row per jet type (QCD, W, ...), algorithm and
+leaf-count band. The rules that make it honest:
+
+* **Relative to the best tree of each jet.** ``ΔlogL = log L(tree) − log L(best)``, where *best* is
+  the proven MAP when an exact method finished on the jet, else the highest log-likelihood any
+  algorithm found (``reference="best"``, the default), or a named algorithm's tree. 0 is the best
+  possible value; the truth tree gets a row too (it is usually far below the MAP).
+* **The same jets in every row.** Within a band, the statistics of every algorithm are over the
+  ``cmp`` jets where every algorithm that ran on the band produced a tree (an exact method skipped on
+  some jets of the band for their size does not shrink it: it gets no numbers there, ``partial``).
+  The ``all`` row of a jet type is over the union of its bands' ``cmp`` jets; an algorithm without
+  a tree on some of them gets no numbers in ``all`` (``partial``), so every ``all`` row with
+  numbers covers exactly the same jets.
+* **−∞ counts.** A tree with zero likelihood is −∞ nats from the best tree, not left out: the
+  statistic is the median of ``ΔlogL`` over the compared jets, −∞ values included (so it is −∞ when
+  more than half the trees are impossible), with an approximate 68 % confidence interval from order
+  statistics. ``ran`` (jets with a tree) and ``finite`` (trees with non-zero likelihood) are counted
+  apart; averaging over finite trees only would rank an algorithm by the jets where it happens to
+  produce a possible tree (a selection effect).
+
+:func:`format_comparison` prints the table (under 100 columns), :func:`jetastar.plotting.
+plot_comparison` draws it, :func:`status_counts` gives the per-algorithm counts of a results file
+(ran / finite / −∞ / skipped / failed / budget).
+
+Example:
+    >>> from jetastar.comparison import comparison_table  # doctest: +SKIP
+    >>> rows = comparison_table("results.h5")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_BANDS",
+    "TREE_STATUSES",
+    "comparison_table",
+    "format_comparison",
+    "median_interval",
+    "status_counts",
+]
+
+#: leaf-count band edges (a band is ``[edge_k, edge_{k+1})``, the last one open).
+DEFAULT_BANDS = (2, 6, 10, 14, 18, 25, 40, 70, 120)
+
+#: statuses of rows that hold a tree
+TREE_STATUSES = ("ok", "budget", "all_inf")
+
+_TRUTH = "truth"
+
+
+def _band_label(lo: int, hi: int | None) -> str:
+    return f"{lo}+" if hi is None else (f"{lo}-{hi - 1}" if hi - 1 > lo else f"{lo}")
+
+
+def median_interval(values: Any, level: float = 0.6827) -> tuple[float, float, float]:
+    """Median of ``values`` (−∞ allowed) and an approximate confidence interval from order statistics.
+
+    The interval runs between the order statistics ``n/2 ∓ z √n / 2`` (the normal approximation of
+    the binomial distribution of the number of values below the median), so it needs no variance and
+    works with −∞ values.
+
+    Args:
+        values: numbers, −∞ allowed (NaN is dropped).
+        level: the confidence level (default 68.27 %, one standard deviation).
+
+    Returns:
+        ``(median, low, high)``; NaNs for no values.
+
+    Example:
+        >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+        (3.0, 2.0, 4.0)
+    """
+    from scipy.stats import norm
+
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = np.sort(v[~np.isnan(v)])
+    n = v.shape[0]
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    with np.errstate(invalid="ignore"):
+        med = float(np.median(v)) if np.isfinite(v).all() else float(_median_with_inf(v))
+    z = float(norm.ppf(0.5 + level / 2.0))
+    half = z * math.sqrt(n) / 2.0
+    lo = int(max(0, math.floor(n / 2.0 - half)))
+    hi = int(min(n - 1, math.ceil(n / 2.0 + half) - 1))
+    return med, float(v[lo]), float(v[max(hi, lo)])
+
+
+def _median_with_inf(v: np.ndarray) -> float:
+    """Median of sorted values that may hold −∞ (the mean of two middle values, −∞ if either is)."""
+    n = v.shape[0]
+    if n % 2:
+        return float(v[n // 2])
+    a, b = v[n // 2 - 1], v[n // 2]
+    if a == -np.inf or b == -np.inf:
+        return -math.inf
+    return float(0.5 * (a + b))
+
+
+def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """Per algorithm of a results file: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``,
+    ``skipped``, ``failed``, ``budget``.
+
+    Example:
+        >>> status_counts("results.h5")["kt"]  # doctest: +SKIP
+        {'jets': 100, 'ran': 100, 'finite': 31, 'minus_inf': 69, 'skipped': 0, 'failed': 0, ...}
+    """
+    from . import io
+
+    out = {}
+    for label, t in io.read_results(path).items():
+        tree = np.isin(t.status, TREE_STATUSES)
+        fin = tree & np.isfinite(t.log_likelihood)
+        out[label] = {
+            "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
+            "minus_inf": int((tree & ~fin).sum()),
+            "skipped": int((t.status == "skipped").sum()), "failed": int((t.status == "failed").sum()),
+            "budget": int((t.status == "budget").sum()),
+        }
+    return out
+
+
+def comparison_table(
+    path: str | os.PathLike[str] | Any,
+    bands: Sequence[int] = DEFAULT_BANDS,
+    reference: str = "best",
+    tol: float = 1e-9,
+) -> list[dict[str, Any]]:
+    """Per jet type, algorithm and leaf band: ΔlogL to the best tree, coverage, exact-MAP rate, time.
+
+    Args:
+        path: a results file (jets + results) written by ``jetastar cluster`` / ``run``, or the
+            :class:`~jetastar.inmemory.JetResults` of :func:`~jetastar.inmemory.cluster_jets`.
+        bands: increasing leaf-count edges; the last band is open; an ``"all"`` row is added per
+            jet type and algorithm.
+        reference: ``"best"`` (the proven MAP where known, else the best tree any algorithm found)
+            or the name of an algorithm in the file.
+        tol: relative tolerance for "found the exact MAP".
+
+    Returns:
+        One dict per row with ``jet_type``, ``algorithm`` (``"truth"`` for the truth trees),
+        ``likelihood``, ``band``, ``jets`` (of the band), ``ran``, ``finite``, ``skipped``,
+        ``failed``, ``budget`` (coverage over all jets of the band), ``compared`` (the jets the
+        statistics are over: the same for every algorithm of the band), ``partial`` (the algorithm
+        has no tree on some compared jets: no statistics), ``d_median``, ``d_lo``, ``d_hi`` (median
+        ΔlogL with its ~68 % interval, −∞ included), ``n_minus_inf`` (compared jets where the tree
+        is −∞), ``time_median`` (seconds), ``map_known``, ``map_found`` (jets of the band with a
+        proven MAP, and how many of them this algorithm matched) and ``reference``.
+
+    Raises:
+        FileFormatError: for a file without results.
+        ValueError: for an unknown reference algorithm.
+    """
+    from . import io
+
+    if hasattr(path, "jets") and hasattr(path, "keys"):  # in-memory results (JetResults)
+        collection, tables = path.jets, dict(path)
+    else:
+        collection = io.read(path, validate=False)
+        tables = io.read_results(path)
+    if not tables:
+        raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
+    if reference != "best" and reference not in tables:
+        raise ValueError(f"unknown reference {reference!r}; use 'best' or one of "
+                         f"{', '.join(tables)}")
+    n = len(collection)
+    n_leaves = collection.n_leaves
+    jet_types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
+    _, jet_extra = io.get_extras(collection)
+
+    ll: dict[str, np.ndarray] = {}
+    has: dict[str, np.ndarray] = {}
+    status: dict[str, np.ndarray] = {}
+    times: dict[str, np.ndarray] = {}
+    for label, t in tables.items():
+        tree = np.isin(t.status, TREE_STATUSES)
+        v = np.full(n, np.nan)
+        v[t.jet_index[tree]] = t.log_likelihood[tree]
+        ll[label] = np.where(np.isnan(v), np.nan, v)
+        has[label] = ~np.isnan(v)
+        s = np.full(n, "missing", dtype=object)
+        s[t.jet_index] = t.status
+        status[label] = s
+        tm = np.full(n, np.nan)
+        tm[t.jet_index] = t.time_s
+        times[label] = tm
+    forms = {label: t.likelihood for label, t in tables.items()}
+    # per likelihood form: proven MAP where known, best found, truth
+    proven: dict[str, np.ndarray] = {}
+    best: dict[str, np.ndarray] = {}
+    for form in set(forms.values()):
+        known = np.full(n, np.nan)
+        top = np.full(n, -np.inf)
+        for label, t in tables.items():
+            if forms[label] != form:
+                continue
+            top = np.fmax(top, np.where(has[label], ll[label], -np.inf))
+            if t.exact_method:
+                good = t.exact & np.isin(t.status, ["ok", "all_inf"])
+                k = np.full(n, np.nan)
+                k[t.jet_index[good]] = t.log_likelihood[good]
+                known = np.where(np.isnan(known), k, known)
+        proven[form] = known
+        best[form] = np.where(np.isnan(known), top, known)
+    truth: dict[str, np.ndarray] = {}
+    if collection.children.shape[0]:
+        from .io._common import truth_log_likelihoods
+
+        for form in set(forms.values()):
+            values = jet_extra.get(f"truth_llh_{form}")
+            truth[form] = (np.asarray(values, dtype=np.float64) if values is not None
+                           else truth_log_likelihoods(collection, form))
+            has_truth = np.diff(collection.node_offsets) > 0
+            truth[form] = np.where(has_truth, truth[form], np.nan)
+
+    edges = list(bands)
+    band_of = np.searchsorted(np.asarray(edges), n_leaves, side="right") - 1
+    band_list = [(_band_label(lo, edges[k + 1] if k + 1 < len(edges) else None), band_of == k)
+                 for k, lo in enumerate(edges)]
+    labels = list(tables)
+    rows: list[dict[str, Any]] = []
+    for jt in sorted(set(jet_types), key=lambda x: (x != "QCD", x)):
+        of_type = jet_types == jt
+        selections = [(name, sel & of_type) for name, sel in band_list if (sel & of_type).any()]
+        compared: dict[str, np.ndarray] = {}
+        for name, sel in selections:
+            common = sel.copy()
+            for label in labels:
+                # an algorithm skipped on part of the band (a size limit) does not shrink it
+                if (has[label] & sel).any() and not (status[label][sel] == "skipped").any():
+                    common &= has[label]
+            compared[name] = common
+        union = np.zeros(n, dtype=bool)
+        for c in compared.values():
+            union |= c
+        selections.append(("all", of_type))
+        compared["all"] = union
+        row_labels = labels + ([_TRUTH] if truth else [])
+        for label in row_labels:
+            form = forms[label] if label != _TRUTH else _truth_form(forms)
+            values = truth[form] if label == _TRUTH else ll[label]
+            have = ~np.isnan(values)
+            if reference == "best":
+                ref = best[form]
+            else:
+                ref = ll[reference] if forms[reference] == form else np.full(n, np.nan)
+            for name, sel in selections:
+                cmp = compared[name]
+                rows.append(_row(jt, label, form, name, sel, cmp, values, have, ref,
+                                 proven[form], status.get(label), times.get(label), tol,
+                                 reference))
+    return rows
+
+
+def _truth_form(forms: dict[str, str]) -> str:
+    values = list(forms.values())
+    return max(set(values), key=values.count)
+
+
+def _row(jt: str, label: str, form: str, band: str, sel: np.ndarray, cmp: np.ndarray,
+         values: np.ndarray, have: np.ndarray, ref: np.ndarray, proven: np.ndarray,
+         status: np.ndarray | None, times: np.ndarray | None, tol: float,
+         reference: str) -> dict[str, Any]:
+    partial = bool((cmp & ~have).any())
+    use = cmp & have & ~np.isnan(ref)
+    with np.errstate(invalid="ignore"):
+        d = np.where(use, values - ref, np.nan)
+        # −∞ minus a finite best is −∞; both −∞ (no finite tree at all) counts as 0 behind
+        d = np.where(use & (values == -np.inf) & (ref == -np.inf), 0.0, d)
+        known = sel & ~np.isnan(proven) & have
+        found = known & ((values == proven)
+                         | (np.abs(values - proven) <= tol * np.maximum(1.0, np.abs(proven))))
+    med = lo = hi = math.nan
+    if not partial and use.any():
+        med, lo, hi = median_interval(d[use])
+    st = status[sel] if status is not None else np.where(have[sel], "ok", "missing")
+    ran = int(have[sel].sum())
+    fin = int((have & np.isfinite(values) & sel).sum())
+    t_med = math.nan
+    if times is not None and not partial and cmp.any():
+        tv = times[cmp]
+        tv = tv[np.isfinite(tv)]
+        t_med = float(np.median(tv)) if tv.size else math.nan
+    return {
+        "jet_type": jt, "algorithm": label, "likelihood": form, "band": band,
+        "jets": int(sel.sum()), "ran": ran, "finite": fin,
+        "skipped": int((st == "skipped").sum()), "failed": int((st == "failed").sum()),
+        "budget": int((st == "budget").sum()), "compared": int(cmp.sum()), "partial": partial,
+        "d_median": med, "d_lo": lo, "d_hi": hi,
+        "n_minus_inf": int((use & (d == -np.inf)).sum()),
+        "time_median": t_med, "map_known": int((sel & ~np.isnan(proven)).sum()),
+        "map_found": int(found.sum()), "reference": reference,
+    }
+
+
+def _fmt_d(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == -math.inf:
+        return "-inf"
+    if abs(x) < 0.005:
+        return "0.00"
+    return f"{x:+.2f}" if abs(x) < 100 else f"{x:+.0f}"
+
+
+def _fmt_time(t: float) -> str:
+    if t is None or math.isnan(t):
+        return "-"
+    if t < 1e-3:
+        return f"{t * 1e6:.0f} us"
+    if t < 1.0:
+        return f"{t * 1e3:.1f} ms"
+    return f"{t:.2f} s"
+
+
+def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = None) -> str:
+    """The comparison table as aligned text (one section per jet type, under 100 columns).
+
+    Args:
+        rows: :func:`comparison_table` rows.
+        reference: only for the heading (default: the rows' ``reference``).
+    """
+    if not rows:
+        return "(no results)"
+    ref = reference or rows[0]["reference"]
+    ref_text = "best tree" if ref == "best" else f"{ref} tree"
+    head = ["algorithm", "leaves", "jets", "ran", "finite", "cmp", "dlogL", "68% interval",
+            "MAP found", "time/jet"]
+    right = {2, 3, 4, 5, 6, 8, 9}
+    out: list[str] = []
+    for jt in dict.fromkeys(r["jet_type"] for r in rows):
+        sub = [r for r in rows if r["jet_type"] == jt]
+        all_rows = [r for r in sub if r["band"] == "all"]
+        known = max((r["map_known"] for r in all_rows), default=0)
+        n_jets = max((r["jets"] for r in all_rows), default=0)
+        out.append(f"{jt} jets ({n_jets}, proven MAP for {known}): "
+                   f"dlogL = log L - log L({ref_text} of the jet)")
+        lines = []
+        for r in sub:
+            interval = "-" if math.isnan(r["d_lo"]) else f"[{_fmt_d(r['d_lo'])}, {_fmt_d(r['d_hi'])}]"
+            if r["partial"]:
+                interval = "partial"
+            found = "-" if r["map_known"] == 0 or r["algorithm"] == _TRUTH else \
+                f"{r['map_found']}/{r['map_known']}"
+            lines.append([
+                r["algorithm"][:14], r["band"], str(r["jets"]), str(r["ran"]), str(r["finite"]),
+                str(r["compared"]), _fmt_d(r["d_median"]), interval, found,
+                _fmt_time(r["time_median"]) if r["algorithm"] != _TRUTH else "-",
+            ])
+        widths = [max(len(h), *(len(x[k]) for x in lines)) for k, h in enumerate(head)]
+
+        def fmt(cells: Sequence[str], widths: Sequence[int] = widths) -> str:
+            return " ".join(c.rjust(w) if k in right else c.ljust(w)
+                            for k, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+        out.append(fmt(head))
+        out.append(" ".join("-" * w for w in widths))
+        prev = None
+        for cells in lines:
+            if prev is not None and cells[0] != prev:
+                out.append("")
+            prev = cells[0]
+            out.append(fmt(cells))
+        out.append("")
+    out.append(
+        "ran = jets with a tree, finite = of which with non-zero likelihood. cmp = jets the dlogL\n"
+        "and time columns are over: every algorithm that ran on the band has a tree for them (the\n"
+        "same jets in every row of a band; 'all' = the union of the bands' cmp jets; 'partial' =\n"
+        "no tree on some of them). dlogL = median of log L - log L(reference) with -inf trees\n"
+        "included (-inf when more than half are impossible under the model), 68% interval of\n"
+        "the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
+        "best tree = the proven MAP where an exact method finished, else the highest log L found.")
+    return "\n".join(out)

@@ -1,0 +1,208 @@
+"""Cluster jets held in memory with many algorithms — the batch engine without files.
+
+:func:`cluster_jets` takes a :class:`~jetastar.JetCollection`, a list of jets or an awkward array of
+jets and runs every requested algorithm on every jet with the engine ``jetastar cluster`` uses
+(:func:`jetastar.batch.cluster_collection` on chunks of jets, in this process or on a pool of
+worker processes or any :class:`concurrent.futures.Executor`, with the same options, time limits,
+size limits and per-jet statuses). The result, :class:`JetResults`, maps algorithm names to
+:class:`~jetastar.io.AlgorithmResults` tables and turns into awkward arrays, observables, a status
+summary or a results file.
+
+Example:
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> from jetastar.inmemory import cluster_jets
+    >>> res = cluster_jets(generate(10, ShowerParams.qcd(), seed=1), ["greedy", "kt"],
+    ...                    progress=False)
+    >>> arr = res.to_awkward()
+    >>> len(arr), sorted(arr.fields)
+    (10, ['greedy', 'jet_id', 'kt'])
+    >>> res.summary()["kt"]["ran"]
+    10
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["JetResults", "cluster_jets"]
+
+
+class JetResults(Mapping[str, Any]):
+    """Clustering results of a collection held in memory: algorithm name -> results table.
+
+    Attributes:
+        jets: the :class:`~jetastar.JetCollection` that was clustered (row ``i`` of every table is
+            jet ``i``).
+    """
+
+    def __init__(self, jets: Any, tables: dict[str, Any]) -> None:
+        self.jets = jets
+        self._tables = dict(tables)
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise KeyError(f"no results for {name!r}; have {', '.join(self._tables)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def __repr__(self) -> str:
+        return f"JetResults({len(self.jets)} jets; {', '.join(self._tables)})"
+
+    def to_awkward(self) -> Any:
+        """One record per jet: ``jet_id`` and, per algorithm, the record of
+        :meth:`jetastar.io.AlgorithmResults.to_awkward` (status, log-likelihood, finite, tree, ...).
+        """
+        import awkward as ak
+
+        fields: dict[str, Any] = {"jet_id": np.asarray(self.jets.jet_id)}
+        for name, table in self._tables.items():
+            fields[name] = table.to_awkward()
+        return ak.zip(fields, depth_limit=1)
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Per algorithm: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``, ``skipped``,
+        ``failed``, ``budget``."""
+        from .comparison import TREE_STATUSES
+
+        out = {}
+        for name, t in self._tables.items():
+            tree = np.isin(t.status, TREE_STATUSES)
+            fin = tree & np.isfinite(t.log_likelihood)
+            out[name] = {
+                "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
+                "minus_inf": int((tree & ~fin).sum()),
+                "skipped": int((t.status == "skipped").sum()),
+                "failed": int((t.status == "failed").sum()),
+                "budget": int((t.status == "budget").sum()),
+            }
+        return out
+
+    def observables(self, algorithm: str, **kw: Any) -> Any:
+        """:func:`jetastar.observables.tree_observables` of one algorithm's trees."""
+        from .observables import tree_observables
+
+        return tree_observables(self.jets, self[algorithm], **kw)
+
+    def reasons(self, algorithm: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(finite, reason)`` per jet: :func:`jetastar.diagnostics.result_reasons`."""
+        from .diagnostics import result_reasons
+
+        return result_reasons(self.jets, self[algorithm])
+
+    def write(self, path: str | os.PathLike[str], **kw: Any) -> None:
+        """Write jets and results to a file (:func:`jetastar.io.write`; ``.h5`` or ``.root``)."""
+        from . import io
+
+        io.write(path, self.jets, self._tables, **kw)
+
+
+def cluster_jets(
+    jets: Any,
+    algorithms: str | Sequence[str],
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    time_limit: float | None = None,
+    max_leaves: Mapping[str, int] | None = None,
+    workers: int = 1,
+    executor: cf.Executor | None = None,
+    chunk_size: int = 50,
+    progress: bool = True,
+    plugins: Sequence[str] = (),
+) -> JetResults:
+    """Cluster every jet with every algorithm, in memory (the engine of ``jetastar cluster``).
+
+    Args:
+        jets: a :class:`~jetastar.JetCollection`, a list of :class:`~jetastar.Jet`, or an awkward
+            array of jets (``n_jets * var * momentum`` in any coordinates, or records with a
+            ``leaves`` field); awkward particles get the default Ginkgo parameters and the mass policy
+            of :meth:`JetCollection.from_momenta <jetastar.JetCollection.from_momenta>`.
+        algorithms: registry names (a comma-separated string works too).
+        options: per algorithm name, keyword options; the key ``"*"`` for every algorithm that
+            accepts them (as :class:`jetastar.batch.BatchConfig`).
+        time_limit: seconds per jet and algorithm (passed as ``max_time`` where accepted).
+        max_leaves: per algorithm, skip jets above this size (exact methods have defaults).
+        workers: processes (1 = this process).
+        executor: any :class:`concurrent.futures.Executor` instead (e.g. a Dask client's).
+        chunk_size: jets per task.
+        progress: a progress bar over jets (per finished chunk).
+        plugins: modules that register extra algorithms (imported in every worker).
+
+    Returns:
+        A :class:`JetResults`: ``results["greedy"]`` is an :class:`~jetastar.io.AlgorithmResults`
+        with row ``i`` for jet ``i``; per jet statuses as in :mod:`jetastar.batch` (a bad jet is
+        ``"failed"`` with a message naming it, never an exception).
+
+    Raises:
+        BatchError: unknown algorithm or option, bad settings.
+    """
+    from ._jit import one_notice_for_workers
+    from ._progress import progress_bar
+    from .batch import BatchConfig, _make_executor, check_config, cluster_collection, warm_up_workers
+    from .io import AlgorithmResults
+    from .observables import _as_collection
+
+    if isinstance(algorithms, str):
+        algorithms = [a.strip() for a in algorithms.split(",") if a.strip()]
+    config = BatchConfig(
+        algorithms=list(algorithms),
+        options={k: dict(v) for k, v in (options or {}).items()},
+        time_limit=time_limit, max_leaves=dict(max_leaves or {}), plugins=list(plugins),
+        chunk_size=int(chunk_size),
+    )
+    check_config(config)
+    collection, _ = _as_collection(jets)
+    n = len(collection)
+    chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
+    pieces: dict[tuple[int, int], dict[str, Any]] = {}
+    with one_notice_for_workers():
+        own = None
+        if executor is None and workers > 1 and len(chunks) > 1:
+            own, _ = _make_executor(workers, None, config.plugins)
+            executor = own
+        n_workers = 1 if executor is None else max(2, workers)
+        try:
+            with progress_bar(total=n, unit="jet", desc="clustering", show=progress) as bar:
+                if executor is None:
+                    for a, b in chunks:
+                        pieces[(a, b)] = cluster_collection(
+                            collection.take(np.arange(a, b)), config, first_index=a)
+                        bar.update(b - a)
+                else:
+                    for fut in warm_up_workers(executor, config, n_workers):
+                        try:
+                            fut.result()
+                        except Exception:  # the chunks report what fails
+                            pass
+                    futures = {
+                        executor.submit(cluster_collection, collection.take(np.arange(a, b)),
+                                        config, first_index=a, n_workers=n_workers): (a, b)
+                        for a, b in chunks
+                    }
+                    try:
+                        for fut in cf.as_completed(futures):
+                            a, b = futures[fut]
+                            pieces[(a, b)] = fut.result()
+                            bar.update(b - a)
+                    finally:
+                        for fut in futures:
+                            fut.cancel()
+        finally:
+            if own is not None:
+                own.shutdown(wait=True, cancel_futures=True)
+    tables = {}
+    for name in config.algorithms:
+        parts = [pieces[c][name] for c in chunks]
+        tables[name] = AlgorithmResults.concatenate(parts) if parts else \
+            AlgorithmResults.from_results(name, [], jet_index=[])
+    return JetResults(collection, tables)

@@ -1,0 +1,877 @@
+"""Jet-substructure observables of clustering trees, vectorised over collections.
+
+Every function takes jets and trees over their leaves — the truth trees, MAP trees, kt / C/A /
+anti-kt trees, anything — and returns an awkward array with one entry per jet. The trees are walked
+by numba kernels over flat arrays, so a whole collection costs one call.
+
+* :func:`lund_declustering` — the primary Lund plane: from the root, decluster each node into its two
+  children, record ``ΔR``, ``k_t``, ``z`` of the split and follow the harder (higher-pT) branch;
+* :func:`soft_drop` — soft-drop grooming with ``z_cut`` and ``β`` along the same walk;
+* :func:`exclusive_subjets` — the ``n`` subjets left when the ``n − 1`` last splits are undone;
+* :func:`root_split` — the two subjets of the root split (masses, ``z``, ``ΔR``);
+* :func:`tree_shape` — depth and tree-shape measures (mean leaf depth, Sackin and Colless indices,
+  primary-chain length);
+* :func:`tree_observables` — the scalars of all of these in one flat record per jet;
+* :func:`write_observables` — those of every algorithm of a results file, written as a friend tree
+  (``jetastar observables RESULTS -o obs.root``).
+
+Conventions (those of FastJet and its Lund-plane and soft-drop tools, so kt-family trees give the
+same numbers): ``pT = √(px² + py²)``, rapidity ``y = ½ ln((E + pz)/(E − pz))``, azimuth ``φ``,
+``ΔR² = Δy² + Δφ²`` with ``Δφ`` wrapped into ``[−π, π]``; for a split into ``a`` and ``b`` with
+``pT_a >= pT_b``: ``z = pT_b / (pT_a + pT_b)``, ``k_t = pT_b ΔR``, ``κ = z ΔR``, ``m`` the mass of
+the node being split. FastJet's own tools recluster a jet with Cambridge/Aachen first; these functions
+use the tree they are given (on a C/A tree the two agree; ``tests/test_observables.py`` checks it).
+
+Inputs: ``jets`` is a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets, or
+an awkward array of jets (``n_jets * var * momentum`` in any coordinates ``vector`` understands, or
+records with a ``leaves`` field as written by :meth:`JetCollection.to_awkward`). ``trees`` is
+``None`` (the jets' truth trees), a :class:`~jetastar.Tree` (with a single jet), a list of trees,
+:class:`~jetastar.clustering.ClusteringResult` objects or ``None`` (one per jet), or an
+:class:`~jetastar.io.AlgorithmResults` table (rows matched to jets by ``jet_index``). A jet without a
+tree gives ``None`` (records) or an empty list. With a single :class:`~jetastar.Jet` the result is
+that jet's entry instead of an array of one.
+
+Example:
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> from jetastar.observables import lund_declustering, soft_drop
+    >>> jets = generate(5, ShowerParams.qcd(), seed=1)
+    >>> lund = lund_declustering(jets)          # truth trees
+    >>> [str(f) for f in lund.fields]
+    ['delta_r', 'kt', 'z', 'kappa', 'm', 'node']
+    >>> import awkward as ak
+    >>> sd = soft_drop(jets, z_cut=0.1, beta=0.0)
+    >>> bool(ak.all(sd.mass <= sd.jet_mass + 1e-9))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from .clustering.kt import _rap_phi_kt2
+from .errors import InvalidTreeError
+
+__all__ = [
+    "OBSERVABLES_SCHEMA_VERSION",
+    "SUBJET_ORDERS",
+    "exclusive_subjets",
+    "lund_declustering",
+    "root_split",
+    "soft_drop",
+    "tree_observables",
+    "tree_shape",
+    "write_observables",
+]
+
+#: orderings of :func:`exclusive_subjets`: which split is undone first.
+SUBJET_ORDERS = ("mass", "kt", "cambridge", "antikt")
+
+_TWOPI = 2.0 * math.pi
+
+
+# ---------------------------------------------------------------------- kernels
+@nb.njit(cache=True)
+def _prepare(leaves, leaf_offsets, children, leaf_of_node, node_offsets):  # pragma: no cover
+    """Node momenta, root, depth and leaf count of every node of every tree.
+
+    Returns ``(node_p (K, 4), root (J,), depth (K,), size (K,), ok (J,))``; ``root`` is local to the
+    jet's nodes, ``-1`` for a jet without a tree; ``ok`` is False for a tree that is not a binary tree
+    over the jet's leaves.
+    """
+    n_jets = leaf_offsets.shape[0] - 1
+    k_all = children.shape[0]
+    node_p = np.zeros((k_all, 4), dtype=np.float64)
+    depth = np.zeros(k_all, dtype=np.int64)
+    size = np.zeros(k_all, dtype=np.int64)
+    root = np.full(n_jets, -1, dtype=np.int64)
+    ok = np.ones(n_jets, dtype=np.bool_)
+    for j in range(n_jets):
+        a = node_offsets[j]
+        m = node_offsets[j + 1] - a
+        if m == 0:
+            continue
+        n = leaf_offsets[j + 1] - leaf_offsets[j]
+        if m != 2 * n - 1:
+            ok[j] = False
+            continue
+        is_child = np.zeros(m, dtype=np.bool_)
+        for k in range(m):
+            c0 = children[a + k, 0]
+            if c0 >= 0:
+                c1 = children[a + k, 1]
+                if c0 >= m or c1 >= m or c1 < 0:
+                    ok[j] = False
+                else:
+                    is_child[c0] = True
+                    is_child[c1] = True
+        if not ok[j]:
+            continue
+        r = -1
+        for k in range(m):
+            if not is_child[k]:
+                if r >= 0:
+                    ok[j] = False
+                r = k
+        if r < 0 or not ok[j]:
+            ok[j] = False
+            continue
+        # iterative post-order: parents pushed twice (first visit, then after the children)
+        stack = np.empty(2 * m + 2, dtype=np.int64)
+        state = np.empty(2 * m + 2, dtype=np.int64)
+        top = 0
+        stack[0] = r
+        state[0] = 0
+        depth[a + r] = 0
+        seen = 0
+        while top >= 0:
+            k = stack[top]
+            s = state[top]
+            top -= 1
+            c0 = children[a + k, 0]
+            if c0 < 0:
+                leaf = leaf_of_node[a + k]
+                if leaf < 0 or leaf >= n:
+                    ok[j] = False
+                    break
+                for d in range(4):
+                    node_p[a + k, d] = leaves[leaf_offsets[j] + leaf, d]
+                size[a + k] = 1
+                seen += 1
+            elif s == 0:
+                c1 = children[a + k, 1]
+                if top + 3 >= stack.shape[0]:
+                    ok[j] = False
+                    break
+                top += 1
+                stack[top] = k
+                state[top] = 1
+                top += 1
+                stack[top] = c1
+                state[top] = 0
+                depth[a + c1] = depth[a + k] + 1
+                top += 1
+                stack[top] = c0
+                state[top] = 0
+                depth[a + c0] = depth[a + k] + 1
+            else:
+                c1 = children[a + k, 1]
+                for d in range(4):
+                    node_p[a + k, d] = node_p[a + c0, d] + node_p[a + c1, d]
+                size[a + k] = size[a + c0] + size[a + c1]
+                seen += 1
+        if not ok[j] or seen != m or size[a + r] != n:
+            ok[j] = False
+            continue
+        root[j] = r
+    return node_p, root, depth, size, ok
+
+
+@nb.njit(cache=True)
+def _pair(p, x, y):  # pragma: no cover - numba
+    """``(pT_x, pT_y, ΔR)`` of two nodes (FastJet conventions)."""
+    rx, phx, kx = _rap_phi_kt2(p[x, 0], p[x, 1], p[x, 2], p[x, 3])
+    ry, phy, ky = _rap_phi_kt2(p[y, 0], p[y, 1], p[y, 2], p[y, 3])
+    dphi = abs(phx - phy)
+    if dphi > math.pi:
+        dphi = _TWOPI - dphi
+    dy = rx - ry
+    return math.sqrt(kx), math.sqrt(ky), math.sqrt(dy * dy + dphi * dphi)
+
+
+@nb.njit(cache=True)
+def _mass(p, k):  # pragma: no cover - numba
+    t = p[k, 0] * p[k, 0] - (p[k, 1] * p[k, 1] + p[k, 2] * p[k, 2] + p[k, 3] * p[k, 3])
+    return math.sqrt(t) if t > 0.0 else 0.0
+
+
+@nb.njit(cache=True)
+def _lund(children, node_offsets, node_p, root):  # pragma: no cover - numba
+    """Primary declusterings: counts per jet and flat ``(ΔR, k_t, z, κ, m)`` and node index."""
+    n_jets = root.shape[0]
+    counts = np.zeros(n_jets, dtype=np.int64)
+    total = 0
+    for j in range(n_jets):
+        if root[j] < 0:
+            continue
+        a = node_offsets[j]
+        k = root[j]
+        while children[a + k, 0] >= 0:
+            counts[j] += 1
+            c0 = children[a + k, 0]
+            c1 = children[a + k, 1]
+            if node_p[a + c0, 1] ** 2 + node_p[a + c0, 2] ** 2 >= \
+                    node_p[a + c1, 1] ** 2 + node_p[a + c1, 2] ** 2:
+                k = c0
+            else:
+                k = c1
+        total += counts[j]
+    vals = np.empty((total, 5), dtype=np.float64)
+    nodes = np.empty(total, dtype=np.int64)
+    row = 0
+    for j in range(n_jets):
+        if root[j] < 0:
+            continue
+        a = node_offsets[j]
+        k = root[j]
+        while children[a + k, 0] >= 0:
+            c0 = children[a + k, 0]
+            c1 = children[a + k, 1]
+            pt0, pt1, dr = _pair(node_p, a + c0, a + c1)
+            if pt0 >= pt1:
+                hard, soft_pt, hard_pt = c0, pt1, pt0
+            else:
+                hard, soft_pt, hard_pt = c1, pt0, pt1
+            z = soft_pt / (soft_pt + hard_pt) if soft_pt + hard_pt > 0.0 else 0.0
+            vals[row, 0] = dr
+            vals[row, 1] = soft_pt * dr
+            vals[row, 2] = z
+            vals[row, 3] = z * dr
+            vals[row, 4] = _mass(node_p, a + k)
+            nodes[row] = k
+            row += 1
+            k = hard
+    return counts, vals, nodes
+
+
+@nb.njit(cache=True)
+def _soft_drop(children, node_offsets, node_p, size, root, z_cut, beta, r0):  # pragma: no cover
+    """Soft drop along the harder branch: per jet the kept node, ``z_g``, ``R_g``, branches dropped."""
+    n_jets = root.shape[0]
+    kept = np.full(n_jets, -1, dtype=np.int64)
+    zg = np.zeros(n_jets, dtype=np.float64)
+    rg = np.zeros(n_jets, dtype=np.float64)
+    dropped = np.zeros(n_jets, dtype=np.int64)
+    dropped_leaves = np.zeros(n_jets, dtype=np.int64)
+    for j in range(n_jets):
+        if root[j] < 0:
+            continue
+        a = node_offsets[j]
+        k = root[j]
+        while children[a + k, 0] >= 0:
+            c0 = children[a + k, 0]
+            c1 = children[a + k, 1]
+            pt0, pt1, dr = _pair(node_p, a + c0, a + c1)
+            s = pt0 + pt1
+            z = min(pt0, pt1) / s if s > 0.0 else 0.0
+            cut = z_cut
+            if beta != 0.0:
+                cut = z_cut * (dr / r0) ** beta if dr > 0.0 else 0.0
+            if z > cut:
+                zg[j] = z
+                rg[j] = dr
+                break
+            dropped[j] += 1
+            if pt0 >= pt1:
+                dropped_leaves[j] += size[a + c1]
+                k = c0
+            else:
+                dropped_leaves[j] += size[a + c0]
+                k = c1
+        kept[j] = k
+    return kept, zg, rg, dropped, dropped_leaves
+
+
+@nb.njit(cache=True)
+def _split_key(p, x, y, parent, order):  # pragma: no cover - numba
+    """How late a split happened: the larger, the earlier it is undone."""
+    if order == 0:  # mass²
+        return p[parent, 0] ** 2 - (p[parent, 1] ** 2 + p[parent, 2] ** 2 + p[parent, 3] ** 2)
+    ptx, pty, dr = _pair(p, x, y)
+    if order == 1:  # kt distance
+        return min(ptx * ptx, pty * pty) * dr * dr
+    if order == 2:  # Cambridge/Aachen
+        return dr * dr
+    lo = max(ptx * ptx, pty * pty)  # anti-kt: min(1/pT²) ΔR²
+    return dr * dr / lo if lo > 0.0 else np.inf
+
+
+@nb.njit(cache=True)
+def _exclusive(children, node_offsets, node_p, root, n_sub, order):  # pragma: no cover - numba
+    """The nodes left after undoing the ``n_sub − 1`` splits with the largest keys (per jet)."""
+    n_jets = root.shape[0]
+    counts = np.zeros(n_jets, dtype=np.int64)
+    out = np.empty(n_jets * n_sub, dtype=np.int64)
+    keys = np.empty(n_sub, dtype=np.float64)
+    front = np.empty(n_sub, dtype=np.int64)
+    total = 0
+    for j in range(n_jets):
+        if root[j] < 0:
+            continue
+        a = node_offsets[j]
+        m = 1
+        front[0] = root[j]
+        keys[0] = -np.inf
+        if children[a + root[j], 0] >= 0:
+            keys[0] = _split_key(node_p, a + children[a + root[j], 0],
+                                 a + children[a + root[j], 1], a + root[j], order)
+        while m < n_sub:
+            best = -1
+            for i in range(m):
+                if children[a + front[i], 0] >= 0 and (best < 0 or keys[i] > keys[best]):
+                    best = i
+            if best < 0:
+                break
+            k = front[best]
+            for side in range(2):
+                c = children[a + k, side]
+                idx = best if side == 0 else m
+                front[idx] = c
+                keys[idx] = -np.inf
+                if children[a + c, 0] >= 0:
+                    keys[idx] = _split_key(node_p, a + children[a + c, 0],
+                                           a + children[a + c, 1], a + c, order)
+            m += 1
+        for i in range(m):
+            out[total + i] = a + front[i]
+        counts[j] = m
+        total += m
+    return counts, out[:total]
+
+
+@nb.njit(cache=True)
+def _shape(children, node_offsets, depth, size, root):  # pragma: no cover - numba
+    """Per jet: depth, Sackin index (sum of leaf depths), Colless index, number of leaves."""
+    n_jets = root.shape[0]
+    max_depth = np.zeros(n_jets, dtype=np.int64)
+    sackin = np.zeros(n_jets, dtype=np.int64)
+    colless = np.zeros(n_jets, dtype=np.int64)
+    for j in range(n_jets):
+        if root[j] < 0:
+            continue
+        for k in range(node_offsets[j], node_offsets[j + 1]):
+            c0 = children[k, 0]
+            if c0 < 0:
+                sackin[j] += depth[k]
+                if depth[k] > max_depth[j]:
+                    max_depth[j] = depth[k]
+            else:
+                base = node_offsets[j]
+                colless[j] += abs(size[base + c0] - size[base + children[k, 1]])
+    return max_depth, sackin, colless
+
+
+# ---------------------------------------------------------------------- input handling
+class _Batch:
+    """Jets and trees as flat arrays, with node momenta computed once."""
+
+    def __init__(self, jets: Any, trees: Any) -> None:
+        collection, self.single = _as_collection(jets)
+        self.collection = collection
+        self.n_jets = len(collection)
+        self.leaf_offsets = np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64)
+        leaves = np.ascontiguousarray(collection.leaves, dtype=np.float64)
+        children, leaf_of_node, node_offsets = _as_trees(trees, collection, self.single)
+        self.children = np.ascontiguousarray(children, dtype=np.int64)
+        self.node_offsets = np.ascontiguousarray(node_offsets, dtype=np.int64)
+        node_p, root, depth, size, ok = _prepare(
+            leaves, self.leaf_offsets, self.children,
+            np.ascontiguousarray(leaf_of_node, dtype=np.int64), self.node_offsets,
+        )
+        if not np.all(ok):
+            j = int(np.flatnonzero(~ok)[0])
+            n = int(self.leaf_offsets[j + 1] - self.leaf_offsets[j])
+            m = int(self.node_offsets[j + 1] - self.node_offsets[j])
+            raise InvalidTreeError(
+                f"is not a binary tree over the jet's {n} leaves ({m} nodes)",
+                jet=int(collection.jet_id[j]), field="tree",
+            )
+        self.node_p, self.root, self.depth, self.size = node_p, root, depth, size
+        self.has_tree = root >= 0
+
+    def local(self, flat_nodes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Flat global node indices -> node indices within their jet's tree."""
+        jet = np.repeat(np.arange(self.n_jets), counts)
+        return flat_nodes - self.node_offsets[jet]
+
+    def finish(self, array: Any) -> Any:
+        """The jet's entry for a single-jet call, else the array."""
+        return array[0] if self.single else array
+
+
+def _batch(jets: Any, trees: Any) -> _Batch:
+    return jets if isinstance(jets, _Batch) else _Batch(jets, trees)
+
+
+def _as_collection(jets: Any) -> tuple[Any, bool]:
+    from .jet import Jet, JetCollection
+
+    if isinstance(jets, Jet):
+        return JetCollection.from_jets([jets]), True
+    if isinstance(jets, JetCollection):
+        return jets, False
+    try:
+        import awkward as ak
+    except ImportError:  # pragma: no cover - awkward is a dependency
+        ak = None
+    if ak is not None and isinstance(jets, ak.Array):
+        if "leaves" in ak.fields(jets):
+            return JetCollection.from_awkward(jets), False
+        return JetCollection.from_momenta(jets, mass_policy="keep", validate=False), False
+    if isinstance(jets, Sequence) and all(isinstance(j, Jet) for j in jets):
+        return JetCollection.from_jets(jets), False
+    raise TypeError(
+        "jets must be a Jet, a JetCollection, a list of Jets or an awkward array of jets, "
+        f"got {type(jets).__name__}"
+    )
+
+
+def _as_trees(trees: Any, collection: Any, single: bool) -> tuple[np.ndarray, ...]:
+    from .clustering.result import ClusteringResult
+    from .io.results import AlgorithmResults
+    from .tree import Tree
+
+    n = len(collection)
+    if trees is None:
+        if collection.children.shape[0] == 0 and n:
+            raise InvalidTreeError(
+                "the jets have no truth trees; pass trees=... (e.g. a clustering result)",
+                field="trees",
+            )
+        return collection.children, collection.leaf_of_node, collection.node_offsets
+    if isinstance(trees, AlgorithmResults):
+        rows = np.full(n, -1, dtype=np.int64)
+        if len(trees):
+            if trees.jet_index.max(initial=-1) >= n or trees.jet_index.min(initial=0) < 0:
+                raise InvalidTreeError(
+                    f"results of {trees.algorithm!r} refer to jet positions beyond the {n} jets "
+                    "given", field="trees",
+                )
+            rows[trees.jet_index] = np.arange(len(trees))
+        sizes = np.zeros(n, dtype=np.int64)
+        have = rows >= 0
+        sizes[have] = np.diff(trees.node_offsets)[rows[have]]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        sel = [np.arange(trees.node_offsets[r], trees.node_offsets[r + 1]) for r in rows if r >= 0]
+        idx = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        return trees.children[idx], trees.leaf_of_node[idx], offsets
+    if isinstance(trees, (Tree, ClusteringResult)):
+        if not single and n != 1:
+            raise TypeError("a single tree goes with a single jet; pass one tree per jet")
+        trees = [trees]
+    items = list(trees)
+    if len(items) != n:
+        raise ValueError(f"got {len(items)} trees for {n} jets; pass one tree (or None) per jet")
+    got: list[Any] = []
+    for i, t in enumerate(items):
+        if isinstance(t, ClusteringResult):
+            t = t.tree
+        if t is not None and not isinstance(t, Tree):
+            raise TypeError(
+                f"tree {i}: expected a Tree, a ClusteringResult or None, got {type(t).__name__}"
+            )
+        got.append(t)
+    sizes = np.array([0 if t is None else t.n_nodes for t in got], dtype=np.int64)
+    if sizes.sum():
+        children = np.concatenate([t.children for t in got if t is not None])
+        leaf_of_node = np.concatenate([t.leaf_of_node for t in got if t is not None])
+    else:
+        children, leaf_of_node = np.empty((0, 2), np.int64), np.empty(0, np.int64)
+    return children, leaf_of_node, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def _momenta(flat: np.ndarray) -> Any:
+    import awkward as ak
+    import vector
+
+    vector.register_awkward()
+    return ak.zip({"E": flat[:, 0], "px": flat[:, 1], "py": flat[:, 2], "pz": flat[:, 3]},
+                  with_name="Momentum4D")
+
+
+def _masked(array: Any, valid: np.ndarray) -> Any:
+    """``None`` where a jet has no tree."""
+    import awkward as ak
+
+    if np.all(valid):
+        return array
+    return ak.mask(array, valid)
+
+
+def _jet_mass(batch: _Batch) -> np.ndarray:
+    out = np.full(batch.n_jets, np.nan)
+    have = batch.has_tree
+    p = batch.node_p[batch.node_offsets[:-1][have] + batch.root[have]]
+    out[have] = np.sqrt(np.clip(p[:, 0] ** 2 - np.sum(p[:, 1:] ** 2, axis=1), 0.0, None))
+    return out
+
+
+# ---------------------------------------------------------------------- public functions
+def lund_declustering(jets: Any, trees: Any = None) -> Any:
+    """The primary Lund-plane declusterings of each tree (following the harder branch).
+
+    Args:
+        jets: jets (see the module docstring for the accepted forms).
+        trees: their trees (default: the truth trees).
+
+    Returns:
+        ``n_jets * var * {delta_r, kt, z, kappa, m, node}``, the root split first: ``delta_r`` the
+        opening angle of the split, ``kt = pT_soft · ΔR`` (GeV), ``z = pT_soft / (pT_a + pT_b)``,
+        ``kappa = z · ΔR``, ``m`` the mass of the node split (GeV), ``node`` its index in the tree.
+        The usual Lund-plane axes are ``ln(1/ΔR)`` and ``ln(k_t)``. A jet without a tree has an
+        empty list.
+
+    Example:
+        >>> import numpy as np
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.w(), seed=4)
+        >>> lund = lund_declustering(jets)
+        >>> bool(np.all(lund.z[:, 0] <= 0.5))
+        True
+    """
+    import awkward as ak
+
+    b = _batch(jets, trees)
+    counts, vals, nodes = _lund(b.children, b.node_offsets, b.node_p, b.root)
+    flat = ak.zip({
+        "delta_r": vals[:, 0], "kt": vals[:, 1], "z": vals[:, 2], "kappa": vals[:, 3],
+        "m": vals[:, 4], "node": b.local(nodes, counts),
+    })
+    return b.finish(ak.unflatten(flat, counts))
+
+
+def soft_drop(
+    jets: Any, trees: Any = None, *, z_cut: float = 0.1, beta: float = 0.0, r0: float = 1.0
+) -> Any:
+    """Soft-drop grooming along the harder branch of each tree.
+
+    From the root: split the node into its children ``a``, ``b``; if
+    ``min(pT_a, pT_b) / (pT_a + pT_b) > z_cut · (ΔR_ab / r0)^β`` stop and keep the node, else drop
+    the softer child and go on with the harder. A jet whose every split fails keeps its hardest
+    leaf (``zg = rg = 0``). ``beta = 0`` is the modified mass-drop tagger.
+
+    Args:
+        jets: jets (module docstring).
+        trees: their trees (default: the truth trees).
+        z_cut: the symmetry cut (``>= 0``).
+        beta: the angular exponent (``>= 0``).
+        r0: the angular scale (``> 0``; FastJet's R0; 1 by default since Ginkgo jets are not cut
+            at a radius).
+
+    Returns:
+        Records per jet: ``jet`` (the groomed 4-vector, ``Momentum4D``), ``mass`` (GeV), ``jet_mass``
+        (ungroomed), ``zg``, ``rg``, ``n_dropped`` (branches removed), ``n_leaves_dropped``,
+        ``n_leaves`` (kept), ``node`` (the kept node's index); ``None`` for a jet without a tree.
+    """
+    import awkward as ak
+
+    if not (math.isfinite(z_cut) and z_cut >= 0.0):
+        raise ValueError(f"z_cut must be a finite number >= 0, got {z_cut!r}")
+    if not (math.isfinite(beta) and beta >= 0.0):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    if not (math.isfinite(r0) and r0 > 0.0):
+        raise ValueError(f"r0 must be a finite number > 0, got {r0!r}")
+    b = _batch(jets, trees)
+    kept, zg, rg, dropped, dropped_leaves = _soft_drop(
+        b.children, b.node_offsets, b.node_p, b.size, b.root, float(z_cut), float(beta), float(r0)
+    )
+    have = b.has_tree
+    glob = np.where(have, b.node_offsets[:-1] + np.maximum(kept, 0), 0)
+    p = b.node_p[glob] if b.node_p.shape[0] else np.zeros((b.n_jets, 4))
+    mass = np.sqrt(np.clip(p[:, 0] ** 2 - np.sum(p[:, 1:] ** 2, axis=1), 0.0, None))
+    size = b.size[glob] if b.size.shape[0] else np.zeros(b.n_jets, np.int64)
+    rec = ak.zip({
+        "jet": _momenta(p), "mass": mass, "jet_mass": _jet_mass(b), "zg": zg, "rg": rg,
+        "n_dropped": dropped, "n_leaves_dropped": dropped_leaves, "n_leaves": size, "node": kept,
+    }, depth_limit=1)
+    return b.finish(_masked(rec, have))
+
+
+def exclusive_subjets(jets: Any, trees: Any = None, n: int = 2, *, order: str = "mass") -> Any:
+    """The subjets left when the last ``n − 1`` splits of each tree are undone.
+
+    Splits are undone one at a time, always the one with the largest ordering key among the current
+    subjets, so the result is a cut through the tree.
+
+    Args:
+        jets: jets (module docstring).
+        trees: their trees (default: the truth trees).
+        n: the number of subjets (``>= 1``); a jet with fewer leaves gives all its leaves.
+        order: ``"mass"`` (default: undo the heaviest cluster first — the evolution variable of the
+            Ginkgo shower, the natural order for MAP and truth trees), ``"kt"`` (the kt distance
+            ``min(pT²) ΔR²`` of the split: FastJet's ``exclusive_subjets`` of a kt-clustered jet),
+            ``"cambridge"`` (``ΔR²``) or ``"antikt"`` (``min(1/pT²) ΔR²``).
+
+    Returns:
+        ``n_jets * var * Momentum4D`` (E, px, py, pz), subjets by decreasing pT; an empty list for a
+        jet without a tree.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(4, ShowerParams.w(), seed=1)
+        >>> sub = exclusive_subjets(jets, n=3)
+        >>> [len(s) for s in sub.tolist()]
+        [3, 3, 3, 3]
+    """
+    import awkward as ak
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if order not in SUBJET_ORDERS:
+        raise ValueError(f"unknown order {order!r}; valid: {', '.join(map(repr, SUBJET_ORDERS))}")
+    b = _batch(jets, trees)
+    counts, nodes = _exclusive(b.children, b.node_offsets, b.node_p, b.root, int(n),
+                               SUBJET_ORDERS.index(order))
+    p = b.node_p[nodes]
+    # by decreasing pT within each jet
+    jet = np.repeat(np.arange(b.n_jets), counts)
+    pt2 = p[:, 1] ** 2 + p[:, 2] ** 2
+    perm = np.lexsort((-pt2, jet))
+    return b.finish(ak.unflatten(_momenta(p[perm]), counts))
+
+
+def root_split(jets: Any, trees: Any = None) -> Any:
+    """The two subjets of each tree's root split.
+
+    Args:
+        jets: jets (module docstring).
+        trees: their trees (default: the truth trees).
+
+    Returns:
+        Records per jet: ``m_heavy``, ``m_light`` (the two subjet masses, GeV), ``m_jet``, ``z``
+        (``pT_soft / (pT_a + pT_b)``), ``delta_r``, ``kt`` (GeV), ``n_heavy``, ``n_light`` (their leaf
+        counts); ``None`` for a jet without a tree.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> import numpy as np
+        >>> rs = root_split(generate(3, ShowerParams.w(), seed=2))
+        >>> bool(np.all(rs.m_heavy >= rs.m_light))
+        True
+    """
+    import awkward as ak
+
+    b = _batch(jets, trees)
+    have = b.has_tree
+    base = b.node_offsets[:-1]
+    r = np.where(have, base + np.maximum(b.root, 0), 0)
+    out = {k: np.full(b.n_jets, np.nan) for k in ("m_heavy", "m_light", "m_jet", "z", "delta_r",
+                                                   "kt")}
+    nh = np.zeros(b.n_jets, dtype=np.int64)
+    nl = np.zeros(b.n_jets, dtype=np.int64)
+    if b.children.shape[0]:
+        c0 = np.where(have, base + b.children[r, 0], 0)
+        c1 = np.where(have, base + b.children[r, 1], 0)
+        lund_counts, vals, _ = _lund(b.children, b.node_offsets, b.node_p, b.root)
+        first = np.concatenate([[0], np.cumsum(lund_counts)[:-1]])
+        got = have & (lund_counts > 0)
+        for key, col in (("delta_r", 0), ("kt", 1), ("z", 2)):
+            out[key][got] = vals[first[got], col]
+
+        def mass(idx: np.ndarray) -> np.ndarray:
+            q = b.node_p[idx]
+            return np.sqrt(np.clip(q[:, 0] ** 2 - np.sum(q[:, 1:] ** 2, axis=1), 0.0, None))
+
+        m0, m1 = mass(c0), mass(c1)
+        heavy_is_0 = m0 >= m1
+        out["m_heavy"] = np.where(have, np.maximum(m0, m1), np.nan)
+        out["m_light"] = np.where(have, np.minimum(m0, m1), np.nan)
+        out["m_jet"] = np.where(have, mass(r), np.nan)
+        nh = np.where(heavy_is_0, b.size[c0], b.size[c1])
+        nl = np.where(heavy_is_0, b.size[c1], b.size[c0])
+    rec = ak.zip({**out, "n_heavy": nh, "n_light": nl})
+    return b.finish(_masked(rec, have))
+
+
+def tree_shape(jets: Any, trees: Any = None) -> Any:
+    """Depth and shape measures of each tree.
+
+    Args:
+        jets: jets (module docstring; only the leaf counts and trees are used).
+        trees: their trees (default: the truth trees).
+
+    Returns:
+        Records per jet: ``n_leaves``, ``depth`` (longest root-to-leaf path, in splits),
+        ``mean_leaf_depth``, ``sackin`` (sum of leaf depths), ``colless`` (sum over splits of
+        ``|n_left − n_right|``: 0 for a perfectly balanced tree, ``(n−1)(n−2)/2`` for a ladder),
+        ``n_primary`` (splits along the harder branch, the length of :func:`lund_declustering`);
+        ``None`` for a jet without a tree.
+
+    Example:
+        >>> from jetastar import Jet, Tree
+        >>> import numpy as np
+        >>> leaves = np.array([[10.0, 1, 2, 9], [9.0, 2, 1, 8], [8.0, 1, 1, 7], [7.0, 2, 2, 6]])
+        >>> s = tree_shape(Jet(leaves), Tree.from_nested((((0, 1), 2), 3)))
+        >>> int(s.depth), int(s.colless)
+        (3, 3)
+    """
+    import awkward as ak
+
+    b = _batch(jets, trees)
+    depth, sackin, colless = _shape(b.children, b.node_offsets, b.depth, b.size, b.root)
+    lund_counts, _, _ = _lund(b.children, b.node_offsets, b.node_p, b.root)
+    n_leaves = np.diff(b.leaf_offsets)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_depth = sackin / np.maximum(n_leaves, 1)
+    rec = ak.zip({
+        "n_leaves": n_leaves, "depth": depth, "mean_leaf_depth": mean_depth, "sackin": sackin,
+        "colless": colless, "n_primary": lund_counts,
+    })
+    return b.finish(_masked(rec, b.has_tree))
+
+
+def tree_observables(
+    jets: Any, trees: Any = None, *, z_cut: float = 0.1, beta: float = 0.0, r0: float = 1.0,
+    lund: bool = True,
+) -> Any:
+    """Every scalar observable of each tree in one flat record (for tables and friend trees).
+
+    Args:
+        jets: jets (module docstring).
+        trees: their trees (default: the truth trees).
+        z_cut, beta, r0: soft-drop settings (:func:`soft_drop`).
+        lund: also add the primary Lund declusterings as variable-length fields ``lund_delta_r``,
+            ``lund_kt``, ``lund_z``.
+
+    Returns:
+        Records per jet with ``has_tree`` (bool) and the fields of :func:`root_split` (``m_heavy``,
+        ``m_light``, ``m_jet``, ``z``, ``delta_r``, ``kt``, ``n_heavy``, ``n_light``), soft drop
+        (``sd_mass``, ``sd_zg``, ``sd_rg``, ``sd_n_dropped``), :func:`tree_shape` (``depth``,
+        ``mean_leaf_depth``, ``sackin``, ``colless``, ``n_primary``) and, with ``lund``, the Lund
+        lists. Numbers are NaN (floats) or −1 (integers) for a jet without a tree, so the record
+        has no missing values.
+    """
+    import awkward as ak
+
+    b = _batch(jets, trees)
+    single, b.single = b.single, False
+    b_rs = root_split(b)
+    sd = soft_drop(b, z_cut=z_cut, beta=beta, r0=r0)
+    shape = tree_shape(b)
+    have = b.has_tree
+
+    def col(arr: Any, name: str, fill: float) -> np.ndarray:
+        return ak.to_numpy(ak.fill_none(arr[name], fill))
+
+    fields: dict[str, Any] = {"has_tree": have}
+    for name in ("m_heavy", "m_light", "m_jet", "z", "delta_r", "kt"):
+        fields[name] = col(b_rs, name, np.nan)
+    for name in ("n_heavy", "n_light"):
+        fields[name] = col(b_rs, name, -1)
+    fields["sd_mass"] = col(sd, "mass", np.nan)
+    fields["sd_zg"] = col(sd, "zg", np.nan)
+    fields["sd_rg"] = col(sd, "rg", np.nan)
+    fields["sd_n_dropped"] = col(sd, "n_dropped", -1)
+    for name in ("depth", "sackin", "colless", "n_primary"):
+        fields[name] = col(shape, name, -1)
+    fields["mean_leaf_depth"] = col(shape, "mean_leaf_depth", np.nan)
+    if lund:
+        ld = lund_declustering(b)
+        fields["lund_delta_r"] = ld.delta_r
+        fields["lund_kt"] = ld.kt
+        fields["lund_z"] = ld.z
+    rec = ak.zip(fields, depth_limit=1)
+    b.single = single
+    return b.finish(rec)
+
+
+#: schema version of files written by :func:`write_observables`
+OBSERVABLES_SCHEMA_VERSION = 1
+
+
+def write_observables(
+    path: str | os.PathLike[str],
+    results: str | os.PathLike[str],
+    *,
+    algorithms: Sequence[str] | None = None,
+    truth: bool = True,
+    z_cut: float = 0.1,
+    beta: float = 0.0,
+    r0: float = 1.0,
+    command: str | None = None,
+) -> list[str]:
+    """Compute :func:`tree_observables` for every algorithm of a results file and write them as a
+    friend tree: one entry per jet, in the order of the file's jets (and of its ``results`` /
+    ``clusters`` rows).
+
+    ROOT (``.root``): tree ``observables`` with ``jet_id`` and, per label ``L`` (the algorithm
+    name with non-alphanumeric characters replaced by ``_``; ``truth`` for the truth trees),
+    branches ``L_<field>`` for the scalar fields and ``L_lund_delta_r[nL_lund]`` etc. HDF5
+    (``.h5``): group ``/observables`` with ``jet_id`` and ``/observables/<L>/<field>`` datasets,
+    the Lund lists as ``lund_offsets`` plus flat ``lund_delta_r``, ``lund_kt``, ``lund_z``. Both
+    carry the schema version, the soft-drop settings and provenance; the file is written
+    atomically.
+
+    Args:
+        path: the output file.
+        results: a results file written by ``jetastar cluster`` / ``run``.
+        algorithms: which results (default: all).
+        truth: also the truth trees, when the jets have them.
+        z_cut, beta, r0: soft-drop settings.
+        command: the command line, for provenance.
+
+    Returns:
+        The labels written.
+    """
+    import json
+
+    import awkward as ak
+
+    from . import io
+    from .io._atomic import atomic_path
+    from .io._by_entry import column_prefix
+    from .io._common import provenance
+
+    fmt = io.file_format(path, sniff=False)
+    if fmt not in ("hdf5", "root"):
+        raise ValueError(f"{path}: observables are written to .h5 or .root files")
+    jets = io.read(results, validate=False)
+    tables = io.read_results(results)
+    names = list(tables) if algorithms is None else list(algorithms)
+    for name in names:
+        if name not in tables:
+            raise ValueError(f"{results}: no results for {name!r}; it has {', '.join(tables)}")
+    per: dict[str, Any] = {}
+    for name in names:
+        per[column_prefix(name)] = tree_observables(jets, tables[name], z_cut=z_cut, beta=beta,
+                                                    r0=r0)
+    if truth and jets.children.shape[0] and "truth" not in per:
+        per["truth"] = tree_observables(jets, None, z_cut=z_cut, beta=beta, r0=r0)
+    meta = {
+        **provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
+        "content": "jetastar tree observables", "results_file": str(results),
+        "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": list(per),
+    }
+    jet_id = np.asarray(jets.jet_id, dtype=np.int64)
+    scalars = [f for f in ak.fields(next(iter(per.values()))) if not f.startswith("lund_")] \
+        if per else []
+    with atomic_path(path) as tmp:
+        if fmt == "root":
+            import uproot
+
+            branches: dict[str, Any] = {"jet_id": jet_id}
+            for label, rec in per.items():
+                for f in scalars:
+                    branches[f"{label}_{f}"] = ak.to_numpy(rec[f])
+                branches[f"{label}_lund"] = ak.zip(
+                    {"delta_r": rec.lund_delta_r, "kt": rec.lund_kt, "z": rec.lund_z})
+            with uproot.recreate(tmp) as f:
+                f["meta"] = json.dumps(meta, default=str)
+                types = {k: (v.type.content if isinstance(v, ak.Array) else np.asarray(v).dtype)
+                         for k, v in branches.items()}
+                tree = f.mktree("observables", types,
+                                title="jetastar tree observables, one entry per jet")
+                if len(jet_id):
+                    tree.extend(branches)
+        else:
+            import h5py
+
+            with h5py.File(tmp, "w") as f:
+                for k, v in meta.items():
+                    f.attrs[k] = v if isinstance(v, (int, float, str)) else json.dumps(v)
+                g = f.create_group("observables")
+                g.create_dataset("jet_id", data=jet_id)
+                for label, rec in per.items():
+                    sub = g.create_group(label)
+                    for fld in scalars:
+                        sub.create_dataset(fld, data=ak.to_numpy(rec[fld]))
+                    counts = ak.to_numpy(ak.num(rec.lund_delta_r)).astype(np.int64)
+                    sub.create_dataset("lund_offsets", data=np.concatenate([[0], np.cumsum(counts)]))
+                    for fld in ("lund_delta_r", "lund_kt", "lund_z"):
+                        sub.create_dataset(fld, data=ak.to_numpy(ak.flatten(rec[fld])))
+    return list(per)

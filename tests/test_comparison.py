@@ -1,0 +1,155 @@
+"""The comparison table: same jets in every row, relative to the best tree, -inf counted."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+from jetastar import JetCollection
+from jetastar import io as jio
+from jetastar.clustering import ClusteringResult, exact_map, greedy, kt
+from jetastar.comparison import comparison_table, format_comparison, median_interval, status_counts
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+from jetastar.io import AlgorithmResults
+
+matplotlib.use("Agg")
+
+BANDS = (2, 6, 9, 12)
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory: pytest.TempPathFactory):
+    qcd = generate(24, ShowerParams.qcd(), seed=21, max_leaves=11)
+    w = generate(16, ShowerParams.w(), seed=22, max_leaves=11)
+    w.jet_id = w.jet_id + 100
+    jets = JetCollection.concatenate([qcd, w])
+    n = len(jets)
+    idx = np.arange(n)
+    tables = {}
+    exact_rows = []
+    for j in jets:
+        if j.n_leaves > 9:  # an exact method with a size limit
+            exact_rows.append(ClusteringResult(None, -math.inf, "exact", status="skipped",
+                                               jet_id=j.jet_id))
+        else:
+            r = exact_map(j)
+            r.algorithm = "exact"
+            exact_rows.append(r)
+    tables["exact"] = AlgorithmResults.from_results("exact", exact_rows, jet_index=idx,
+                                                    jet_id=jets.jet_id, exact_method=True)
+    tables["greedy"] = AlgorithmResults.from_results("greedy", [greedy(j) for j in jets],
+                                                     jet_index=idx, jet_id=jets.jet_id)
+    tables["kt"] = AlgorithmResults.from_results("kt", [kt(j) for j in jets], jet_index=idx,
+                                                 jet_id=jets.jet_id)
+    path = tmp_path_factory.mktemp("cmp") / "res.h5"
+    jio.write(path, jets, tables)
+    return path, jets, tables
+
+
+def _rows(rows, **kw):
+    return [r for r in rows if all(r[k] == v for k, v in kw.items())]
+
+
+def test_same_jets_in_every_row(results_file) -> None:
+    path, jets, _ = results_file
+    rows = comparison_table(path, bands=BANDS)
+    assert {r["jet_type"] for r in rows} == {"QCD", "W"}
+    for jt in ("QCD", "W"):
+        n_type = int(np.sum(jets.jet_type == jt))
+        all_rows = _rows(rows, jet_type=jt, band="all")
+        assert {r["algorithm"] for r in all_rows} == {"exact", "greedy", "kt", "truth"}
+        # one compared set per band, the same in every row; 'all' = the union of the bands
+        bands = {r["band"] for r in rows if r["jet_type"] == jt} - {"all"}
+        total = 0
+        for band in bands:
+            cmp = {r["compared"] for r in _rows(rows, jet_type=jt, band=band)}
+            assert len(cmp) == 1
+            total += cmp.pop()
+        assert {r["compared"] for r in all_rows} == {total}
+        assert total == n_type  # skipped exact rows do not shrink the compared jets
+        exact_all = _rows(rows, jet_type=jt, band="all", algorithm="exact")[0]
+        big = int(np.sum((jets.jet_type == jt) & (jets.n_leaves > 9)))
+        assert exact_all["partial"] == (big > 0) and exact_all["skipped"] == big
+        if big:
+            assert math.isnan(exact_all["d_median"])
+
+
+def test_relative_to_the_proven_map_with_minus_inf(results_file) -> None:
+    path, jets, tables = results_file
+    rows = comparison_table(path, bands=BANDS)
+    sel = (jets.jet_type == "QCD") & (jets.n_leaves <= 9)
+    band_rows = [r for r in _rows(rows, jet_type="QCD") if r["band"] in ("2-5", "6-8")]
+    ex = tables["exact"].log_likelihood
+    for alg in ("greedy", "kt"):
+        mine = tables[alg].log_likelihood
+        for r in _rows(band_rows, algorithm=alg):
+            lo, hi = (2, 6) if r["band"] == "2-5" else (6, 9)
+            in_band = sel & (jets.n_leaves >= lo) & (jets.n_leaves < hi)
+            d = mine[in_band] - ex[in_band]
+            med, dlo, dhi = median_interval(d)
+            assert r["d_median"] == med and r["d_lo"] == dlo and r["d_hi"] == dhi
+            assert r["finite"] == int(np.isfinite(mine[in_band]).sum())
+            assert r["ran"] == r["jets"] == int(in_band.sum())
+            assert r["map_known"] == int(in_band.sum())
+            assert r["n_minus_inf"] == int(np.sum(mine[in_band] == -np.inf))
+    # kt trees are mostly -inf on these jets: the median says so instead of averaging the rest
+    kt_all = _rows(rows, jet_type="QCD", band="all", algorithm="kt")[0]
+    assert kt_all["finite"] < kt_all["ran"]
+    if kt_all["n_minus_inf"] * 2 > kt_all["compared"]:
+        assert kt_all["d_median"] == -math.inf
+    # where no exact MAP is known the best tree found is the reference: greedy is 0 there
+    big = _rows(rows, jet_type="QCD", band="9-11", algorithm="greedy")
+    if big and _rows(rows, jet_type="QCD", band="9-11", algorithm="kt")[0]["finite"] == 0:
+        assert big[0]["d_median"] == 0.0
+    # the truth tree is a row, below the MAP
+    truth = _rows(rows, jet_type="W", band="all", algorithm="truth")[0]
+    assert truth["d_median"] < 0
+    w = jets.jet_type == "W"
+    truth_ll = np.array([log_likelihood(j) for j in jets])
+    assert truth["ran"] == int(w.sum()) and truth["finite"] == int(np.isfinite(truth_ll[w]).sum())
+
+
+def test_reference_algorithm_and_errors(results_file) -> None:
+    path, _, _ = results_file
+    rows = comparison_table(path, bands=BANDS, reference="greedy")
+    assert all(r["d_median"] == 0.0 for r in _rows(rows, algorithm="greedy"))
+    with pytest.raises(ValueError, match="unknown reference"):
+        comparison_table(path, reference="nope")
+
+
+def test_format_and_plot(results_file, tmp_path) -> None:
+    from jetastar.plotting import plot_comparison
+
+    path, _, _ = results_file
+    rows = comparison_table(path, bands=BANDS)
+    text = format_comparison(rows)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "QCD jets" in text and "W jets" in text and "partial" in text and "-inf" in text
+    fig = plot_comparison(rows, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 10000
+    assert len(fig.axes) == 6
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[-1].startswith("all\nn=")
+
+
+def test_status_counts(results_file) -> None:
+    path, jets, tables = results_file
+    counts = status_counts(path)
+    kt_ll = tables["kt"].log_likelihood
+    assert counts["kt"]["ran"] == len(jets)
+    assert counts["kt"]["finite"] == int(np.isfinite(kt_ll).sum())
+    assert counts["kt"]["minus_inf"] == int(np.sum(kt_ll == -np.inf)) > 0
+    assert counts["exact"]["skipped"] == int(np.sum(jets.n_leaves > 9))
+
+
+def test_median_interval() -> None:
+    assert all(math.isnan(x) for x in median_interval([]))
+    med, lo, hi = median_interval([-np.inf, -np.inf, 1.0])
+    assert med == -np.inf and lo == -np.inf and hi <= 1.0
+    med, lo, hi = median_interval(np.arange(101.0))
+    assert med == 50.0 and 42 <= lo < 50 < hi <= 58
+    assert median_interval([-np.inf, 1.0])[0] == -np.inf
+    assert median_interval([1.0, 3.0])[0] == 2.0

@@ -1,0 +1,109 @@
+"""Clustering collections held in memory; results as awkward arrays; one jet as awkward momenta."""
+
+from __future__ import annotations
+
+import math
+
+import awkward as ak
+import numpy as np
+import pytest
+import vector
+
+from jetastar import InvalidJetError, Jet, JetCollection
+from jetastar.batch import BatchError
+from jetastar.clustering import cluster, greedy, kt
+from jetastar.ginkgo import ShowerParams, generate
+from jetastar.inmemory import JetResults, cluster_jets
+from jetastar.io import AlgorithmResults
+
+vector.register_awkward()
+
+
+@pytest.fixture(scope="module")
+def jets() -> JetCollection:
+    return JetCollection.concatenate([
+        generate(12, ShowerParams.qcd(), seed=31), generate(9, ShowerParams.w(), seed=32),
+    ])
+
+
+def test_cluster_jets_in_process(jets: JetCollection, tmp_path) -> None:
+    res = cluster_jets(jets, ["greedy", "kt"], chunk_size=5, progress=False)
+    assert isinstance(res, JetResults) and list(res) == ["greedy", "kt"]
+    g = res["greedy"]
+    assert np.array_equal(g.jet_index, np.arange(len(jets)))
+    for i in (0, 7, 20):
+        assert g.log_likelihood[i] == greedy(jets[i]).log_likelihood
+        assert g.tree(i) == greedy(jets[i]).tree
+    arr = res.to_awkward()
+    assert len(arr) == len(jets) and arr.jet_id.tolist() == jets.jet_id.tolist()
+    assert arr.kt.finite.tolist() == [math.isfinite(kt(j).log_likelihood) for j in jets]
+    assert ak.all(ak.num(arr.greedy.tree) == 2 * jets.n_leaves - 1)
+    summary = res.summary()
+    assert summary["kt"]["ran"] == len(jets)
+    assert summary["kt"]["finite"] + summary["kt"]["minus_inf"] == len(jets)
+    finite, reason = res.reasons("kt")
+    assert all((r == "") == f for r, f in zip(reason, finite, strict=True))
+    obs = res.observables("greedy")
+    assert len(obs) == len(jets) and ak.all(obs.has_tree)
+    res.write(tmp_path / "r.h5")
+    from jetastar import io
+
+    back = io.read_results(tmp_path / "r.h5")
+    assert np.array_equal(back["kt"].log_likelihood, res["kt"].log_likelihood)
+    with pytest.raises(KeyError, match="have greedy, kt"):
+        res["beam"]
+    # the comparison table works on results in memory as on the file
+    from jetastar.comparison import comparison_table
+
+    assert comparison_table(res) == comparison_table(tmp_path / "r.h5")
+
+
+def test_cluster_jets_with_workers_matches(jets: JetCollection) -> None:
+    one = cluster_jets(jets, "greedy,beam", options={"beam": {"beam_size": 5}}, progress=False)
+    two = cluster_jets(jets, "greedy,beam", options={"beam": {"beam_size": 5}}, workers=2,
+                       chunk_size=4, progress=False)
+    for name in ("greedy", "beam"):
+        assert np.array_equal(one[name].log_likelihood, two[name].log_likelihood)
+        assert np.array_equal(one[name].children, two[name].children)
+
+
+def test_cluster_jets_errors_and_bad_jets(jets: JetCollection) -> None:
+    with pytest.raises(BatchError, match="unknown option"):
+        cluster_jets(jets, ["greedy"], options={"greedy": {"nope": 1}}, progress=False)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        cluster_jets(jets, ["nope"], progress=False)
+    # a bad jet is a failed row naming it, not an exception
+    leaves = jets.leaves.copy()
+    leaves[3, 0] = np.nan
+    bad = JetCollection(
+        leaves=leaves, leaf_offsets=jets.leaf_offsets, children=jets.children,
+        leaf_of_node=jets.leaf_of_node, node_offsets=jets.node_offsets, jet_id=jets.jet_id,
+        seed=jets.seed, jet_type=jets.jet_type, params=jets.params,
+    )
+    res = cluster_jets(bad, ["greedy"], progress=False)
+    assert res["greedy"].status[0] == "failed" and "NaN" in res["greedy"].message[0].replace(
+        "nan", "NaN")
+    assert (res["greedy"].status[1:] == "ok").all()
+
+
+def test_registry_cluster_accepts_collections_and_awkward(jets: JetCollection) -> None:
+    table = cluster(jets, "greedy")
+    assert isinstance(table, AlgorithmResults) and len(table) == len(jets)
+    assert table.log_likelihood[2] == greedy(jets[2]).log_likelihood
+    assert len(cluster(list(jets)[:3], "kt")) == 3
+    arr = jets.to_awkward()
+    assert len(cluster(arr, "greedy")) == len(jets)
+    by_leaves = cluster(arr.leaves, "greedy")  # particles only: default parameters
+    assert len(by_leaves) == len(jets)
+    # one jet as a 1-D array of momenta (vector or plain records in other coordinates)
+    one = arr.leaves[4]
+    jet = Jet(one)
+    np.testing.assert_allclose(jet.leaves, jets[4].leaves, rtol=1e-12)
+    ptetaphi = ak.zip({"pt": one.pt, "eta": one.eta, "phi": one.phi, "mass": one.mass})
+    np.testing.assert_allclose(Jet(ptetaphi).leaves, jets[4].leaves, rtol=1e-9, atol=1e-9)
+    res = cluster(one, "greedy")
+    qcd_jet = Jet(jets[4].leaves)  # default parameters, as for the awkward input
+    assert res.log_likelihood == greedy(qcd_jet).log_likelihood
+    assert cluster(jets[4].leaves, "greedy").log_likelihood == res.log_likelihood
+    with pytest.raises(InvalidJetError, match="1-D records"):
+        Jet(ak.Array([1.0, 2.0]))
