@@ -87,6 +87,7 @@ __all__ = [
     "parse_option_value",
     "parse_options",
     "run_batch",
+    "shutdown_executor",
     "warm_up_workers",
 ]
 

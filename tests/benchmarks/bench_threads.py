@@ -85,9 +85,9 @@ def _child(config: str, sizes: str, jets_per: int, algorithms: list[str]) -> dic
     env = {k: v for k, v in os.environ.items() if k not in _SWITCHES}
     env.update(CONFIGS[config])
     env["TQDM_DISABLE"] = "1"
-    code = ("import json, sys; sys.path.insert(0, %r); import bench_threads as b; "
-            "print(json.dumps(b._measure(%r, %d, %r)))"
-            % (os.path.dirname(os.path.abspath(__file__)), sizes, jets_per, algorithms))
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import json, sys; sys.path.insert(0, {here!r}); import bench_threads as b; "
+            f"print(json.dumps(b._measure({sizes!r}, {jets_per}, {algorithms!r})))")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
