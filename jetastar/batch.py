@@ -776,6 +776,10 @@ def _run_file(
         summary.chunks_total = len(chunks)
         summary.chunks_reused = sum(1 for c in chunks if c in done)
         todo = [c for c in chunks if c not in done]
+        if todo:
+            # compile (or load) the kernels before the bar starts, so that its rate and ETA are
+            # those of the clustering
+            _warm_up_for(config, executor, n_workers)
         bar = progress_bar(
             total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
             show=progress, leave=True,
@@ -873,12 +877,6 @@ def _process_chunks(
             _note_problems(reader, tables, a, b)
             _write_part(parts, a, b, tables)
         return
-    if todo:
-        for fut in warm_up_workers(executor, config, n_workers):
-            try:
-                fut.result()
-            except Exception:  # the chunks report what fails
-                pass
     progress = _PROGRESS_QUEUES.get(executor)
     seen: dict[int, int] = {}  # chunk start -> jets the bar already counts
     closed: set[int] = set()  # chunks written (late reports of theirs are ignored)
@@ -916,6 +914,19 @@ def _process_chunks(
     finally:
         for fut in pending:
             fut.cancel()
+
+
+def _warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int) -> None:
+    """Warm up this process (no executor) or the executor's workers, and wait for it."""
+    if executor is None:
+        _load_registry(config.plugins)
+        _warm_up(config, {name: _options_for(name, config, 1) for name in config.algorithms})
+        return
+    for fut in warm_up_workers(executor, config, n_workers):
+        try:
+            fut.result()
+        except Exception:  # the chunks report what fails
+            pass
 
 
 def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],

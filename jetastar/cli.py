@@ -869,7 +869,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch import BatchInterrupted
 
         what = "terminated" if isinstance(exc, _Terminated) or _Terminated.seen else "interrupted"
-        if isinstance(exc, BatchInterrupted):
+        if args.command == "run":  # the demonstration regenerates its jets: nothing to resume
+            text = f"{what} (`{_PROG} run` starts afresh when rerun)"
+        elif isinstance(exc, BatchInterrupted):
             text = str(exc).replace("interrupted", what, 1)
         else:
             text = f"{what} (rerun the same command to resume a cluster run)"

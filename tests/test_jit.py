@@ -231,7 +231,7 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     demo = ["greedy", "beam", "kt", "mcts", "trellis", "window-search"]
     one, two = compile_estimate(demo), compile_estimate(demo, workers=2)
     assert 10 <= one <= 30 and two < one
-    assert compile_estimate(demo + ["astar-approx"], 2) > two + 5
+    assert compile_estimate([*demo, "astar-approx"], 2) > two + 5
     expect_compile(two)
     text = notice_text()
     assert text.startswith(COMPILE_NOTICE) and "roughly" in text and text.endswith(" s")
