@@ -232,15 +232,23 @@ def _parts(out: Path) -> list[Path]:
     return list(out.with_name(out.name + ".parts").glob("part-*.h5"))
 
 
-def test_killed_subprocess_resumes_exactly_once(tmp_path):
+def _cluster_command(tmp_path: Path, n_jets: int, seed: int, delay: float, chunk_size: int,
+                     ) -> tuple[list[str], dict[str, str], Path]:
+    """``jetastar cluster`` of ``n_jets`` W jets with test-chain on 2 workers: command, environment
+    (the workers import this module as a plugin) and output file."""
     inp = tmp_path / "jets.h5"
-    jio.write(inp, generate(120, ShowerParams.w(), seed=5))
+    jio.write(inp, generate(n_jets, ShowerParams.w(), seed=seed))
     out = tmp_path / "out.h5"
     cmd = [sys.executable, "-m", "jetastar", "cluster", str(inp), "--algorithms", "test-chain",
-           "--plugin", PLUGIN, "--option", "test-chain.delay=0.02", "--chunk-size", "4",
-           "--workers", "2", "-o", str(out), "--no-progress"]
+           "--plugin", PLUGIN, "--option", f"test-chain.delay={delay}", "--chunk-size",
+           str(chunk_size), "--workers", "2", "-o", str(out), "--no-progress"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH",
                                                                                      "")]))
+    return cmd, env, out
+
+
+def test_killed_subprocess_resumes_exactly_once(tmp_path):
+    cmd, env, out = _cluster_command(tmp_path, 120, seed=5, delay=0.02, chunk_size=4)
     killed_with = []
     for target in (3, 12):
         proc = subprocess.Popen(cmd, env=env, start_new_session=True,
@@ -300,16 +308,9 @@ def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
 @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
                                                    (signal.SIGTERM, 143, "terminated")])
 def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path, sig, code, word):
-    inp = tmp_path / "jets.h5"
-    jio.write(inp, generate(48, ShowerParams.w(), seed=6))
-    out = tmp_path / "out.h5"
     # 48 jets x 0.5 s on 2 workers: ~12 s of work; the workers sleep through the signal, as a
     # compiled kernel would
-    cmd = [sys.executable, "-m", "jetastar", "cluster", str(inp), "--algorithms", "test-chain",
-           "--plugin", PLUGIN, "--option", "test-chain.delay=0.5", "--chunk-size", "2",
-           "--workers", "2", "-o", str(out), "--no-progress"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH",
-                                                                                     "")]))
+    cmd, env, out = _cluster_command(tmp_path, 48, seed=6, delay=0.5, chunk_size=2)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
