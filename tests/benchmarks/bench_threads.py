@@ -8,8 +8,10 @@ Run on demand (not collected by pytest)::
 
 Each configuration runs in a fresh subprocess (numba reads its thread settings once, when it starts).
 A configuration is a set of environment variables (``default`` = what a user gets with nothing set;
-the others name the switch they set, see :data:`CONFIGS`). ``--load k`` starts ``k`` busy-looping
-processes for the measurement, so that each core has other work, as on a shared batch node.
+the others name the switch they set, see :data:`CONFIGS`). ``--load k`` starts ``k`` busy processes
+for the measurement, so that each core has other work, as on a shared batch node: by default numba
+programs running parallel loops without pause (other users' multi-threaded jobs, the case that hurt),
+or pure Python loops (``--load-kind python``).
 
 Per configuration and algorithm: median and 90th percentile of the per-jet wall time and the total
 CPU time of the process (user + system, all threads) per jet, both after a warm-up jet (compilation
@@ -44,6 +46,32 @@ def _busy() -> None:  # pragma: no cover - a load generator
     x = 0
     while True:
         x = (x * 1103515245 + 12345) % 2147483648
+
+
+_NUMBA_HOG = """
+import numba as nb, numpy as np
+@nb.njit(parallel=True)
+def step(a):
+    s = 0.0
+    for i in nb.prange(a.size):
+        s += np.sqrt(a[i])
+    return s
+a = np.ones(5_000_000)
+while True:
+    step(a)
+"""
+
+
+def _start_load(kind: str, k: int) -> list:
+    """``k`` busy processes: pure Python loops, or numba programs that run parallel loops all the
+    time (other users' multi-threaded jobs, with their own OpenMP settings)."""
+    if kind == "python":
+        hogs = [mp.Process(target=_busy, daemon=True) for _ in range(k)]
+        for h in hogs:
+            h.start()
+        return hogs
+    env = {key: v for key, v in os.environ.items() if key not in _SWITCHES}
+    return [subprocess.Popen([sys.executable, "-c", _NUMBA_HOG], env=env) for _ in range(k)]
 
 
 def _measure(sizes: str, jets_per: int, algorithms: list[str]) -> dict:
@@ -98,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", nargs="+", default=["default", "serial"], choices=CONFIGS)
     parser.add_argument("--load", type=int, nargs="+", default=[0, 2],
                         help="busy processes during the measurement (one run per value)")
+    parser.add_argument("--load-kind", choices=["python", "numba"], default="numba",
+                        help="what the busy processes run (default: numba parallel loops)")
     parser.add_argument("--sizes", default="small",
                         help="'small' (QCD, 6-12 leaves) or comma-separated leaf counts (W jets)")
     parser.add_argument("--jets", type=int, default=100, help="jets (per size)")
@@ -109,9 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'load':>4} {'config':>10} {'algorithm':>10} {'jets':>5} {'threads':>7} "
           f"{'median ms':>10} {'p90 ms':>8} {'CPU ms':>8}")
     for load in args.load:
-        hogs = [mp.Process(target=_busy, daemon=True) for _ in range(load)]
-        for h in hogs:
-            h.start()
+        hogs = _start_load(args.load_kind, load)
+        time.sleep(6.0 if load else 0.0)  # let the load start (numba hogs compile first)
         try:
             for config in args.configs:
                 res = _child(config, args.sizes, args.jets, args.algorithms)
