@@ -69,6 +69,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+# Idle OpenMP threads sleep instead of spinning (numba's default threading layer on Linux is
+# OpenMP, which reads this when its library loads, i.e. at jetastar's first parallel kernel): on
+# a shared node spinning threads burn CPU other jobs want. A value the user set is kept.
+# See jetastar/clustering/_threads.py for the thread policy as a whole.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from numba.core import config as _numba_config
 from numba.core import event as _event
 
@@ -77,6 +83,8 @@ __all__ = [
     "Stopwatch",
     "cache_dir",
     "compile_seconds",
+    "expect_compile",
+    "notice_text",
     "one_notice_for_workers",
     "skip_numba_extensions",
 ]
@@ -87,6 +95,8 @@ COMPILE_NOTICE = "jetastar: compiling numba kernels, first run only (cached for 
 _NOTICE_ENV = "_JETASTAR_COMPILE_NOTICE_SHOWN"
 #: a file that the first process of a run to compile creates (see :func:`one_notice_for_workers`).
 _TOKEN_ENV = "_JETASTAR_COMPILE_NOTICE_TOKEN"
+#: roughly how many seconds the compilation of this run takes (see :func:`expect_compile`).
+_ESTIMATE_ENV = "_JETASTAR_COMPILE_ESTIMATE"
 
 _local = threading.local()
 _numba_ready = False
@@ -137,12 +147,44 @@ class _CompileNotice(_event.Listener):
                 except OSError:
                     pass
         try:
-            print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+            print(notice_text(), file=sys.stderr, flush=True)
         except (OSError, ValueError):  # no usable stderr (closed, pythonw)
             pass
 
     def on_end(self, ev: _event.Event) -> None:
         pass
+
+
+def expect_compile(seconds: float | None, keep: bool = False) -> None:
+    """Say how long a compilation about to start takes, roughly (shown in the compile notice of
+    this process and of worker processes started afterwards); ``None`` forgets it, and ``keep``
+    leaves an estimate already given (e.g. by the master of a worker process) alone.
+
+    Example:
+        >>> expect_compile(12.0); notice_text().endswith("roughly 10-15 s")
+        True
+        >>> expect_compile(None)
+    """
+    if seconds is None:
+        os.environ.pop(_ESTIMATE_ENV, None)
+    elif keep and os.environ.get(_ESTIMATE_ENV):
+        return
+    else:
+        os.environ[_ESTIMATE_ENV] = f"{float(seconds):.1f}"
+
+
+def notice_text() -> str:
+    """:data:`COMPILE_NOTICE`, with the expected duration when one was given
+    (:func:`expect_compile`)."""
+    try:
+        seconds = float(os.environ.get(_ESTIMATE_ENV, ""))
+    except ValueError:
+        return COMPILE_NOTICE
+    if not seconds > 0:
+        return COMPILE_NOTICE
+    # a range: compile times vary by a factor ~1.5 with the machine and its load
+    low = max(5, 5 * round(seconds / 5))
+    return f"{COMPILE_NOTICE}; this takes roughly {low}-{int(low * 1.5 + 0.5)} s"
 
 
 @contextlib.contextmanager
@@ -158,6 +200,7 @@ def one_notice_for_workers() -> Iterator[None]:
         yield
     finally:
         os.environ.pop(_TOKEN_ENV, None)
+        os.environ.pop(_ESTIMATE_ENV, None)
         shutil.rmtree(folder, ignore_errors=True)
 
 

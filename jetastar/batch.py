@@ -25,8 +25,16 @@ such an option run to completion (Python cannot interrupt a compiled kernel safe
 longer than the limit its result is kept and its message says so. Exact methods on large jets are
 kept in check by the size limits instead.
 
-Workers: when more than one worker runs, algorithms with a ``threads`` option get ``threads=1``
-(unless set), and ``progress`` options are switched off.
+Threads and workers: algorithms with a ``threads`` option (the exact engines) get
+``BatchConfig.threads`` when set, else ``threads=1`` when more than one worker runs (the workers
+already use the cores); ``progress`` options are switched off. Small jets run on one thread anyway
+(see :mod:`jetastar.clustering._threads`).
+
+Interrupts: Ctrl-C (and SIGTERM, which the command line turns into the same) stops a run within a
+second or so: the master writes the parts of chunks that had finished, kills the workers of its own
+process pool (they ignore Ctrl-C and only compute) and raises :class:`BatchInterrupted`, which says
+how many jets are kept. Rerunning resumes. The progress bar moves per jet (workers of the local pool
+report each finished jet; other executors per chunk).
 
 Scale-out: pass ``scheduler="tcp://host:8786"`` (needs ``pip install dask distributed``) or any
 executor. On HTCondor/SLURM, start a cluster with dask-jobqueue (``SLURMCluster(...).scale(n)``), then
@@ -41,13 +49,17 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
+import functools
 import importlib
 import json
 import math
 import multiprocessing
 import os
+import queue as _queue
 import shutil
+import signal
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -56,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from ._jit import Stopwatch, one_notice_for_workers
+from ._jit import Stopwatch, expect_compile, one_notice_for_workers
 from ._version import __version__
 from .errors import InvalidJetError, JetastarError, TooLargeError
 from .io._atomic import atomic_write_text, remove_stale_temporaries
@@ -66,6 +78,7 @@ from .io.results import AlgorithmResults, to_json, unit_options
 __all__ = [
     "BatchConfig",
     "BatchError",
+    "BatchInterrupted",
     "FileSummary",
     "check_config",
     "cluster_collection",
@@ -74,6 +87,7 @@ __all__ = [
     "parse_option_value",
     "parse_options",
     "run_batch",
+    "shutdown_executor",
     "warm_up_workers",
 ]
 
@@ -83,6 +97,31 @@ _PART_DIR_SUFFIX = ".parts"
 
 class BatchError(JetastarError, ValueError):
     """A batch run cannot start or finish (bad settings, mismatching part files, ...)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A batch run was interrupted (Ctrl-C, or SIGTERM turned into an interrupt by the command line).
+
+    Every chunk that had finished is kept in the output's part folder; rerunning with the same
+    arguments resumes from there.
+
+    Attributes:
+        input: the file that was being processed.
+        parts: its part folder.
+        jets_kept: jets of that file whose results are kept.
+        n_jets: jets in that file.
+    """
+
+    def __init__(self, input: str, parts: str, jets_kept: int, n_jets: int) -> None:
+        self.input = input
+        self.parts = parts
+        self.jets_kept = jets_kept
+        self.n_jets = n_jets
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return (f"interrupted: {self.jets_kept} of {self.n_jets} jets of {self.input} are done and "
+                f"kept in {self.parts}; rerun the same command to resume")
 
 
 @dataclasses.dataclass
@@ -99,6 +138,9 @@ class BatchConfig:
         plugins: modules to import (in the master and every worker) before running, e.g. modules
             that register extra algorithms.
         chunk_size: jets per work unit (and per part file).
+        threads: numba threads per process for the algorithms with a ``threads`` option (the exact
+            engines); default: all cores with one worker, one per worker with several. Results do
+            not depend on it, so it is not part of the settings a resumed run must repeat.
     """
 
     algorithms: list[str]
@@ -107,6 +149,7 @@ class BatchConfig:
     max_leaves: dict[str, int] = dataclasses.field(default_factory=dict)
     plugins: list[str] = dataclasses.field(default_factory=list)
     chunk_size: int = 50
+    threads: int | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for part files to be reused."""
@@ -167,8 +210,11 @@ def _options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, An
             if key in accepted and key not in opts:
                 opts[key] = float(config.time_limit)
                 break
-    if n_workers > 1 and "threads" in accepted and "threads" not in opts:
-        opts["threads"] = 1
+    if "threads" in accepted and "threads" not in opts:
+        if config.threads is not None:
+            opts["threads"] = int(config.threads)
+        elif n_workers > 1:
+            opts["threads"] = 1
     if "progress" in accepted and "progress" not in opts:
         opts["progress"] = False
     return opts
@@ -202,6 +248,13 @@ def check_config(config: BatchConfig) -> None:
             )
     if config.chunk_size < 1:
         raise BatchError("chunk size must be >= 1")
+    if config.threads is not None:
+        from .clustering._threads import check_threads
+
+        try:
+            check_threads(config.threads)
+        except ValueError as exc:
+            raise BatchError(f"--threads: {exc}") from None
     if config.time_limit is not None and not config.time_limit > 0:
         raise BatchError("the time limit must be > 0 seconds")
 
@@ -282,6 +335,7 @@ def cluster_collection(
     first_index: int = 0,
     source: str = "",
     n_workers: int = 1,
+    on_jet: Callable[[], None] | None = None,
 ) -> dict[str, AlgorithmResults]:
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
 
@@ -291,6 +345,7 @@ def cluster_collection(
         first_index: position of the collection's first jet in its file (for ``jet_index``).
         source: file name used in the messages of invalid jets.
         n_workers: how many such calls run at the same time (sets ``threads=1`` when > 1).
+        on_jet: called after each jet (every algorithm done), e.g. to move a progress bar.
 
     Returns:
         algorithm name -> :class:`AlgorithmResults` with one row per jet.
@@ -316,9 +371,11 @@ def cluster_collection(
                     None, -math.inf, name, options=opts[name], status="failed",
                     message=f"{where}{exc}", jet_id=jet_id,
                 ))
-            continue
-        for name in config.algorithms:
-            per_alg[name].append(_run_one(jet, name, opts[name], config))
+        else:
+            for name in config.algorithms:
+                per_alg[name].append(_run_one(jet, name, opts[name], config))
+        if on_jet is not None:
+            on_jet()
     index = np.arange(first_index, first_index + len(collection))
     return {
         name: AlgorithmResults.from_results(
@@ -333,9 +390,10 @@ def cluster_collection(
 def _warm_up(config: BatchConfig, opts: dict[str, dict[str, Any]],
              names: Sequence[str] | None = None) -> None:
     """Compile (or load) the kernels of the algorithms before the first timed jet."""
-    from .clustering._warmup import warm_up
+    from .clustering._warmup import compile_estimate, warm_up
 
     names = config.algorithms if names is None else names
+    expect_compile(compile_estimate(names), keep=True)
     warm_up(names, opts, {name: _size_limit(name, config) for name in names})
 
 
@@ -364,7 +422,9 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        from .clustering._warmup import warm_up_tasks
+        from .clustering._warmup import compile_estimate, warm_up_tasks
+
+        expect_compile(compile_estimate(config.algorithms, n_workers), keep=True)
 
         sent[key] = [executor.submit(_warm_task, config, names, n_workers)
                      for names in warm_up_tasks(config.algorithms)]
@@ -378,12 +438,29 @@ def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:
     return str(opts.get("likelihood", "symmetric"))
 
 
+#: in a worker process of the local pool: where it reports each finished jet (see
+#: :func:`_worker_setup`); ``None`` elsewhere
+_progress_queue: Any = None
+
+
+def _report_jet(source: str, first_index: int) -> None:
+    """Tell the master that one more jet of the chunk ``(source, first_index)`` is done."""
+    try:
+        _progress_queue.put_nowait((source, first_index))
+    except Exception:  # progress is best effort; the chunk's result counts in the end
+        pass
+
+
 def _chunk_task(
     collection: Any, config: BatchConfig, first_index: int, source: str, n_workers: int
 ) -> tuple[int, dict[str, AlgorithmResults]]:
     """What a worker runs (a top-level function, so executors can pickle it)."""
+    on_jet = None
+    if _progress_queue is not None:
+        on_jet = functools.partial(_report_jet, source, first_index)
     return first_index, cluster_collection(
-        collection, config, first_index=first_index, source=source, n_workers=n_workers
+        collection, config, first_index=first_index, source=source, n_workers=n_workers,
+        on_jet=on_jet,
     )
 
 
@@ -478,13 +555,25 @@ class _Reader:
         return self._whole if self._whole is not None else io.read(self.path, validate=False)
 
 
-def _worker_setup(plugins: Sequence[str]) -> None:
-    """Start of a worker process of the local pool: without plugins it runs jetastar's kernels
-    only (and needs no other package's numba extensions)."""
+def _worker_setup(plugins: Sequence[str], progress_queue: Any = None) -> None:
+    """Start of a worker process of the local pool.
+
+    Ctrl-C reaches every process of the terminal's process group: workers ignore it and the
+    master, which holds the results, decides (it keeps what is finished and stops the workers).
+    Finished jets are reported on ``progress_queue``. Without plugins a worker runs jetastar's
+    kernels only (and needs no other package's numba extensions).
+    """
+    global _progress_queue
     from ._jit import skip_numba_extensions
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _progress_queue = progress_queue
     if not plugins:
         skip_numba_extensions()
+
+
+#: the per-jet progress queue of each local process pool
+_PROGRESS_QUEUES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def _make_executor(
@@ -502,9 +591,44 @@ def _make_executor(
         return client.get_executor(), client
     if workers > 1:
         ctx = multiprocessing.get_context("spawn")
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                      initializer=_worker_setup, initargs=(list(plugins),)), None
+        progress_queue = ctx.Queue()
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_setup,
+                                      initargs=(list(plugins), progress_queue))
+        _PROGRESS_QUEUES[pool] = progress_queue
+        return pool, None
     return None, None
+
+
+def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
+    """Shut an executor down; after an interrupt, at once.
+
+    A local process pool's workers are killed (they only compute: results are written by the
+    master, so nothing is lost that was not finished anyway); other executors get their pending
+    work cancelled.
+
+    Args:
+        executor: the executor (e.g. from ``_make_executor``).
+        interrupted: stop now instead of waiting for running work.
+    """
+    if interrupted:
+        processes = getattr(executor, "_processes", None) or {}
+        for proc in list(processes.values()):
+            try:
+                proc.kill()
+            except (OSError, ValueError, AttributeError):
+                pass
+        for proc in list(processes.values()):
+            with contextlib.suppress(Exception):
+                proc.join(timeout=2)
+    try:
+        executor.shutdown(wait=not interrupted, cancel_futures=True)
+    except TypeError:  # dask's ClientExecutor has no cancel_futures
+        executor.shutdown(wait=not interrupted)
+    queue = _PROGRESS_QUEUES.pop(executor, None)
+    if queue is not None:
+        queue.close()
+        queue.cancel_join_thread()
 
 
 def run_batch(
@@ -598,12 +722,14 @@ def run_batch(
                 summaries.append(summary)
                 if on_file_done is not None:
                     on_file_done(summary)
+        except BaseException:
+            if own_executor is not None:
+                shutdown_executor(own_executor, interrupted=True)
+                own_executor = None
+            raise
         finally:
             if own_executor is not None:
-                try:
-                    own_executor.shutdown(wait=True, cancel_futures=True)
-                except TypeError:  # dask's ClientExecutor has no cancel_futures
-                    own_executor.shutdown(wait=True)
+                shutdown_executor(own_executor)
             if client is not None:
                 client.close()
     return summaries
@@ -650,12 +776,20 @@ def _run_file(
         summary.chunks_total = len(chunks)
         summary.chunks_reused = sum(1 for c in chunks if c in done)
         todo = [c for c in chunks if c not in done]
+        if todo:
+            # compile (or load) the kernels before the bar starts, so that its rate and ETA are
+            # those of the clustering
+            _warm_up_for(config, executor, n_workers)
         bar = progress_bar(
             total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
             show=progress, leave=True,
         )
-        with bar:
-            _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
+        try:
+            with bar:
+                _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
+        except KeyboardInterrupt:
+            kept = sum(b - a for a, b in _done_parts(parts))
+            raise BatchInterrupted(str(inp), str(parts), kept, n) from None
         _merge(reader, out, parts, chunks, config, {**reading, **(attrs or {})})
         summary.status_counts = _status_counts_of(out)
     except (JetastarError, ValueError, OSError) as exc:
@@ -691,11 +825,17 @@ def _prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]
     if not parts.exists():
         parts.mkdir(parents=True)
         atomic_write_text(mpath, to_json(manifest))
+    return _done_parts(parts)
+
+
+def _done_parts(parts: Path) -> set[tuple[int, int]]:
+    """The chunks ``(start, stop)`` whose part file is in the folder."""
     done = set()
-    for p in parts.iterdir():
-        rng = _parse_part(p.name)
-        if rng is not None:
-            done.add(rng)
+    if parts.is_dir():
+        for p in parts.iterdir():
+            rng = _parse_part(p.name)
+            if rng is not None:
+                done.add(rng)
     return done
 
 
@@ -724,23 +864,34 @@ def _process_chunks(
     reader: _Reader, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
     executor: cf.Executor | None, n_workers: int, bar: Any,
 ) -> None:
+    """Cluster the chunks ``todo`` and write one part file each; the bar moves per jet.
+
+    Interrupted (``KeyboardInterrupt``), it writes the parts of chunks that had finished, cancels
+    the rest and re-raises.
+    """
     source = str(reader.path)
     if executor is None:
         for a, b in todo:
-            _, tables = _chunk_task(reader.chunk(a, b), config, a, source, 1)
+            tables = cluster_collection(reader.chunk(a, b), config, first_index=a,
+                                        source=source, on_jet=lambda: bar.update(1))
             _note_problems(reader, tables, a, b)
             _write_part(parts, a, b, tables)
-            bar.update(b - a)
         return
-    if todo:
-        for fut in warm_up_workers(executor, config, n_workers):
-            try:
-                fut.result()
-            except Exception:  # the chunks report what fails
-                pass
+    progress = _PROGRESS_QUEUES.get(executor)
+    seen: dict[int, int] = {}  # chunk start -> jets the bar already counts
+    closed: set[int] = set()  # chunks written (late reports of theirs are ignored)
     pending: dict[cf.Future, tuple[int, int]] = {}
     queue = list(todo)
     max_inflight = 2 * n_workers + 1
+
+    def finish(fut: cf.Future) -> None:
+        a, b = pending.pop(fut)
+        _, tables = fut.result()
+        _note_problems(reader, tables, a, b)
+        _write_part(parts, a, b, tables)
+        closed.add(a)
+        bar.update(b - a - seen.pop(a, 0))
+
     try:
         while queue or pending:
             while queue and len(pending) < max_inflight:
@@ -748,16 +899,54 @@ def _process_chunks(
                 fut = executor.submit(_chunk_task, reader.chunk(a, b), config, a, source,
                                       n_workers)
                 pending[fut] = (a, b)
-            finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            finished, _ = cf.wait(list(pending), timeout=0.25 if progress is not None else None,
+                                  return_when=cf.FIRST_COMPLETED)
+            _drain_progress(progress, source, seen, closed, bar)
             for fut in finished:
-                a, b = pending.pop(fut)
-                _, tables = fut.result()
-                _note_problems(reader, tables, a, b)
-                _write_part(parts, a, b, tables)
-                bar.update(b - a)
+                finish(fut)
+    except KeyboardInterrupt:
+        # keep what has finished: a part is small and quick to write
+        for fut in [f for f in pending if f.done() and not f.cancelled()]:
+            with contextlib.suppress(Exception):
+                if fut.exception() is None:
+                    finish(fut)
+        raise
     finally:
         for fut in pending:
             fut.cancel()
+
+
+def _warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int) -> None:
+    """Warm up this process (no executor) or the executor's workers, and wait for it."""
+    if executor is None:
+        _load_registry(config.plugins)
+        _warm_up(config, {name: _options_for(name, config, 1) for name in config.algorithms})
+        return
+    for fut in warm_up_workers(executor, config, n_workers):
+        try:
+            fut.result()
+        except Exception:  # the chunks report what fails
+            pass
+
+
+def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],
+                    bar: Any) -> None:
+    """Move the bar by the jets of ``source`` the workers reported since the last call (reports of
+    chunks already written, or of another file, are stale)."""
+    if progress is None:
+        return
+    moved = 0
+    while True:
+        try:
+            where, start = progress.get_nowait()
+        except (_queue.Empty, OSError, ValueError, EOFError):
+            break
+        if where != source or start in closed:
+            continue
+        seen[start] = seen.get(start, 0) + 1
+        moved += 1
+    if moved:
+        bar.update(moved)
 
 
 def _merge(

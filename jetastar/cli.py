@@ -25,7 +25,9 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,7 +141,7 @@ def _batch_config(args: argparse.Namespace) -> Any:
         time_limit=args.time_limit,
         max_leaves=parse_limits(args.max_leaves or []),
         plugins=list(args.plugin or []),
-        chunk_size=args.chunk_size,
+        chunk_size=args.chunk_size, threads=args.threads,
     )
 
 
@@ -496,20 +498,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- run
 #: the registry's exact-MAP method, which `jetastar run` applies to every jet
 _MAP_METHOD = "trellis"
+#: the main job's jets have at most this many leaves (each still gets its exact MAP, in ~2 s at 20)
+_DEMO_MAX_LEAVES = 20
+#: left out of the main job unless asked for: their kernels alone take longer to compile than the
+#: rest of the run (the window search is the approximate MAP method shown)
+_SLOW_DEMO_METHODS = ("astar", "astar-approx")
 #: its per-jet time budget in `jetastar run` (the bundled jets need at most ~1 min)
 _MAP_TIME_LIMIT = 600.0
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ._jit import one_notice_for_workers
-    from .batch import _make_executor
+    from .batch import _make_executor, shutdown_executor
 
     with one_notice_for_workers():
         executor, _ = _make_executor(args.workers, None, args.plugin or ())
+        interrupted = False
         try:
             return _run_main_job(args, executor)
+        except BaseException:
+            interrupted = True
+            raise
         finally:
             if executor is not None:
-                executor.shutdown(wait=True, cancel_futures=True)
+                shutdown_executor(executor, interrupted=interrupted)
 
 
 def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
@@ -524,7 +535,14 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    names = _split_list(args.algorithms) or algorithms()
+    names = _split_list(args.algorithms)
+    left_out: list[str] = []
+    if not names:
+        # the demonstration is quick: A* (exact and approximate) compile and run for longest
+        names = [a for a in algorithms() if a not in _SLOW_DEMO_METHODS]
+        left_out = [a for a in algorithms() if a in _SLOW_DEMO_METHODS]
+    elif names == ["all"]:
+        names = algorithms()
     if not names:
         raise _UsageError("no clustering algorithms are registered")
     max_leaves = {}
@@ -540,8 +558,10 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
         options.setdefault(_MAP_METHOD, {}).setdefault("max_time", _MAP_TIME_LIMIT)
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
-                         chunk_size=args.chunk_size)
+                         chunk_size=args.chunk_size, threads=args.threads)
     _out(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
+    if left_out:
+        _out(f"  left out for speed: {', '.join(left_out)} (--algorithms all runs every algorithm)")
     if executor is not None:
         # the workers compile (or load) the clustering kernels while this process generates
         warm_up_workers(executor, config, max(2, args.workers))
@@ -555,8 +575,10 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
                              for k in node_q if k in node_w}, {})
     io.write(jets_path, both, attrs={"seed": args.seed, "command": _command_line()})
-    _out(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}) "
-         f"-> {jets_path}")
+    cap = (f"at most {args.max_jet_leaves} leaves each (--max-jet-leaves none lifts the cap)"
+           if args.max_jet_leaves is not None else "no cap on the number of leaves")
+    _out(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}; "
+         f"{cap}) -> {jets_path}")
     results_h5 = out / "results.h5"
     summaries = run_batch([jets_path], config, output=results_h5, workers=args.workers,
                           executor=executor, progress=not args.no_progress, fresh=True,
@@ -564,6 +586,7 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     code = _print_summaries(summaries)
     if code:
         return code
+    _print_times(io.read_results(results_h5))
     results_root = out / "results.root"
     io.write(results_root, io.read(results_h5, validate=False), io.read_results(results_h5),
              attrs={"command": _command_line(), "seed": args.seed})
@@ -578,6 +601,30 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     _out(f"comparison table: {out / 'comparison.txt'}; plot: {out / 'comparison.png'} "
          f"({time.perf_counter() - t0:.0f} s in total)")
     return 0
+
+
+def _print_times(tables: dict[str, Any]) -> None:
+    """One line: the clustering time of each algorithm, summed over the jets (compilation left
+    out; with several workers each runs on one thread, so this is its CPU time)."""
+    cells = []
+    for name, table in tables.items():
+        t = np.asarray(table.time_s, dtype=np.float64)
+        cells.append(f"{name} {np.nansum(t):.1f}")
+    _out("time per algorithm, s summed over jets: " + ", ".join(cells))
+
+
+def _int_or_none(text: str) -> int | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of leaves or 'none', got {text!r}"
+        ) from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 leaves, got {value}")
+    return value
 
 
 # ---------------------------------------------------------------------- parser
@@ -598,6 +645,9 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="size limit for an algorithm (default: the registry's for exact methods); "
                         "larger jets are recorded as 'skipped'")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="numba threads per process for the exact engines (default: all cores "
+                        "with one worker, 1 per worker with several; small jets use one anyway)")
     p.add_argument("--chunk-size", type=int, default=50,
                    help="jets per work unit and part file (default 50)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
@@ -630,9 +680,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-qcd", type=int, default=30, help="QCD jets (default 30)")
     p.add_argument("--n-w", type=int, default=30, help="W jets (default 30)")
     p.add_argument("--seed", type=int, default=1, help="seed of the QCD jets (W: seed + 1)")
-    p.add_argument("--max-jet-leaves", type=int, default=None,
-                   help="generate only jets with at most this many leaves")
-    p.add_argument("--algorithms", default=None, help="comma-separated (default: all registered)")
+    p.add_argument("--max-jet-leaves", type=_int_or_none, default=_DEMO_MAX_LEAVES, metavar="N",
+                   help=f"generate only jets with at most N leaves (default {_DEMO_MAX_LEAVES}, "
+                        "which keeps the run quick; 'none' lifts the cap)")
+    p.add_argument("--algorithms", default=None,
+                   help="comma-separated, or 'all' (default: every registered algorithm but "
+                        f"{' and '.join(_SLOW_DEMO_METHODS)}, which take longest)")
     p.add_argument("--exact-max-leaves", type=int, default=14,
                    help="exact search methods (A*) run on jets up to this size (default 14); the "
                         f"exact MAP ({_MAP_METHOD!r}) runs on every jet, with up to "
@@ -801,6 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["demo"])
     debug = bool(getattr(args, "debug", False))
+    previous = _terminate_as_interrupt()
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` etc.
@@ -809,12 +863,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        print(f"{_PROG}: interrupted (rerun the same command to resume a cluster run)",
-              file=sys.stderr)
-        return 130
+        from .batch import BatchInterrupted
+
+        what = "terminated" if isinstance(exc, _Terminated) or _Terminated.seen else "interrupted"
+        if args.command == "run":  # the demonstration regenerates its jets: nothing to resume
+            text = f"{what} (`{_PROG} run` starts afresh when rerun)"
+        elif isinstance(exc, BatchInterrupted):
+            text = str(exc).replace("interrupted", what, 1)
+        else:
+            text = f"{what} (rerun the same command to resume a cluster run)"
+        print(f"{_PROG}: {text}", file=sys.stderr)
+        return 143 if what == "terminated" else 130
     except _UsageError as exc:
         if debug:
             raise
@@ -825,6 +887,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{_PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (what batch systems send before killing a job), raised like Ctrl-C so that a run
+    stops the same way: finished work kept, workers stopped, exit code 143."""
+
+    seen = False
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    _Terminated.seen = True
+    raise _Terminated()
+
+
+def _terminate_as_interrupt() -> Any:
+    """Install the SIGTERM handler (main thread only); returns the previous one to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError):
+        return None
 
 
 def _one_line(exc: BaseException) -> str:

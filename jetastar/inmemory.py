@@ -148,7 +148,14 @@ def cluster_jets(
     """
     from ._jit import one_notice_for_workers
     from ._progress import progress_bar
-    from .batch import BatchConfig, _make_executor, check_config, cluster_collection, warm_up_workers
+    from .batch import (
+        BatchConfig,
+        _make_executor,
+        check_config,
+        cluster_collection,
+        shutdown_executor,
+        warm_up_workers,
+    )
     from .io import AlgorithmResults
     from .observables import _as_collection
 
@@ -171,13 +178,14 @@ def cluster_jets(
             own, _ = _make_executor(workers, None, config.plugins)
             executor = own
         n_workers = 1 if executor is None else max(2, workers)
+        interrupted = False
         try:
             with progress_bar(total=n, unit="jet", desc="clustering", show=progress) as bar:
                 if executor is None:
                     for a, b in chunks:
                         pieces[(a, b)] = cluster_collection(
-                            collection.take(np.arange(a, b)), config, first_index=a)
-                        bar.update(b - a)
+                            collection.take(np.arange(a, b)), config, first_index=a,
+                            on_jet=lambda: bar.update(1))
                 else:
                     for fut in warm_up_workers(executor, config, n_workers):
                         try:
@@ -197,9 +205,12 @@ def cluster_jets(
                     finally:
                         for fut in futures:
                             fut.cancel()
+        except BaseException:
+            interrupted = True
+            raise
         finally:
             if own is not None:
-                own.shutdown(wait=True, cancel_futures=True)
+                shutdown_executor(own, interrupted=interrupted)
     tables = {}
     for name in config.algorithms:
         parts = [pieces[c][name] for c in chunks]

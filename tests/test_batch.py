@@ -232,15 +232,23 @@ def _parts(out: Path) -> list[Path]:
     return list(out.with_name(out.name + ".parts").glob("part-*.h5"))
 
 
-def test_killed_subprocess_resumes_exactly_once(tmp_path):
+def _cluster_command(tmp_path: Path, n_jets: int, seed: int, delay: float, chunk_size: int,
+                     ) -> tuple[list[str], dict[str, str], Path]:
+    """``jetastar cluster`` of ``n_jets`` W jets with test-chain on 2 workers: command, environment
+    (the workers import this module as a plugin) and output file."""
     inp = tmp_path / "jets.h5"
-    jio.write(inp, generate(120, ShowerParams.w(), seed=5))
+    jio.write(inp, generate(n_jets, ShowerParams.w(), seed=seed))
     out = tmp_path / "out.h5"
     cmd = [sys.executable, "-m", "jetastar", "cluster", str(inp), "--algorithms", "test-chain",
-           "--plugin", PLUGIN, "--option", "test-chain.delay=0.02", "--chunk-size", "4",
-           "--workers", "2", "-o", str(out), "--no-progress"]
+           "--plugin", PLUGIN, "--option", f"test-chain.delay={delay}", "--chunk-size",
+           str(chunk_size), "--workers", "2", "-o", str(out), "--no-progress"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH",
                                                                                      "")]))
+    return cmd, env, out
+
+
+def test_killed_subprocess_resumes_exactly_once(tmp_path):
+    cmd, env, out = _cluster_command(tmp_path, 120, seed=5, delay=0.02, chunk_size=4)
     killed_with = []
     for target in (3, 12):
         proc = subprocess.Popen(cmd, env=env, start_new_session=True,
@@ -295,3 +303,83 @@ def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
     with pytest.raises(BatchError, match=r"pip install 'jetastar\[dask\]'"):
         run_batch([jets_file], BatchConfig(["test-chain"], plugins=[PLUGIN]),
                   output=tmp_path / "x.h5", scheduler="tcp://127.0.0.1:1")
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
+                                                   (signal.SIGTERM, 143, "terminated")])
+def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path, sig, code, word):
+    # 48 jets x 0.5 s on 2 workers: ~12 s of work; the workers sleep through the signal, as a
+    # compiled kernel would
+    cmd, env, out = _cluster_command(tmp_path, 48, seed=6, delay=0.5, chunk_size=2)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and len(_parts(out)) < 2:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read()
+    kept_before = len(_parts(out))
+    os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C / a batch system does: the whole group
+    start = time.monotonic()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stopped_after = time.monotonic() - start
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.returncode == code, err
+    assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop (work left: ~10 s)"
+    assert f"jetastar: {word}:" in err and "kept in" in err and "rerun" in err, err
+    parts = _parts(out)
+    assert kept_before <= len(parts) < 24
+    assert f"{2 * len(parts)} of 48 jets" in err
+    assert not out.exists()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(parts)}/24 chunks resumed" in done.stdout
+    _check_complete(out, 48)
+
+
+def test_progress_moves_per_jet_with_workers(tmp_path, jets_file, monkeypatch):
+    import jetastar._progress as progress_module
+
+    updates: list[int] = []
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            self.n = kwargs.get("initial", 0)
+
+        def update(self, k):
+            updates.append(k)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr(progress_module, "progress_bar", lambda **kw: Recorder(**kw))
+    config = BatchConfig(["test-chain"], options={"test-chain": {"delay": 0.1}},
+                         plugins=[PLUGIN], chunk_size=10)
+    (s,) = run_batch([jets_file], config, output=tmp_path / "p.h5", workers=2)
+    assert s.ok
+    assert sum(updates) == 60
+    assert min(updates) < 10, updates  # jets reported before their chunk was done
+
+    updates.clear()
+    (s,) = run_batch([jets_file], config, output=tmp_path / "q.h5", workers=1)
+    assert s.ok and updates == [1] * 60
+
+
+def test_threads_setting_reaches_exact_engines_and_is_validated(tmp_path, jets_file):
+    from jetastar.batch import _options_for
+
+    config = BatchConfig(["trellis", "greedy"], threads=1)
+    assert _options_for("trellis", config, 1)["threads"] == 1
+    assert "threads" not in _options_for("greedy", config, 1)
+    assert _options_for("trellis", BatchConfig(["trellis"]), 2)["threads"] == 1
+    assert "threads" not in _options_for("trellis", BatchConfig(["trellis"]), 1)
+    assert "threads" not in config.fingerprint()  # results do not depend on it
+    with pytest.raises(BatchError, match="threads"):
+        run_batch([jets_file], BatchConfig(["trellis"], threads=0), output=tmp_path / "t.h5")

@@ -169,7 +169,10 @@ def test_main_job_and_astar_approx_with_tqdm_disable(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "jet/s" not in done.stderr
     tables = jio.read_results(out / "results.h5")
-    assert "astar-approx" in tables
+    # the demonstration leaves the slow-to-compile A* out (and says so) and shows the window search
+    assert "astar-approx" not in tables and "astar" not in tables and "window-search" in tables
+    assert "left out for speed: astar, astar-approx" in done.stdout
+    assert "at most 9 leaves each" in done.stdout
     for name, table in tables.items():
         assert set(table.status) <= {"ok", "all_inf", "skipped"}, (name, list(table.status))
     # astar-approx with its own progress bar switched on, through `jetastar cluster`
@@ -180,6 +183,19 @@ def test_main_job_and_astar_approx_with_tqdm_disable(tmp_path):
     assert "failed" not in done.stdout and "Traceback" not in done.stderr
     table = jio.read_results(tmp_path / "approx.h5")["astar-approx"]
     assert list(table.status) == ["ok"] * 4
+
+
+def test_run_defaults_keep_the_demonstration_quick():
+    from jetastar.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["run"]).max_jet_leaves == 20
+    assert parser.parse_args(["run", "--max-jet-leaves", "none"]).max_jet_leaves is None
+    assert parser.parse_args(["run", "--max-jet-leaves", "25"]).max_jet_leaves == 25
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--max-jet-leaves", "many"])
+    assert parser.parse_args(["cluster", "x.h5", "--algorithms", "greedy",
+                              "--threads", "1"]).threads == 1
 
 
 def test_cluster_with_window_search(tmp_path, capsys):

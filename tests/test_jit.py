@@ -220,3 +220,22 @@ def test_one_numba_thread_gives_the_same_results(tmp_path):
             np.testing.assert_allclose(value[3], many[key][3], rtol=1e-12, atol=1e-15)
         else:
             assert value == many[key], key
+
+
+def test_compile_notice_says_roughly_how_long(monkeypatch):
+    from jetastar._jit import expect_compile, notice_text
+    from jetastar.clustering._warmup import compile_estimate
+
+    monkeypatch.delenv("_JETASTAR_COMPILE_ESTIMATE", raising=False)
+    assert notice_text() == COMPILE_NOTICE
+    demo = ["greedy", "beam", "kt", "mcts", "trellis", "window-search"]
+    one, two = compile_estimate(demo), compile_estimate(demo, workers=2)
+    assert 10 <= one <= 30 and two < one
+    assert compile_estimate([*demo, "astar-approx"], 2) > two + 5
+    expect_compile(two)
+    text = notice_text()
+    assert text.startswith(COMPILE_NOTICE) and "roughly" in text and text.endswith(" s")
+    expect_compile(100.0, keep=True)  # a worker keeps the master's estimate
+    assert notice_text() == text
+    expect_compile(None)
+    assert notice_text() == COMPILE_NOTICE

@@ -289,20 +289,40 @@ def solve_size(
     for p in nb.prange(n_pieces):
         lo = r_start + total * p // n_pieces
         hi = r_start + total * (p + 1) // n_pieces
-        if lo >= hi:
-            continue
-        s = unrank(k, lo, binom)
-        for _ in range(lo, hi):
-            e, q, v, u = solve_cluster(
-                s, rec, wq, best, c, t_cut, legacy, _NEG_INF, 0.0, prune, scale
-            )
-            enumerated += e
-            passed += q
-            evaluated += v
-            unsplittable += u
-            if rec[s, V] == _NEG_INF:
-                impossible += 1
-            s = _next_same_size(s)
+        e, q, v, u, m = solve_ranks(k, lo, hi, binom, rec, wq, best, c, t_cut, legacy, prune, scale)
+        enumerated += e
+        passed += q
+        evaluated += v
+        unsplittable += u
+        impossible += m
+    return enumerated, passed, evaluated, unsplittable, impossible
+
+
+@nb.njit(cache=True)
+def solve_ranks(
+    k, lo, hi, binom, rec, wq, best, c, t_cut, legacy, prune, scale
+):  # pragma: no cover - numba
+    """The ``k``-leaf clusters of ranks ``lo .. hi - 1`` on the calling thread: one piece of
+    :func:`solve_size`, and its serial twin for slices too small for a parallel launch."""
+    enumerated = 0
+    passed = 0
+    evaluated = 0
+    unsplittable = 0
+    impossible = 0
+    if lo >= hi:
+        return enumerated, passed, evaluated, unsplittable, impossible
+    s = unrank(k, lo, binom)
+    for _ in range(lo, hi):
+        e, q, v, u = solve_cluster(
+            s, rec, wq, best, c, t_cut, legacy, _NEG_INF, 0.0, prune, scale
+        )
+        enumerated += e
+        passed += q
+        evaluated += v
+        unsplittable += u
+        if rec[s, V] == _NEG_INF:
+            impossible += 1
+        s = _next_same_size(s)
     return enumerated, passed, evaluated, unsplittable, impossible
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
+__all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
 
 # (E, px, py, pz) in GeV of QCD jets generated with seed 3 (t_cut 16 GeV² and 1 GeV²)
 _SMALL = (
@@ -58,6 +58,41 @@ _HEURISTIC_FIRST = ("astar-approx", "astar")
 _WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limit": 1e-3}
 
 _warmed: set[tuple[str, str]] = set()
+
+#: compile CPU seconds on a cold cache (2-core machine, 2026): the kernels every algorithm needs
+#: (likelihood, tree scoring), then each algorithm's own on top, in the order of
+#: :func:`warm_up_order` (approximate A* includes beam search and greedy; exact A* is cheap after
+#: approximate A*, and the whole of approximate A*'s cost without it)
+_COMPILE_BASE_S = 3.0
+_COMPILE_OWN_S = {
+    "astar-approx": 21.0, "beam": 3.0, "greedy": 0.5, "kt": 0.5, "cambridge": 0.0, "antikt": 0.0,
+    "mcts": 4.0, "trellis": 3.0, "window-search": 3.0, "astar": 1.5,
+}
+_COMPILE_OTHER_S = 3.0
+
+
+def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
+    """Roughly how many seconds (wall) compiling the kernels of ``names`` takes on a cold cache.
+
+    Args:
+        names: algorithm names (unknown ones, e.g. plugins, count a few seconds each).
+        workers: processes that compile in parallel (one warm-up task each).
+
+    Returns:
+        Seconds; the compile notice shows it as a range.
+
+    Example:
+        >>> compile_estimate(["greedy"]) < compile_estimate(["greedy", "astar-approx"])
+        True
+    """
+    names = list(names)
+    own = [_COMPILE_OWN_S.get(name, _COMPILE_OTHER_S) for name in names]
+    if "astar" in names and "astar-approx" not in names:
+        own[names.index("astar")] = _COMPILE_OWN_S["astar-approx"]
+    tasks = max(1, min(int(workers), len(warm_up_tasks(names))))
+    # the longest task bounds the wall time from below
+    return max(_COMPILE_BASE_S + max(own, default=0.0),
+               (_COMPILE_BASE_S * tasks + sum(own)) / tasks)
 
 
 def warm_up_jets() -> list[Any]:

@@ -47,13 +47,12 @@ from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _k
 from ._subsets import fill_subset_t, full_mask, n_splits_total
+from ._threads import Threads, check_threads, parallel_worth_it
 from .astar import _check_budget
 from .result import ClusteringResult
 from .trellis import (
-    _check_threads,
     _format_bytes,
     _Progress,
-    _Threads,
     _tree_from_best,
     _valid_likelihood,
     default_memory_limit,
@@ -181,7 +180,7 @@ def exact_map(
     likelihood = _valid_likelihood(likelihood)
     max_time = _check_budget(max_time, "max_time")
     max_memory = _check_budget(max_memory, "max_memory", integer=True)
-    threads = _check_threads(threads)
+    threads = check_threads(threads)
     n = jet.n_leaves
     who = f"jet {jet.label}"
     memory = _check_map_memory(n, who, max_memory)
@@ -390,7 +389,7 @@ class _MapSolver:
         total = n_splits_total(n)
         fine = show or max_time is not None
         finished = True
-        with _Threads(self.threads), _Progress(show, total, who, "exact MAP") as bar:
+        with Threads(self.threads), _Progress(show, total, who, "exact MAP") as bar:
             pieces = _PIECES_PER_THREAD * nb.get_num_threads()
             for k in range(2, n):
                 per = (1 << (k - 1)) - 1
@@ -404,10 +403,17 @@ class _MapSolver:
                         finished = False
                         break
                     hi = min(n_k, lo + step)
-                    counts += np.asarray(_k.solve_size(
-                        k, lo, hi, min(pieces, hi - lo), self.binom, self.rec, self.wq,
-                        self.best, c, t_cut, legacy, prune, self.scale,
-                    ), dtype=np.int64)
+                    if parallel_worth_it((hi - lo) * per):
+                        out = _k.solve_size(
+                            k, lo, hi, min(pieces, hi - lo), self.binom, self.rec, self.wq,
+                            self.best, c, t_cut, legacy, prune, self.scale,
+                        )
+                    else:
+                        out = _k.solve_ranks(
+                            k, lo, hi, self.binom, self.rec, self.wq, self.best, c, t_cut,
+                            legacy, prune, self.scale,
+                        )
+                    counts += np.asarray(out, dtype=np.int64)
                     bar.update((hi - lo) * per)
                 if not finished:
                     break

@@ -66,6 +66,7 @@ from ..jet import Jet
 from ..tree import Tree
 from . import _trellis_kernels as _k
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from ._threads import Threads, check_threads, parallel_worth_it
 from .registry import register
 from .result import ClusteringResult
 
@@ -86,8 +87,6 @@ MAX_TRELLIS_LEAVES = 30
 
 #: Show a progress bar from this many leaves on when ``progress=None``.
 _PROGRESS_FROM = 19
-#: Slices with at most this many splits run on one thread (a parallel launch costs more).
-_SERIAL_BELOW = 50_000
 #: Posterior samples are drawn in batches of this many (bounds the sampler's scratch memory).
 _SAMPLE_BATCH = 20_000
 
@@ -292,7 +291,7 @@ class Trellis:
         self.likelihood = likelihood
         self.max_memory = max_memory
         self.prune = bool(prune)
-        self.threads = _check_threads(threads)
+        self.threads = check_threads(threads)
         label = "<unnamed>" if label is None else label
         self._who = f"jet {label}"
         self._solve(
@@ -317,7 +316,7 @@ class Trellis:
         self.likelihood = model.name
         self.max_memory = max_memory
         self.prune = False
-        self.threads = _check_threads(threads)
+        self.threads = check_threads(threads)
         self._who = model.label
         n = model.n_points
         self._solve(
@@ -368,11 +367,11 @@ class Trellis:
         t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-        with _Threads(self.threads), _Progress(show, n_splits_total(n), self._who) as bar:
+        with Threads(self.threads), _Progress(show, n_splits_total(n), self._who) as bar:
             for size in range(2, n + 1):
                 per = (1 << (size - 1)) - 1
                 for start, stop in _chunks(self._offsets, size, n, show):
-                    kernel = _k.dp_range if (stop - start) * per > _SERIAL_BELOW else (
+                    kernel = _k.dp_range if parallel_worth_it((stop - start) * per) else (
                         _k.dp_range_serial
                     )
                     e, k, p = kernel(
@@ -600,10 +599,10 @@ class Trellis:
             acc = np.zeros((rows, m), dtype=np.float64)
             marg[self._full] = 1.0
             order, offsets = self._order, self._offsets
-            with _Threads(self.threads):
+            with Threads(self.threads):
                 for size in range(n, 0, -1):
                     start, stop = int(offsets[size]), int(offsets[size + 1])
-                    small = (stop - start) * ((1 << (size - 1)) - 1) <= _SERIAL_BELOW
+                    small = not parallel_worth_it((stop - start) * ((1 << (size - 1)) - 1))
                     if size < n:
                         gather = _k.marginals_gather_serial if small else _k.marginals_gather
                         gather(order, start, stop, marg, acc)
@@ -822,17 +821,6 @@ def _check_count(n: Any, name: str) -> int:
     return int(n)
 
 
-def _check_threads(threads: int | None) -> int | None:
-    if threads is None:
-        return None
-    limit = nb.config.NUMBA_NUM_THREADS
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not (
-        1 <= threads <= limit
-    ):
-        raise ValueError(f"threads must be an integer in 1..{limit}, got {threads!r}")
-    return int(threads)
-
-
 def _chunks(offsets: np.ndarray, size: int, n: int, fine: bool) -> list[tuple[int, int]]:
     """The slice of one size, cut in ~1 % pieces of the total work when a progress bar shows."""
     start, stop = int(offsets[size]), int(offsets[size + 1])
@@ -841,24 +829,6 @@ def _chunks(offsets: np.ndarray, size: int, n: int, fine: bool) -> list[tuple[in
     per = (1 << (size - 1)) - 1
     step = max(1, n_splits_total(n) // (100 * per))
     return [(a, min(stop, a + step)) for a in range(start, stop, step)]
-
-
-class _Threads:
-    """Context manager: numba thread count for a block (restored afterwards)."""
-
-    def __init__(self, threads: int | None) -> None:
-        self.threads = threads
-        self.saved = 0
-
-    def __enter__(self) -> _Threads:
-        if self.threads is not None:
-            self.saved = nb.get_num_threads()
-            nb.set_num_threads(self.threads)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.threads is not None:
-            nb.set_num_threads(self.saved)
 
 
 class _Progress:
