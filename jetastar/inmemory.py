@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -205,6 +206,13 @@ def cluster_jets(
                     finally:
                         for fut in futures:
                             fut.cancel()
+        except BrokenProcessPool as exc:
+            interrupted = True
+            raise RuntimeError(
+                "a worker process died before it could cluster anything. Worker processes import "
+                "the main script: in a script, call cluster_jets(..., workers=...) under "
+                "`if __name__ == \"__main__\":` (or use workers=1)"
+            ) from exc
         except BaseException:
             interrupted = True
             raise

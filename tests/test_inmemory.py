@@ -107,3 +107,22 @@ def test_registry_cluster_accepts_collections_and_awkward(jets: JetCollection) -
     assert cluster(jets[4].leaves, "greedy").log_likelihood == res.log_likelihood
     with pytest.raises(InvalidJetError, match="1-D records"):
         Jet(ak.Array([1.0, 2.0]))
+
+
+def test_script_without_main_guard_gets_a_clear_message(tmp_path):
+    """Worker processes import the main script; without the ``__main__`` guard they die, and the
+    user is told why instead of getting a bare BrokenProcessPool."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from jetastar.ginkgo import ShowerParams, generate\n"
+        "from jetastar.inmemory import cluster_jets\n"
+        "jets = generate(20, ShowerParams.qcd(), seed=1)\n"
+        "cluster_jets(jets, ['greedy'], workers=2, chunk_size=5, progress=False)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode != 0
+    assert 'if __name__ == "__main__":' in done.stderr, done.stderr[-2000:]
