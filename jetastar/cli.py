@@ -129,6 +129,9 @@ def _batch_config(args: argparse.Namespace) -> Any:
     from .clustering import algorithms
 
     names = _split_list(args.algorithms)
+    if args.algorithms is not None and not names:
+        raise _UsageError(f"--algorithms is empty; give names ({', '.join(algorithms())}) or "
+                          "'all'")
     if not names or names == ["all"]:
         names = algorithms()
     options = parse_options(args.option or [])
@@ -641,7 +644,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     from . import io
-    from .batch import BatchConfig, parse_options, run_batch, warm_up_workers
+    from .batch import BatchConfig, check_config, parse_options, run_batch, warm_up_workers
     from .io import set_extras
     from .jet import JetCollection
 
@@ -668,6 +671,7 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
                          chunk_size=args.chunk_size)
+    check_config(config)  # every option is checked before the jets are generated
     _out(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if executor is not None:
         # the workers compile (or load) the clustering kernels while this process generates

@@ -89,7 +89,9 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
     """Run the algorithm called ``algorithm`` on ``jet`` with keyword ``options``.
 
     Raises:
-        ValueError: for an unknown algorithm or option (listing the valid ones).
+        ValueError: for an unknown algorithm or option (listing the valid ones), or an option
+            value of the wrong type or range (text booleans such as ``"false"`` are read as
+            booleans, numbers given as text as numbers).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -106,4 +108,6 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
             f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
             f"valid: {', '.join(valid) or '(none)'}"
         )
-    return info.func(jet, **options)
+    from ._option_checks import check_options
+
+    return info.func(jet, **check_options(algorithm, info.func, options))

@@ -65,6 +65,7 @@ from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _trellis_kernels as _k
+from ._option_checks import as_flag
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
 from .registry import register
 from .result import ClusteringResult
@@ -732,6 +733,7 @@ def exact_trellis(
         >>> exact_trellis(jet, log_z=False).log_likelihood == exact_trellis(jet).log_likelihood
         True
     """
+    log_z = as_flag(log_z, "log_z")
     if not log_z and isinstance(jet, Jet):
         from .exact_map import exact_map
 
@@ -764,7 +766,7 @@ def _trellis_method(
     """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
     or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count; no time budget).
     """
-    if log_z or not isinstance(jet, Jet):
+    if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
                              progress=progress)
     from .exact_map import exact_map

@@ -48,6 +48,7 @@ import numpy as np
 from ..jet import JetCollection
 from ._atomic import atomic_path
 from ._by_entry import by_entry_columns, event_columns, has_entries
+from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -302,6 +303,16 @@ class _File:
             )
         if need_jets and "jets" not in f:
             raise FileFormatError(f"{self.path}: holds no jets (a results-only file)")
+        self.n_jets = 0
+        if "jets" in f:
+            try:
+                self.n_jets = check_hdf5_jet_columns(self.path, f["jets"])
+            except (OSError, RuntimeError, KeyError) as exc:
+                raise FileFormatError(
+                    f"{self.path}: corrupt HDF5 file ({_short(str(exc))})"
+                ) from None
+        if "results" in f:
+            check_hdf5_dataset_sizes(self.path, f["results"])
 
     def read(self, name: str, sel: Any = slice(None)) -> np.ndarray:
         try:
@@ -355,9 +366,7 @@ def _normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None
 def n_jets_hdf5(path: str | os.PathLike[str]) -> int:
     """Number of jets in a jetastar HDF5 file (reads only metadata)."""
     with _File(path) as f:
-        if "jet_id" not in f.f["jets"]:
-            raise FileFormatError(f"{path}: dataset 'jets/jet_id' is missing")
-        return int(f.f["jets/jet_id"].shape[0])
+        return f.n_jets
 
 
 def read_hdf5(
@@ -382,7 +391,7 @@ def read_hdf5(
         FileNotFoundError, FileFormatError, InvalidJetInFileError: one-line messages naming the file.
     """
     with _File(path) as f:
-        n = int(f.f["jets/jet_id"].shape[0]) if "jet_id" in f.f["jets"] else 0
+        n = f.n_jets
         start, stop, take = _normalise_selection(jets, n)
         collection = _read_range(f, start, stop)
     if validate:
@@ -402,6 +411,16 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
     na, nb = int(noff[0]), int(noff[-1])
     if np.any(np.diff(loff) < 0) or np.any(np.diff(noff) < 0):
         raise FileFormatError(f"{f.path}: offsets decrease (corrupt file)")
+    if la < 0 or nb < 0 or lb > f.f[g + "E"].shape[0] or nb > f.f[g + "left"].shape[0]:
+        raise FileFormatError(f"{f.path}: offsets point outside the leaf / node columns")
+    stated = f.read(g + "n_leaves", slice(start, stop)).astype(np.int64)
+    wrong = np.flatnonzero(stated != np.diff(loff))
+    if wrong.size:
+        i = int(wrong[0])
+        raise FileFormatError(
+            f"{f.path}: inconsistent columns: entry {start + i}: 'jets/n_leaves' is "
+            f"{int(stated[i])} but 'jets/leaf_offsets' gives {int(loff[i + 1] - loff[i])} leaves"
+        )
     leaves = np.stack([f.read(g + c, slice(la, lb)) for c in _P4], axis=1).astype(np.float64)
     if leaves.shape[0] != lb - la:
         raise FileFormatError(f"{f.path}: leaf columns are shorter than the offsets say")
