@@ -61,6 +61,7 @@ from ._common import (
     truth_log_likelihoods,
     validate_columns,
 )
+from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
 from .results import AlgorithmResults
 
 __all__ = [
@@ -213,28 +214,45 @@ def write_hdf5(
     h5py = _h5py()
     meta = provenance()
     meta.update(dict(attrs or {}))
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        f.attrs["format"] = FORMAT_NAME
-        f.attrs["schema_version"] = SCHEMA_VERSION
-        f.attrs["content"] = "jets+results" if collection is not None else "results"
-        for k, v in meta.items():
-            f.attrs[k] = v if isinstance(v, (str, int, float, bool, np.number)) else json.dumps(v)
-        if collection is not None:
-            f.attrs["n_jets"] = len(collection)
-            f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
-            _write_jets(f.create_group("jets"), collection)
-        res = f.create_group("results")
-        for label, table in (results or {}).items():
-            _write_results(res.create_group(_group_name(label)), table)
-        if results and has_entries(collection):
-            from .root import _entry_range
+    need = estimate_bytes(collection, dict(results or {}))
+    in_memory = need <= IN_MEMORY_MAX
+    if not in_memory:
+        check_free_space(path, need)
+    image = None
+    with atomic_path(path) as tmp:
+        # a file of moderate size is built in memory and written with one write(), so a full disk
+        # is a clean OSError, never a crash inside HDF5
+        kw = {"driver": "core", "backing_store": False} if in_memory else {}
+        with h5py.File(tmp, "w", **kw) as f:
+            f.attrs["format"] = FORMAT_NAME
+            f.attrs["schema_version"] = SCHEMA_VERSION
+            f.attrs["content"] = "jets+results" if collection is not None else "results"
+            for k, v in meta.items():
+                plain = isinstance(v, (str, int, float, bool, np.number))
+                f.attrs[k] = v if plain else json.dumps(v)
+            if collection is not None:
+                f.attrs["n_jets"] = len(collection)
+                f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
+                _write_jets(f.create_group("jets"), collection)
+            res = f.create_group("results")
+            for label, table in (results or {}).items():
+                _write_results(res.create_group(_group_name(label)), table)
+            if results and has_entries(collection):
+                from .root import _entry_range
 
-            _write_by_entry(f.create_group("clusters"), collection, results)
-            events = event_columns(collection, results, _entry_range(meta))
-            if events is not None:
-                g = f.create_group("clusters/events")
-                for k, v in events[0].items():
-                    _dataset(g, k, v)
+                _write_by_entry(f.create_group("clusters"), collection, results)
+                events = event_columns(collection, results, _entry_range(meta))
+                if events is not None:
+                    g = f.create_group("clusters/events")
+                    for k, v in events[0].items():
+                        _dataset(g, k, v)
+            if in_memory:
+                f.flush()
+                image = f.id.get_file_image()
+        if image is not None:
+            check_free_space(path, len(image))
+            with open(tmp, "wb") as fh:
+                fh.write(image)
 
 
 def _write_by_entry(group: Any, collection: JetCollection,
