@@ -725,6 +725,7 @@ def _run_file(
             raise FileNotFoundError(f"{inp}: no such file")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
+        remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
         if source is None:
             reader = _Reader(inp)
             reading: dict[str, Any] = {}
@@ -809,9 +810,25 @@ def _prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]
     done = set()
     for p in parts.iterdir():
         rng = _parse_part(p.name)
-        if rng is not None:
+        if rng is not None and _readable_part(p, manifest.get("algorithms", [])):
             done.add(rng)
     return done
+
+
+def _readable_part(path: Path, algorithms: Sequence[str]) -> bool:
+    """Whether a part file can be read and holds every algorithm; a damaged one (truncated by
+    a disk error, edited) is removed so that its chunk is computed again."""
+    from .io.hdf5 import read_hdf5_results
+
+    try:
+        tables = read_hdf5_results(path)
+        ok = all(name in tables for name in algorithms)
+    except (JetastarError, OSError, ValueError, KeyError, RuntimeError):
+        ok = False
+    if not ok:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return ok
 
 
 def _write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:

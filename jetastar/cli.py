@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -96,10 +97,16 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     if args.t_cut is not None:
         overrides["t_cut"] = args.t_cut
+    from .ginkgo import ShowerParams
+
+    fields = [f.name for f in dataclasses.fields(ShowerParams) if f.name != "jet_type"]
     for item in args.param or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise _UsageError(f"--param {item!r} is not of the form name=value")
+        if key.strip() not in fields:
+            raise _UsageError(f"--param {item!r}: unknown parameter {key.strip()!r}; valid: "
+                              f"{', '.join(fields)}")
         overrides[key.strip()] = parse_option_value(value)
     if args.n < 0:
         raise _UsageError("--n must be >= 0")

@@ -149,11 +149,16 @@ def default_memory_limit() -> int:
 
 
 def _format_bytes(x: float) -> str:
+    if isinstance(x, int) and x.bit_length() > 1000:  # beyond float range: 2^k bytes
+        return f"about 10^{int(x.bit_length() * 0.30103)} B"
+    x = float(x)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(x) < 1024 or unit == "TiB":
-            return f"{x:.1f} {unit}" if unit != "B" else f"{int(x)} B"
+            if unit == "B":
+                return f"{int(x)} B"
+            return f"{x:.1f} {unit}" if abs(x) < 1e6 else f"{x:.3g} {unit}"
         x /= 1024
-    return f"{x:.1f} TiB"  # pragma: no cover
+    return f"{x:.3g} TiB"  # pragma: no cover
 
 
 def _check_memory(

@@ -64,6 +64,10 @@ def check_exists(path: str | os.PathLike[str]) -> Path:
         raise FileNotFoundError(f"{p}: no such file")
     if p.is_dir():
         raise FileFormatError(f"{p}: is a directory, not a jet file")
+    if not p.is_file():  # reading a FIFO would block, a device would never end
+        raise FileFormatError(f"{p}: not a regular file (a pipe, socket or device)")
+    if not os.access(p, os.R_OK):
+        raise PermissionError(f"{p}: permission denied (cannot read the file)")
     return p
 
 

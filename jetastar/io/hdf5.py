@@ -100,7 +100,7 @@ def _dataset(group: Any, name: str, data: Any, **kw: Any) -> None:
 
 def _text_dataset(group: Any, name: str, values: Any) -> None:
     h5py = _h5py()
-    data = np.array([str(v) for v in values], dtype=object)
+    data = np.array([_safe_text(str(v)) for v in values], dtype=object)
     if data.shape[0] == 0:
         group.create_dataset(name, shape=(0,), dtype=h5py.string_dtype("utf-8"))
         return
@@ -110,8 +110,18 @@ def _text_dataset(group: Any, name: str, values: Any) -> None:
     )
 
 
+def _safe_text(text: str) -> str:
+    """Text that encodes as UTF-8: file names that are not UTF-8 (held by Python as lone
+    surrogates) get U+FFFD for their undecodable bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
+
+
 def _fixed_bytes(values: Any) -> np.ndarray:
-    encoded = [str(v).encode("utf-8") for v in values]
+    encoded = [_safe_text(str(v)).encode("utf-8") for v in values]
     width = max([1, *(len(e) for e in encoded)])
     return np.array(encoded, dtype=f"S{width}")
 
@@ -229,7 +239,7 @@ def write_hdf5(
             f.attrs["content"] = "jets+results" if collection is not None else "results"
             for k, v in meta.items():
                 plain = isinstance(v, (str, int, float, bool, np.number))
-                f.attrs[k] = v if plain else json.dumps(v)
+                f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
             if collection is not None:
                 f.attrs["n_jets"] = len(collection)
                 f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
@@ -289,6 +299,8 @@ class _File:
             self.f = h5py.File(p, "r")
         except OSError as exc:
             text = str(exc)
+            if "errno = 13" in text or "Permission denied" in text:
+                raise PermissionError(f"{p}: permission denied (cannot read the file)") from None
             if "signature" in text:
                 raise FileFormatError(f"{p}: not an HDF5 file") from None
             if "truncated" in text:
