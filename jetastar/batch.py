@@ -269,6 +269,9 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
             message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
         )
+    refused = _hopeless(jet, name, opts, config)
+    if refused is not None:
+        return refused
     watch = Stopwatch()
     try:
         res = cluster(jet, name, **opts)
@@ -293,6 +296,25 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
                 f"({name!r} has no time option, so it ran to completion)")
         res.message = f"{res.message}; {note}" if res.message else note
     return res
+
+
+def _hopeless(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> Any:
+    """Under a time limit, a ``"skipped"`` result for an algorithm without a time option whose
+    lower time estimate on this jet is over the limit (its kernel could not be stopped)."""
+    from .clustering._estimates import estimate_seconds
+    from .clustering.result import ClusteringResult
+
+    if config.time_limit is None or set(_accepted(name)) & set(_TIME_OPTIONS):
+        return None
+    est = estimate_seconds(name, jet.n_leaves, opts)
+    if est is None or not est > config.time_limit:
+        return None
+    return ClusteringResult(
+        None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
+        message=(f"not started: {name!r} is estimated at {est:.3g} s or more for "
+                 f"{jet.n_leaves} leaves, over the time limit of {config.time_limit:g} s (it has "
+                 "no time option and cannot be stopped once started)"),
+    )
 
 
 def _accepted(name: str) -> list[str]:
@@ -627,6 +649,9 @@ def run_batch(
         BatchError: bad settings (unknown algorithm or option, output clash, ...).
     """
     check_config(config)
+    if executor is None and not scheduler and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise BatchError(f"workers must be an integer >= 1, got {workers!r}")
     if fmt not in ("h5", "hdf5", "root"):
         raise BatchError(f"unknown output format {fmt!r}; use h5 or root")
     inputs = [Path(p) for p in inputs]
@@ -642,9 +667,6 @@ def run_batch(
         outputs = [output_path_for(p, folder, fmt) for p in inputs]
     if len({o.resolve() for o in outputs}) != len(outputs):
         raise BatchError("two inputs would write the same output file (same file name stem)")
-    if executor is None and not scheduler and (
-            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise BatchError(f"workers must be an integer >= 1, got {workers!r}")
     _check_outputs(inputs, outputs)
     with one_notice_for_workers():
         own_executor, client = (None, None)

@@ -60,8 +60,12 @@ class InvalidJetInFileError(InvalidJetError):
 def check_exists(path: str | os.PathLike[str]) -> Path:
     """``Path(path)``, raising a one-line :class:`FileNotFoundError` when it is not a file."""
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
+    try:
+        p.stat()
+    except PermissionError:
+        raise PermissionError(f"{p}: permission denied (cannot reach the file)") from None
+    except OSError:
+        raise FileNotFoundError(f"{p}: no such file") from None
     if p.is_dir():
         raise FileFormatError(f"{p}: is a directory, not a jet file")
     if not p.is_file():  # reading a FIFO would block, a device would never end
