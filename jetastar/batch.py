@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from ._jit import Stopwatch, one_notice_for_workers
+from ._lock import OutputLock
 from ._version import __version__
 from .errors import InvalidJetError, JetastarError, TooLargeError
 from .io._atomic import atomic_write_text, remove_stale_temporaries
@@ -742,11 +743,13 @@ def _run_file(
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
     reader: Any = None
+    lock: OutputLock | None = None
     try:
         if not inp.exists():
             raise FileNotFoundError(f"{inp}: no such file")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
+        lock = OutputLock.acquire(out)  # one run per output at a time
         remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
         if source is None:
             reader = _Reader(inp)
@@ -790,6 +793,8 @@ def _run_file(
     finally:
         if reader is not None and hasattr(reader, "close"):
             reader.close()
+        if lock is not None:
+            lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
 
