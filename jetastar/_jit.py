@@ -194,7 +194,9 @@ def one_notice_for_workers() -> Iterator[None]:
     if os.environ.get(_NOTICE_ENV) or os.environ.get(_TOKEN_ENV):
         yield
         return
-    folder = tempfile.mkdtemp(prefix="jetastar-notice-")
+    from ._leftovers import notice_folder
+
+    folder = notice_folder()  # named with this process's id; those of killed runs are removed
     os.environ[_TOKEN_ENV] = os.path.join(folder, "shown")
     try:
         yield

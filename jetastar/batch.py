@@ -63,16 +63,19 @@ import signal
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._jit import Stopwatch, expect_compile, one_notice_for_workers
+from ._lock import OutputLock
 from ._version import __version__
 from .errors import InvalidJetError, JetastarError, TooLargeError
 from .io._atomic import atomic_write_text, remove_stale_temporaries
 from .io._common import jet_slice
+from .io._identity import file_digest, input_identity, jets_digest, same_identity
 from .io.results import AlgorithmResults, to_json, unit_options
 
 __all__ = [
@@ -93,6 +96,9 @@ __all__ = [
 
 _TIME_OPTIONS = ("max_time", "time_limit")
 _PART_DIR_SUFFIX = ".parts"
+#: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
+#: ``<name>.parts``)
+_TMP_NAME_EXTRA = 1 + 1 + 10 + 1 + 8 + 4
 
 
 class BatchError(JetastarError, ValueError):
@@ -228,7 +234,13 @@ def check_config(config: BatchConfig) -> None:
     if not config.algorithms:
         raise BatchError(f"no algorithms given; available: {', '.join(algorithms())}")
     for name in config.algorithms:
-        algorithm_info(name)
+        try:
+            algorithm_info(name)
+        except ValueError as exc:
+            raise BatchError(str(exc)) from None
+    twice = sorted({a for a in config.algorithms if config.algorithms.count(a) > 1})
+    if twice:
+        raise BatchError(f"algorithm(s) given more than once: {', '.join(twice)}")
     for name, opts in config.options.items():
         if name == "*":
             for key in opts:
@@ -255,8 +267,41 @@ def check_config(config: BatchConfig) -> None:
             check_threads(config.threads)
         except ValueError as exc:
             raise BatchError(f"--threads: {exc}") from None
-    if config.time_limit is not None and not config.time_limit > 0:
-        raise BatchError("the time limit must be > 0 seconds")
+    if config.time_limit is not None and not (
+            isinstance(config.time_limit, (int, float)) and 0 < config.time_limit < math.inf):
+        raise BatchError(f"the time limit must be a finite number > 0 seconds, got "
+                         f"{config.time_limit!r}")
+    _check_values(config)
+
+
+def _check_values(config: BatchConfig) -> None:
+    """Option values (converted to their declared types, in place) and size limits are valid
+    for every algorithm they reach — before any work starts."""
+    from .clustering._option_checks import check_options
+    from .clustering.registry import algorithm_info
+
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        accepted = set(info.options())
+        shared = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
+        try:
+            checked = check_options(name, info.func, {**shared, **config.options.get(name, {})})
+        except ValueError as exc:
+            raise BatchError(str(exc)) from None
+        if name in config.options:
+            config.options[name] = {k: checked[k] for k in config.options[name]}
+    for key, value in list(config.options.get("*", {}).items()):
+        users = [a for a in config.algorithms if key in algorithm_info(a).options()
+                 and key not in config.options.get(a, {})]
+        if users:
+            info = algorithm_info(users[0])
+            config.options["*"][key] = check_options(users[0], info.func, {key: value})[key]
+    for name, limit in config.max_leaves.items():
+        if name not in config.algorithms:
+            raise BatchError(f"size limit given for {name!r}, which is not among the algorithms "
+                             f"run ({', '.join(config.algorithms)})")
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
+            raise BatchError(f"the size limit of {name!r} must be an integer >= 0, got {limit!r}")
 
 
 def _size_limit(name: str, config: BatchConfig) -> int | None:
@@ -278,6 +323,9 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
             message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
         )
+    refused = _hopeless(jet, name, opts, config)
+    if refused is not None:
+        return refused
     watch = Stopwatch()
     try:
         res = cluster(jet, name, **opts)
@@ -302,6 +350,25 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
                 f"({name!r} has no time option, so it ran to completion)")
         res.message = f"{res.message}; {note}" if res.message else note
     return res
+
+
+def _hopeless(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> Any:
+    """Under a time limit, a ``"skipped"`` result for an algorithm without a time option whose
+    lower time estimate on this jet is over the limit (its kernel could not be stopped)."""
+    from .clustering._estimates import estimate_seconds
+    from .clustering.result import ClusteringResult
+
+    if config.time_limit is None or set(_accepted(name)) & set(_TIME_OPTIONS):
+        return None
+    est = estimate_seconds(name, jet.n_leaves, opts)
+    if est is None or not est > config.time_limit:
+        return None
+    return ClusteringResult(
+        None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
+        message=(f"not started: {name!r} is estimated at {est:.3g} s or more for "
+                 f"{jet.n_leaves} leaves, over the time limit of {config.time_limit:g} s (it has "
+                 "no time option and cannot be stopped once started)"),
+    )
 
 
 def _accepted(name: str) -> list[str]:
@@ -494,9 +561,30 @@ def _input_fingerprint(path: Path) -> dict[str, Any]:
     return {"input": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def _content_digest(reader: Any) -> str:
+    """Hash of the jets an input holds (particle files: of the file's bytes, as their jets are
+    only found while clustering)."""
+    if isinstance(reader, _Reader):
+        return jets_digest(reader.whole())
+    return file_digest(reader.path)
+
+
+def _check_unchanged(reader: Any, collection: Any, identity: dict[str, Any] | None) -> None:
+    """The jets written with the results are the jets whose hash was taken at the start."""
+    if identity is None:
+        return
+    now = jets_digest(collection) if isinstance(reader, _Reader) else file_digest(reader.path)
+    if now != identity["sha256"]:
+        raise BatchError(
+            f"{reader.path}: the input changed while it was being clustered; rerun with --fresh"
+        )
+
+
 def _is_complete_output(output: Path, n_jets: int, config: BatchConfig,
-                        reading: dict[str, Any] | None = None) -> bool:
-    """Whether ``output`` is a finished result of this input with these settings."""
+                        reading: dict[str, Any] | None = None,
+                        identity: dict[str, Any] | None = None) -> bool:
+    """Whether ``output`` is a finished result of this input (same path, size, time and jets)
+    with these settings."""
     from . import io
 
     if not output.is_file():
@@ -506,6 +594,9 @@ def _is_complete_output(output: Path, n_jets: int, config: BatchConfig,
     except (OSError, ValueError):
         return False
     if info.get("n_jets") != n_jets:
+        return False
+    if identity is not None and not same_identity(
+            info.get("attrs", {}).get("input_identity"), identity):
         return False
     batch = info.get("attrs", {}).get("batch")
     if isinstance(batch, str):
@@ -683,6 +774,9 @@ def run_batch(
         BatchError: bad settings (unknown algorithm or option, output clash, ...).
     """
     check_config(config)
+    if executor is None and not scheduler and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise BatchError(f"workers must be an integer >= 1, got {workers!r}")
     if fmt not in ("h5", "hdf5", "root"):
         raise BatchError(f"unknown output format {fmt!r}; use h5 or root")
     inputs = [Path(p) for p in inputs]
@@ -698,6 +792,7 @@ def run_batch(
         outputs = [output_path_for(p, folder, fmt) for p in inputs]
     if len({o.resolve() for o in outputs}) != len(outputs):
         raise BatchError("two inputs would write the same output file (same file name stem)")
+    _check_outputs(inputs, outputs)
     with one_notice_for_workers():
         own_executor, client = (None, None)
         if executor is None:
@@ -735,6 +830,36 @@ def run_batch(
     return summaries
 
 
+def _check_outputs(inputs: Sequence[Path], outputs: Sequence[Path]) -> None:
+    """Problems with the output paths that would otherwise show only after all the clustering:
+    an output that is an input, a name too long for its temporary files, a read-only folder."""
+    from .io import file_format
+
+    sources = {}
+    for p in inputs:
+        with contextlib.suppress(OSError):
+            sources[p.resolve()] = p
+    for out in outputs:
+        if out.resolve() in sources:
+            raise BatchError(f"{out}: the output would overwrite the input {sources[out.resolve()]}; "
+                             "choose another output name")
+        if out.suffix.lower() not in (".h5", ".hdf5", ".hdf", ".root"):
+            file_format(out, sniff=False)  # raises a one-line error for an unknown extension
+        folder = out.parent if str(out.parent) else Path(".")
+        try:
+            name_max = os.pathconf(folder if folder.is_dir() else ".", "PC_NAME_MAX")
+        except (OSError, ValueError):
+            name_max = 255
+        longest = len(os.fsencode(out.name)) + _TMP_NAME_EXTRA
+        if longest > name_max:
+            raise BatchError(
+                f"{out}: the output file name is too long ({len(os.fsencode(out.name))} bytes; "
+                f"its temporary files need {longest}, the file system allows {name_max})"
+            )
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise BatchError(f"{out}: cannot write into {folder} (permission denied)")
+
+
 def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
     progress: bool, fresh: bool, attrs: dict[str, Any] | None, source: Any = None,
@@ -744,11 +869,14 @@ def _run_file(
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
     reader: Any = None
+    lock: OutputLock | None = None
     try:
         if not inp.exists():
             raise FileNotFoundError(f"{inp}: no such file")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
+        lock = OutputLock.acquire(out)  # one run per output at a time
+        remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
         if source is None:
             reader = _Reader(inp)
             reading: dict[str, Any] = {}
@@ -759,17 +887,18 @@ def _run_file(
             reading = {"particles": reader.settings()}
         n = reader.n_jets
         summary.n_jets = n
+        identity = input_identity(inp, _content_digest(reader))
         parts = _parts_dir(out)
         if fresh and parts.exists():
             shutil.rmtree(parts)
-        if not fresh and _is_complete_output(out, n, config, reading):
+        if not fresh and _is_complete_output(out, n, config, reading, identity):
             shutil.rmtree(parts, ignore_errors=True)
             summary.already_done = True
             summary.status_counts = _status_counts_of(out)
             return summary
         manifest = {
             "jetastar_version": __version__, **_input_fingerprint(inp), "n_jets": n,
-            **config.fingerprint(), **reading,
+            "sha256": identity["sha256"], **config.fingerprint(), **reading,
         }
         done = _prepare_parts(parts, manifest)
         chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
@@ -790,15 +919,32 @@ def _run_file(
         except KeyboardInterrupt:
             kept = sum(b - a for a, b in _done_parts(parts))
             raise BatchInterrupted(str(inp), str(parts), kept, n) from None
-        _merge(reader, out, parts, chunks, config, {**reading, **(attrs or {})})
+        _merge(reader, out, parts, chunks, config,
+               {**reading, **(attrs or {}), "input_identity": identity})
         summary.status_counts = _status_counts_of(out)
-    except (JetastarError, ValueError, OSError) as exc:
-        summary.error = str(exc)
+    except Exception as exc:  # (one bad file must not stop the others)
+        summary.error = _error_line(exc, inp)
     finally:
         if reader is not None and hasattr(reader, "close"):
             reader.close()
+        if lock is not None:
+            lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _error_line(exc: BaseException, inp: Path) -> str:
+    """One line for a file-level error (the summary prints ``FAILED <file>: <line>``)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, MemoryError):
+        text = f"out of memory{': ' + text if text else ''} (a corrupt file, or too large a chunk)"
+    elif isinstance(exc, BrokenProcessPool):
+        text = ("a worker process died (killed, out of memory, or, in a script, code that is not "
+                "under `if __name__ == \"__main__\":`, which worker processes import)")
+    elif not isinstance(exc, (JetastarError, OSError)) or not text:
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    prefix = f"{inp}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def _prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]]:
@@ -825,18 +971,35 @@ def _prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]
     if not parts.exists():
         parts.mkdir(parents=True)
         atomic_write_text(mpath, to_json(manifest))
-    return _done_parts(parts)
+    return _done_parts(parts, manifest.get("algorithms", []))
 
 
-def _done_parts(parts: Path) -> set[tuple[int, int]]:
-    """The chunks ``(start, stop)`` whose part file is in the folder."""
+def _done_parts(parts: Path, algorithms: Sequence[str] | None = None) -> set[tuple[int, int]]:
+    """The chunks ``(start, stop)`` whose part file is in the folder; with ``algorithms``, only
+    parts that can be read and hold all of them (damaged ones are removed)."""
     done = set()
     if parts.is_dir():
         for p in parts.iterdir():
             rng = _parse_part(p.name)
-            if rng is not None:
+            if rng is not None and (algorithms is None or _readable_part(p, algorithms)):
                 done.add(rng)
     return done
+
+
+def _readable_part(path: Path, algorithms: Sequence[str]) -> bool:
+    """Whether a part file can be read and holds every algorithm; a damaged one (truncated by
+    a disk error, edited) is removed so that its chunk is computed again."""
+    from .io.hdf5 import read_hdf5_results
+
+    try:
+        tables = read_hdf5_results(path)
+        ok = all(name in tables for name in algorithms)
+    except (JetastarError, OSError, ValueError, KeyError, RuntimeError):
+        ok = False
+    if not ok:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return ok
 
 
 def _write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
@@ -978,6 +1141,7 @@ def _merge(
             )
         merged[name] = table
     collection = reader.whole()
+    _check_unchanged(reader, collection, (attrs or {}).get("input_identity"))
     meta = {
         "input": str(reader.path),
         "batch": {**config.fingerprint(), "plugins": list(config.plugins)},

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -97,10 +98,16 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     if args.t_cut is not None:
         overrides["t_cut"] = args.t_cut
+    from .ginkgo import ShowerParams
+
+    fields = [f.name for f in dataclasses.fields(ShowerParams) if f.name != "jet_type"]
     for item in args.param or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise _UsageError(f"--param {item!r} is not of the form name=value")
+        if key.strip() not in fields:
+            raise _UsageError(f"--param {item!r}: unknown parameter {key.strip()!r}; valid: "
+                              f"{', '.join(fields)}")
         overrides[key.strip()] = parse_option_value(value)
     if args.n < 0:
         raise _UsageError("--n must be >= 0")
@@ -130,6 +137,9 @@ def _batch_config(args: argparse.Namespace) -> Any:
     from .clustering import algorithms
 
     names = _split_list(args.algorithms)
+    if args.algorithms is not None and not names:
+        raise _UsageError(f"--algorithms is empty; give names ({', '.join(algorithms())}) or "
+                          "'all'")
     if not names or names == ["all"]:
         names = algorithms()
     options = parse_options(args.option or [])
@@ -525,7 +535,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     from . import io
-    from .batch import BatchConfig, parse_options, run_batch, warm_up_workers
+    from .batch import BatchConfig, check_config, parse_options, run_batch, warm_up_workers
     from .io import set_extras
     from .jet import JetCollection
 
@@ -559,6 +569,7 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
                          chunk_size=args.chunk_size, threads=args.threads)
+    check_config(config)  # every option is checked before the jets are generated
     _out(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if left_out:
         _out(f"  left out for speed: {', '.join(left_out)} (--algorithms all runs every algorithm)")

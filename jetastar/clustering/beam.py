@@ -50,6 +50,7 @@ import numpy as np
 
 from .._jit import Stopwatch
 from .._sorting import argsort_stable
+from ..errors import TooLargeError
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import (
@@ -444,6 +445,28 @@ def _n_trees(n: int, cap: int) -> int:
     return out
 
 
+def beam_memory(width: int, n: int, use_cache: bool = False) -> int:
+    """Bytes the beam kernel allocates for ``width`` partial clusterings of ``n`` leaves (two
+    buffers of states: 4-vectors, t, node, min, size, attempts, history, steps, scores; plus
+    the pair cache)."""
+    per_state = 2 * (n * 8 * (4 + 5) + max(n - 1, 1) * 8 * 3 + 8 * 3)
+    cache = 2 * width * (n * (n - 1) // 2) * 8 if use_cache else 0
+    return int(width) * per_state + cache
+
+
+def _check_beam_memory(width: int, n: int, use_cache: bool, label: object) -> None:
+    from .trellis import _format_bytes, default_memory_limit
+
+    need = beam_memory(width, n, use_cache)
+    limit = default_memory_limit()
+    if need > limit:
+        raise TooLargeError(
+            f"jet {label}: a beam of {width} states over {n} leaves needs about "
+            f"{_format_bytes(need)} of memory, above the limit of {_format_bytes(limit)}; use a "
+            "smaller beam_size"
+        )
+
+
 def _check_beam_size(beam_size: object, n: int) -> int:
     if beam_size is None:
         return default_beam_size(n)
@@ -503,6 +526,7 @@ def beam_search(
     width = min(size, _n_trees(n, size))
     npairs = n * (n - 1) // 2
     use_cache = 2 * width * npairs * 8 <= CACHE_BUDGET_BYTES
+    _check_beam_memory(width, n, use_cache, jet.label)
     history, steps, _, counters = _beam_kernel(leaves, consts, width, use_cache)
     trees, totals = canonical_results(history, steps, n, jet.label)
     lls = totals.tolist()

@@ -34,6 +34,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from ..errors import InvalidJetError
 from ..jet import Jet
 from ._agglomerative import canonical_result, check_jet, jet_arrays, score_history
 from .registry import register
@@ -168,6 +169,26 @@ def rapidity_phi(p: np.ndarray) -> tuple[float, float]:
     return float(rap), float(phi)
 
 
+def _check_rapidities(leaves: np.ndarray, jet: Jet) -> None:
+    """Every leaf has a rapidity: ``(kt² + m²) / (E + |pz|)²`` does not underflow to 0/0 (a
+    leaf of E ~ 1e-300 GeV), except for a massless leaf along the beam (which FastJet places at
+    its maximal rapidity)."""
+    e, px, py, pz = leaves.T
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        kt2 = px * px + py * py
+        num = kt2 + np.maximum(0.0, (e + pz) * (e - pz) - kt2)
+        den = (e + np.abs(pz)) ** 2
+        ok = (num > 0.0) & (den > 0.0) & np.isfinite(num / den)
+    along_beam = (e == np.abs(pz)) & (kt2 == 0.0)
+    bad = np.flatnonzero(~along_beam & ~ok)
+    if bad.size:
+        k = int(bad[0])
+        raise InvalidJetError(
+            f"leaf {k} (E = {e[k]:.3g} GeV) has no computable rapidity: its transverse mass and "
+            "E + |pz| underflow (rescale the jet's units)", jet=jet.label, field="leaves",
+        )
+
+
 def _check_algorithm(algorithm: object) -> int:
     if algorithm not in KT_ALGORITHMS:
         raise ValueError(
@@ -217,6 +238,7 @@ def kt(
         raise ValueError(f"R must be a positive finite number, got {R!r}")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
+    _check_rapidities(leaves, jet)
     history, beams = _kt_kernel(leaves, power, radius * radius)
     if beams > 0:
         raise ValueError(

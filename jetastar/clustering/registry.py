@@ -102,7 +102,9 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
         A :class:`ClusteringResult` for one jet, an :class:`~jetastar.io.AlgorithmResults` for many.
 
     Raises:
-        ValueError: for an unknown algorithm or option (listing the valid ones).
+        ValueError: for an unknown algorithm or option (listing the valid ones), or an option
+            value of the wrong type or range (text booleans such as ``"false"`` are read as
+            booleans, numbers given as text as numbers).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -119,6 +121,9 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
             f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
             f"valid: {', '.join(valid) or '(none)'}"
         )
+    from ._option_checks import check_options
+
+    options = check_options(algorithm, info.func, options)
     if _is_many(jet):
         from ..inmemory import cluster_jets
 

@@ -65,6 +65,7 @@ from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _trellis_kernels as _k
+from ._option_checks import as_flag
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
 from ._threads import Threads, check_threads, parallel_worth_it
 from .registry import register
@@ -147,11 +148,16 @@ def default_memory_limit() -> int:
 
 
 def _format_bytes(x: float) -> str:
+    if isinstance(x, int) and x.bit_length() > 1000:  # beyond float range: 2^k bytes
+        return f"about 10^{int(x.bit_length() * 0.30103)} B"
+    x = float(x)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(x) < 1024 or unit == "TiB":
-            return f"{x:.1f} {unit}" if unit != "B" else f"{int(x)} B"
+            if unit == "B":
+                return f"{int(x)} B"
+            return f"{x:.1f} {unit}" if abs(x) < 1e6 else f"{x:.3g} {unit}"
         x /= 1024
-    return f"{x:.1f} TiB"  # pragma: no cover
+    return f"{x:.3g} TiB"  # pragma: no cover
 
 
 def _check_memory(
@@ -731,6 +737,7 @@ def exact_trellis(
         >>> exact_trellis(jet, log_z=False).log_likelihood == exact_trellis(jet).log_likelihood
         True
     """
+    log_z = as_flag(log_z, "log_z")
     if not log_z and isinstance(jet, Jet):
         from .exact_map import exact_map
 
@@ -763,7 +770,7 @@ def _trellis_method(
     """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
     or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count; no time budget).
     """
-    if log_z or not isinstance(jet, Jet):
+    if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
                              progress=progress)
     from .exact_map import exact_map

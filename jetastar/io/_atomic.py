@@ -108,9 +108,14 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], name: str | None
         directory: where to look.
         name: only temporaries of this final file name (default: all).
 
+    Temporaries of a process that is still running (another run writing into the same folder)
+    are kept.
+
     Returns:
         How many files were removed.
     """
+    from .._leftovers import pid_alive, pid_in_name
+
     removed = 0
     d = Path(directory)
     if not d.is_dir():
@@ -118,6 +123,9 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], name: str | None
     prefix = "." if name is None else f".{name}."
     for p in d.iterdir():
         if p.name.startswith(prefix) and p.name.endswith(_TMP_SUFFIX) and p.is_file():
+            pid = pid_in_name(p.name)
+            if pid is not None and pid_alive(pid):
+                continue
             with contextlib.suppress(OSError):
                 p.unlink()
                 removed += 1

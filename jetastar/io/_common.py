@@ -60,10 +60,18 @@ class InvalidJetInFileError(InvalidJetError):
 def check_exists(path: str | os.PathLike[str]) -> Path:
     """``Path(path)``, raising a one-line :class:`FileNotFoundError` when it is not a file."""
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
+    try:
+        p.stat()
+    except PermissionError:
+        raise PermissionError(f"{p}: permission denied (cannot reach the file)") from None
+    except OSError:
+        raise FileNotFoundError(f"{p}: no such file") from None
     if p.is_dir():
         raise FileFormatError(f"{p}: is a directory, not a jet file")
+    if not p.is_file():  # reading a FIFO would block, a device would never end
+        raise FileFormatError(f"{p}: not a regular file (a pipe, socket or device)")
+    if not os.access(p, os.R_OK):
+        raise PermissionError(f"{p}: permission denied (cannot read the file)")
     return p
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from ..jet import JetCollection
 from ._atomic import atomic_path
 from ._by_entry import by_entry_columns, event_columns, has_entries
+from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -60,6 +61,7 @@ from ._common import (
     truth_log_likelihoods,
     validate_columns,
 )
+from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
 from .results import AlgorithmResults
 
 __all__ = [
@@ -98,7 +100,7 @@ def _dataset(group: Any, name: str, data: Any, **kw: Any) -> None:
 
 def _text_dataset(group: Any, name: str, values: Any) -> None:
     h5py = _h5py()
-    data = np.array([str(v) for v in values], dtype=object)
+    data = np.array([_safe_text(str(v)) for v in values], dtype=object)
     if data.shape[0] == 0:
         group.create_dataset(name, shape=(0,), dtype=h5py.string_dtype("utf-8"))
         return
@@ -108,8 +110,18 @@ def _text_dataset(group: Any, name: str, values: Any) -> None:
     )
 
 
+def _safe_text(text: str) -> str:
+    """Text that encodes as UTF-8: file names that are not UTF-8 (held by Python as lone
+    surrogates) get U+FFFD for their undecodable bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
+
+
 def _fixed_bytes(values: Any) -> np.ndarray:
-    encoded = [str(v).encode("utf-8") for v in values]
+    encoded = [_safe_text(str(v)).encode("utf-8") for v in values]
     width = max([1, *(len(e) for e in encoded)])
     return np.array(encoded, dtype=f"S{width}")
 
@@ -233,28 +245,45 @@ def write_hdf5(
     h5py = _h5py()
     meta = provenance()
     meta.update(dict(attrs or {}))
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        f.attrs["format"] = FORMAT_NAME
-        f.attrs["schema_version"] = SCHEMA_VERSION
-        f.attrs["content"] = "jets+results" if collection is not None else "results"
-        for k, v in meta.items():
-            f.attrs[k] = v if isinstance(v, (str, int, float, bool, np.number)) else json.dumps(v)
-        if collection is not None:
-            f.attrs["n_jets"] = len(collection)
-            f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
-            _write_jets(f.create_group("jets"), collection)
-        res = f.create_group("results")
-        for label, table in (results or {}).items():
-            _write_results(res.create_group(_group_name(label)), table)
-        if results and has_entries(collection):
-            from .root import _entry_range
+    need = estimate_bytes(collection, dict(results or {}))
+    in_memory = need <= IN_MEMORY_MAX
+    if not in_memory:
+        check_free_space(path, need)
+    image = None
+    with atomic_path(path) as tmp:
+        # a file of moderate size is built in memory and written with one write(), so a full disk
+        # is a clean OSError, never a crash inside HDF5
+        kw = {"driver": "core", "backing_store": False} if in_memory else {}
+        with h5py.File(tmp, "w", **kw) as f:
+            f.attrs["format"] = FORMAT_NAME
+            f.attrs["schema_version"] = SCHEMA_VERSION
+            f.attrs["content"] = "jets+results" if collection is not None else "results"
+            for k, v in meta.items():
+                plain = isinstance(v, (str, int, float, bool, np.number))
+                f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
+            if collection is not None:
+                f.attrs["n_jets"] = len(collection)
+                f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
+                _write_jets(f.create_group("jets"), collection)
+            res = f.create_group("results")
+            for label, table in (results or {}).items():
+                _write_results(res.create_group(_group_name(label)), table)
+            if results and has_entries(collection):
+                from .root import _entry_range
 
-            _write_by_entry(f.create_group("clusters"), collection, results)
-            events = event_columns(collection, results, _entry_range(meta))
-            if events is not None:
-                g = f.create_group("clusters/events")
-                for k, v in events[0].items():
-                    _dataset(g, k, v)
+                _write_by_entry(f.create_group("clusters"), collection, results)
+                events = event_columns(collection, results, _entry_range(meta))
+                if events is not None:
+                    g = f.create_group("clusters/events")
+                    for k, v in events[0].items():
+                        _dataset(g, k, v)
+            if in_memory:
+                f.flush()
+                image = f.id.get_file_image()
+        if image is not None:
+            check_free_space(path, len(image))
+            with open(tmp, "wb") as fh:
+                fh.write(image)
 
 
 def _write_by_entry(group: Any, collection: JetCollection,
@@ -293,6 +322,8 @@ class _File:
             self.f = h5py.File(p, "r")
         except OSError as exc:
             text = str(exc)
+            if "errno = 13" in text or "Permission denied" in text:
+                raise PermissionError(f"{p}: permission denied (cannot read the file)") from None
             if "signature" in text:
                 raise FileFormatError(f"{p}: not an HDF5 file") from None
             if "truncated" in text:
@@ -325,6 +356,16 @@ class _File:
             )
         if need_jets and "jets" not in f:
             raise FileFormatError(f"{self.path}: holds no jets (a results-only file)")
+        self.n_jets = 0
+        if "jets" in f:
+            try:
+                self.n_jets = check_hdf5_jet_columns(self.path, f["jets"])
+            except (OSError, RuntimeError, KeyError) as exc:
+                raise FileFormatError(
+                    f"{self.path}: corrupt HDF5 file ({_short(str(exc))})"
+                ) from None
+        if "results" in f:
+            check_hdf5_dataset_sizes(self.path, f["results"])
 
     def read(self, name: str, sel: Any = slice(None)) -> np.ndarray:
         try:
@@ -378,9 +419,7 @@ def _normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None
 def n_jets_hdf5(path: str | os.PathLike[str]) -> int:
     """Number of jets in a jetastar HDF5 file (reads only metadata)."""
     with _File(path) as f:
-        if "jet_id" not in f.f["jets"]:
-            raise FileFormatError(f"{path}: dataset 'jets/jet_id' is missing")
-        return int(f.f["jets/jet_id"].shape[0])
+        return f.n_jets
 
 
 def read_hdf5(
@@ -405,7 +444,7 @@ def read_hdf5(
         FileNotFoundError, FileFormatError, InvalidJetInFileError: one-line messages naming the file.
     """
     with _File(path) as f:
-        n = int(f.f["jets/jet_id"].shape[0]) if "jet_id" in f.f["jets"] else 0
+        n = f.n_jets
         start, stop, take = _normalise_selection(jets, n)
         collection = _read_range(f, start, stop)
     if validate:
@@ -425,6 +464,16 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
     na, nb = int(noff[0]), int(noff[-1])
     if np.any(np.diff(loff) < 0) or np.any(np.diff(noff) < 0):
         raise FileFormatError(f"{f.path}: offsets decrease (corrupt file)")
+    if la < 0 or nb < 0 or lb > f.f[g + "E"].shape[0] or nb > f.f[g + "left"].shape[0]:
+        raise FileFormatError(f"{f.path}: offsets point outside the leaf / node columns")
+    stated = f.read(g + "n_leaves", slice(start, stop)).astype(np.int64)
+    wrong = np.flatnonzero(stated != np.diff(loff))
+    if wrong.size:
+        i = int(wrong[0])
+        raise FileFormatError(
+            f"{f.path}: inconsistent columns: entry {start + i}: 'jets/n_leaves' is "
+            f"{int(stated[i])} but 'jets/leaf_offsets' gives {int(loff[i + 1] - loff[i])} leaves"
+        )
     leaves = np.stack([f.read(g + c, slice(la, lb)) for c in _P4], axis=1).astype(np.float64)
     if leaves.shape[0] != lb - la:
         raise FileFormatError(f"{f.path}: leaf columns are shorter than the offsets say")

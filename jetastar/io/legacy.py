@@ -49,6 +49,10 @@ from ._common import FileFormatError, check_exists, set_extras
 __all__ = ["RestrictedUnpickler", "UnsafePickleError", "import_legacy_pickle", "load_legacy_pickle"]
 
 
+#: A tensor larger than its storage (broadcast, zero strides) is copied only up to this size.
+_MAX_VIEW_BYTES = 16 << 20
+
+
 class UnsafePickleError(JetastarError, pickle.UnpicklingError):
     """The pickle asks for a global that the legacy importer does not allow."""
 
@@ -175,6 +179,13 @@ def _rebuild_tensor_v2(
         raise FileFormatError("tensor size and stride differ in length")
     if size and any(s == 0 for s in size):
         return np.empty(size, dtype=data.dtype)
+    numel = math.prod(size)
+    if any(s < 0 for s in size) or (
+            numel > max(data.shape[0], 1) and numel * data.itemsize > _MAX_VIEW_BYTES):
+        raise FileFormatError(
+            f"a tensor of shape {size} ({numel} values) is a view of a storage of only "
+            f"{data.shape[0]} values (a zero-stride view; refusing to allocate it)"
+        )
     last = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
     if offset < 0 or last >= data.shape[0] or any(st < 0 for st in stride):
         raise FileFormatError("tensor view lies outside its storage")

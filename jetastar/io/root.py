@@ -46,6 +46,7 @@ import numpy as np
 from ..jet import JetCollection
 from ._atomic import atomic_path
 from ._by_entry import by_entry_columns, event_columns, has_entries
+from ._checks import check_counts
 from ._common import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -329,6 +330,7 @@ class _RootFile:
             self.meta = self._meta()
             if need_jets and "jets" not in self.f:
                 raise FileFormatError(f"{self.path}: holds no 'jets' tree")
+            self._check_extent(os.path.getsize(p))
         except BaseException:
             self.f.close()
             raise
@@ -358,6 +360,30 @@ class _RootFile:
                 f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
             )
         return meta
+
+    def _check_extent(self, size: int) -> None:
+        """Every basket of every tree lies inside the file (a truncated file is refused before
+        anything else is read)."""
+        for name in ("jets", "results", "clusters", "clusters_events"):
+            if name not in self.f:
+                continue
+            try:
+                branches = list(self.f[name].itervalues(recursive=True))
+                end = 0
+                for b in branches:
+                    seeks = b.member("fBasketSeek")
+                    for i in range(b.num_baskets):
+                        end = max(end, int(seeks[i]) + int(b.basket_compressed_bytes(i)))
+            except Exception as exc:  # (uproot raises many types on damage)
+                raise FileFormatError(
+                    f"{self.path}: corrupt or truncated ROOT file, tree '{name}' cannot be read "
+                    f"({type(exc).__name__}: {_short(str(exc))})"
+                ) from None
+            if end > size:
+                raise FileFormatError(
+                    f"{self.path}: truncated ROOT file (tree '{name}' needs {end} bytes, the file "
+                    f"has {size})"
+                )
 
     def arrays(self, tree: str, start: int | None = None, stop: int | None = None,
                filter_name: Any = None) -> Any:
@@ -414,7 +440,7 @@ def _offsets(counts: Any) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(_np(counts, np.int64))]).astype(np.int64)
 
 
-def _collection_from_arrays(arr: Any, path: str) -> JetCollection:
+def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollection:
     import awkward as ak
 
     fields = set(ak.fields(arr))
@@ -423,6 +449,17 @@ def _collection_from_arrays(arr: Any, path: str) -> JetCollection:
     missing = sorted(need - fields)
     if missing:
         raise FileFormatError(f"{path}: the 'jets' tree lacks branches {missing}")
+    for count, branches in (("nleaf", [f"leaf_{c}" for c in _P4]),
+                            ("nnode", ["node_left", "node_right", "node_leaf",
+                                       *(f"node_{c}" for c in _P4 if f"node_{c}" in fields),
+                                       *(k for k in fields if k.startswith("node_extra_"))])):
+        counts = _np(arr[count], np.int64)
+        for b in branches:
+            check_counts(path, "the 'jets' tree", counts, count, _np(ak.num(arr[b], axis=1), np.int64),
+                         b, offset)
+    if "n_leaves" in fields:
+        check_counts(path, "the 'jets' tree", _np(arr["n_leaves"], np.int64), "n_leaves",
+                     _np(arr["nleaf"], np.int64), "nleaf", offset)
     loff = _offsets(arr["nleaf"])
     noff = _offsets(arr["nnode"])
     leaves = np.stack([_flat(arr[f"leaf_{c}"], np.float64) for c in _P4], axis=1).reshape(-1, 4)
@@ -491,7 +528,7 @@ def read_root(
         n = f.num_entries("jets")
         start, stop, take = _normalise_selection(jets, n)
         if stop > start:
-            collection = _collection_from_arrays(f.arrays("jets", start, stop), f.path)
+            collection = _collection_from_arrays(f.arrays("jets", start, stop), f.path, start)
         else:
             collection = set_extras(JetCollection.from_jets([]))
     if validate:
@@ -520,7 +557,7 @@ def iterate_root(
             raise FileFormatError(
                 f"{name}: cannot iterate over 'jets' ({type(exc).__name__}: {_short(str(exc))})"
             ) from None
-        collection = _collection_from_arrays(arr, name)
+        collection = _collection_from_arrays(arr, name, start)
         if validate:
             validate_columns(collection, name, offset=start)
         start += len(collection)
