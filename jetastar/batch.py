@@ -9,7 +9,16 @@ results table per algorithm — written atomically, and the part folder is remov
 
 Killed at any moment and restarted with the same arguments, a run skips finished files and finished
 chunks and ends with every jet processed exactly once: a part is either complete or absent, the
-output file is either complete or absent, and the merge refuses gaps and duplicates.
+output file is either complete or absent, and the merge refuses gaps and duplicates. A part file
+that cannot be read is computed again; temporary files of killed runs are removed by the next run.
+
+Never stale, never silently wrong: an output records the identity of its input (path, size, time and
+a SHA-256 of its jets, see :mod:`jetastar.io._identity`) and is reused only when all of it matches.
+Every option is converted to its declared type and checked before any work starts (text booleans
+such as ``"false"`` are booleans). Any error of one input file — unreadable, inconsistent columns,
+out of memory, a bug — ends that file with a one-line ``error`` (printed as ``FAILED <file>:
+<line>``) and the other files go on. One run at a time writes a given output (a lock file
+``.<output>.lock``; a second run on the same output stops at once).
 
 Per jet and algorithm the status is recorded, never raised:
 
@@ -22,8 +31,10 @@ Per jet and algorithm the status is recorded, never raised:
 Time limit: with ``time_limit`` set, every algorithm that has a ``max_time`` (or ``time_limit``)
 option gets it unless set explicitly, so it stops itself and reports ``"budget"``. Algorithms without
 such an option run to completion (Python cannot interrupt a compiled kernel safely); when one takes
-longer than the limit its result is kept and its message says so. Exact methods on large jets are
-kept in check by the size limits instead.
+longer than the limit its result is kept and its message says so. A jet on which even a lower
+estimate of such an algorithm's time (:mod:`jetastar.clustering._estimates`) is over the limit is
+not started and recorded as ``"skipped"`` with the estimate. Exact methods on large jets are kept in
+check by the size limits instead.
 
 Workers: when more than one worker runs, algorithms with a ``threads`` option get ``threads=1``
 (unless set), and ``progress`` options are switched off.
