@@ -72,7 +72,7 @@ from typing import Any
 # Idle OpenMP threads sleep instead of spinning (numba's default threading layer on Linux is
 # OpenMP, which reads this when its library loads, i.e. at jetastar's first parallel kernel): on
 # a shared node spinning threads burn CPU other jobs want. A value the user set is kept.
-# See jetastar/clustering/_threads.py for the thread policy as a whole.
+# See jetastar/clustering/threads.py for the thread policy as a whole.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from numba.core import config as _numba_config

@@ -21,13 +21,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from .errors import JetastarError
+from .errors import OutputLockedError
 
 __all__ = ["OutputLock", "OutputLockedError"]
-
-
-class OutputLockedError(JetastarError, RuntimeError):
-    """Another process is writing the same output."""
 
 
 class OutputLock:

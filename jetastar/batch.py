@@ -32,14 +32,14 @@ Time limit: with ``time_limit`` set, every algorithm that has a ``max_time`` (or
 option gets it unless set explicitly, so it stops itself and reports ``"budget"``. Algorithms without
 such an option run to completion (Python cannot interrupt a compiled kernel safely); when one takes
 longer than the limit its result is kept and its message says so. A jet on which even a lower
-estimate of such an algorithm's time (:mod:`jetastar.clustering._estimates`) is over the limit is
+estimate of such an algorithm's time (:mod:`jetastar.clustering.estimates`) is over the limit is
 not started and recorded as ``"skipped"`` with the estimate. Exact methods on large jets are kept in
 check by the size limits instead.
 
 Threads and workers: algorithms with a ``threads`` option (the exact engines) get
 ``BatchConfig.threads`` when set, else ``threads=1`` when more than one worker runs (the workers
 already use the cores); ``progress`` options are switched off. Small jets run on one thread anyway
-(see :mod:`jetastar.clustering._threads`).
+(see :mod:`jetastar.clustering.threads`).
 
 Interrupts: Ctrl-C (and SIGTERM, which the command line turns into the same) stops a run within a
 second or so: the master writes the parts of chunks that had finished, kills the workers of its own
@@ -80,11 +80,11 @@ from typing import Any
 
 import numpy as np
 
+from ._atomic import atomic_write_text, remove_stale_temporaries
 from ._jit import Stopwatch, expect_compile, one_notice_for_workers
 from ._lock import OutputLock
 from ._version import __version__
-from .errors import InvalidJetError, JetastarError, TooLargeError
-from .io._atomic import atomic_write_text, remove_stale_temporaries
+from .errors import BatchError, BatchInterrupted, InvalidJetError, JetastarError, TooLargeError
 from .io._common import jet_slice
 from .io._identity import file_digest, input_identity, jets_digest, same_identity
 from .io.results import AlgorithmResults, to_json, unit_options
@@ -110,35 +110,6 @@ _PART_DIR_SUFFIX = ".parts"
 #: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
 #: ``<name>.parts``)
 _TMP_NAME_EXTRA = 1 + 1 + 10 + 1 + 8 + 4
-
-
-class BatchError(JetastarError, ValueError):
-    """A batch run cannot start or finish (bad settings, mismatching part files, ...)."""
-
-
-class BatchInterrupted(KeyboardInterrupt):
-    """A batch run was interrupted (Ctrl-C, or SIGTERM turned into an interrupt by the command line).
-
-    Every chunk that had finished is kept in the output's part folder; rerunning with the same
-    arguments resumes from there.
-
-    Attributes:
-        input: the file that was being processed.
-        parts: its part folder.
-        jets_kept: jets of that file whose results are kept.
-        n_jets: jets in that file.
-    """
-
-    def __init__(self, input: str, parts: str, jets_kept: int, n_jets: int) -> None:
-        self.input = input
-        self.parts = parts
-        self.jets_kept = jets_kept
-        self.n_jets = n_jets
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        return (f"interrupted: {self.jets_kept} of {self.n_jets} jets of {self.input} are done and "
-                f"kept in {self.parts}; rerun the same command to resume")
 
 
 @dataclasses.dataclass
@@ -272,7 +243,7 @@ def check_config(config: BatchConfig) -> None:
     if config.chunk_size < 1:
         raise BatchError("chunk size must be >= 1")
     if config.threads is not None:
-        from .clustering._threads import check_threads
+        from .clustering.threads import check_threads
 
         try:
             check_threads(config.threads)
@@ -288,7 +259,7 @@ def check_config(config: BatchConfig) -> None:
 def _check_values(config: BatchConfig) -> None:
     """Option values (converted to their declared types, in place) and size limits are valid
     for every algorithm they reach — before any work starts."""
-    from .clustering._option_checks import check_options
+    from .clustering.options import check_options
     from .clustering.registry import algorithm_info
 
     for name in config.algorithms:
@@ -366,7 +337,7 @@ def _run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> 
 def _hopeless(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> Any:
     """Under a time limit, a ``"skipped"`` result for an algorithm without a time option whose
     lower time estimate on this jet is over the limit (its kernel could not be stopped)."""
-    from .clustering._estimates import estimate_seconds
+    from .clustering.estimates import estimate_seconds
     from .clustering.result import ClusteringResult
 
     if config.time_limit is None or set(_accepted(name)) & set(_TIME_OPTIONS):
@@ -468,7 +439,7 @@ def cluster_collection(
 def _warm_up(config: BatchConfig, opts: dict[str, dict[str, Any]],
              names: Sequence[str] | None = None) -> None:
     """Compile (or load) the kernels of the algorithms before the first timed jet."""
-    from .clustering._warmup import compile_estimate, warm_up
+    from .clustering.warmup import compile_estimate, warm_up
 
     names = config.algorithms if names is None else names
     expect_compile(compile_estimate(names), keep=True)
@@ -500,7 +471,7 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        from .clustering._warmup import compile_estimate, warm_up_tasks
+        from .clustering.warmup import compile_estimate, warm_up_tasks
 
         expect_compile(compile_estimate(config.algorithms, n_workers), keep=True)
 

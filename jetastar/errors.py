@@ -6,7 +6,21 @@ the problem, so that a bad jet in a file of thousands can be found.
 
 from __future__ import annotations
 
-__all__ = ["InvalidJetError", "InvalidTreeError", "JetastarError", "TooLargeError"]
+import pickle
+
+__all__ = [
+    "BatchError",
+    "BatchInterrupted",
+    "FileFormatError",
+    "InvalidJetError",
+    "InvalidJetInFileError",
+    "InvalidTreeError",
+    "JetastarError",
+    "OptionError",
+    "OutputLockedError",
+    "TooLargeError",
+    "UnsafePickleError",
+]
 
 
 class JetastarError(Exception):
@@ -40,3 +54,65 @@ class InvalidTreeError(InvalidJetError):
 
 class TooLargeError(JetastarError, ValueError):
     """A jet is too large for an exact method (memory or size limit); the message says what to use."""
+
+
+class OptionError(ValueError):
+    """An option value of the wrong type or out of range."""
+
+
+class BatchError(JetastarError, ValueError):
+    """A batch run cannot start or finish (bad settings, mismatching part files, ...)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A batch run was interrupted (Ctrl-C, or SIGTERM turned into an interrupt by the command line).
+
+    Every chunk that had finished is kept in the output's part folder; rerunning with the same
+    arguments resumes from there.
+
+    Attributes:
+        input: the file that was being processed.
+        parts: its part folder.
+        jets_kept: jets of that file whose results are kept.
+        n_jets: jets in that file.
+    """
+
+    def __init__(self, input: str, parts: str, jets_kept: int, n_jets: int) -> None:
+        self.input = input
+        self.parts = parts
+        self.jets_kept = jets_kept
+        self.n_jets = n_jets
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return (f"interrupted: {self.jets_kept} of {self.n_jets} jets of {self.input} are done and "
+                f"kept in {self.parts}; rerun the same command to resume")
+
+
+class OutputLockedError(JetastarError, RuntimeError):
+    """Another process is writing the same output."""
+
+
+class UnsafePickleError(JetastarError, pickle.UnpicklingError):
+    """The pickle asks for a global that the legacy importer does not allow."""
+
+
+class FileFormatError(JetastarError, ValueError):
+    """A file is missing, of the wrong format, corrupt/truncated, or of an unknown schema version."""
+
+
+class InvalidJetInFileError(InvalidJetError):
+    """A jet stored in a file is invalid; the message names the file, the entry, the jet and the field.
+
+    Attributes:
+        path: the file.
+        entry: position of the jet in the file.
+        jet: its id.
+        field: the offending field.
+    """
+
+    def __init__(self, message: str, *, path: str, entry: int, jet: object, field: str) -> None:
+        super().__init__(message, jet=jet, field=field)
+        self.path = path
+        self.entry = entry
+        self.args = (f"{path}: entry {entry}: {self.args[0]}",)

@@ -813,7 +813,7 @@ def write_observables(
     import awkward as ak
 
     from . import io
-    from .io._atomic import atomic_path
+    from ._atomic import atomic_path
     from .io._by_entry import column_prefix
     from .io._common import provenance
 

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import all_nested, brute_force
-from refdata import DATA, close, reference_jets
+from helpers.bruteforce import all_nested, brute_force
+from helpers.refdata import DATA, close, reference_jets
 
 from jetastar import Jet, Tree
 from jetastar.clustering import (

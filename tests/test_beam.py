@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force, double_factorial_trees
-from refdata import baseline_records, close, jet_from_record, reference_jets
+from helpers.bruteforce import brute_force, double_factorial_trees
+from helpers.refdata import baseline_records, close, jet_from_record, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import beam, beam_search, greedy

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from refdata import DATA
+from helpers.refdata import DATA
 
 from jetastar import Tree
 from jetastar.clustering import average_linkage, cluster, cost_greedy, exact_trellis, greedy

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from bruteforce import all_nested
-from refdata import DATA
+from helpers.bruteforce import all_nested
+from helpers.refdata import DATA
 
 from jetastar import Tree
 from jetastar.costs import (

@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force_map
-from refdata import close, reference_jets, split_cases
+from helpers.bruteforce import brute_force_map
+from helpers.refdata import close, reference_jets, split_cases
 from test_trellis import _collinear_jet
 
 from jetastar import Jet, TooLargeError, Tree

@@ -4,7 +4,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from refdata import DATA
+from helpers.refdata import DATA
 from scipy import stats
 
 from jetastar import JetastarError

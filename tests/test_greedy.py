@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from refdata import baseline_records, close, jet_from_record, reference_jets
+from helpers.refdata import baseline_records, close, jet_from_record, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import greedy

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from refdata import reference_jets
+from helpers.refdata import reference_jets
 
 from jetastar import Jet
 from jetastar.clustering import Trellis

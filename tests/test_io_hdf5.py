@@ -9,7 +9,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from refdata import reference_jets
+from helpers.refdata import reference_jets
 
 from jetastar import JetCollection, Tree
 from jetastar import io as jio

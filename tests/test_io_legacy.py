@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from refdata import DATA
+from helpers.refdata import DATA
 
 from jetastar import io as jio
 from jetastar.ginkgo import node_log_likelihoods, split_log_likelihood_t, t_of

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import uproot
-from refdata import reference_jets
+from helpers.refdata import reference_jets
 from test_io_hdf5 import _assert_same_jets, _assert_same_results, _results_for
 
 from jetastar import JetCollection, Tree

@@ -92,7 +92,7 @@ _SCRIPT = textwrap.dedent("""
     from jetastar import io as jio
     from jetastar.batch import BatchConfig, run_batch
     from jetastar.clustering import cluster
-    from jetastar.clustering._warmup import warm_up_jets
+    from jetastar.clustering.warmup import warm_up_jets
 
     out = {}
     jet = warm_up_jets()[1]  # 18 leaves
@@ -184,7 +184,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     import json
     import numba
     from jetastar.clustering import Trellis, cluster
-    from jetastar.clustering._warmup import warm_up_jets
+    from jetastar.clustering.warmup import warm_up_jets
     from jetastar.ginkgo import ShowerParams, generate
 
     out = {"threads": numba.config.NUMBA_NUM_THREADS}
@@ -224,7 +224,7 @@ def test_one_numba_thread_gives_the_same_results(tmp_path):
 
 def test_compile_notice_says_roughly_how_long(monkeypatch):
     from jetastar._jit import expect_compile, notice_text
-    from jetastar.clustering._warmup import compile_estimate
+    from jetastar.clustering.warmup import compile_estimate
 
     monkeypatch.delenv("_JETASTAR_COMPILE_ESTIMATE", raising=False)
     assert notice_text() == COMPILE_NOTICE

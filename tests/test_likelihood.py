@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force
+from helpers.bruteforce import brute_force
+from helpers.refdata import close, reference_jet_records, reference_jets, split_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from refdata import close, reference_jet_records, reference_jets, split_cases
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.ginkgo import (

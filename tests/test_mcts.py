@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force
-from refdata import close, reference_jets
+from helpers.bruteforce import brute_force
+from helpers.refdata import close, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import greedy, mcts

@@ -11,7 +11,7 @@ import tqdm.auto
 from jetastar._progress import progress_bar, tqdm_disabled_by_env
 from jetastar.batch import BatchConfig, run_batch
 from jetastar.clustering import astar, astar_approx, exact_trellis
-from jetastar.clustering._warmup import warm_up_jets
+from jetastar.clustering.warmup import warm_up_jets
 
 
 @pytest.mark.parametrize(("value", "disabled"), [

@@ -1,4 +1,4 @@
-"""Thread policy of the exact engines (``jetastar.clustering._threads``): small work on one thread,
+"""Thread policy of the exact engines (``jetastar.clustering.threads``): small work on one thread,
 idle OpenMP threads sleeping, and results that do not depend on threads or on the serial/parallel
 choice."""
 
@@ -12,8 +12,9 @@ import numba as nb
 import numpy as np
 import pytest
 
-from jetastar.clustering import _threads, exact_map, exact_trellis
-from jetastar.clustering._threads import SERIAL_BELOW, Threads, check_threads, parallel_worth_it
+from jetastar.clustering import exact_map, exact_trellis
+from jetastar.clustering import threads as thread_policy
+from jetastar.clustering.threads import SERIAL_BELOW, Threads, check_threads, parallel_worth_it
 from jetastar.clustering.trellis import Trellis
 from jetastar.ginkgo import ShowerParams, generate
 
@@ -33,7 +34,7 @@ def test_exact_map_same_result_serial_parallel_and_any_thread_count(jets, likeli
     for label, below, threads in (("serial", 1 << 62, None), ("parallel", 0, None),
                                   ("one thread", 0, 1),
                                   ("all threads", 0, nb.config.NUMBA_NUM_THREADS)):
-        monkeypatch.setattr(_threads, "SERIAL_BELOW", below)
+        monkeypatch.setattr(thread_policy, "SERIAL_BELOW", below)
         results[label] = [exact_map(j, likelihood, threads=threads, progress=False)
                           for j in jets]
     ref = results["serial"]
@@ -46,10 +47,10 @@ def test_exact_map_same_result_serial_parallel_and_any_thread_count(jets, likeli
 
 def test_trellis_same_result_serial_and_parallel(jets, monkeypatch):
     jet = jets[2]
-    monkeypatch.setattr(_threads, "SERIAL_BELOW", 1 << 62)
+    monkeypatch.setattr(thread_policy, "SERIAL_BELOW", 1 << 62)
     a = Trellis(jet)
     ma = a.marginals_array()
-    monkeypatch.setattr(_threads, "SERIAL_BELOW", 0)
+    monkeypatch.setattr(thread_policy, "SERIAL_BELOW", 0)
     b = Trellis(jet, threads=nb.config.NUMBA_NUM_THREADS)
     mb = b.marginals_array()
     assert a.map_log_likelihood() == b.map_log_likelihood()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bruteforce import all_nested, double_factorial_trees
+from helpers.bruteforce import all_nested, double_factorial_trees
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.cluster.hierarchy import dendrogram, to_tree

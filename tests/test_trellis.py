@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import all_nested, brute_force, double_factorial_trees
-from refdata import DATA, close, reference_jets
+from helpers.bruteforce import all_nested, brute_force, double_factorial_trees
+from helpers.refdata import DATA, close, reference_jets
 from scipy import stats
 
 import jetastar.clustering.trellis as trellis_mod

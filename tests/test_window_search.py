@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 import pytest
-from bruteforce import all_nested
+from helpers.bruteforce import all_nested
 
 from jetastar import Jet, Tree
 from jetastar._jit import Stopwatch

@@ -47,9 +47,9 @@ from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _k
 from ._subsets import fill_subset_t, full_mask, n_splits_total
-from ._threads import Threads, check_threads, parallel_worth_it
 from .astar import _check_budget
 from .result import ClusteringResult
+from .threads import Threads, check_threads, parallel_worth_it
 from .trellis import (
     _format_bytes,
     _Progress,

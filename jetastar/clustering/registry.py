@@ -121,7 +121,7 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
             f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
             f"valid: {', '.join(valid) or '(none)'}"
         )
-    from ._option_checks import check_options
+    from .options import check_options
 
     options = check_options(algorithm, info.func, options)
     if _is_many(jet):

@@ -65,11 +65,11 @@ from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _trellis_kernels as _k
-from ._option_checks import as_flag
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
-from ._threads import Threads, check_threads, parallel_worth_it
+from .options import as_flag
 from .registry import register
 from .result import ClusteringResult
+from .threads import Threads, check_threads, parallel_worth_it
 
 __all__ = [
     "MAX_EXACT_COUNT_LEAVES",

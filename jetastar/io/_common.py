@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from .._version import __version__
-from ..errors import InvalidJetError, JetastarError
+from ..errors import FileFormatError, InvalidJetInFileError
 from ..ginkgo.likelihood import split_llh, t_of
 from ..jet import SPACELIKE_TOLERANCE, JetCollection
 
@@ -34,27 +34,6 @@ __all__ = [
 #: Version of the on-disk layout written by this jetastar (HDF5 attribute / ROOT meta field).
 SCHEMA_VERSION = 1
 FORMAT_NAME = "jetastar"
-
-
-class FileFormatError(JetastarError, ValueError):
-    """A file is missing, of the wrong format, corrupt/truncated, or of an unknown schema version."""
-
-
-class InvalidJetInFileError(InvalidJetError):
-    """A jet stored in a file is invalid; the message names the file, the entry, the jet and the field.
-
-    Attributes:
-        path: the file.
-        entry: position of the jet in the file.
-        jet: its id.
-        field: the offending field.
-    """
-
-    def __init__(self, message: str, *, path: str, entry: int, jet: object, field: str) -> None:
-        super().__init__(message, jet=jet, field=field)
-        self.path = path
-        self.entry = entry
-        self.args = (f"{path}: entry {entry}: {self.args[0]}",)
 
 
 def check_exists(path: str | os.PathLike[str]) -> Path:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidJetError, JetastarError
+from ..errors import InvalidJetError, UnsafePickleError
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
 from ..tree import Tree
@@ -51,10 +51,6 @@ __all__ = ["RestrictedUnpickler", "UnsafePickleError", "import_legacy_pickle", "
 
 #: A tensor larger than its storage (broadcast, zero strides) is copied only up to this size.
 _MAX_VIEW_BYTES = 16 << 20
-
-
-class UnsafePickleError(JetastarError, pickle.UnpicklingError):
-    """The pickle asks for a global that the legacy importer does not allow."""
 
 
 # ---------------------------------------------------------------------- torch-free replacements

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from .._atomic import atomic_path
 from ..jet import JetCollection
-from ._atomic import atomic_path
 from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (

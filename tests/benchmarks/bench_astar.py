@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from refdata import reference_jets
+from helpers.refdata import reference_jets
 
 from jetastar.clustering import (
     Trellis,

@@ -20,7 +20,7 @@ not depend on the thread count or on the serial/parallel choice (each cluster is
 code, and the reductions are over integers).
 
 Example:
-    >>> from jetastar.clustering._threads import Threads, check_threads, parallel_worth_it
+    >>> from jetastar.clustering.threads import Threads, check_threads, parallel_worth_it
     >>> check_threads(1)
     1
     >>> parallel_worth_it(1_000)

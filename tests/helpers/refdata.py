@@ -12,7 +12,7 @@ import numpy as np
 from jetastar import Jet, Tree
 from jetastar.ginkgo import ShowerParams
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 @functools.cache

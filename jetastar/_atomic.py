@@ -7,7 +7,7 @@ and are ignored (and cleaned up by :func:`remove_stale_temporaries`).
 Example:
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from jetastar.io._atomic import atomic_path
+    >>> from jetastar._atomic import atomic_path
     >>> d = Path(tempfile.mkdtemp())
     >>> with atomic_path(d / "x.txt") as tmp:
     ...     _ = Path(tmp).write_text("hello")
@@ -114,7 +114,7 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], name: str | None
     Returns:
         How many files were removed.
     """
-    from .._leftovers import pid_alive, pid_in_name
+    from ._leftovers import pid_alive, pid_in_name
 
     removed = 0
     d = Path(directory)

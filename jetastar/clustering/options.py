@@ -26,6 +26,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import OptionError
+
 __all__ = ["as_flag", "check_options"]
 
 _TRUE = ("true", "yes", "on", "1", "y", "t")
@@ -46,10 +48,6 @@ _LOWER_FOR: dict[tuple[str, str], tuple[float, bool]] = {
     ("mcts", "beam_size"): (0, True),  # 0 = no beam pre-expansion
 }
 _CHOICES: dict[str, tuple[str, ...]] = {"likelihood": ("symmetric", "legacy")}
-
-
-class OptionError(ValueError):
-    """An option value of the wrong type or out of range."""
 
 
 def as_flag(value: Any, name: str) -> bool:

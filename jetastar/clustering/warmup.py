@@ -8,7 +8,7 @@ and 18 leaves; the larger one only for methods without a size limit below 18 lea
 here so that warming up needs neither the generator nor a file.
 
 Example:
-    >>> from jetastar.clustering._warmup import warm_up
+    >>> from jetastar.clustering.warmup import warm_up
     >>> first = warm_up(["greedy"])  # ['greedy'], unless this process has warmed it up already
     >>> warm_up(["greedy"])
     []

@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (oracles, reference data, small builders)."""
