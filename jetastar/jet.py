@@ -32,15 +32,13 @@ from typing import Any, overload
 
 import numpy as np
 
+from ._columnar import awkward_columns, dense_columns
 from .errors import InvalidJetError
-from .ginkgo.likelihood import likelihood_constants
+from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
 from .tree import Tree
 
-__all__ = ["SPACELIKE_TOLERANCE", "Jet", "JetCollection"]
-
-#: Leaves with ``E² − |p|² < −SPACELIKE_TOLERANCE · E²`` are rejected as spacelike.
-SPACELIKE_TOLERANCE = 1e-6
+__all__ = ["SPACELIKE_TOLERANCE", "Jet", "JetCollection", "validate_leaves"]
 
 
 class Jet:
@@ -99,7 +97,7 @@ class Jet:
             raise InvalidJetError(
                 f"must be a ShowerParams, got {type(params).__name__}", jet=label, field="params"
             )
-        self._leaves = _validate_leaves(leaves, label)
+        self._leaves = validate_leaves(leaves, label)
         n = self._leaves.shape[0]
         if truth is not None:
             if not isinstance(truth, Tree):
@@ -213,13 +211,28 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
         raise InvalidJetError(
             f"one jet's particles as an awkward array must be 1-D records of momentum "
             f"coordinates, got type {arr.type}", jet=label, field="leaves")
-    from .particles import from_awkward_particles
-
-    one = from_awkward_particles(ak.Array([arr]), mass_policy="keep", validate=False)
-    return one.leaves
+    one = awkward_columns(ak.Array([arr]), mass_policy="keep", validate=False)
+    return np.ascontiguousarray(one["leaves"], dtype=np.float64).reshape(-1, 4)
 
 
-def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
+def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
+    """One jet's leaves as a read-only ``(n, 4)`` float64 array, or a clear error.
+
+    The checks of :class:`Jet` (module docstring): shape ``(n, 4)``, ``n >= 2``, finite values,
+    positive energies, no clearly spacelike leaf. Awkward / vector momentum records are converted
+    to ``(E, px, py, pz)`` first.
+
+    Args:
+        leaves: ``(n, 4)`` array-like of ``(E, px, py, pz)``, or one jet's momentum records.
+        label: what error messages call the jet (its id).
+
+    Raises:
+        InvalidJetError: naming the jet, the field ``leaves`` and the first problem.
+
+    Example:
+        >>> validate_leaves([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]], 3).shape
+        (2, 4)
+    """
     if type(leaves).__module__.startswith(("awkward", "vector")):
         leaves = _momenta_of_records(leaves, label)
     try:
@@ -258,6 +271,9 @@ def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
         )
     p.setflags(write=False)
     return p
+
+
+_validate_leaves = validate_leaves  # the old name (still imported by jetastar.batch)
 
 
 # ---------------------------------------------------------------------- collections
@@ -474,7 +490,7 @@ class JetCollection(Sequence[Jet]):
             mapping: awkward arrays: vector coordinate -> field name, overriding detection.
             t_cut, lam, lam_root: Ginkgo parameters of every jet (defaults: ``ShowerParams.qcd()``).
             mass_policy: ``"clamp"`` (default), ``"keep"`` or a mass in GeV; see
-                :mod:`jetastar.particles`. ``jet_columns["n_mass_adjusted"]`` counts the particles
+                :mod:`jetastar.momenta`. ``jet_columns["n_mass_adjusted"]`` counts the particles
                 it changed per jet.
             jet_type: label stored with the jets.
             jet_id: ids (default ``0..n_jets-1``).
@@ -492,13 +508,11 @@ class JetCollection(Sequence[Jet]):
             >>> jets.n_leaves.tolist(), float(jets.params["t_root"][0])
             ([2], 6400.0)
         """
-        from . import particles as _particles
-
         kw = {"t_cut": t_cut, "lam": lam, "lam_root": lam_root, "mass_policy": mass_policy,
               "jet_type": jet_type, "validate": validate, "entry": jet_id}
         if isinstance(particles, np.ndarray):
-            return _particles.from_dense(particles, components, mask=mask, padding=padding, **kw)
-        return _particles.from_awkward_particles(particles, mapping=mapping, **kw)
+            return cls(**dense_columns(particles, components, mask=mask, padding=padding, **kw))
+        return cls(**awkward_columns(particles, mapping=mapping, **kw))
 
     # ------------------------------------------------------------------ sequence protocol
     def __len__(self) -> int:

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,8 @@ from ._common import (
     take_with_extras,
 )
 from .legacy import UnsafePickleError, import_legacy_pickle
-from .particles import ParticleSource, iterate_particles, particle_entries, read_particles
+from . import particle_files
+from .particle_files import ParticleSource, iterate_particles, particle_entries, read_particles
 from .results import AlgorithmResults
 
 __all__ = [
@@ -76,6 +78,16 @@ __all__ = [
     "set_extras",
     "write",
 ]
+
+# The foreign-file readers were the module ``jetastar.io.particles``: that import path still works.
+sys.modules[f"{__name__}.particles"] = particle_files
+
+
+def __getattr__(name: str) -> Any:
+    if name == "particles":  # the old name of particle_files
+        return particle_files
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _EXTENSIONS = {
     ".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5",

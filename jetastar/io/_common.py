@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
-from ..ginkgo.likelihood import split_llh, t_of
+from ..ginkgo.likelihood import truth_log_likelihoods
 from ..jet import SPACELIKE_TOLERANCE, JetCollection
 
 __all__ = [
@@ -112,142 +111,6 @@ def jet_slice(collection: JetCollection, start: int, stop: int) -> JetCollection
 def take_with_extras(collection: JetCollection, indices: Any) -> JetCollection:
     """``collection.take(indices)`` (extra columns included)."""
     return collection.take(indices)
-
-
-def truth_log_likelihoods(collection: JetCollection, likelihood: str) -> np.ndarray:
-    """Truth-tree log-likelihood of every jet (internal momenta = sums of leaf momenta).
-
-    NaN where a jet has no truth tree, non-finite or non-positive-energy leaves, a malformed tree
-    or invalid parameters. Computed for all jets in one compiled loop over the flat columns with
-    the likelihood kernels of :mod:`jetastar.ginkgo.likelihood` (same values as
-    :func:`~jetastar.ginkgo.log_likelihood` up to the order of the final summation).
-    """
-    from ..ginkgo.likelihood import likelihood_constants
-
-    cached = get_extras(collection)[1].get(f"truth_llh_{likelihood}")
-    if cached is not None:
-        return cached
-    n_jets = len(collection)
-    table: dict[tuple[float, float, float], int] = {}
-    rows: list[np.ndarray] = []
-    which = np.full(n_jets, -1, dtype=np.int64)
-    prm = collection.params
-    for i in range(n_jets):
-        key = (float(prm["t_cut"][i]), float(prm["lam"][i]), float(prm["lam_root"][i]))
-        k = table.get(key)
-        if k is None:
-            try:
-                rows.append(likelihood_constants(*key, likelihood))
-            except ValueError:
-                continue
-            k = table[key] = len(rows) - 1
-        which[i] = k
-    consts = np.stack(rows) if rows else np.zeros((1, 2, 5))
-    out = np.full(n_jets, np.nan)
-    _truth_llh_kernel(
-        np.ascontiguousarray(collection.leaves), collection.leaf_offsets,
-        np.ascontiguousarray(collection.children), collection.leaf_of_node,
-        collection.node_offsets, which, consts, SPACELIKE_TOLERANCE, out,
-    )
-    return out
-
-
-@nb.njit(cache=True)
-def _truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, tol, out):
-    for j in range(out.shape[0]):
-        a = noff[j]
-        m = noff[j + 1] - a
-        la = loff[j]
-        n = loff[j + 1] - la
-        if m == 0 or m != 2 * n - 1 or which[j] < 0:
-            continue
-        ok = True
-        for q in range(la, la + n):
-            if not (leaves[q, 0] > 0.0):
-                ok = False
-            for c in range(4):
-                if not np.isfinite(leaves[q, c]):
-                    ok = False
-            e = leaves[q, 0]
-            if ok and t_of(e, leaves[q, 1], leaves[q, 2], leaves[q, 3]) < -tol * e * e:
-                ok = False
-        parent = np.full(m, -1, dtype=np.int64)
-        seen_leaf = np.zeros(n, dtype=np.bool_)
-        for k in range(m):
-            left = children[a + k, 0]
-            right = children[a + k, 1]
-            if left < 0 or right < 0:
-                lf = leaf_of_node[a + k]
-                if left != -1 or right != -1 or lf < 0 or lf >= n or seen_leaf[lf]:
-                    ok = False
-                    break
-                seen_leaf[lf] = True
-            else:
-                if left >= m or right >= m or left == right or left == k or right == k:
-                    ok = False
-                    break
-                if parent[left] != -1 or parent[right] != -1:
-                    ok = False
-                    break
-                parent[left] = k
-                parent[right] = k
-        if not ok:
-            continue
-        root = -1
-        for k in range(m):
-            if parent[k] == -1:
-                if root != -1:
-                    ok = False
-                root = k
-        if not ok or root < 0:
-            continue
-        # post-order without recursion; a cycle shows up as a wrong visit count
-        order = np.empty(m, dtype=np.int64)
-        stack = np.empty(2 * m + 2, dtype=np.int64)
-        done = np.zeros(m, dtype=np.bool_)
-        top = 0
-        stack[0] = root
-        count = 0
-        while top >= 0 and count <= m:
-            node = stack[top]
-            top -= 1
-            if children[a + node, 0] < 0 or done[node]:
-                if count < m:
-                    order[count] = node
-                count += 1
-            else:
-                done[node] = True
-                if top + 3 >= stack.shape[0]:
-                    count = m + 1
-                    break
-                top += 1
-                stack[top] = node
-                top += 1
-                stack[top] = children[a + node, 1]
-                top += 1
-                stack[top] = children[a + node, 0]
-        if count != m:
-            continue
-        c = consts[which[j]]
-        legacy = c[0, 4] != 0.0
-        p = np.empty((m, 4))
-        t = np.empty(m)
-        total = 0.0
-        for idx in range(m):
-            node = order[idx]
-            left = children[a + node, 0]
-            if left < 0:
-                for q in range(4):
-                    p[node, q] = leaves[la + leaf_of_node[a + node], q]
-                t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-            else:
-                right = children[a + node, 1]
-                for q in range(4):
-                    p[node, q] = p[left, q] + p[right, q]
-                t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-                row = 1 if node == root else 0
-                total += split_llh(t[left], t[right], t[node], c[row])
-        out[j] = total
 
 
 def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> None:

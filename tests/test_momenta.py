@@ -9,7 +9,7 @@ import vector
 
 from jetastar import InvalidJetError, JetCollection
 from jetastar.clustering import greedy
-from jetastar.particles import apply_mass_policy, detect_coordinates, mass_report
+from jetastar.momenta import apply_mass_policy, detect_coordinates, mass_report
 
 vector.register_awkward()
 

@@ -6,7 +6,7 @@ layouts physicists already have:
 * **ROOT TTrees** (read with uproot), one entry per jet or per event, particles in jagged branches
   chosen by a prefix — CMS NanoAOD-like ``nPFCands`` + ``PFCands_pt/eta/phi/mass``, Delphes-like
   ``Particle.PT/Eta/Phi/E/Px/Py/Pz``, anything written by ``tree["Jets"] = {"part": ak.zip(...)}`` —
-  with the coordinates detected from the names (:func:`jetastar.particles.detect_coordinates`), or an
+  with the coordinates detected from the names (:func:`jetastar.momenta.detect_coordinates`), or an
   explicit ``mapping`` (vector coordinate -> branch name);
 * **HDF5** (h5py): a dense padded dataset ``(n_jets, n_particles, 4)`` with a declared component
   order (``components="pt,eta,phi,mass"``) and optionally a boolean mask dataset, a structured
@@ -20,7 +20,7 @@ jets are found with FastJet (``pip install fastjet``; anti-kt with radius ``jet_
 
 Every jet's ``jet_id`` is its input entry number, also stored as ``jet_columns["entry"]`` (event
 layout: plus ``jet_columns["jet_in_event"]``, jets ordered by decreasing pT). The mass policy and
-Ginkgo parameters are those of :func:`jetastar.particles.collection_from_flat`.
+Ginkgo parameters are those of :func:`jetastar.momenta.collection_from_flat`.
 
 Errors are one line naming the file, the entry and the field: a missing branch lists the branches
 that exist; jagged branches of different lengths, non-finite values, fewer than 2 particles, padding
@@ -52,7 +52,7 @@ import numpy as np
 
 from ..errors import InvalidJetError
 from ..jet import JetCollection
-from ..particles import (
+from ..momenta import (
     DEFAULT_LAM,
     DEFAULT_LAM_ROOT,
     DEFAULT_T_CUT,
@@ -97,7 +97,7 @@ class ParticleSource:
         layout: ``"jet"`` (an entry is a jet) or ``"event"`` (find jets with FastJet).
         jet_algorithm, jet_r, jet_ptmin: event layout: FastJet algorithm (``"antikt"``,
             ``"kt"``, ``"cambridge"``), radius and minimum jet pT (GeV).
-        t_cut, lam, lam_root, mass_policy, jet_type: see :mod:`jetastar.particles`.
+        t_cut, lam, lam_root, mass_policy, jet_type: see :mod:`jetastar.momenta`.
     """
 
     path: str
