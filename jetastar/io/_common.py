@@ -1,11 +1,17 @@
-"""Helpers shared by the HDF5, ROOT and legacy readers/writers (errors, validation, provenance)."""
+"""Helpers shared by the HDF5, ROOT and legacy readers/writers.
+
+Errors, validation, provenance, jet selections and the metadata both writers record; the layout
+constants are in :mod:`jetastar.io.schema`.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +21,27 @@ from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
 from ..ginkgo.likelihood import truth_log_likelihoods
 from ..jet import SPACELIKE_TOLERANCE, JetCollection
+from .schema import FORMAT_NAME, SCHEMA_VERSION
 
 __all__ = [
+    "FORMAT_NAME",
     "SCHEMA_VERSION",
     "FileFormatError",
     "InvalidJetInFileError",
     "check_exists",
+    "entry_range",
+    "generator_params",
     "get_extras",
     "jet_slice",
+    "normalise_selection",
     "provenance",
+    "rows_for",
     "set_extras",
     "take_with_extras",
     "truth_log_likelihoods",
     "validate_columns",
 ]
 
-#: Version of the on-disk layout written by this jetastar (HDF5 attribute / ROOT meta field).
-SCHEMA_VERSION = 1
-FORMAT_NAME = "jetastar"
 
 
 def check_exists(path: str | os.PathLike[str]) -> Path:
@@ -176,3 +185,107 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
         i = int(badr[0])
         fail(i, "params.root_momentum", f"has non-finite values {rm[i].tolist()}")
 
+
+# ---------------------------------------------------------------------- selections
+def normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None]:
+    """``(start, stop, take)``: read rows ``start:stop``, then (optionally) take positions.
+
+    Args:
+        jets: ``None`` (all), a slice, an index or an array of positions (negative ones count
+            from the end).
+        n: the number of jets in the file.
+
+    Raises:
+        IndexError: for positions out of range.
+
+    Example:
+        >>> normalise_selection(slice(2, 5), 10), normalise_selection(-1, 10)
+        ((2, 5, None), (9, 10, None))
+    """
+    if jets is None:
+        return 0, n, None
+    if isinstance(jets, slice):
+        start, stop, step = jets.indices(n)
+        if step == 1:
+            return start, max(start, stop), None
+        idx = np.arange(start, stop, step)
+    elif isinstance(jets, (int, np.integer)):
+        i = int(jets) + (n if int(jets) < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"jet {jets} out of range for {n} jets")
+        return i, i + 1, None
+    else:
+        idx = np.asarray(jets, dtype=np.int64).ravel()
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"jet indices out of range for {n} jets")
+    if idx.size == 0:
+        return 0, 0, idx
+    lo, hi = int(idx.min()), int(idx.max()) + 1
+    return lo, hi, idx - lo
+
+
+def rows_for(jet_index: np.ndarray, jets: Any) -> np.ndarray:
+    """Rows of a results table whose ``jet_index`` is among the selected jets (slice or array).
+
+    Example:
+        >>> import numpy as np
+        >>> rows_for(np.array([4, 0, 7]), slice(0, 5)).tolist()
+        [0, 1]
+    """
+    if isinstance(jets, slice):
+        start = 0 if jets.start is None else jets.start
+        stop = np.iinfo(np.int64).max if jets.stop is None else jets.stop
+        return np.flatnonzero((jet_index >= start) & (jet_index < stop))
+    wanted = np.asarray(jets, dtype=np.int64).ravel()
+    return np.flatnonzero(np.isin(jet_index, wanted))
+
+
+# ---------------------------------------------------------------------- metadata both writers record
+def generator_params(collection: JetCollection) -> list[dict[str, Any]]:
+    """The distinct parameter sets of a collection (for the ``generator_params`` attribute).
+
+    Jets of one model (same λ, λ_R, t_cut and type) whose root mass and 4-vector differ from jet to
+    jet — measured jets, whose root is the sum of their particles — give one set with
+    ``"per_jet"`` naming those columns instead of one set per jet.
+    """
+    n = len(collection)
+    if n == 0:
+        return []
+    prm = collection.params
+    model = np.stack([prm["lam"], prm["lam_root"], prm["t_cut"]], axis=1)
+    types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
+    kin = np.concatenate([np.stack([prm["m_hard"], prm["t_root"]], axis=1),
+                          prm["root_momentum"]], axis=1)
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n):
+        seen.setdefault((*model[i].tolist(), types[i]), []).append(i)
+    for key, rows in seen.items():
+        base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
+        sub = kin[rows]
+        distinct = np.unique(np.nan_to_num(sub, nan=-1.0), axis=0)
+        if distinct.shape[0] > 2:
+            out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
+                        "(each jet's own: its measured mass and 4-vector)"})
+            continue
+        for d in distinct:
+            k = int(np.flatnonzero(np.all(np.nan_to_num(sub, nan=-1.0) == d, axis=1))[0])
+            i = rows[k]
+            out.append({
+                "m_hard": float(prm["m_hard"][i]), **base, "t_root": float(prm["t_root"][i]),
+                "root_momentum": [float(x) for x in prm["root_momentum"][i]],
+                "jet_type": key[3],
+            })
+    return out
+
+
+def entry_range(meta: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The input entries a particle-file run read (``meta["particles"]``), if recorded."""
+    src = meta.get("particles")
+    if isinstance(src, str):
+        src = json.loads(src)
+    if isinstance(src, Mapping) and src.get("entry_start") is not None \
+            and src.get("entry_stop") is not None:
+        return int(src["entry_start"]), int(src["entry_stop"])
+    return None

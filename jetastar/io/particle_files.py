@@ -52,6 +52,7 @@ import numpy as np
 
 from ..errors import InvalidJetError
 from ..jet import JetCollection
+from ..jetfinding import find_jets
 from ..momenta import (
     DEFAULT_LAM,
     DEFAULT_LAM_ROOT,
@@ -64,6 +65,7 @@ from ..momenta import (
     to_cartesian,
 )
 from ._common import FileFormatError, InvalidJetInFileError, check_exists
+from .formats import file_format
 
 __all__ = [
     "ParticleSource",
@@ -452,8 +454,6 @@ class _H5Particles:
 
 # ---------------------------------------------------------------------- common
 def _open(src: ParticleSource) -> Any:
-    from . import file_format
-
     fmt = file_format(check_exists(src.path))
     if fmt == "root":
         return _RootParticles(src)
@@ -499,8 +499,6 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
 def _jets_from_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.ndarray,
                       src: ParticleSource, validate: bool, fields: Mapping[str, str]
                       ) -> JetCollection:
-    from ..jetfinding import find_jets
-
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     for c, v in comps.items():
@@ -793,8 +791,6 @@ def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]
         >>> [(d["tree"], d["particles"], d["entries"]) for d in describe_particle_file(path)]
         [('Events', 'PF', 1)]
     """
-    from . import file_format
-
     p = check_exists(path)
     fmt = file_format(p)
     out: list[dict[str, Any]] = []
