@@ -9,6 +9,7 @@ itself; :mod:`jetastar.momenta` is the public face (the mass policy is documente
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,11 +28,14 @@ __all__ = [
     "DEFAULT_T_CUT",
     "MASS_POLICIES",
     "SPACELIKE_TOLERANCE",
+    "LeafProblem",
     "apply_mass_policy",
     "awkward_columns",
     "canonical_name",
     "dense_columns",
     "detect_coordinates",
+    "first_leaf_problem",
+    "first_nonfinite_input",
     "flat_columns",
     "nonfinite_problems",
     "to_cartesian",
@@ -221,6 +225,121 @@ def _assign_mass_kernel(p4, mass, changed):  # pragma: no cover - numba
             changed[i] = True
 
 
+# ---------------------------------------------------------------------- the columnar validator
+@dataclasses.dataclass(frozen=True)
+class LeafProblem:
+    """The first problem :func:`first_leaf_problem` found in flat leaf columns.
+
+    Attributes:
+        kind: ``"too few"``, ``"non-finite"``, ``"non-positive energy"`` or ``"spacelike"``.
+        jet: position of the jet (row of ``offsets``).
+        leaf: index of the leaf within its jet (``too few``: the jet's number of leaves).
+        component: ``"E"``, ``"px"``, ``"py"`` or ``"pz"`` (non-finite: the bad one; non-positive
+            energy: ``"E"``; otherwise ``""``).
+        value: the bad value (spacelike: ``E² − |p|²``).
+    """
+
+    kind: str
+    jet: int
+    leaf: int
+    component: str = ""
+    value: float = math.nan
+
+    def message(self, noun: str = "leaf", *, tolerance: bool = False) -> str:
+        """The one-line description (``noun``: what a leaf is called, ``"leaf"`` / ``"particle"``;
+        ``tolerance``: name the spacelike tolerance).
+
+        Example:
+            >>> LeafProblem("non-positive energy", 3, 1, "E", -2.0).message()
+            'leaf 1 has non-positive energy E = -2.0 GeV'
+        """
+        if self.kind == "too few":
+            plural = "leaves" if noun == "leaf" else f"{noun}s"
+            return f"a jet needs at least 2 {plural}, got {self.leaf}"
+        if self.kind == "non-finite":
+            return f"{noun} {self.leaf} has a non-finite {self.component} ({self.value})"
+        if self.kind == "non-positive energy":
+            return f"{noun} {self.leaf} has non-positive energy E = {self.value} GeV"
+        text = f"{noun} {self.leaf} is spacelike: E² − |p|² = {self.value:.6g} GeV²"
+        if tolerance:
+            text += f" (tolerance {SPACELIKE_TOLERANCE:g}·E²)"
+        return text
+
+
+def first_leaf_problem(
+    leaves: np.ndarray, offsets: np.ndarray, *, finite: bool = True, too_few: bool = True,
+) -> LeafProblem | None:
+    """The first invalid jet of flat leaf columns, or ``None``: the checks every jet passes.
+
+    The one validator of leaf momenta, used by :class:`~jetastar.Jet`, the file readers and the
+    momenta conversion (each words the problem its way with :meth:`LeafProblem.message`). Checked
+    in this order, each over all jets: fewer than 2 leaves, a non-finite value, ``E <= 0``, and
+    a clearly spacelike leaf (``E² − |p|² < −SPACELIKE_TOLERANCE · E²``).
+
+    Args:
+        leaves: ``(M, 4)`` float64 ``(E, px, py, pz)``.
+        offsets: ``(J + 1,)`` jet ``j``'s leaves are ``leaves[offsets[j]:offsets[j + 1]]``.
+        finite: check for non-finite values (off when the caller has checked its inputs).
+        too_few: check the number of leaves per jet.
+
+    Example:
+        >>> import numpy as np
+        >>> p = np.array([[5.0, 0, 0, 4], [5.0, 0, 0, -4], [1.0, 0, 0, 2], [3.0, 0, 0, 1]])
+        >>> first_leaf_problem(p, np.array([0, 2, 4])).message()
+        'leaf 0 is spacelike: E² − |p|² = -3 GeV²'
+    """
+    if too_few and len(offsets) == 2:  # one jet (no array work)
+        n = int(offsets[1]) - int(offsets[0])
+        if n < 2:
+            return LeafProblem("too few", 0, n)
+    elif too_few:
+        counts = np.diff(offsets)
+        if counts.shape[0] and counts.min() < 2:
+            i = int(np.flatnonzero(counts < 2)[0])
+            return LeafProblem("too few", i, int(counts[i]))
+    p = leaves
+    if p.shape[0] == 0:
+        return None
+
+    def where(k: int) -> tuple[int, int]:
+        i = int(np.searchsorted(offsets, k, side="right") - 1)
+        return i, k - int(offsets[i])
+
+    if finite:
+        bad = ~np.isfinite(p)
+        if bad.any():
+            k, j = (int(x) for x in np.argwhere(bad)[0])
+            i, leaf = where(k)
+            return LeafProblem("non-finite", i, leaf, _P4_ORDER[j], float(p[k, j]))
+    e = p[:, 0]
+    positive = e > 0.0
+    if not positive.all():
+        k = int(np.flatnonzero(~positive)[0])
+        i, leaf = where(k)
+        return LeafProblem("non-positive energy", i, leaf, "E", float(p[k, 0]))
+    t = e * e - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
+    spacelike = t < -SPACELIKE_TOLERANCE * e * e
+    if spacelike.any():
+        k = int(np.flatnonzero(spacelike)[0])
+        i, leaf = where(k)
+        return LeafProblem("spacelike", i, leaf, "", float(t[k]))
+    return None
+
+
+def first_nonfinite_input(components: Mapping[str, np.ndarray]) -> tuple[str, int] | None:
+    """``(name, index)`` of the first non-finite input coordinate (the first column, in order,
+    that has one), or ``None``. The columns must be float64 (as :func:`flat_columns` makes them).
+    """
+    for k, v in components.items():
+        q = _first_nonfinite(v)
+        if q >= 0:
+            return k, int(q)
+    return None
+
+
+_P4_ORDER = ("E", "px", "py", "pz")
+
+
 def _fail(msg: str, *, path: str | None, entry: int, field: str) -> InvalidJetError:
     if path:
             return InvalidJetInFileError(msg, path=path, entry=entry, jet=entry, field=field)
@@ -282,14 +401,14 @@ def flat_columns(
         small = np.flatnonzero(counts < 2)
         if small.size:
             i = int(small[0])
-            raise _fail(f"a jet needs at least 2 particles, got {int(counts[i])}",
-                        path=path, entry=int(entry[i]), field="particles")
-        for k, v in comps.items():
-            q = _first_nonfinite(v)
-            if q >= 0:
-                i = _jet_of(offsets, q)
-                raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({v[q]})",
-                            path=path, entry=int(entry[i]), field=fields.get(k, k))
+            few = LeafProblem("too few", i, int(counts[i]))
+            raise _fail(few.message("particle"), path=path, entry=int(entry[i]), field="particles")
+        bad_input = first_nonfinite_input(comps)
+        if bad_input is not None:
+            k, q = bad_input
+            i = _jet_of(offsets, q)
+            raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({comps[k][q]})",
+                        path=path, entry=int(entry[i]), field=fields.get(k, k))
     p4 = to_cartesian(comps)
     changed = apply_mass_policy(p4, mass_policy)
     n_adjusted = np.zeros(n_jets, np.float64)
@@ -298,19 +417,15 @@ def flat_columns(
     first_bad = np.full(2, -1, np.int64)
     _scan_kernel(p4, offsets, changed, SPACELIKE_TOLERANCE, total, n_adjusted, n_negative,
                  first_bad)
-    if validate:
-        source = "/".join(fields.get(c, c) for c in comps)
-        q = int(first_bad[0])
-        if q >= 0:
-            i = _jet_of(offsets, q)
-            raise _fail(f"particle {q - int(offsets[i])} has non-positive energy "
-                        f"E = {p4[q, 0]} GeV", path=path, entry=int(entry[i]), field=source)
-        q = int(first_bad[1])
-        if q >= 0:
-            i = _jet_of(offsets, q)
-            t = p4[q, 0] ** 2 - (p4[q, 1] ** 2 + p4[q, 2] ** 2 + p4[q, 3] ** 2)
-            raise _fail(f"particle {q - int(offsets[i])} is spacelike: E² − |p|² = {t:.6g} GeV²",
-                        path=path, entry=int(entry[i]), field=fields.get("mass", source))
+    if validate and (first_bad[0] >= 0 or first_bad[1] >= 0):
+        # the scan found a bad particle in the same pass as the sums; the validator names it
+        # (the inputs were checked for non-finite values above)
+        bad = first_leaf_problem(p4, offsets, finite=False, too_few=False)
+        if bad is not None:
+            source = "/".join(fields.get(c, c) for c in comps)
+            field = source if bad.kind == "non-positive energy" else fields.get("mass", source)
+            raise _fail(bad.message("particle"), path=path, entry=int(entry[bad.jet]),
+                        field=field)
     with np.errstate(all="ignore"):
         t_root = total[:, 0] ** 2 - (total[:, 1] ** 2 + total[:, 2] ** 2 + total[:, 3] ** 2)
     if validate:

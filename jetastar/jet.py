@@ -32,7 +32,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._columnar import awkward_columns, dense_columns
+from ._columnar import awkward_columns, dense_columns, first_leaf_problem
 from .errors import InvalidJetError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
@@ -243,32 +243,9 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
         raise InvalidJetError(
             f"must have shape (n, 4) as (E, px, py, pz), got {p.shape}", jet=label, field="leaves"
         )
-    if p.shape[0] < 2:
-        raise InvalidJetError(
-            f"a jet needs at least 2 leaves, got {p.shape[0]}", jet=label, field="leaves"
-        )
-    finite = np.isfinite(p)
-    if not np.all(finite):
-        i, j = np.argwhere(~finite)[0]
-        comp = "E px py pz".split()[j]
-        raise InvalidJetError(
-            f"leaf {i} has a non-finite {comp} ({p[i, j]})", jet=label, field="leaves"
-        )
-    if np.any(p[:, 0] <= 0.0):
-        i = int(np.flatnonzero(p[:, 0] <= 0.0)[0])
-        raise InvalidJetError(
-            f"leaf {i} has non-positive energy E = {p[i, 0]} GeV", jet=label, field="leaves"
-        )
-    t = p[:, 0] * p[:, 0] - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
-    bad = t < -SPACELIKE_TOLERANCE * p[:, 0] * p[:, 0]
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise InvalidJetError(
-            f"leaf {i} is spacelike: E² − |p|² = {t[i]:.6g} GeV² (tolerance "
-            f"{SPACELIKE_TOLERANCE:g}·E²)",
-            jet=label,
-            field="leaves",
-        )
+    bad = first_leaf_problem(p, (0, p.shape[0]))
+    if bad is not None:
+        raise InvalidJetError(bad.message("leaf", tolerance=True), jet=label, field="leaves")
     p.setflags(write=False)
     return p
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import first_leaf_problem
 from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
 from ..ginkgo.likelihood import truth_log_likelihoods
-from ..jet import SPACELIKE_TOLERANCE, JetCollection
+from ..jet import JetCollection
 from .schema import FORMAT_NAME, SCHEMA_VERSION
 
 __all__ = [
@@ -139,34 +140,10 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
             msg, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
         )
 
-    small = np.flatnonzero(n_leaves < 2)
-    if small.size:
-        i = int(small[0])
-        fail(i, "leaves", f"a jet needs at least 2 leaves, got {int(n_leaves[i])}")
-    p = collection.leaves
-    if p.shape[0]:
-        jet_of_leaf = np.repeat(np.arange(len(collection)), n_leaves)
-        first_leaf = collection.leaf_offsets[:-1]
-        bad = ~np.isfinite(p)
-        if bad.any():
-            k, j = np.argwhere(bad)[0]
-            i = int(jet_of_leaf[k])
-            comp = ("E", "px", "py", "pz")[j]
-            fail(i, f"leaves.{comp}",
-                 f"leaf {int(k - first_leaf[i])} has a non-finite {comp} ({p[k, j]})")
-        nonpos = np.flatnonzero(p[:, 0] <= 0.0)
-        if nonpos.size:
-            k = int(nonpos[0])
-            i = int(jet_of_leaf[k])
-            fail(i, "leaves.E",
-                 f"leaf {k - int(first_leaf[i])} has non-positive energy E = {p[k, 0]} GeV")
-        t = p[:, 0] ** 2 - (p[:, 1] ** 2 + p[:, 2] ** 2 + p[:, 3] ** 2)
-        spacelike = np.flatnonzero(t < -SPACELIKE_TOLERANCE * p[:, 0] ** 2)
-        if spacelike.size:
-            k = int(spacelike[0])
-            i = int(jet_of_leaf[k])
-            fail(i, "leaves",
-                 f"leaf {k - int(first_leaf[i])} is spacelike: E² − |p|² = {t[k]:.6g} GeV²")
+    bad = first_leaf_problem(collection.leaves, collection.leaf_offsets)
+    if bad is not None:
+        field = {"non-finite": f"leaves.{bad.component}", "non-positive energy": "leaves.E"}
+        fail(bad.jet, field.get(bad.kind, "leaves"), bad.message("leaf"))
     n_nodes = np.diff(collection.node_offsets)
     wrong = np.flatnonzero((n_nodes != 0) & (n_nodes != 2 * n_leaves - 1))
     if wrong.size:

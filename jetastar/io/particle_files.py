@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import first_nonfinite_input
 from ..errors import InvalidJetError
 from ..jet import JetCollection
 from ..jetfinding import find_jets
@@ -501,15 +502,16 @@ def _jets_from_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: n
                       ) -> JetCollection:
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    for c, v in comps.items():
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:  # FastJet must not see NaN, whatever `validate` says
-            q = int(bad[0])
-            i = int(np.searchsorted(offsets, q, side="right") - 1)
-            raise InvalidJetInFileError(
-                f"particle {q - int(offsets[i])} has a non-finite value ({v[q]})",
-                path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
-            )
+    # FastJet must not see NaN, whatever `validate` says
+    bad = first_nonfinite_input({c: np.ascontiguousarray(v, dtype=np.float64).ravel()
+                                 for c, v in comps.items()})
+    if bad is not None:
+        c, q = bad
+        i = int(np.searchsorted(offsets, q, side="right") - 1)
+        raise InvalidJetInFileError(
+            f"particle {q - int(offsets[i])} has a non-finite value ({comps[c][q]})",
+            path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
+        )
     p4 = to_cartesian(comps)
     jets = find_jets(p4, counts, algorithm=src.jet_algorithm, r=src.jet_r, ptmin=src.jet_ptmin)
     jet_entry = entry[jets.event]
