@@ -1,10 +1,12 @@
-"""Flat momentum columns: coordinate detection, conversion, mass policy and their checks.
+"""Flat momentum columns: coordinate detection, conversion, mass policy and the leaf validator.
 
 The arrays behind :class:`~jetastar.Jet` (one jet's awkward records), :meth:`JetCollection.from_momenta
-<jetastar.JetCollection.from_momenta>`, :mod:`jetastar.momenta` and the particle-file readers. It
-sits below :mod:`jetastar.jet` and returns plain columns (the keyword arguments of
-:class:`~jetastar.JetCollection`), so that ``jet`` can use it without importing anything above
-itself; :mod:`jetastar.momenta` is the public face (the mass policy is documented there).
+<jetastar.JetCollection.from_momenta>`, :mod:`jetastar.momenta` and the particle-file readers, and
+:func:`first_leaf_problem`, the one check of leaf momenta that ``Jet``, the file readers and the
+momenta conversion share. It sits with the model, below :mod:`jetastar.jet` (it imports only
+``errors`` and ``ginkgo.likelihood`` / ``ginkgo.params``), and returns plain columns (the keyword
+arguments of :class:`~jetastar.JetCollection`), so that ``jet`` uses it without importing anything
+above itself; :mod:`jetastar.momenta` is the public face (the mass policy is documented there).
 """
 
 from __future__ import annotations
