@@ -32,15 +32,13 @@ from typing import Any, overload
 
 import numpy as np
 
+from ._columnar import awkward_columns, dense_columns, first_leaf_problem
 from .errors import InvalidJetError
-from .ginkgo.likelihood import likelihood_constants
+from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
 from .tree import Tree
 
-__all__ = ["SPACELIKE_TOLERANCE", "Jet", "JetCollection"]
-
-#: Leaves with ``E² − |p|² < −SPACELIKE_TOLERANCE · E²`` are rejected as spacelike.
-SPACELIKE_TOLERANCE = 1e-6
+__all__ = ["SPACELIKE_TOLERANCE", "Jet", "JetCollection", "validate_leaves"]
 
 
 class Jet:
@@ -99,7 +97,7 @@ class Jet:
             raise InvalidJetError(
                 f"must be a ShowerParams, got {type(params).__name__}", jet=label, field="params"
             )
-        self._leaves = _validate_leaves(leaves, label)
+        self._leaves = validate_leaves(leaves, label)
         n = self._leaves.shape[0]
         if truth is not None:
             if not isinstance(truth, Tree):
@@ -213,13 +211,28 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
         raise InvalidJetError(
             f"one jet's particles as an awkward array must be 1-D records of momentum "
             f"coordinates, got type {arr.type}", jet=label, field="leaves")
-    from .particles import from_awkward_particles
-
-    one = from_awkward_particles(ak.Array([arr]), mass_policy="keep", validate=False)
-    return one.leaves
+    one = awkward_columns(ak.Array([arr]), mass_policy="keep", validate=False)
+    return np.ascontiguousarray(one["leaves"], dtype=np.float64).reshape(-1, 4)
 
 
-def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
+def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
+    """One jet's leaves as a read-only ``(n, 4)`` float64 array, or a clear error.
+
+    The checks of :class:`Jet` (module docstring): shape ``(n, 4)``, ``n >= 2``, finite values,
+    positive energies, no clearly spacelike leaf. Awkward / vector momentum records are converted
+    to ``(E, px, py, pz)`` first.
+
+    Args:
+        leaves: ``(n, 4)`` array-like of ``(E, px, py, pz)``, or one jet's momentum records.
+        label: what error messages call the jet (its id).
+
+    Raises:
+        InvalidJetError: naming the jet, the field ``leaves`` and the first problem.
+
+    Example:
+        >>> validate_leaves([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]], 3).shape
+        (2, 4)
+    """
     if type(leaves).__module__.startswith(("awkward", "vector")):
         leaves = _momenta_of_records(leaves, label)
     try:
@@ -230,34 +243,14 @@ def _validate_leaves(leaves: Any, label: object) -> np.ndarray:
         raise InvalidJetError(
             f"must have shape (n, 4) as (E, px, py, pz), got {p.shape}", jet=label, field="leaves"
         )
-    if p.shape[0] < 2:
-        raise InvalidJetError(
-            f"a jet needs at least 2 leaves, got {p.shape[0]}", jet=label, field="leaves"
-        )
-    finite = np.isfinite(p)
-    if not np.all(finite):
-        i, j = np.argwhere(~finite)[0]
-        comp = "E px py pz".split()[j]
-        raise InvalidJetError(
-            f"leaf {i} has a non-finite {comp} ({p[i, j]})", jet=label, field="leaves"
-        )
-    if np.any(p[:, 0] <= 0.0):
-        i = int(np.flatnonzero(p[:, 0] <= 0.0)[0])
-        raise InvalidJetError(
-            f"leaf {i} has non-positive energy E = {p[i, 0]} GeV", jet=label, field="leaves"
-        )
-    t = p[:, 0] * p[:, 0] - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
-    bad = t < -SPACELIKE_TOLERANCE * p[:, 0] * p[:, 0]
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        raise InvalidJetError(
-            f"leaf {i} is spacelike: E² − |p|² = {t[i]:.6g} GeV² (tolerance "
-            f"{SPACELIKE_TOLERANCE:g}·E²)",
-            jet=label,
-            field="leaves",
-        )
+    bad = first_leaf_problem(p, (0, p.shape[0]))
+    if bad is not None:
+        raise InvalidJetError(bad.message("leaf", tolerance=True), jet=label, field="leaves")
     p.setflags(write=False)
     return p
+
+
+_validate_leaves = validate_leaves  # the old name (still imported by jetastar.batch)
 
 
 # ---------------------------------------------------------------------- collections
@@ -474,7 +467,7 @@ class JetCollection(Sequence[Jet]):
             mapping: awkward arrays: vector coordinate -> field name, overriding detection.
             t_cut, lam, lam_root: Ginkgo parameters of every jet (defaults: ``ShowerParams.qcd()``).
             mass_policy: ``"clamp"`` (default), ``"keep"`` or a mass in GeV; see
-                :mod:`jetastar.particles`. ``jet_columns["n_mass_adjusted"]`` counts the particles
+                :mod:`jetastar.momenta`. ``jet_columns["n_mass_adjusted"]`` counts the particles
                 it changed per jet.
             jet_type: label stored with the jets.
             jet_id: ids (default ``0..n_jets-1``).
@@ -492,13 +485,11 @@ class JetCollection(Sequence[Jet]):
             >>> jets.n_leaves.tolist(), float(jets.params["t_root"][0])
             ([2], 6400.0)
         """
-        from . import particles as _particles
-
         kw = {"t_cut": t_cut, "lam": lam, "lam_root": lam_root, "mass_policy": mass_policy,
               "jet_type": jet_type, "validate": validate, "entry": jet_id}
         if isinstance(particles, np.ndarray):
-            return _particles.from_dense(particles, components, mask=mask, padding=padding, **kw)
-        return _particles.from_awkward_particles(particles, mapping=mapping, **kw)
+            return cls(**dense_columns(particles, components, mask=mask, padding=padding, **kw))
+        return cls(**awkward_columns(particles, mapping=mapping, **kw))
 
     # ------------------------------------------------------------------ sequence protocol
     def __len__(self) -> int:

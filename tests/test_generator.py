@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from functools import cache
 
 import numpy as np
@@ -158,3 +160,17 @@ def test_small_t_cut_gives_large_jets():
     jets = generate(20, ShowerParams.qcd(t_cut=0.09), seed=2)
     assert 30 < np.mean(jets.n_leaves) < 80
     assert all(np.isfinite(log_likelihood(j)) for j in jets)
+
+
+def test_the_model_loads_without_the_generator():
+    """``jetastar.ginkgo`` loads ``generate`` on first use: the model (layer 1) must not import the
+    generator (layer 3, which imports ``jetastar.jet``), whatever is imported first."""
+    code = ("import sys, jetastar.ginkgo.params, jetastar.jet\n"
+            "assert 'jetastar.ginkgo.generator' not in sys.modules\n"
+            "from jetastar.ginkgo import generate\n"
+            "import jetastar.ginkgo as g\n"
+            "assert g.generate is generate and 'generate' in dir(g)\n"
+            "print(len(generate(2, seed=1)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stderr

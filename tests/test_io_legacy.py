@@ -12,7 +12,8 @@ import pytest
 from helpers.refdata import DATA
 
 from jetastar import io as jio
-from jetastar.ginkgo import node_log_likelihoods, split_log_likelihood_t, t_of
+from jetastar.ginkgo import node_log_likelihoods, split_log_likelihood_t
+from jetastar.ginkgo.kernels import t_of
 from jetastar.io import FileFormatError, UnsafePickleError
 from jetastar.io.legacy import RestrictedUnpickler, load_legacy_pickle
 

@@ -16,10 +16,10 @@ from jetastar.ginkgo import (
     likelihood_constants,
     log_likelihood,
     node_log_likelihoods,
-    split_llh,
     split_log_likelihood,
     split_log_likelihood_t,
 )
+from jetastar.ginkgo.kernels import split_llh
 
 CASES = [c for c in split_cases() if not c["boundary_sensitive"]]
 

@@ -1,5 +1,11 @@
 """The Ginkgo toy parton shower: parameters, generator and splitting likelihood.
 
+The model (parameters, likelihood, heuristics) sits below :class:`~jetastar.Jet`; the generator sits
+above it (it builds a :class:`~jetastar.JetCollection`). So that importing the model never imports
+the generator, :func:`generate` is loaded on first use (a module ``__getattr__``); ``from
+jetastar.ginkgo import generate`` works as usual. The numba primitives (``split_llh``, ``t_of``,
+``cluster_t``, ...) are documented in :mod:`jetastar.ginkgo.kernels`.
+
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate, log_likelihood
     >>> jets = generate(2, ShowerParams.qcd(), seed=1)
@@ -9,19 +15,19 @@ Example:
 
 from __future__ import annotations
 
-from .generator import generate
+from typing import Any
+
 from .heuristics import heuristic
+from .kernels import cluster_t, split_llh, t_of
 from .likelihood import (
     LIKELIHOODS,
     check_likelihood,
-    cluster_t,
     likelihood_constants,
     log_likelihood,
     node_log_likelihoods,
-    split_llh,
     split_log_likelihood,
     split_log_likelihood_t,
-    t_of,
+    truth_log_likelihoods,
 )
 from .params import ShowerParams, default_root_momentum
 
@@ -40,4 +46,21 @@ __all__ = [
     "split_log_likelihood",
     "split_log_likelihood_t",
     "t_of",
+    "truth_log_likelihoods",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The one import inside a function of this package face: the generator (layer 3) imports
+    # jet (layer 2), which imports the model modules of this package (layer 1), so the face must
+    # not import the generator when it is first loaded.
+    if name == "generate":
+        from .generator import generate
+
+        globals()["generate"] = generate
+        return generate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

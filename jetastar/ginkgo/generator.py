@@ -38,6 +38,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import JetastarError
+from ..jet import JetCollection
 from .params import ShowerParams
 
 __all__ = ["generate"]
@@ -310,8 +311,6 @@ def generate(
         >>> all(10 <= j.n_leaves <= 12 for j in jets)
         True
     """
-    from ..jet import JetCollection
-
     if params is None:
         params = ShowerParams.qcd()
     if not isinstance(params, ShowerParams):

@@ -1,39 +1,48 @@
-"""Helpers shared by the HDF5, ROOT and legacy readers/writers (errors, validation, provenance)."""
+"""Helpers shared by the HDF5, ROOT and legacy readers/writers.
+
+Errors, validation, provenance, jet selections and the metadata both writers record; the layout
+constants are in :mod:`jetastar.io.schema`.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numba as nb
 import numpy as np
 
+from .._columnar import first_leaf_problem
 from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
-from ..ginkgo.likelihood import split_llh, t_of
-from ..jet import SPACELIKE_TOLERANCE, JetCollection
+from ..ginkgo.likelihood import truth_log_likelihoods
+from ..jet import JetCollection
+from .schema import FORMAT_NAME, SCHEMA_VERSION
 
 __all__ = [
+    "FORMAT_NAME",
     "SCHEMA_VERSION",
     "FileFormatError",
     "InvalidJetInFileError",
     "check_exists",
+    "entry_range",
+    "generator_params",
     "get_extras",
     "jet_slice",
+    "normalise_selection",
     "provenance",
+    "rows_for",
     "set_extras",
     "take_with_extras",
     "truth_log_likelihoods",
     "validate_columns",
 ]
 
-#: Version of the on-disk layout written by this jetastar (HDF5 attribute / ROOT meta field).
-SCHEMA_VERSION = 1
-FORMAT_NAME = "jetastar"
 
 
 def check_exists(path: str | os.PathLike[str]) -> Path:
@@ -114,142 +123,6 @@ def take_with_extras(collection: JetCollection, indices: Any) -> JetCollection:
     return collection.take(indices)
 
 
-def truth_log_likelihoods(collection: JetCollection, likelihood: str) -> np.ndarray:
-    """Truth-tree log-likelihood of every jet (internal momenta = sums of leaf momenta).
-
-    NaN where a jet has no truth tree, non-finite or non-positive-energy leaves, a malformed tree
-    or invalid parameters. Computed for all jets in one compiled loop over the flat columns with
-    the likelihood kernels of :mod:`jetastar.ginkgo.likelihood` (same values as
-    :func:`~jetastar.ginkgo.log_likelihood` up to the order of the final summation).
-    """
-    from ..ginkgo.likelihood import likelihood_constants
-
-    cached = get_extras(collection)[1].get(f"truth_llh_{likelihood}")
-    if cached is not None:
-        return cached
-    n_jets = len(collection)
-    table: dict[tuple[float, float, float], int] = {}
-    rows: list[np.ndarray] = []
-    which = np.full(n_jets, -1, dtype=np.int64)
-    prm = collection.params
-    for i in range(n_jets):
-        key = (float(prm["t_cut"][i]), float(prm["lam"][i]), float(prm["lam_root"][i]))
-        k = table.get(key)
-        if k is None:
-            try:
-                rows.append(likelihood_constants(*key, likelihood))
-            except ValueError:
-                continue
-            k = table[key] = len(rows) - 1
-        which[i] = k
-    consts = np.stack(rows) if rows else np.zeros((1, 2, 5))
-    out = np.full(n_jets, np.nan)
-    _truth_llh_kernel(
-        np.ascontiguousarray(collection.leaves), collection.leaf_offsets,
-        np.ascontiguousarray(collection.children), collection.leaf_of_node,
-        collection.node_offsets, which, consts, SPACELIKE_TOLERANCE, out,
-    )
-    return out
-
-
-@nb.njit(cache=True)
-def _truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, tol, out):
-    for j in range(out.shape[0]):
-        a = noff[j]
-        m = noff[j + 1] - a
-        la = loff[j]
-        n = loff[j + 1] - la
-        if m == 0 or m != 2 * n - 1 or which[j] < 0:
-            continue
-        ok = True
-        for q in range(la, la + n):
-            if not (leaves[q, 0] > 0.0):
-                ok = False
-            for c in range(4):
-                if not np.isfinite(leaves[q, c]):
-                    ok = False
-            e = leaves[q, 0]
-            if ok and t_of(e, leaves[q, 1], leaves[q, 2], leaves[q, 3]) < -tol * e * e:
-                ok = False
-        parent = np.full(m, -1, dtype=np.int64)
-        seen_leaf = np.zeros(n, dtype=np.bool_)
-        for k in range(m):
-            left = children[a + k, 0]
-            right = children[a + k, 1]
-            if left < 0 or right < 0:
-                lf = leaf_of_node[a + k]
-                if left != -1 or right != -1 or lf < 0 or lf >= n or seen_leaf[lf]:
-                    ok = False
-                    break
-                seen_leaf[lf] = True
-            else:
-                if left >= m or right >= m or left == right or left == k or right == k:
-                    ok = False
-                    break
-                if parent[left] != -1 or parent[right] != -1:
-                    ok = False
-                    break
-                parent[left] = k
-                parent[right] = k
-        if not ok:
-            continue
-        root = -1
-        for k in range(m):
-            if parent[k] == -1:
-                if root != -1:
-                    ok = False
-                root = k
-        if not ok or root < 0:
-            continue
-        # post-order without recursion; a cycle shows up as a wrong visit count
-        order = np.empty(m, dtype=np.int64)
-        stack = np.empty(2 * m + 2, dtype=np.int64)
-        done = np.zeros(m, dtype=np.bool_)
-        top = 0
-        stack[0] = root
-        count = 0
-        while top >= 0 and count <= m:
-            node = stack[top]
-            top -= 1
-            if children[a + node, 0] < 0 or done[node]:
-                if count < m:
-                    order[count] = node
-                count += 1
-            else:
-                done[node] = True
-                if top + 3 >= stack.shape[0]:
-                    count = m + 1
-                    break
-                top += 1
-                stack[top] = node
-                top += 1
-                stack[top] = children[a + node, 1]
-                top += 1
-                stack[top] = children[a + node, 0]
-        if count != m:
-            continue
-        c = consts[which[j]]
-        legacy = c[0, 4] != 0.0
-        p = np.empty((m, 4))
-        t = np.empty(m)
-        total = 0.0
-        for idx in range(m):
-            node = order[idx]
-            left = children[a + node, 0]
-            if left < 0:
-                for q in range(4):
-                    p[node, q] = leaves[la + leaf_of_node[a + node], q]
-                t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-            else:
-                right = children[a + node, 1]
-                for q in range(4):
-                    p[node, q] = p[left, q] + p[right, q]
-                t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-                row = 1 if node == root else 0
-                total += split_llh(t[left], t[right], t[node], c[row])
-        out[j] = total
-
-
 def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> None:
     """Fast (vectorised) checks of every jet of a collection read from ``path``.
 
@@ -267,34 +140,10 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
             msg, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
         )
 
-    small = np.flatnonzero(n_leaves < 2)
-    if small.size:
-        i = int(small[0])
-        fail(i, "leaves", f"a jet needs at least 2 leaves, got {int(n_leaves[i])}")
-    p = collection.leaves
-    if p.shape[0]:
-        jet_of_leaf = np.repeat(np.arange(len(collection)), n_leaves)
-        first_leaf = collection.leaf_offsets[:-1]
-        bad = ~np.isfinite(p)
-        if bad.any():
-            k, j = np.argwhere(bad)[0]
-            i = int(jet_of_leaf[k])
-            comp = ("E", "px", "py", "pz")[j]
-            fail(i, f"leaves.{comp}",
-                 f"leaf {int(k - first_leaf[i])} has a non-finite {comp} ({p[k, j]})")
-        nonpos = np.flatnonzero(p[:, 0] <= 0.0)
-        if nonpos.size:
-            k = int(nonpos[0])
-            i = int(jet_of_leaf[k])
-            fail(i, "leaves.E",
-                 f"leaf {k - int(first_leaf[i])} has non-positive energy E = {p[k, 0]} GeV")
-        t = p[:, 0] ** 2 - (p[:, 1] ** 2 + p[:, 2] ** 2 + p[:, 3] ** 2)
-        spacelike = np.flatnonzero(t < -SPACELIKE_TOLERANCE * p[:, 0] ** 2)
-        if spacelike.size:
-            k = int(spacelike[0])
-            i = int(jet_of_leaf[k])
-            fail(i, "leaves",
-                 f"leaf {k - int(first_leaf[i])} is spacelike: E² − |p|² = {t[k]:.6g} GeV²")
+    bad = first_leaf_problem(collection.leaves, collection.leaf_offsets)
+    if bad is not None:
+        field = {"non-finite": f"leaves.{bad.component}", "non-positive energy": "leaves.E"}
+        fail(bad.jet, field.get(bad.kind, "leaves"), bad.message("leaf"))
     n_nodes = np.diff(collection.node_offsets)
     wrong = np.flatnonzero((n_nodes != 0) & (n_nodes != 2 * n_leaves - 1))
     if wrong.size:
@@ -313,3 +162,107 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
         i = int(badr[0])
         fail(i, "params.root_momentum", f"has non-finite values {rm[i].tolist()}")
 
+
+# ---------------------------------------------------------------------- selections
+def normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None]:
+    """``(start, stop, take)``: read rows ``start:stop``, then (optionally) take positions.
+
+    Args:
+        jets: ``None`` (all), a slice, an index or an array of positions (negative ones count
+            from the end).
+        n: the number of jets in the file.
+
+    Raises:
+        IndexError: for positions out of range.
+
+    Example:
+        >>> normalise_selection(slice(2, 5), 10), normalise_selection(-1, 10)
+        ((2, 5, None), (9, 10, None))
+    """
+    if jets is None:
+        return 0, n, None
+    if isinstance(jets, slice):
+        start, stop, step = jets.indices(n)
+        if step == 1:
+            return start, max(start, stop), None
+        idx = np.arange(start, stop, step)
+    elif isinstance(jets, (int, np.integer)):
+        i = int(jets) + (n if int(jets) < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"jet {jets} out of range for {n} jets")
+        return i, i + 1, None
+    else:
+        idx = np.asarray(jets, dtype=np.int64).ravel()
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"jet indices out of range for {n} jets")
+    if idx.size == 0:
+        return 0, 0, idx
+    lo, hi = int(idx.min()), int(idx.max()) + 1
+    return lo, hi, idx - lo
+
+
+def rows_for(jet_index: np.ndarray, jets: Any) -> np.ndarray:
+    """Rows of a results table whose ``jet_index`` is among the selected jets (slice or array).
+
+    Example:
+        >>> import numpy as np
+        >>> rows_for(np.array([4, 0, 7]), slice(0, 5)).tolist()
+        [0, 1]
+    """
+    if isinstance(jets, slice):
+        start = 0 if jets.start is None else jets.start
+        stop = np.iinfo(np.int64).max if jets.stop is None else jets.stop
+        return np.flatnonzero((jet_index >= start) & (jet_index < stop))
+    wanted = np.asarray(jets, dtype=np.int64).ravel()
+    return np.flatnonzero(np.isin(jet_index, wanted))
+
+
+# ---------------------------------------------------------------------- metadata both writers record
+def generator_params(collection: JetCollection) -> list[dict[str, Any]]:
+    """The distinct parameter sets of a collection (for the ``generator_params`` attribute).
+
+    Jets of one model (same λ, λ_R, t_cut and type) whose root mass and 4-vector differ from jet to
+    jet — measured jets, whose root is the sum of their particles — give one set with
+    ``"per_jet"`` naming those columns instead of one set per jet.
+    """
+    n = len(collection)
+    if n == 0:
+        return []
+    prm = collection.params
+    model = np.stack([prm["lam"], prm["lam_root"], prm["t_cut"]], axis=1)
+    types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
+    kin = np.concatenate([np.stack([prm["m_hard"], prm["t_root"]], axis=1),
+                          prm["root_momentum"]], axis=1)
+    out: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n):
+        seen.setdefault((*model[i].tolist(), types[i]), []).append(i)
+    for key, rows in seen.items():
+        base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
+        sub = kin[rows]
+        distinct = np.unique(np.nan_to_num(sub, nan=-1.0), axis=0)
+        if distinct.shape[0] > 2:
+            out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
+                        "(each jet's own: its measured mass and 4-vector)"})
+            continue
+        for d in distinct:
+            k = int(np.flatnonzero(np.all(np.nan_to_num(sub, nan=-1.0) == d, axis=1))[0])
+            i = rows[k]
+            out.append({
+                "m_hard": float(prm["m_hard"][i]), **base, "t_root": float(prm["t_root"][i]),
+                "root_momentum": [float(x) for x in prm["root_momentum"][i]],
+                "jet_type": key[3],
+            })
+    return out
+
+
+def entry_range(meta: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The input entries a particle-file run read (``meta["particles"]``), if recorded."""
+    src = meta.get("particles")
+    if isinstance(src, str):
+        src = json.loads(src)
+    if isinstance(src, Mapping) and src.get("entry_start") is not None \
+            and src.get("entry_stop") is not None:
+        return int(src["entry_start"]), int(src["entry_stop"])
+    return None

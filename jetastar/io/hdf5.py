@@ -50,19 +50,30 @@ from ..jet import JetCollection
 from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
-    FORMAT_NAME,
-    SCHEMA_VERSION,
     FileFormatError,
     check_exists,
+    entry_range,
+    generator_params,
     get_extras,
+    normalise_selection,
     provenance,
+    rows_for,
     set_extras,
     take_with_extras,
     truth_log_likelihoods,
     validate_columns,
 )
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
+from .formats import Format, register_format
 from .results import AlgorithmResults
+from .schema import (
+    FORMAT_NAME,
+    P4_COLUMNS,
+    PARAM_COLUMNS,
+    ROOT_MOMENTUM_COLUMNS,
+    SCHEMA_VERSION,
+    TRUTH_LIKELIHOODS,
+)
 
 __all__ = [
     "hdf5_info",
@@ -74,10 +85,6 @@ __all__ = [
 ]
 
 _CHUNK = 16384
-_LIKELIHOODS = ("symmetric", "legacy")
-_PARAM_COLS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
-_ROOT_COLS = ("root_E", "root_px", "root_py", "root_pz")
-_P4 = ("E", "px", "py", "pz")
 
 
 def _h5py() -> Any:
@@ -126,67 +133,29 @@ def _fixed_bytes(values: Any) -> np.ndarray:
     return np.array(encoded, dtype=f"S{width}")
 
 
-def _generator_params(collection: JetCollection) -> list[dict[str, Any]]:
-    """The distinct parameter sets of a collection (for the ``generator_params`` attribute).
-
-    Jets of one model (same λ, λ_R, t_cut and type) whose root mass and 4-vector differ from jet to
-    jet — measured jets, whose root is the sum of their particles — give one set with
-    ``"per_jet"`` naming those columns instead of one set per jet.
-    """
-    n = len(collection)
-    if n == 0:
-        return []
-    prm = collection.params
-    model = np.stack([prm["lam"], prm["lam_root"], prm["t_cut"]], axis=1)
-    types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
-    kin = np.concatenate([np.stack([prm["m_hard"], prm["t_root"]], axis=1),
-                          prm["root_momentum"]], axis=1)
-    out: list[dict[str, Any]] = []
-    seen: dict[tuple[Any, ...], list[int]] = {}
-    for i in range(n):
-        seen.setdefault((*model[i].tolist(), types[i]), []).append(i)
-    for key, rows in seen.items():
-        base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
-        sub = kin[rows]
-        distinct = np.unique(np.nan_to_num(sub, nan=-1.0), axis=0)
-        if distinct.shape[0] > 2:
-            out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
-                        "(each jet's own: its measured mass and 4-vector)"})
-            continue
-        for d in distinct:
-            k = int(np.flatnonzero(np.all(np.nan_to_num(sub, nan=-1.0) == d, axis=1))[0])
-            i = rows[k]
-            out.append({
-                "m_hard": float(prm["m_hard"][i]), **base, "t_root": float(prm["t_root"][i]),
-                "root_momentum": [float(x) for x in prm["root_momentum"][i]],
-                "jet_type": key[3],
-            })
-    return out
-
-
 def _write_jets(group: Any, collection: JetCollection) -> None:
     group.attrs["n_jets"] = len(collection)
     _dataset(group, "leaf_offsets", collection.leaf_offsets)
-    for j, name in enumerate(_P4):
+    for j, name in enumerate(P4_COLUMNS):
         _dataset(group, name, collection.leaves[:, j])
     _dataset(group, "node_offsets", collection.node_offsets)
     _dataset(group, "left", collection.children[:, 0])
     _dataset(group, "right", collection.children[:, 1])
     _dataset(group, "leaf_of_node", collection.leaf_of_node)
     if collection.node_momenta is not None:
-        for j, name in enumerate(_P4):
+        for j, name in enumerate(P4_COLUMNS):
             _dataset(group, f"node_{name}", collection.node_momenta[:, j])
     _dataset(group, "jet_id", collection.jet_id)
     _dataset(group, "seed", collection.seed)
     _dataset(group, "n_leaves", collection.n_leaves)
     _dataset(group, "jet_type", _fixed_bytes(collection.jet_type))
-    for k in _PARAM_COLS:
+    for k in PARAM_COLUMNS:
         _dataset(group, k, collection.params[k])
     rm = collection.params["root_momentum"].reshape(-1, 4)
-    for j, name in enumerate(_ROOT_COLS):
+    for j, name in enumerate(ROOT_MOMENTUM_COLUMNS):
         _dataset(group, name, rm[:, j])
     node_extra, jet_extra = get_extras(collection)
-    for lk in _LIKELIHOODS:
+    for lk in TRUTH_LIKELIHOODS:
         _dataset(group, f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
         jet_extra.pop(f"truth_llh_{lk}", None)
     if node_extra:
@@ -263,16 +232,14 @@ def write_hdf5(
                 f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
             if collection is not None:
                 f.attrs["n_jets"] = len(collection)
-                f.attrs.setdefault("generator_params", json.dumps(_generator_params(collection)))
+                f.attrs.setdefault("generator_params", json.dumps(generator_params(collection)))
                 _write_jets(f.create_group("jets"), collection)
             res = f.create_group("results")
             for label, table in (results or {}).items():
                 _write_results(res.create_group(_group_name(label)), table)
             if results and has_entries(collection):
-                from .root import _entry_range
-
                 _write_by_entry(f.create_group("clusters"), collection, results)
-                events = event_columns(collection, results, _entry_range(meta))
+                events = event_columns(collection, results, entry_range(meta))
                 if events is not None:
                     g = f.create_group("clusters/events")
                     for k, v in events[0].items():
@@ -391,31 +358,6 @@ def _short(text: str) -> str:
     return " ".join(text.split())[:160]
 
 
-def _normalise_selection(jets: Any, n: int) -> tuple[int, int, np.ndarray | None]:
-    """(start, stop, take) : read rows start:stop, then (optionally) take positions."""
-    if jets is None:
-        return 0, n, None
-    if isinstance(jets, slice):
-        start, stop, step = jets.indices(n)
-        if step == 1:
-            return start, max(start, stop), None
-        idx = np.arange(start, stop, step)
-    elif isinstance(jets, (int, np.integer)):
-        i = int(jets) + (n if int(jets) < 0 else 0)
-        if not 0 <= i < n:
-            raise IndexError(f"jet {jets} out of range for {n} jets")
-        return i, i + 1, None
-    else:
-        idx = np.asarray(jets, dtype=np.int64).ravel()
-        idx = np.where(idx < 0, idx + n, idx)
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            raise IndexError(f"jet indices out of range for {n} jets")
-    if idx.size == 0:
-        return 0, 0, idx
-    lo, hi = int(idx.min()), int(idx.max()) + 1
-    return lo, hi, idx - lo
-
-
 def n_jets_hdf5(path: str | os.PathLike[str]) -> int:
     """Number of jets in a jetastar HDF5 file (reads only metadata)."""
     with _File(path) as f:
@@ -445,7 +387,7 @@ def read_hdf5(
     """
     with _File(path) as f:
         n = f.n_jets
-        start, stop, take = _normalise_selection(jets, n)
+        start, stop, take = normalise_selection(jets, n)
         collection = _read_range(f, start, stop)
     if validate:
         validate_columns(collection, str(path), offset=start)
@@ -474,7 +416,7 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
             f"{f.path}: inconsistent columns: entry {start + i}: 'jets/n_leaves' is "
             f"{int(stated[i])} but 'jets/leaf_offsets' gives {int(loff[i + 1] - loff[i])} leaves"
         )
-    leaves = np.stack([f.read(g + c, slice(la, lb)) for c in _P4], axis=1).astype(np.float64)
+    leaves = np.stack([f.read(g + c, slice(la, lb)) for c in P4_COLUMNS], axis=1).astype(np.float64)
     if leaves.shape[0] != lb - la:
         raise FileFormatError(f"{f.path}: leaf columns are shorter than the offsets say")
     children = np.stack(
@@ -483,16 +425,16 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
     node_momenta = None
     if "node_E" in f.f["jets"]:
         node_momenta = np.stack(
-            [f.read(g + f"node_{c}", slice(na, nb)) for c in _P4], axis=1
+            [f.read(g + f"node_{c}", slice(na, nb)) for c in P4_COLUMNS], axis=1
         ).astype(np.float64)
     sl = slice(start, stop)
     jet_type = np.array(
         [b.decode("utf-8") if isinstance(b, bytes) else str(b)
          for b in f.read(g + "jet_type", sl)], dtype=object
     )
-    params = {k: f.read(g + k, sl).astype(np.float64) for k in _PARAM_COLS}
+    params = {k: f.read(g + k, sl).astype(np.float64) for k in PARAM_COLUMNS}
     params["root_momentum"] = np.stack(
-        [f.read(g + c, sl) for c in _ROOT_COLS], axis=1
+        [f.read(g + c, sl) for c in ROOT_MOMENTUM_COLUMNS], axis=1
     ).astype(np.float64).reshape(-1, 4)
     try:
         collection = JetCollection(
@@ -517,7 +459,7 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
     if "jet_extra" in f.f["jets"]:
         for k in f.f["jets/jet_extra"]:
             jet_extra[k] = f.read(f"{g}jet_extra/{k}", sl)
-    for lk in _LIKELIHOODS:
+    for lk in TRUTH_LIKELIHOODS:
         if f"truth_llh_{lk}" in f.f["jets"]:
             jet_extra[f"truth_llh_{lk}"] = f.read(f"{g}truth_llh_{lk}", sl)
     return set_extras(collection, node_extra, jet_extra)
@@ -556,17 +498,8 @@ def read_hdf5_results(
             out[label] = _read_table(f, f"results/{name}")
     if jets is not None:
         for label, table in out.items():
-            out[label] = table.take(_rows_for(table.jet_index, jets))
+            out[label] = table.take(rows_for(table.jet_index, jets))
     return out
-
-
-def _rows_for(jet_index: np.ndarray, jets: Any) -> np.ndarray:
-    if isinstance(jets, slice):
-        start = 0 if jets.start is None else jets.start
-        stop = np.iinfo(np.int64).max if jets.stop is None else jets.stop
-        return np.flatnonzero((jet_index >= start) & (jet_index < stop))
-    wanted = np.asarray(jets, dtype=np.int64).ravel()
-    return np.flatnonzero(np.isin(jet_index, wanted))
 
 
 def _read_table(f: _File, g: str) -> AlgorithmResults:
@@ -648,3 +581,38 @@ def is_hdf5(path: str | os.PathLike[str]) -> bool:
             return fh.read(8) == b"\x89HDF\r\n\x1a\n"
     except OSError:
         return False
+
+
+class HDF5Format(Format):
+    """jetastar's HDF5 files (this module), as registered with :mod:`jetastar.io.formats`."""
+
+    name = "hdf5"
+    suffixes = (".h5", ".hdf5", ".hdf")
+    magic = b"\x89HDF\r\n\x1a\n"
+    hint = ".h5/.hdf5"
+
+    def read(self, path: str | os.PathLike[str], jets: Any = None, *,
+             validate: bool = True) -> JetCollection:
+        return read_hdf5(path, jets, validate=validate)
+
+    def n_jets(self, path: str | os.PathLike[str]) -> int:
+        return n_jets_hdf5(path)
+
+    def iterate(self, path: str | os.PathLike[str], step_size: int, *,
+                validate: bool = True) -> Iterator[JetCollection]:
+        return iterate_hdf5(path, step_size, validate=validate)
+
+    def write(self, path: str | os.PathLike[str], collection: JetCollection | None,
+              tables: Mapping[str, AlgorithmResults], *,
+              attrs: Mapping[str, Any] | None = None) -> None:
+        write_hdf5(path, collection, tables, attrs=attrs)
+
+    def read_results(self, path: str | os.PathLike[str], algorithms: Any = None,
+                     jets: Any = None) -> dict[str, AlgorithmResults]:
+        return read_hdf5_results(path, algorithms, jets)
+
+    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        return hdf5_info(path)
+
+
+register_format(HDF5Format())

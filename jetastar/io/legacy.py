@@ -36,6 +36,7 @@ import math
 import os
 import pickle
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,16 @@ from ..errors import InvalidJetError, UnsafePickleError
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
 from ..tree import Tree
-from ._common import FileFormatError, check_exists, set_extras
+from ._common import (
+    FileFormatError,
+    check_exists,
+    get_extras,
+    jet_slice,
+    normalise_selection,
+    set_extras,
+    take_with_extras,
+)
+from .formats import Format, register_format
 
 __all__ = ["RestrictedUnpickler", "UnsafePickleError", "import_legacy_pickle", "load_legacy_pickle"]
 
@@ -230,7 +240,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         >>> RestrictedUnpickler(io.BytesIO(pickle.dumps(print))).load()
         Traceback (most recent call last):
         ...
-        jetastar.io.legacy.UnsafePickleError: refusing global 'builtins.print' ...
+        jetastar.errors.UnsafePickleError: refusing global 'builtins.print' ...
     """
 
     _ALLOWED: dict[tuple[str, str], Any] | None = None
@@ -405,3 +415,56 @@ def _jet_from_dict(d: dict[str, Any], jet_id: int, jet_type: str | None) -> tupl
             if v is not None:
                 node_draws[k] = _scalar(v)
     return jet, {"deltas": deltas, "logLH": node_llh, "draws": node_draws}
+
+
+class LegacyFormat(Format):
+    """Reference Ginkgo pickles, read-only (:func:`import_legacy_pickle`), as registered with
+    :mod:`jetastar.io.formats`."""
+
+    name = "legacy"
+    suffixes = (".pkl", ".pickle")
+    magic = b"\x80"
+    hint = ".pkl"
+    read_only = "pickles are read-only (legacy import)"
+
+    def read(self, path: str | os.PathLike[str], jets: Any = None, *,
+             validate: bool = True) -> JetCollection:
+        collection = import_legacy_pickle(path)
+        if jets is not None:
+            start, stop, take = normalise_selection(jets, len(collection))
+            collection = jet_slice(collection, start, stop)
+            if take is not None:
+                collection = take_with_extras(collection, take)
+        return collection
+
+    def n_jets(self, path: str | os.PathLike[str]) -> int:
+        return len(import_legacy_pickle(path))
+
+    def iterate(self, path: str | os.PathLike[str], step_size: int, *,
+                validate: bool = True) -> Iterator[JetCollection]:
+        collection = import_legacy_pickle(path)
+        for a in range(0, len(collection), step_size):
+            yield jet_slice(collection, a, min(len(collection), a + step_size))
+
+    def read_results(self, path: str | os.PathLike[str], algorithms: Any = None,
+                     jets: Any = None) -> dict[str, Any]:
+        raise FileFormatError(f"{path}: legacy pickles hold no jetastar clustering results")
+
+    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        collection = import_legacy_pickle(path)
+        types = [str(t) for t in collection.jet_type]
+        node, jet = get_extras(collection)
+        return {
+            "path": str(path),
+            "format": "legacy",
+            "attrs": {"format": "legacy Ginkgo pickle (read-only import)"},
+            "n_jets": len(collection),
+            "n_leaves": collection.n_leaves,
+            "jet_types": {t: types.count(t) for t in sorted(set(types))},
+            "has_truth": int((np.diff(collection.node_offsets) > 0).sum()),
+            "extra_columns": sorted([*node, *jet]),
+            "results": {},
+        }
+
+
+register_format(LegacyFormat())

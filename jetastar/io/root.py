@@ -48,26 +48,33 @@ from ..jet import JetCollection
 from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (
-    FORMAT_NAME,
-    SCHEMA_VERSION,
     FileFormatError,
     check_exists,
+    entry_range,
+    generator_params,
     get_extras,
+    normalise_selection,
     provenance,
+    rows_for,
     set_extras,
     take_with_extras,
     truth_log_likelihoods,
     validate_columns,
 )
+from .formats import Format, register_format
 from .results import AlgorithmResults
+from .schema import (
+    FORMAT_NAME,
+    P4_COLUMNS,
+    PARAM_COLUMNS,
+    ROOT_MOMENTUM_COLUMNS,
+    SCHEMA_VERSION,
+    TRUTH_LIKELIHOODS,
+)
 
 __all__ = ["iterate_root", "n_jets_root", "read_root", "read_root_results", "root_info", "write_root"]
 
 _BASKET = 10000
-_PARAM_COLS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
-_ROOT_COLS = ("root_E", "root_px", "root_py", "root_pz")
-_P4 = ("E", "px", "py", "pz")
-_LIKELIHOODS = ("symmetric", "legacy")
 
 
 def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
@@ -83,14 +90,14 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
     na, nb = int(collection.node_offsets[a]), int(collection.node_offsets[b])
     loff = collection.leaf_offsets[a:b + 1] - la
     noff = collection.node_offsets[a:b + 1] - na
-    leaf = {c: _jagged(collection.leaves[la:lb, j], loff) for j, c in enumerate(_P4)}
+    leaf = {c: _jagged(collection.leaves[la:lb, j], loff) for j, c in enumerate(P4_COLUMNS)}
     node: dict[str, Any] = {
         "left": _jagged(collection.children[na:nb, 0], noff),
         "right": _jagged(collection.children[na:nb, 1], noff),
         "leaf": _jagged(collection.leaf_of_node[na:nb], noff),
     }
     if collection.node_momenta is not None:
-        for j, c in enumerate(_P4):
+        for j, c in enumerate(P4_COLUMNS):
             node[c] = _jagged(collection.node_momenta[na:nb, j], noff)
     node_extra, jet_extra = get_extras(collection)
     for k, v in node_extra.items():
@@ -101,12 +108,12 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
         "n_leaves": collection.n_leaves[a:b],
         "jet_type": ak.Array([str(t) for t in collection.jet_type[a:b]]),
     }
-    for k in _PARAM_COLS:
+    for k in PARAM_COLUMNS:
         out[k] = collection.params[k][a:b]
     rm = collection.params["root_momentum"].reshape(-1, 4)
-    for j, k in enumerate(_ROOT_COLS):
+    for j, k in enumerate(ROOT_MOMENTUM_COLUMNS):
         out[k] = np.ascontiguousarray(rm[a:b, j])
-    for lk in _LIKELIHOODS:
+    for lk in TRUTH_LIKELIHOODS:
         out[f"truth_llh_{lk}"] = truth[lk][a:b]
     for k, v in jet_extra.items():
         if not k.startswith("truth_llh_"):
@@ -188,14 +195,12 @@ def write_root(
         for label, t in results.items()
     }
     if collection is not None:
-        from .hdf5 import _generator_params
-
         node_extra, jet_extra = get_extras(collection)
         meta["n_jets"] = len(collection)
-        meta.setdefault("generator_params", _generator_params(collection))
+        meta.setdefault("generator_params", generator_params(collection))
         meta["node_extra"] = sorted(node_extra)
         meta["jet_extra"] = sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
-        truth = {lk: truth_log_likelihoods(collection, lk) for lk in _LIKELIHOODS}
+        truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
     with atomic_path(path) as tmp:
         with uproot.recreate(tmp) as f:
             f["meta"] = json.dumps(meta, default=_json_default)
@@ -208,7 +213,7 @@ def write_root(
                     tree.extend(_jets_block(collection, truth, a, min(len(collection), a + _BASKET)))
             if results and has_entries(collection):
                 _write_by_entry(f, collection, results)
-                _write_by_event(f, collection, results, _entry_range(meta))
+                _write_by_event(f, collection, results, entry_range(meta))
             if results:
                 counters = sorted({k for t in results.values() for k in t.counters})
                 tree = None
@@ -263,17 +268,6 @@ def _write_by_entry(f: Any, collection: JetCollection,
         tree.extend(first)
     for a in range(_BASKET, n, _BASKET):
         tree.extend(block(a, min(n, a + _BASKET)))
-
-
-def _entry_range(meta: Mapping[str, Any]) -> tuple[int, int] | None:
-    """The input entries a particle-file run read (``meta["particles"]``), if recorded."""
-    src = meta.get("particles")
-    if isinstance(src, str):
-        src = json.loads(src)
-    if isinstance(src, Mapping) and src.get("entry_start") is not None \
-            and src.get("entry_stop") is not None:
-        return int(src["entry_start"]), int(src["entry_stop"])
-    return None
 
 
 def _write_by_event(f: Any, collection: JetCollection,
@@ -445,13 +439,13 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
 
     fields = set(ak.fields(arr))
     need = {"nleaf", "leaf_E", "leaf_px", "leaf_py", "leaf_pz", "nnode", "node_left",
-            "node_right", "node_leaf", "jet_id", "seed", "jet_type", *_PARAM_COLS, *_ROOT_COLS}
+            "node_right", "node_leaf", "jet_id", "seed", "jet_type", *PARAM_COLUMNS, *ROOT_MOMENTUM_COLUMNS}
     missing = sorted(need - fields)
     if missing:
         raise FileFormatError(f"{path}: the 'jets' tree lacks branches {missing}")
-    for count, branches in (("nleaf", [f"leaf_{c}" for c in _P4]),
+    for count, branches in (("nleaf", [f"leaf_{c}" for c in P4_COLUMNS]),
                             ("nnode", ["node_left", "node_right", "node_leaf",
-                                       *(f"node_{c}" for c in _P4 if f"node_{c}" in fields),
+                                       *(f"node_{c}" for c in P4_COLUMNS if f"node_{c}" in fields),
                                        *(k for k in fields if k.startswith("node_extra_"))])):
         counts = _np(arr[count], np.int64)
         for b in branches:
@@ -462,18 +456,18 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
                      _np(arr["nleaf"], np.int64), "nleaf", offset)
     loff = _offsets(arr["nleaf"])
     noff = _offsets(arr["nnode"])
-    leaves = np.stack([_flat(arr[f"leaf_{c}"], np.float64) for c in _P4], axis=1).reshape(-1, 4)
+    leaves = np.stack([_flat(arr[f"leaf_{c}"], np.float64) for c in P4_COLUMNS], axis=1).reshape(-1, 4)
     children = np.stack(
         [_flat(arr["node_left"], np.int64), _flat(arr["node_right"], np.int64)], axis=1
     ).reshape(-1, 2)
     node_momenta = None
     if "node_E" in fields:
         node_momenta = np.stack(
-            [_flat(arr[f"node_{c}"], np.float64) for c in _P4], axis=1
+            [_flat(arr[f"node_{c}"], np.float64) for c in P4_COLUMNS], axis=1
         ).reshape(-1, 4)
-    params = {k: _np(arr[k], np.float64) for k in _PARAM_COLS}
+    params = {k: _np(arr[k], np.float64) for k in PARAM_COLUMNS}
     params["root_momentum"] = np.stack(
-        [_np(arr[k], np.float64) for k in _ROOT_COLS], axis=1
+        [_np(arr[k], np.float64) for k in ROOT_MOMENTUM_COLUMNS], axis=1
     ).reshape(-1, 4)
     try:
         collection = JetCollection(
@@ -496,7 +490,7 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
     }
     jet_extra = {k[len("extra_"):]: _np(arr[k], np.float64) for k in fields
                  if k.startswith("extra_")}
-    for lk in _LIKELIHOODS:
+    for lk in TRUTH_LIKELIHOODS:
         if f"truth_llh_{lk}" in fields:
             jet_extra[f"truth_llh_{lk}"] = _np(arr[f"truth_llh_{lk}"], np.float64)
     return set_extras(collection, node_extra, jet_extra)
@@ -522,11 +516,9 @@ def read_root(
     Returns:
         A :class:`~jetastar.JetCollection`.
     """
-    from .hdf5 import _normalise_selection
-
     with _RootFile(path) as f:
         n = f.num_entries("jets")
-        start, stop, take = _normalise_selection(jets, n)
+        start, stop, take = normalise_selection(jets, n)
         if stop > start:
             collection = _collection_from_arrays(f.arrays("jets", start, stop), f.path, start)
         else:
@@ -569,8 +561,6 @@ def read_root_results(
 ) -> dict[str, AlgorithmResults]:
     """Read the ``results`` tree: label -> :class:`AlgorithmResults` (see :func:`read_hdf5_results`)."""
     import awkward as ak
-
-    from .hdf5 import _rows_for
 
     out: dict[str, AlgorithmResults] = {}
     with _RootFile(path, need_jets=False) as f:
@@ -618,7 +608,7 @@ def read_root_results(
             exact_method=bool(meta.get("exact_method", False)),
         )
         if jets is not None:
-            table = table.take(_rows_for(table.jet_index, jets))
+            table = table.take(rows_for(table.jet_index, jets))
         out[label] = table
     return out
 
@@ -655,3 +645,38 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                     "status": {s: st.count(s) for s in sorted(set(st))},
                 }
     return info
+
+
+class ROOTFormat(Format):
+    """jetastar's ROOT files (this module), as registered with :mod:`jetastar.io.formats`."""
+
+    name = "root"
+    suffixes = (".root",)
+    magic = b"root"
+    hint = ".root"
+
+    def read(self, path: str | os.PathLike[str], jets: Any = None, *,
+             validate: bool = True) -> JetCollection:
+        return read_root(path, jets, validate=validate)
+
+    def n_jets(self, path: str | os.PathLike[str]) -> int:
+        return n_jets_root(path)
+
+    def iterate(self, path: str | os.PathLike[str], step_size: int, *,
+                validate: bool = True) -> Iterator[JetCollection]:
+        return iterate_root(path, step_size, validate=validate)
+
+    def write(self, path: str | os.PathLike[str], collection: JetCollection | None,
+              tables: Mapping[str, AlgorithmResults], *,
+              attrs: Mapping[str, Any] | None = None) -> None:
+        write_root(path, collection, tables, attrs=attrs)
+
+    def read_results(self, path: str | os.PathLike[str], algorithms: Any = None,
+                     jets: Any = None) -> dict[str, AlgorithmResults]:
+        return read_root_results(path, algorithms, jets)
+
+    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        return root_info(path)
+
+
+register_format(ROOTFormat())

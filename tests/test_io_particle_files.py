@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import uproot
 import vector
+from helpers.fastjet_trees import fastjet_tree
 
 from jetastar import InvalidJetError, JetCollection
 from jetastar import io as jio
@@ -194,8 +195,6 @@ def test_events_to_jets_with_fastjet(tmp_path):
 
 def test_kt_family_on_foreign_jets_equals_fastjet(tmp_path):
     fastjet = pytest.importorskip("fastjet", reason="FastJet comparison needs the fastjet extra")
-    from test_kt import _fastjet_tree
-
     counts, cols = _particles(7, 25, lo=2, hi=40)
     path = tmp_path / "nano.root"
     _nanoaod(path, counts, cols, dtype=np.float32)  # float32, massless: real-data rounding
@@ -203,7 +202,7 @@ def test_kt_family_on_foreign_jets_equals_fastjet(tmp_path):
     for jet in jets:
         for algorithm in ("kt", "cambridge", "antikt"):
             ours = kt(jet, algorithm=algorithm).tree
-            assert ours == _fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
+            assert ours == fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
 
 
 # ---------------------------------------------------------------------- bad input

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import awkward as ak
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ import vector
 
 from jetastar import InvalidJetError, JetCollection
 from jetastar.clustering import greedy
-from jetastar.particles import apply_mass_policy, detect_coordinates, mass_report
+from jetastar.momenta import apply_mass_policy, detect_coordinates, mass_report, rap_phi_kt2
 
 vector.register_awkward()
 
@@ -210,3 +212,29 @@ def test_negative_t_particles_are_counted():
     np.testing.assert_array_equal(kept.jet_columns["n_negative_t"], per_jet)
     assert mass_report(kept)["particles_negative_t"] == int(per_jet.sum())
     assert mass_report(JetCollection.from_momenta(arr, t_cut=1.0))["particles_negative_t"] == 0
+
+
+def test_old_module_paths_still_work():
+    import jetastar.io.particles as old_io
+
+    import jetastar.particles as old
+    from jetastar import momenta
+    from jetastar.io import particle_files
+
+    assert old.from_dense is momenta.from_dense and old.mass_report is momenta.mass_report
+    assert old_io is particle_files and old_io.read_particles is particle_files.read_particles
+
+
+def test_rap_phi_kt2_follows_fastjet_conventions():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        px, py, pz = rng.normal(0.0, 30.0, 3)
+        e = math.sqrt(px * px + py * py + pz * pz + rng.uniform(0.0, 25.0))
+        rap, phi, kt2 = rap_phi_kt2(e, px, py, pz)
+        v = vector.obj(E=e, px=px, py=py, pz=pz)
+        assert rap == pytest.approx(v.rapidity, rel=1e-12, abs=1e-12)
+        assert phi == pytest.approx(v.phi % (2 * math.pi), rel=1e-12, abs=1e-12)
+        assert 0.0 <= phi < 2 * math.pi and kt2 == px * px + py * py
+    # a massless particle along the beam sits at FastJet's maximal rapidity
+    assert rap_phi_kt2(5.0, 0.0, 0.0, 5.0) == (1e5 + 5.0, 0.0, 0.0)
+    assert rap_phi_kt2(5.0, 0.0, 0.0, -5.0)[0] == -(1e5 + 5.0)

@@ -6,7 +6,7 @@ layouts physicists already have:
 * **ROOT TTrees** (read with uproot), one entry per jet or per event, particles in jagged branches
   chosen by a prefix — CMS NanoAOD-like ``nPFCands`` + ``PFCands_pt/eta/phi/mass``, Delphes-like
   ``Particle.PT/Eta/Phi/E/Px/Py/Pz``, anything written by ``tree["Jets"] = {"part": ak.zip(...)}`` —
-  with the coordinates detected from the names (:func:`jetastar.particles.detect_coordinates`), or an
+  with the coordinates detected from the names (:func:`jetastar.momenta.detect_coordinates`), or an
   explicit ``mapping`` (vector coordinate -> branch name);
 * **HDF5** (h5py): a dense padded dataset ``(n_jets, n_particles, 4)`` with a declared component
   order (``components="pt,eta,phi,mass"``) and optionally a boolean mask dataset, a structured
@@ -20,7 +20,7 @@ jets are found with FastJet (``pip install fastjet``; anti-kt with radius ``jet_
 
 Every jet's ``jet_id`` is its input entry number, also stored as ``jet_columns["entry"]`` (event
 layout: plus ``jet_columns["jet_in_event"]``, jets ordered by decreasing pT). The mass policy and
-Ginkgo parameters are those of :func:`jetastar.particles.collection_from_flat`.
+Ginkgo parameters are those of :func:`jetastar.momenta.collection_from_flat`.
 
 Errors are one line naming the file, the entry and the field: a missing branch lists the branches
 that exist; jagged branches of different lengths, non-finite values, fewer than 2 particles, padding
@@ -50,9 +50,11 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import first_nonfinite_input
 from ..errors import InvalidJetError
 from ..jet import JetCollection
-from ..particles import (
+from ..jetfinding import find_jets
+from ..momenta import (
     DEFAULT_LAM,
     DEFAULT_LAM_ROOT,
     DEFAULT_T_CUT,
@@ -64,6 +66,7 @@ from ..particles import (
     to_cartesian,
 )
 from ._common import FileFormatError, InvalidJetInFileError, check_exists
+from .formats import file_format
 
 __all__ = [
     "ParticleSource",
@@ -97,7 +100,7 @@ class ParticleSource:
         layout: ``"jet"`` (an entry is a jet) or ``"event"`` (find jets with FastJet).
         jet_algorithm, jet_r, jet_ptmin: event layout: FastJet algorithm (``"antikt"``,
             ``"kt"``, ``"cambridge"``), radius and minimum jet pT (GeV).
-        t_cut, lam, lam_root, mass_policy, jet_type: see :mod:`jetastar.particles`.
+        t_cut, lam, lam_root, mass_policy, jet_type: see :mod:`jetastar.momenta`.
     """
 
     path: str
@@ -452,8 +455,6 @@ class _H5Particles:
 
 # ---------------------------------------------------------------------- common
 def _open(src: ParticleSource) -> Any:
-    from . import file_format
-
     fmt = file_format(check_exists(src.path))
     if fmt == "root":
         return _RootParticles(src)
@@ -499,19 +500,18 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
 def _jets_from_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.ndarray,
                       src: ParticleSource, validate: bool, fields: Mapping[str, str]
                       ) -> JetCollection:
-    from ..jetfinding import find_jets
-
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    for c, v in comps.items():
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:  # FastJet must not see NaN, whatever `validate` says
-            q = int(bad[0])
-            i = int(np.searchsorted(offsets, q, side="right") - 1)
-            raise InvalidJetInFileError(
-                f"particle {q - int(offsets[i])} has a non-finite value ({v[q]})",
-                path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
-            )
+    # FastJet must not see NaN, whatever `validate` says
+    bad = first_nonfinite_input({c: np.ascontiguousarray(v, dtype=np.float64).ravel()
+                                 for c, v in comps.items()})
+    if bad is not None:
+        c, q = bad
+        i = int(np.searchsorted(offsets, q, side="right") - 1)
+        raise InvalidJetInFileError(
+            f"particle {q - int(offsets[i])} has a non-finite value ({comps[c][q]})",
+            path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
+        )
     p4 = to_cartesian(comps)
     jets = find_jets(p4, counts, algorithm=src.jet_algorithm, r=src.jet_r, ptmin=src.jet_ptmin)
     jet_entry = entry[jets.event]
@@ -793,8 +793,6 @@ def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]
         >>> [(d["tree"], d["particles"], d["entries"]) for d in describe_particle_file(path)]
         [('Events', 'PF', 1)]
     """
-    from . import file_format
-
     p = check_exists(path)
     fmt = file_format(p)
     out: list[dict[str, Any]] = []

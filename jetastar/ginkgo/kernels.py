@@ -1,0 +1,433 @@
+"""The numba primitives of the Ginkgo likelihood: what every algorithm's kernels call.
+
+These are the building blocks behind :func:`jetastar.ginkgo.log_likelihood`; users score trees with
+the Python functions of :mod:`jetastar.ginkgo.likelihood`, kernel authors call these from their own
+``@numba.njit`` code (read the rules at the top of ``jetastar/_jit.py`` first).
+
+* :func:`t_of`, :func:`cluster_t`: the squared mass ``t`` of a 4-vector / of a cluster as a form
+  uses it;
+* :func:`split_llh`: the split log-likelihood ψ from three ``t`` values and one constants row
+  (:func:`jetastar.ginkgo.likelihood_constants`), with :func:`parent_terms` and
+  :func:`split_llh_given_parent` for callers scoring many splits of one parent;
+* :func:`child_bound`, :func:`split_bound_given_parent`, :func:`split_llh_bound`: cheap upper bounds
+  on ψ for branch-and-bound search;
+* :func:`split_llh_many`, :func:`tree_node_llh`, :func:`truth_llh_kernel`: many splits, every node
+  of one tree, and the truth trees of a whole collection's flat columns.
+
+A constants row is ``[t_cut, λ, log λ, N, is_legacy]`` (``N_CONSTANTS`` values).
+
+Example:
+    >>> from jetastar.ginkgo import likelihood_constants
+    >>> from jetastar.ginkgo.kernels import split_llh, t_of
+    >>> c = likelihood_constants(16.0, 1.5)[0]
+    >>> bool(split_llh(t_of(5.0, 0.0, 0.0, 4.0), 0.0, 900.0, c) < 0)
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "N_CONSTANTS",
+    "TRUNCATION",
+    "child_bound",
+    "cluster_t",
+    "parent_terms",
+    "split_bound_given_parent",
+    "split_llh",
+    "split_llh_bound",
+    "split_llh_given_parent",
+    "split_llh_many",
+    "t_of",
+    "tree_node_llh",
+    "truth_llh_kernel",
+]
+
+#: Truncation of the exponential draws of the shower (1 - 1e-3).
+TRUNCATION = 0.999
+_A = TRUNCATION
+_LOG_HALF = math.log(0.5)
+_LOG_4PI = math.log(4.0 * math.pi)
+_NEG_INF = -np.inf
+
+# layout of a constants row (float64 array of length 5)
+_C_TCUT, _C_LAM, _C_LOGLAM, _C_NORM, _C_LEGACY = range(5)
+#: Length of a constants row.
+N_CONSTANTS = 5
+
+
+@nb.njit(cache=True)
+def t_of(e: float, px: float, py: float, pz: float) -> float:
+    """Squared invariant mass ``E² - |p|²`` (numba kernel; callable from Python too)."""
+    return e * e - (px * px + py * py + pz * pz)
+
+
+@nb.njit(cache=True)
+def cluster_t(e: float, px: float, py: float, pz: float, size: int, c: np.ndarray) -> float:
+    """The ``t`` a likelihood form uses for a cluster of ``size`` leaves with summed 4-momentum.
+
+    Legacy form: 0 for a single leaf; otherwise (and always in the symmetric form) ``E² − |p|²``.
+    """
+    if size == 1 and c[_C_LEGACY] != 0.0:
+        return 0.0
+    return e * e - (px * px + py * py + pz * pz)
+
+
+@nb.njit(cache=True)
+def parent_terms(t_parent: float, c: np.ndarray) -> tuple[float, float, float]:
+    """The parts of ψ that depend only on the parent: ``(√tP, log tP, first-child stop term)``.
+
+    The stop term ``N + log(1 − exp(−λ t_cut / tP))`` is the log-probability that the child drawn
+    first from the parent becomes a leaf (both forms; any split with non-zero likelihood has
+    ``tP >= t_cut``, so ``min(tP, t_cut) = t_cut``). A caller that scores many splits of one parent
+    computes these once and calls :func:`split_llh_given_parent`; for ``tP <= 0`` the values are
+    NaN and must not be used (the split is ``-inf``).
+    """
+    if not t_parent > 0.0:
+        return np.nan, np.nan, np.nan
+    stop = c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
+    return math.sqrt(t_parent), math.log(t_parent), stop
+
+
+@nb.njit(cache=True)
+def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
+    """log-density (continues) or log-probability (stops) of the child drawn second, scale T."""
+    if (t > 0.0) if legacy else (t > c[_C_TCUT]):
+        return c[_C_NORM] + c[_C_LOGLAM] - math.log(scale) - c[_C_LAM] * t / scale
+    cut = c[_C_TCUT] if legacy else min(scale, c[_C_TCUT])
+    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * cut / scale))
+
+
+@nb.njit(cache=True)
+def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
+    """Symmetric form: :func:`_second_child` ``= _second_offset + log(_second_factor)``."""
+    if t > c[_C_TCUT]:
+        return c[_C_NORM] + c[_C_LOGLAM] - c[_C_LAM] * t / scale
+    return c[_C_NORM]
+
+
+@nb.njit(cache=True)
+def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
+    """Symmetric form: the factor whose log completes :func:`_second_offset` (``1/T`` or the stop
+    probability ``1 − exp(−λ min(T, t_cut) / T)``)."""
+    if t > c[_C_TCUT]:
+        return 1.0 / scale
+    return -math.expm1(-c[_C_LAM] * min(scale, c[_C_TCUT]) / scale)
+
+
+@nb.njit(cache=True)
+def _first_child(t: float, t_parent: float, log_tp: float, stop: float, legacy: bool,
+                 c: np.ndarray) -> float:
+    """The same for the child drawn first (scale tP), with the parent terms precomputed."""
+    if (t > 0.0) if legacy else (t > c[_C_TCUT]):
+        return c[_C_NORM] + c[_C_LOGLAM] - log_tp - c[_C_LAM] * t / t_parent
+    return stop
+
+
+@nb.njit(cache=True, inline="always")
+def split_llh_given_parent(
+    t_left: float, t_right: float, t_parent: float, s_parent: float, log_tp: float, stop: float,
+    c: np.ndarray,
+) -> float:
+    """:func:`split_llh` with the parent's :func:`parent_terms` precomputed (same result, bit for bit).
+
+    Args:
+        t_left, t_right, t_parent: as in :func:`split_llh`.
+        s_parent, log_tp, stop: ``parent_terms(t_parent, c)``.
+        c: the constants row.
+    """
+    if c[_C_LEGACY] != 0.0:
+        if not t_parent >= c[_C_TCUT]:
+            return _NEG_INF
+        if t_left >= t_right:
+            t_max, t_min = t_left, t_right
+        else:
+            t_max, t_min = t_right, t_left
+        if t_max < 0.0:
+            return _NEG_INF
+        scale2 = s_parent - math.sqrt(t_max)
+        scale2 = scale2 * scale2
+        first = _first_child(t_max, t_parent, log_tp, stop, np.bool_(True), c)
+        if not scale2 > 0.0:
+            if t_min > 0.0 or not scale2 == 0.0:
+                return _NEG_INF
+            # t_min is a leaf and the scale vanished: the stop probability is 1 (log 0 → 0)
+            value = first + c[_C_NORM] - _LOG_4PI
+        else:
+            value = first + _second_child(scale2, t_min, True, c) - _LOG_4PI
+        if value != value:
+            return _NEG_INF
+        return value
+    # symmetric (generator-consistent) form
+    if not t_parent > 0.0 or t_left < 0.0 or t_right < 0.0:
+        return _NEG_INF
+    if t_parent <= c[_C_TCUT]:
+        return _NEG_INF
+    limit = _A * t_parent
+    if t_left >= limit or t_right >= limit:
+        return _NEG_INF
+    s_left = math.sqrt(t_left)
+    s_right = math.sqrt(t_right)
+    if s_left + s_right > s_parent:
+        return _NEG_INF
+    # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
+    a_lr = _first_child(t_left, t_parent, log_tp, stop, np.bool_(False), c)
+    b_lr = _second_factor((s_parent - s_left) * (s_parent - s_left), t_right, c)
+    a_lr += _second_offset((s_parent - s_left) * (s_parent - s_left), t_right, c)
+    a_rl = _first_child(t_right, t_parent, log_tp, stop, np.bool_(False), c)
+    b_rl = _second_factor((s_parent - s_right) * (s_parent - s_right), t_left, c)
+    a_rl += _second_offset((s_parent - s_right) * (s_parent - s_right), t_left, c)
+    if a_lr >= a_rl:
+        total = b_lr + math.exp(a_rl - a_lr) * b_rl
+        a_hi = a_lr
+    else:
+        total = b_rl + math.exp(a_lr - a_rl) * b_lr
+        a_hi = a_rl
+    if not total > 0.0 or a_hi == _NEG_INF:
+        return _NEG_INF
+    value = a_hi + math.log(total) + _LOG_HALF - _LOG_4PI
+    if value != value:
+        return _NEG_INF
+    return value
+
+
+@nb.njit(cache=True)
+def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> float:
+    """Split log-likelihood ψ from the three squared masses (the one kernel every algorithm calls).
+
+    Args:
+        t_left, t_right: children's ``t``. Symmetric form: their actual squared masses. Legacy form:
+            0 for a single leaf, the squared mass for a cluster of two or more leaves.
+        t_parent: ``t(p_left + p_right)``.
+        c: one row of :func:`~jetastar.ginkgo.likelihood_constants` (inner or root).
+
+    Returns:
+        ψ, finite or ``-inf`` (never NaN).
+    """
+    if not t_parent >= c[_C_TCUT]:  # impossible in both forms: skip the parent terms
+        return _NEG_INF
+    s_parent, log_tp, stop = parent_terms(t_parent, c)
+    return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c)
+
+
+# ---------------------------------------------------------------------- upper bounds on ψ
+# Each ordering of a split is  [first-child term, scale tP] + [second-child term, scale T]  (the
+# symmetric form adds log ½ and log-add-exps the two orderings; the legacy form takes the heavier
+# child first). The second child's term, maximised over its unknown scale T, is at most
+#     G(t) = N − 1 − log t                 for a continuing child (maximum at T = λ t),
+#     G(t) = N + log(1 − e^−λ)             for a stopping one (symmetric: min(T, t_cut)/T <= 1),
+#     G(t) = N                             for a stopping one in the legacy form (t_cut/T unbounded),
+# and the first child's term is that term at T = tP, so it is at most G as well. log-add-exp of the
+# two orderings is at most their max plus log 2, which cancels the log ½. Hence, for either form,
+#     ψ(A, B) <= max(first(tA) + G(tB), first(tB) + G(tA)) − log 4π <= G(tA) + G(tB) − log 4π,
+# where first(t) is the exact first-child term (:func:`_first_child`). The exact MAP engine keeps
+# W(S) = V(S) + G(S) per cluster and skips a split whose bound cannot beat the best split so far.
+
+
+@nb.njit(cache=True)
+def child_bound(t: float, c: np.ndarray) -> float:
+    """``G(t)``: an upper bound on the log-term of a child of squared mass ``t`` in any split.
+
+    Bounds both the first-child term (scale ``tP``) and the second-child term maximised over its
+    scale, in the form selected by ``c`` (see the comment above; ``t`` follows the form's
+    convention, 0 for a legacy single leaf). Split bound: ``G(tA) + G(tB) − log 4π >= ψ``.
+
+    Args:
+        t: the child's ``t``.
+        c: one row of :func:`~jetastar.ginkgo.likelihood_constants`.
+    """
+    if c[_C_LEGACY] != 0.0:
+        if t > 0.0:
+            return c[_C_NORM] - 1.0 - math.log(t)
+        return c[_C_NORM]
+    if t > c[_C_TCUT]:
+        return c[_C_NORM] - 1.0 - math.log(t)
+    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM]))
+
+
+@nb.njit(cache=True, inline="always")
+def split_bound_given_parent(
+    t_left: float, t_right: float, t_parent: float, log_tp: float, stop: float,
+    g_left: float, g_right: float, c: np.ndarray,
+) -> float:
+    """The tighter upper bound ``max(first(tL) + G(tR), first(tR) + G(tL)) − log 4π`` on ψ.
+
+    Args:
+        t_left, t_right, t_parent: as in :func:`split_llh` (the parent must be splittable).
+        log_tp, stop: from :func:`parent_terms`.
+        g_left, g_right: :func:`child_bound` of the two children (or anything larger).
+        c: the constants row.
+
+    Returns:
+        A value ``>= split_llh(t_left, t_right, t_parent, c)`` (no transcendental function).
+    """
+    legacy = c[_C_LEGACY] != 0.0
+    lr = _first_child(t_left, t_parent, log_tp, stop, legacy, c) + g_right
+    rl = _first_child(t_right, t_parent, log_tp, stop, legacy, c) + g_left
+    return max(lr, rl) - _LOG_4PI
+
+
+@nb.njit(cache=True)
+def split_llh_bound(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> float:
+    """Upper bound on :func:`split_llh` (same arguments); ``inf`` where the parent cannot split.
+
+    Example:
+        >>> from jetastar.ginkgo import likelihood_constants
+        >>> c = likelihood_constants(16.0, 1.5)[0]
+        >>> bool(split_llh_bound(20.0, 1.0, 900.0, c) >= split_llh(20.0, 1.0, 900.0, c))
+        True
+    """
+    if not t_parent >= c[_C_TCUT]:
+        return np.inf
+    _, log_tp, stop = parent_terms(t_parent, c)
+    return split_bound_given_parent(
+        t_left, t_right, t_parent, log_tp, stop, child_bound(t_left, c), child_bound(t_right, c), c
+    )
+
+
+@nb.njit(cache=True)
+def split_llh_many(t_left, t_right, t_parent, consts):  # pragma: no cover - numba
+    out = np.empty(t_left.shape[0], dtype=np.float64)
+    for i in range(t_left.shape[0]):
+        out[i] = split_llh(t_left[i], t_right[i], t_parent[i], consts[i])
+    return out
+
+
+@nb.njit(cache=True)
+def tree_node_llh(children, node_p, root, consts):  # pragma: no cover - numba
+    """Per-node split log-likelihood of a tree (0 for leaves); consts row 1 at ``root``."""
+    m = children.shape[0]
+    legacy = consts[0, _C_LEGACY] != 0.0
+    node_t = np.empty(m, dtype=np.float64)
+    for k in range(m):
+        if legacy and children[k, 0] < 0:
+            node_t[k] = 0.0
+        else:
+            node_t[k] = t_of(node_p[k, 0], node_p[k, 1], node_p[k, 2], node_p[k, 3])
+    out = np.zeros(m, dtype=np.float64)
+    for k in range(m):
+        a = children[k, 0]
+        if a < 0:
+            continue
+        b = children[k, 1]
+        # the parent's t is always recomputed from the two children (as the reference does)
+        t_parent = t_of(
+            node_p[a, 0] + node_p[b, 0],
+            node_p[a, 1] + node_p[b, 1],
+            node_p[a, 2] + node_p[b, 2],
+            node_p[a, 3] + node_p[b, 3],
+        )
+        row = 1 if k == root else 0
+        out[k] = split_llh(node_t[a], node_t[b], t_parent, consts[row])
+    return out
+
+
+@nb.njit(cache=True)
+def truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, tol,
+                     out):  # pragma: no cover - numba
+    """Truth-tree log-likelihood of every jet of a collection's flat columns into ``out``.
+
+    Jet ``j`` has leaves ``leaves[loff[j]:loff[j + 1]]`` and tree nodes ``noff[j]:noff[j + 1]``
+    (``children``, ``leaf_of_node``); ``consts[which[j]]`` are its constants (``which[j] < 0``:
+    invalid parameters). Internal momenta are sums of leaf momenta. ``out[j]`` is left as it is
+    (NaN) for a jet without a tree, a malformed tree, or a leaf that is non-finite, has
+    ``E <= 0`` or ``E² − |p|² < −tol·E²``.
+    """
+    for j in range(out.shape[0]):
+        a = noff[j]
+        m = noff[j + 1] - a
+        la = loff[j]
+        n = loff[j + 1] - la
+        if m == 0 or m != 2 * n - 1 or which[j] < 0:
+            continue
+        ok = True
+        for q in range(la, la + n):
+            if not (leaves[q, 0] > 0.0):
+                ok = False
+            for c in range(4):
+                if not np.isfinite(leaves[q, c]):
+                    ok = False
+            e = leaves[q, 0]
+            if ok and t_of(e, leaves[q, 1], leaves[q, 2], leaves[q, 3]) < -tol * e * e:
+                ok = False
+        parent = np.full(m, -1, dtype=np.int64)
+        seen_leaf = np.zeros(n, dtype=np.bool_)
+        for k in range(m):
+            left = children[a + k, 0]
+            right = children[a + k, 1]
+            if left < 0 or right < 0:
+                lf = leaf_of_node[a + k]
+                if left != -1 or right != -1 or lf < 0 or lf >= n or seen_leaf[lf]:
+                    ok = False
+                    break
+                seen_leaf[lf] = True
+            else:
+                if left >= m or right >= m or left == right or left == k or right == k:
+                    ok = False
+                    break
+                if parent[left] != -1 or parent[right] != -1:
+                    ok = False
+                    break
+                parent[left] = k
+                parent[right] = k
+        if not ok:
+            continue
+        root = -1
+        for k in range(m):
+            if parent[k] == -1:
+                if root != -1:
+                    ok = False
+                root = k
+        if not ok or root < 0:
+            continue
+        # post-order without recursion; a cycle shows up as a wrong visit count
+        order = np.empty(m, dtype=np.int64)
+        stack = np.empty(2 * m + 2, dtype=np.int64)
+        done = np.zeros(m, dtype=np.bool_)
+        top = 0
+        stack[0] = root
+        count = 0
+        while top >= 0 and count <= m:
+            node = stack[top]
+            top -= 1
+            if children[a + node, 0] < 0 or done[node]:
+                if count < m:
+                    order[count] = node
+                count += 1
+            else:
+                done[node] = True
+                if top + 3 >= stack.shape[0]:
+                    count = m + 1
+                    break
+                top += 1
+                stack[top] = node
+                top += 1
+                stack[top] = children[a + node, 1]
+                top += 1
+                stack[top] = children[a + node, 0]
+        if count != m:
+            continue
+        c = consts[which[j]]
+        legacy = c[0, 4] != 0.0
+        p = np.empty((m, 4))
+        t = np.empty(m)
+        total = 0.0
+        for idx in range(m):
+            node = order[idx]
+            left = children[a + node, 0]
+            if left < 0:
+                for q in range(4):
+                    p[node, q] = leaves[la + leaf_of_node[a + node], q]
+                t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+            else:
+                right = children[a + node, 1]
+                for q in range(4):
+                    p[node, q] = p[left, q] + p[right, q]
+                t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+                row = 1 if node == root else 0
+                total += split_llh(t[left], t[right], t[node], c[row])
+        out[j] = total

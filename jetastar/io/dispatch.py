@@ -1,0 +1,149 @@
+"""The format-independent functions of :mod:`jetastar.io`: each finds the file's format in the
+registry of :mod:`jetastar.io.formats` and calls it.
+
+Example:
+    >>> import os, tempfile
+    >>> from jetastar import JetCollection
+    >>> path = os.path.join(tempfile.mkdtemp(), "none.root")
+    >>> write(path, JetCollection.from_jets([]))
+    >>> n_jets(path)
+    0
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..clustering.result import ClusteringResult
+from ..jet import JetCollection
+from . import hdf5, legacy, root  # noqa: F401  (importing a format module registers it)
+from ._common import check_exists
+from .formats import format_of, writable_format
+from .results import AlgorithmResults
+
+__all__ = ["file_info", "iterate", "n_jets", "read", "read_results", "results_table", "write"]
+
+
+def read(
+    path: str | os.PathLike[str], jets: Any = None, *, validate: bool = True
+) -> JetCollection:
+    """Read a jet collection from an HDF5, ROOT or legacy pickle file.
+
+    Args:
+        path: the file (format from the extension).
+        jets: ``None`` for all jets, or a slice / index / array of positions; HDF5 and ROOT read only
+            the parts of the file that hold them.
+        validate: check every selected jet (finite, positive energies, leaf counts, tree sizes)
+            and raise :class:`InvalidJetInFileError` for the first bad one.
+
+    Returns:
+        A :class:`~jetastar.JetCollection`; extra columns (legacy ``deltas``, cached truth
+        log-likelihoods) are in ``collection.node_columns`` / ``collection.jet_columns``.
+
+    Example:
+        >>> from jetastar import io
+        >>> jets = io.read("tests/data/legacy_ginkgo_W_sample.pkl")  # doctest: +SKIP
+    """
+    return format_of(check_exists(path)).read(path, jets, validate=validate)
+
+
+def n_jets(path: str | os.PathLike[str]) -> int:
+    """Number of jets in a file (reads only metadata for HDF5/ROOT)."""
+    return format_of(check_exists(path)).n_jets(path)
+
+
+def iterate(
+    path: str | os.PathLike[str], step_size: int = 10000, *, validate: bool = True
+) -> Iterator[JetCollection]:
+    """Yield the jets of a file in consecutive collections of at most ``step_size`` jets.
+
+    ROOT files are read with ``uproot.iterate``; HDF5 files slice by slice.
+    """
+    yield from format_of(check_exists(path)).iterate(path, step_size, validate=validate)
+
+
+def results_table(
+    algorithm: str, results: Sequence[ClusteringResult], jet_index: Any = None, **kw: Any
+) -> AlgorithmResults:
+    """An :class:`AlgorithmResults` from a list of results (row ``k`` = jet ``jet_index[k]``,
+    default ``k``)."""
+    if jet_index is None:
+        jet_index = range(len(results))
+    return AlgorithmResults.from_results(algorithm, list(results), jet_index=list(jet_index), **kw)
+
+
+def _as_tables(
+    results: Mapping[str, Any] | None, collection: JetCollection | None
+) -> dict[str, AlgorithmResults]:
+    out: dict[str, AlgorithmResults] = {}
+    for label, value in (results or {}).items():
+        if isinstance(value, AlgorithmResults):
+            out[label] = value
+            continue
+        value = list(value)
+        if collection is not None and len(value) != len(collection):
+            raise ValueError(
+                f"results of {label!r}: {len(value)} results for {len(collection)} jets; pass an "
+                "AlgorithmResults (with jet_index) for a subset"
+            )
+        ids = None if collection is None else collection.jet_id
+        out[label] = AlgorithmResults.from_results(
+            value[0].algorithm if value else label, value, jet_index=range(len(value)), jet_id=ids
+        )
+    return out
+
+
+def write(
+    path: str | os.PathLike[str],
+    collection: JetCollection | None,
+    results: Mapping[str, Any] | None = None,
+    *,
+    attrs: Mapping[str, Any] | None = None,
+) -> None:
+    """Write jets (and optionally clustering results) to an HDF5 or ROOT file, atomically.
+
+    Args:
+        path: ``.h5``/``.hdf5`` or ``.root``; an existing file is replaced only once the new one is
+            complete.
+        collection: the jets (``None``: results only).
+        results: label (usually the algorithm name) -> :class:`AlgorithmResults` or a list of
+            :class:`~jetastar.clustering.ClusteringResult`, one per jet in collection order.
+        attrs: provenance to record (``seed``, ``command``, ``generator``, ...); jetastar version,
+            date and command line are added automatically.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar import io, JetCollection
+        >>> io.write(os.path.join(tempfile.mkdtemp(), "x.root"), JetCollection.from_jets([]))
+    """
+    fmt = writable_format(path)
+    tables = _as_tables(results, collection)
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+    fmt.write(path, collection, tables, attrs=attrs)
+
+
+def read_results(
+    path: str | os.PathLike[str], algorithms: Any = None, *, jets: Any = None
+) -> dict[str, AlgorithmResults]:
+    """Clustering results stored in a file: label -> :class:`AlgorithmResults`.
+
+    Use ``table.result(row)`` / ``table.results()`` for :class:`ClusteringResult` objects and
+    ``table.jet_index`` to find each row's jet.
+
+    Args:
+        path: an HDF5 or ROOT file written by jetastar.
+        algorithms: labels to read (default: all).
+        jets: only rows of these jet positions (slice or array).
+    """
+    return format_of(check_exists(path)).read_results(path, algorithms, jets)
+
+
+def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A summary of a file: format, schema version, provenance, jet counts, leaf counts
+    (``n_leaves`` array), jet types, extra columns and, per result label, rows per status."""
+    return format_of(check_exists(path)).info(path)

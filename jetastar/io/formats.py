@@ -1,0 +1,134 @@
+"""The file formats jetastar reads and writes, and how a path finds its format.
+
+Modelled on uproot's ``_libraries``: each format is a :class:`Format` (name, suffixes, the first bytes
+of its files, and ``read`` / ``n_jets`` / ``iterate`` / ``write`` / ``read_results`` / ``info``);
+its module registers one instance with :func:`register_format`, and the functions of
+:mod:`jetastar.io` look the format up in :data:`FORMATS` (:func:`format_of`) instead of testing
+names. jetastar registers ``"hdf5"`` (:mod:`jetastar.io.hdf5`), ``"root"``
+(:mod:`jetastar.io.root`) and the read-only ``"legacy"`` Ginkgo pickles (:mod:`jetastar.io.legacy`).
+
+Example:
+    >>> from jetastar import io
+    >>> from jetastar.io.formats import FORMATS, file_format
+    >>> sorted(FORMATS), file_format("out/results.root", sniff=False)
+    (['hdf5', 'legacy', 'root'], 'root')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import FileFormatError
+from ..jet import JetCollection
+from .results import AlgorithmResults
+
+__all__ = ["FORMATS", "Format", "file_format", "format_of", "register_format", "writable_format"]
+
+
+class Format:
+    """One on-disk format of jet collections (and results). Subclass it and register an instance.
+
+    Attributes:
+        name: the registry key (``"hdf5"``).
+        suffixes: lower-case file extensions (``(".h5", ".hdf5")``).
+        magic: the first bytes of its files, to recognise a file without a known extension.
+        hint: how error messages name its extensions (``".h5/.hdf5"``).
+        read_only: empty for a format jetastar writes, else why not (for the error message).
+    """
+
+    name: str = ""
+    suffixes: tuple[str, ...] = ()
+    magic: bytes = b""
+    hint: str = ""
+    read_only: str = ""
+
+    def read(self, path: str | os.PathLike[str], jets: Any = None, *,
+             validate: bool = True) -> JetCollection:
+        """The jets of a file (``jets``: ``None``, a slice, an index or positions)."""
+        raise NotImplementedError
+
+    def n_jets(self, path: str | os.PathLike[str]) -> int:
+        """Number of jets in a file."""
+        return len(self.read(path, validate=False))
+
+    def iterate(self, path: str | os.PathLike[str], step_size: int, *,
+                validate: bool = True) -> Iterator[JetCollection]:
+        """Consecutive collections of at most ``step_size`` jets."""
+        collection = self.read(path, validate=validate)
+        for a in range(0, len(collection), step_size):
+            yield collection[a:min(len(collection), a + step_size)]
+
+    def write(self, path: str | os.PathLike[str], collection: JetCollection | None,
+              tables: Mapping[str, AlgorithmResults], *,
+              attrs: Mapping[str, Any] | None = None) -> None:
+        """Write jets and results tables atomically."""
+        raise FileFormatError(f"{path}: jetastar does not write {self.name} files")
+
+    def read_results(self, path: str | os.PathLike[str], algorithms: Any = None,
+                     jets: Any = None) -> dict[str, AlgorithmResults]:
+        """Clustering results stored in a file: label -> table."""
+        raise FileFormatError(f"{path}: {self.name} files hold no jetastar clustering results")
+
+    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        """A summary of a file (see :func:`jetastar.io.file_info`)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {'/'.join(self.suffixes)}>"
+
+
+#: Registered formats: name -> :class:`Format`, in the order they were registered.
+FORMATS: dict[str, Format] = {}
+
+
+def register_format(fmt: Format) -> Format:
+    """Add a format to :data:`FORMATS` (replacing one of the same name); returns it."""
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def file_format(path: str | os.PathLike[str], *, sniff: bool = True) -> str:
+    """The registered format of a file, from its extension (else from its first bytes).
+
+    Raises:
+        FileFormatError: when neither tells.
+
+    Example:
+        >>> file_format("out/results.root", sniff=False)
+        'root'
+    """
+    ext = Path(path).suffix.lower()
+    for fmt in FORMATS.values():
+        if ext in fmt.suffixes:
+            return fmt.name
+    if sniff and Path(path).is_file():
+        with open(path, "rb") as fh:
+            head = fh.read(max([1, *(len(f.magic) for f in FORMATS.values())]))
+        for fmt in FORMATS.values():
+            if fmt.magic and head.startswith(fmt.magic):
+                return fmt.name
+    # formats jetastar writes first, then read-only ones (each group in registration order)
+    hints = [f.hint for f in sorted(FORMATS.values(), key=lambda f: bool(f.read_only)) if f.hint]
+    use = f"{', '.join(hints[:-1])} or {hints[-1]}" if len(hints) > 1 else "".join(hints)
+    raise FileFormatError(f"{path}: unknown file type {ext or '(no extension)'!r}; use {use}")
+
+
+def format_of(path: str | os.PathLike[str], *, sniff: bool = True) -> Format:
+    """The :class:`Format` instance of a file (:func:`file_format`)."""
+    return FORMATS[file_format(path, sniff=sniff)]
+
+
+def writable_format(path: str | os.PathLike[str]) -> Format:
+    """The format to write ``path`` in (from its extension).
+
+    Raises:
+        FileFormatError: for an unknown extension or a read-only format.
+    """
+    fmt = format_of(path, sniff=False)
+    if fmt.read_only:
+        writable = " or ".join(f.hint for f in FORMATS.values() if not f.read_only and f.hint)
+        raise FileFormatError(f"{path}: {fmt.read_only}; write {writable}")
+    return fmt

@@ -1,0 +1,169 @@
+"""What every jetastar file format does the same way (HDF5 and ROOT, through :mod:`jetastar.io`):
+round trips of jets and results, slices, chunked iteration, missing / truncated files and a bad
+jet inside a good file. Format-specific checks are in ``test_io_hdf5.py`` and ``test_io_root.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers.io_builders import (
+    assert_same_jets,
+    assert_same_results,
+    reference_collection,
+    results_for,
+)
+
+from jetastar import JetCollection
+from jetastar import io as jio
+from jetastar.errors import InvalidJetError
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+from jetastar.io import FileFormatError, InvalidJetInFileError, set_extras
+
+SUFFIXES = {"hdf5": ".h5", "root": ".root"}
+
+
+@pytest.fixture(params=sorted(SUFFIXES))
+def fmt(request) -> str:
+    """The name of a format jetastar writes."""
+    return request.param
+
+
+@pytest.fixture
+def suffix(fmt) -> str:
+    return SUFFIXES[fmt]
+
+
+@pytest.fixture(scope="module")
+def ref_collection() -> JetCollection:
+    return reference_collection()
+
+
+def test_formats_are_registered():
+    assert list(jio.FORMATS) == ["hdf5", "legacy", "root"]
+    for name, fmt in jio.FORMATS.items():
+        assert fmt.name == name and isinstance(fmt, jio.Format)
+        assert jio.file_format(f"x{fmt.suffixes[0]}", sniff=False) == name
+
+
+def test_round_trip_jets_and_results(tmp_path, ref_collection, suffix):
+    results = results_for(ref_collection)
+    path = tmp_path / f"jets{suffix}"
+    jio.write(path, ref_collection, results, attrs={"seed": 17, "note": {"a": 1}})
+    back = jio.read(path)
+    assert_same_jets(ref_collection, back)
+    assert_same_results(jio.read_results(path), results)
+    assert set(jio.read_results(path, ["beta"])) == {"beta"}
+    info = jio.file_info(path)
+    assert info["n_jets"] == len(ref_collection) == 40
+    assert info["attrs"]["schema_version"] == 1
+    assert info["attrs"]["seed"] == 17
+    assert info["results"]["beta"]["status"] == {"failed": 10, "ok": 20, "skipped": 10}
+    # the cached truth log-likelihoods are those of the jets
+    for lk in ("symmetric", "legacy"):
+        truth = back.jet_columns[f"truth_llh_{lk}"]
+        expected = [log_likelihood(j, likelihood=lk) for j in ref_collection]
+        assert np.allclose(truth, expected, rtol=1e-12, atol=0)
+    # slices and index lists
+    assert_same_jets(ref_collection[7:12], jio.read(path, slice(7, 12)))
+    assert_same_jets(ref_collection[[9, 1]], jio.read(path, [9, 1]))
+    sub = jio.read_results(path, ["alpha"], jets=slice(0, 5))
+    assert list(sub["alpha"].jet_index) == [0, 1, 2, 3, 4]
+
+
+def test_generated_jets_round_trip_with_extras(tmp_path, fmt):
+    jets = generate(30, ShowerParams.w(), seed=5)
+    jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},
+                      {"weight": np.linspace(0, 1, len(jets))})
+    path = tmp_path / ("gen.hdf5" if fmt == "hdf5" else "gen.root")
+    jio.write(path, jets)
+    back = jio.read(path)
+    assert_same_jets(jets, back)
+    assert np.array_equal(back.node_columns["deltas"], jets.node_columns["deltas"])
+    assert np.array_equal(back.jet_columns["weight"], jets.jet_columns["weight"])
+    part = jio.read(path, slice(10, 13))
+    a, b = jets.node_offsets[10], jets.node_offsets[13]
+    assert np.array_equal(part.node_columns["deltas"], jets.node_columns["deltas"][a:b])
+    assert_same_jets(jets[10:13], part)
+    picked = jio.read(path, [7, 2])
+    assert_same_jets(jets[[7, 2]], picked)
+
+
+def test_extras_and_legacy_round_trip(tmp_path, suffix):
+    legacy = jio.import_legacy_pickle("tests/data/legacy_ginkgo_W_sample.pkl")
+    path = tmp_path / f"legacy{suffix}"
+    jio.write(path, legacy)
+    back = jio.read(path)
+    assert_same_jets(legacy, back)
+    for k, v in legacy.node_columns.items():
+        assert np.array_equal(back.node_columns[k], v, equal_nan=True), k
+    assert np.array_equal(back.jet_columns["logLH_total"], legacy.jet_columns["logLH_total"])
+
+
+def test_chunked_iteration(tmp_path, ref_collection, suffix):
+    path = tmp_path / f"many{suffix}"
+    big = JetCollection.concatenate([ref_collection] * 3)
+    jio.write(path, big)
+    pieces = list(jio.iterate(path, step_size=17))
+    assert [len(p) for p in pieces] == [17] * 7 + [1]
+    assert_same_jets(big, JetCollection.concatenate(pieces))
+    assert [len(p) for p in jio.iterate(path, step_size=50)] == [50, 50, 20]
+
+
+# ---------------------------------------------------------------------- bad input
+def test_missing_file(tmp_path, suffix):
+    with pytest.raises(FileNotFoundError, match=rf"nope\{suffix}"):
+        jio.read(tmp_path / f"nope{suffix}")
+
+
+#: format -> (copies of the reference collection, what the error says after the file name)
+TRUNCATED = {"hdf5": (100, "(truncated|corrupt)"), "root": (20, "")}
+
+
+def test_truncated_file(tmp_path, ref_collection, fmt, suffix):
+    copies, text = TRUNCATED[fmt]
+    big = JetCollection.concatenate([ref_collection] * copies)
+    big = set_extras(big, {}, {"truth_llh_symmetric": np.zeros(len(big)),
+                               "truth_llh_legacy": np.zeros(len(big))})
+    path = tmp_path / f"good{suffix}"
+    jio.write(path, big)
+    data = path.read_bytes()
+    trunc = tmp_path / f"trunc{suffix}"
+    trunc.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FileFormatError, match=rf"trunc\{suffix}: {text}") as exc:
+        jio.read(trunc)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(("n", "jet", "leaf", "col", "value", "field", "text"), [
+    (6, 4, 1, 0, np.nan, "leaves.E", "non-finite E"),
+    (6, 4, 1, 2, np.inf, "leaves.py", "non-finite py"),
+    (6, 4, 1, 0, -3.0, "leaves.E", "non-positive energy"),
+    (5, 2, 0, 0, np.nan, "leaves.E", "non-finite E"),
+])
+def test_bad_jet_inside_good_file(tmp_path, ref_collection, suffix, n, jet, leaf, col, value,
+                                  field, text):
+    coll = ref_collection[:n]
+    coll.leaves[coll.leaf_offsets[jet] + leaf, col] = value
+    path = tmp_path / f"bad{suffix}"
+    jio.write(path, coll)
+    with pytest.raises(InvalidJetInFileError) as exc:
+        jio.read(path)
+    msg = str(exc.value)
+    assert f"bad{suffix}" in msg and f"entry {jet}" in msg and f"jet {coll.jet_id[jet]}" in msg
+    assert f"field '{field}'" in msg and text in msg and f"leaf {leaf}" in msg
+    assert exc.value.entry == jet and exc.value.field == field
+    with pytest.raises(InvalidJetInFileError, match=f"entry {jet}"):
+        list(jio.iterate(path, step_size=2))
+    # the other jets are fine; the bad one fails on its own when built
+    good = jio.read(path, validate=False)
+    assert len(good) == n
+    assert good[jet - 1].n_leaves == coll[jet - 1].n_leaves
+    truth = good.jet_columns["truth_llh_symmetric"]
+    assert np.isnan(truth[jet]) and np.isfinite(truth[jet - 1])
+    with pytest.raises(InvalidJetError):
+        good[jet]
+
+
+def test_pickles_are_read_only(tmp_path, ref_collection):
+    with pytest.raises(FileFormatError, match="read-only"):
+        jio.write(tmp_path / "x.pkl", ref_collection)
