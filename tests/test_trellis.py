@@ -23,6 +23,7 @@ from scipy import stats
 import jetastar.clustering.trellis as trellis_mod
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, algorithm_info, cluster, exact_trellis
+from jetastar.clustering._engine import format_bytes
 from jetastar.clustering._subsets import leaves_of, mask_of, n_splits
 from jetastar.costs import DasguptaCost, HCCCost
 from jetastar.errors import InvalidJetError
@@ -345,7 +346,7 @@ def test_memory_guard():
     msg = str(err.value)
     assert "use astar or astar_approx" in msg
     assert "10 leaves" in msg and "max_memory=10000" in msg
-    assert str(trellis_mod._format_bytes(trellis_mod.estimate_memory(10))) in msg
+    assert str(format_bytes(trellis_mod.estimate_memory(10))) in msg
     # the marginal pass has its own, larger estimate
     need = trellis_mod.estimate_memory(10)
     tr = Trellis(jet, max_memory=need)
