@@ -56,12 +56,12 @@ from ._agglomerative import (
     canonical_result,
     canonical_results,
     check_jet,
+    greedy_kernel,
     jet_arrays,
     leaf_ts,
     pair_llh,
 )
 from ._engine import check_memory
-from .greedy import _greedy_kernel
 from .registry import register
 from .result import ClusteringResult
 
@@ -419,7 +419,7 @@ def _add_greedy(
     label: object,
 ) -> bool:
     """Put the greedy tree into the final beam (in place) if it is missing and ranks in it."""
-    history, steps, _, _ = _greedy_kernel(leaves, consts)
+    history, steps, _, _ = greedy_kernel(leaves, consts)
     g_tree, g_ll = canonical_result(history, steps, n, label)
     if len(lls) >= size and not g_ll > min(lls):
         return False
