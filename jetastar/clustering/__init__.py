@@ -2,8 +2,8 @@
 MCTS.
 
 Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
-name with :func:`cluster` (one jet; many jets: ``jetastar.cluster``). The exact trellis, greedy and average linkage also take a cost model over a
-weighted graph (:mod:`jetastar.costs`).
+name with :func:`cluster` (one jet; many jets: ``jetastar.cluster``). The exact trellis, greedy and
+average linkage also take a cost model over a weighted graph (:mod:`jetastar.costs`).
 """
 
 from __future__ import annotations
