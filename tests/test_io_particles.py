@@ -194,7 +194,7 @@ def test_events_to_jets_with_fastjet(tmp_path):
 
 def test_kt_family_on_foreign_jets_equals_fastjet(tmp_path):
     fastjet = pytest.importorskip("fastjet", reason="FastJet comparison needs the fastjet extra")
-    from test_kt import _fastjet_tree
+    from helpers.fastjet_trees import fastjet_tree as _fastjet_tree
 
     counts, cols = _particles(7, 25, lo=2, hi=40)
     path = tmp_path / "nano.root"

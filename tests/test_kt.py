@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers.fastjet_trees import fastjet_tree
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import cluster, kt
@@ -123,37 +124,6 @@ def test_bad_input():
 
 
 # ---------------------------------------------------------------------- FastJet agreement
-_FJ_ALGORITHMS = {
-    "kt": "kt_algorithm",
-    "cambridge": "cambridge_algorithm",
-    "antikt": "antikt_algorithm",
-}
-
-
-def _fastjet_tree(fastjet, leaves: np.ndarray, algorithm: str) -> Tree:
-    inputs = []
-    for i, (e, px, py, pz) in enumerate(leaves):
-        pj = fastjet.PseudoJet(float(px), float(py), float(pz), float(e))
-        pj.set_user_index(i)
-        inputs.append(pj)
-    jet_def = fastjet.JetDefinition(getattr(fastjet, _FJ_ALGORITHMS[algorithm]), 1000.0)
-    sequence = fastjet.ClusterSequence(inputs, jet_def)
-    jets = sequence.inclusive_jets()
-    assert len(jets) == 1
-    clusters: list[frozenset[int]] = []
-
-    def walk(pj) -> frozenset[int]:
-        p1, p2 = fastjet.PseudoJet(), fastjet.PseudoJet()
-        if not pj.has_parents(p1, p2):
-            return frozenset([pj.user_index()])
-        merged = walk(p1) | walk(p2)
-        clusters.append(merged)
-        return merged
-
-    walk(jets[0])
-    return Tree.from_clusters(clusters, len(leaves))
-
-
 def _random_event_jet(rng: np.random.Generator, n: int) -> Jet:
     """Massive particles spread over a wide range of rapidity and azimuth (not Ginkgo-like)."""
     pt = rng.exponential(20.0, n) + 0.5
@@ -175,4 +145,4 @@ def test_identical_to_fastjet():
     for jet in jets:
         for algorithm in ("kt", "cambridge", "antikt"):
             ours = kt(jet, algorithm=algorithm).tree
-            assert ours == _fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
+            assert ours == fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
