@@ -354,6 +354,16 @@ class CostModel:
         """What error messages call this dataset."""
         return f"{self.name} graph with {self.n_points} points"
 
+    @property
+    def positive_weights(self) -> np.ndarray:
+        """``max(w, 0)`` elementwise: the attractive part of the weights (the kernels' ``pos``)."""
+        return self._pos
+
+    @property
+    def negative_weights(self) -> np.ndarray:
+        """``|min(w, 0)|`` elementwise: the repulsive part of the weights (the kernels' ``neg``)."""
+        return self._neg
+
     def _mask(self, indices: Iterable[int] | int) -> int:
         if isinstance(indices, (int, np.integer)):
             return int(indices)

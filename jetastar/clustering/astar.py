@@ -176,7 +176,8 @@ class _Problem:
             self.tables = (
                 np.zeros((n, 4)), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
                 np.zeros((2, 5)), np.ones(1, dtype=np.int64),
-                np.ascontiguousarray(np.stack([target._pos, target._neg, target.weights])),
+                np.ascontiguousarray(np.stack(
+                    [target.positive_weights, target.negative_weights, target.weights])),
             )
         elif isinstance(target, Jet):
             likelihood = "symmetric" if likelihood is None else likelihood
