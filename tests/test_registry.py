@@ -103,7 +103,8 @@ def test_not_a_jet(name):
 
 def test_every_registered_algorithm_labels_its_results_with_its_key():
     jet = generate(1, ShowerParams.qcd(), seed=4, min_leaves=6, max_leaves=6)[0]
-    for name in algorithms():
+    # jetastar's own algorithms (other test modules register test algorithms too)
+    for name in [a for a in algorithms() if algorithm_info(a).func.__module__.startswith("jetastar.")]:
         res = cluster(jet, name)
         assert res.algorithm == name
         assert canonical_name(res.algorithm) == name
