@@ -186,7 +186,7 @@ def _features_of_masks(masks, pos, neg, w):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _all_subset_features(pos, neg, w):  # pragma: no cover - numba
+def all_subset_features_kernel(pos, neg, w):  # pragma: no cover - numba
     """(P, N, W, size) for every mask 0 .. 2**n − 1 by the lowest-bit recurrence, O(n 2^n)."""
     n = w.shape[0]
     total = np.int64(1) << n
@@ -354,6 +354,16 @@ class CostModel:
         """What error messages call this dataset."""
         return f"{self.name} graph with {self.n_points} points"
 
+    @property
+    def positive_weights(self) -> np.ndarray:
+        """``max(w, 0)`` elementwise: the attractive part of the weights (the kernels' ``pos``)."""
+        return self._pos
+
+    @property
+    def negative_weights(self) -> np.ndarray:
+        """``|min(w, 0)|`` elementwise: the repulsive part of the weights (the kernels' ``neg``)."""
+        return self._neg
+
     def _mask(self, indices: Iterable[int] | int) -> int:
         if isinstance(indices, (int, np.integer)):
             return int(indices)
@@ -380,7 +390,7 @@ class CostModel:
     def all_subset_features(self) -> np.ndarray:
         """``(2**n, 4)`` features of every subset (row = bitmask), for the exact trellis."""
         self._check_bitmask_size()
-        return _all_subset_features(self._pos, self._neg, np.ascontiguousarray(self.weights))
+        return all_subset_features_kernel(self._pos, self._neg, np.ascontiguousarray(self.weights))
 
     def heuristics(self, masks: Any) -> np.ndarray:
         """:meth:`heuristic` of many clusters given as int64 bitmasks (float64 array).

@@ -54,7 +54,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .clustering.kt import _rap_phi_kt2
+from .clustering.kt import rap_phi_kt2 as _rap_phi_kt2
 from .errors import InvalidTreeError
 
 __all__ = [

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .ginkgo.likelihood import log_likelihood
 from .tree import Tree
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,8 +227,6 @@ def compare_trees(
         axes, (tree_a, tree_b), (tree_b, tree_a), titles, strict=True
     ):
         if jet is not None:
-            from .ginkgo.likelihood import log_likelihood
-
             title = f"{title}: log L = {log_likelihood(jet, tree):.3f}"
         draw_tree(tree, jet, ax=ax, heights=heights, compare_to=other, title=title)
     axes[1].set_ylabel("")

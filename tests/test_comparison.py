@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import matplotlib
@@ -35,9 +36,7 @@ def results_file(tmp_path_factory: pytest.TempPathFactory):
             exact_rows.append(ClusteringResult(None, -math.inf, "exact", status="skipped",
                                                jet_id=j.jet_id))
         else:
-            r = exact_map(j)
-            r.algorithm = "exact"
-            exact_rows.append(r)
+            exact_rows.append(dataclasses.replace(exact_map(j), algorithm="exact"))
     tables["exact"] = AlgorithmResults.from_results("exact", exact_rows, jet_index=idx,
                                                     jet_id=jets.jet_id, exact_method=True)
     tables["greedy"] = AlgorithmResults.from_results("greedy", [greedy(j) for j in jets],

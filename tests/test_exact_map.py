@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 from helpers.bruteforce import brute_force_map
+from helpers.builders import collinear_jet
 from helpers.refdata import close, reference_jets, split_cases
-from test_trellis import _collinear_jet
 
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, cluster, exact_map, exact_trellis, greedy
@@ -157,7 +157,7 @@ def test_bound_on_reference_split_cases():
 
 @pytest.mark.parametrize("likelihood", FORMS)
 def test_all_inf_and_tiny_jets(likelihood):
-    res = exact_map(_collinear_jet(7), likelihood)
+    res = exact_map(collinear_jet(7), likelihood)
     assert res.status == "all_inf" and res.log_likelihood == -math.inf and res.exact
     assert isinstance(res.tree, Tree) and res.tree.n_leaves == 7
     two = [jet for jet in RANDOM_JETS if jet.n_leaves == 2]

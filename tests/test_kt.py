@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.fastjet_trees import fastjet_tree as _fastjet_tree
+from helpers.fastjet_trees import fastjet_tree
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import cluster, kt
@@ -145,4 +145,4 @@ def test_identical_to_fastjet():
     for jet in jets:
         for algorithm in ("kt", "cambridge", "antikt"):
             ours = kt(jet, algorithm=algorithm).tree
-            assert ours == _fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
+            assert ours == fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from jetastar import InvalidJetError
@@ -15,6 +17,7 @@ from jetastar.clustering import (
     kt,
     mcts,
 )
+from jetastar.clustering.registry import ALIASES, canonical_name, checked_options, holds_many_jets
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 BASELINES = ("greedy", "beam", "kt", "cambridge", "antikt", "mcts")
@@ -96,3 +99,48 @@ def test_bad_option_values(jet, name, options, match):
 def test_not_a_jet(name):
     with pytest.raises(InvalidJetError, match=r"jetastar\.Jet"):
         cluster([[10.0, 0.0, 0.0, 9.0]], name)
+
+
+def test_every_registered_algorithm_labels_its_results_with_its_key():
+    jet = generate(1, ShowerParams.qcd(), seed=4, min_leaves=6, max_leaves=6)[0]
+    # jetastar's own algorithms (other test modules register test algorithms too)
+    for name in [a for a in algorithms() if algorithm_info(a).func.__module__.startswith("jetastar.")]:
+        res = cluster(jet, name)
+        assert res.algorithm == name
+        assert canonical_name(res.algorithm) == name
+    assert cluster(jet, "trellis", log_z=True).algorithm == "trellis"
+
+
+def test_aliases_map_to_registry_keys():
+    assert canonical_name("exact_map") == "trellis"
+    assert canonical_name("astar_approx") == "astar-approx"
+    assert canonical_name("window_search") == "window-search"
+    assert canonical_name("beam_search") == "beam"
+    for name in algorithms():
+        assert canonical_name(name) == name
+    for key in ALIASES.values():
+        assert key in algorithms()
+    # a name the registry does not know (a plugin's) is kept as given
+    assert canonical_name("my_plugin") == "my_plugin"
+
+
+def test_results_are_frozen(jet):
+    res = cluster(jet, "greedy")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.algorithm = "kt"  # type: ignore[misc]
+    copy = dataclasses.replace(res, jet_id=12, message="note")
+    assert (copy.jet_id, copy.message, copy.tree) == (12, "note", res.tree)
+    assert (res.jet_id, res.message) == (jet.jet_id, "")
+
+
+def test_many_jets_go_to_the_collection_entry_point(jet):
+    jets = generate(3, ShowerParams.qcd(), seed=5, max_leaves=8)
+    assert holds_many_jets(jets) and holds_many_jets(list(jets))
+    assert not holds_many_jets(jet) and not holds_many_jets(jet.leaves)
+    with pytest.raises(TypeError, match=r"runs one jet.*jetastar\.cluster\(jets, 'greedy'\)"):
+        cluster(jets, "greedy")
+    with pytest.raises(TypeError, match="cluster_jets"):
+        cluster(list(jets), "kt")
+    with pytest.raises(ValueError, match="unknown option"):  # options are checked first
+        cluster(jets, "greedy", beam_size=3)
+    assert checked_options("trellis", {"log_z": "false"}) == {"log_z": False}

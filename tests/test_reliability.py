@@ -424,7 +424,7 @@ def test_a_beam_that_cannot_fit_in_memory_is_refused(small_jet):
 
 
 def test_huge_sizes_are_printed_compactly():
-    from jetastar.clustering.trellis import _format_bytes
+    from jetastar.clustering._engine import format_bytes as _format_bytes
 
     assert len(_format_bytes(2.0**1000)) < 20
     assert len(_format_bytes(3**700)) < 20

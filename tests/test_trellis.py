@@ -17,12 +17,14 @@ import math
 import numpy as np
 import pytest
 from helpers.bruteforce import all_nested, brute_force, double_factorial_trees
+from helpers.builders import collinear_jet
 from helpers.refdata import DATA, close, reference_jets
 from scipy import stats
 
 import jetastar.clustering.trellis as trellis_mod
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, algorithm_info, cluster, exact_trellis
+from jetastar.clustering._engine import format_bytes
 from jetastar.clustering._subsets import leaves_of, mask_of, n_splits
 from jetastar.costs import DasguptaCost, HCCCost
 from jetastar.errors import InvalidJetError
@@ -303,22 +305,9 @@ def test_one_leaf_from_arrays():
         Jet(leaves, ShowerParams.qcd())
 
 
-def _collinear_jet(n: int) -> Jet:
-    """Massless leaves within 1 mrad of each other: every cluster has t far below t_cut."""
-    rng = np.random.default_rng(n)
-    theta = rng.uniform(0, 1e-3, n)
-    phi = rng.uniform(0, 2 * np.pi, n)
-    e = rng.uniform(5.0, 50.0, n)
-    p = np.stack(
-        [e, e * np.sin(theta) * np.cos(phi), e * np.sin(theta) * np.sin(phi),
-         e * np.cos(theta)], axis=1,
-    )
-    return Jet(p, ShowerParams.qcd(), jet_id=900 + n)
-
-
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
 def test_all_inf_jet(likelihood):
-    jet = _collinear_jet(6)
+    jet = collinear_jet(6)
     res = exact_trellis(jet, likelihood=likelihood)
     assert res.status == "all_inf" and "likelihood zero" in res.message
     assert res.log_likelihood == -math.inf and res.log_z == -math.inf
@@ -334,7 +323,7 @@ def test_all_inf_jet(likelihood):
 
 
 def test_all_inf_matches_brute_force():
-    _check_against_brute_force(_collinear_jet(5), "legacy")
+    _check_against_brute_force(collinear_jet(5), "legacy")
 
 
 # ---------------------------------------------------------------------- guards and API
@@ -345,7 +334,7 @@ def test_memory_guard():
     msg = str(err.value)
     assert "use astar or astar_approx" in msg
     assert "10 leaves" in msg and "max_memory=10000" in msg
-    assert str(trellis_mod._format_bytes(trellis_mod.estimate_memory(10))) in msg
+    assert str(format_bytes(trellis_mod.estimate_memory(10))) in msg
     # the marginal pass has its own, larger estimate
     need = trellis_mod.estimate_memory(10)
     tr = Trellis(jet, max_memory=need)

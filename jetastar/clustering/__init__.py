@@ -2,8 +2,8 @@
 MCTS.
 
 Every algorithm takes a :class:`jetastar.Jet` and returns a :class:`ClusteringResult`; run them by
-name with :func:`cluster`. The exact trellis, greedy and average linkage also take a cost model over a
-weighted graph (:mod:`jetastar.costs`).
+name with :func:`cluster` (one jet; many jets: ``jetastar.cluster``). The exact trellis, greedy and
+average linkage also take a cost model over a weighted graph (:mod:`jetastar.costs`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .exact_map import exact_map, map_over_parts
 from .greedy import greedy
 from .kt import kt
 from .mcts import mcts
-from .registry import AlgorithmInfo, algorithm_info, algorithms, cluster, register
+from .registry import AlgorithmInfo, algorithm_info, algorithms, canonical_name, cluster, register
 from .result import STATUSES, ClusteringResult
 from .trellis import Trellis, exact_trellis
 from .window_search import window_search
@@ -31,6 +31,7 @@ __all__ = [
     "astar_approx",
     "average_linkage",
     "beam_search",
+    "canonical_name",
     "cluster",
     "cost_greedy",
     "exact_map",

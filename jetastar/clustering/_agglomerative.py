@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba as nb
@@ -35,8 +36,11 @@ __all__ = [
     "canonical_result",
     "canonical_results",
     "check_jet",
+    "greedy_kernel",
     "jet_arrays",
 ]
+
+_NEG_INF = -math.inf
 
 
 def check_jet(jet: Any, algorithm: str) -> Jet:
@@ -144,6 +148,97 @@ def score_history(
             p[node, d] = p[a, d] + p[b, d]
         t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
     return steps
+
+
+@nb.njit(cache=True)
+def _best_left(p, t, pos, k, node, c):  # pragma: no cover - numba
+    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``."""
+    best_j = 0
+    best = pair_llh(p, t, node, pos[0], c)
+    for j in range(1, k):
+        v = pair_llh(p, t, node, pos[j], c)
+        if v > best:
+            best = v
+            best_j = j
+    return best, pos[best_j]
+
+
+@nb.njit(cache=True)
+def greedy_kernel(leaves, consts):  # pragma: no cover - numba
+    """The greedy merges (:func:`jetastar.clustering.greedy`; beam search starts from them):
+    the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals)."""
+    n = leaves.shape[0]
+    c0 = consts[0]
+    c1 = consts[1]
+    n_nodes = 2 * n - 1
+    p = np.empty((n_nodes, 4), dtype=np.float64)
+    t = np.empty(n_nodes, dtype=np.float64)
+    lt = leaf_ts(leaves, c0)
+    for i in range(n):  # loops, not slice assignments: much less to compile
+        for d in range(4):
+            p[i, d] = leaves[i, d]
+        t[i] = lt[i]
+    pos = np.empty(n, dtype=np.int64)  # node id at each position of the active list
+    nn_val = np.empty(n, dtype=np.float64)  # best merge with a cluster to the left
+    nn_part = np.empty(n, dtype=np.int64)  # node id of that partner
+    for k in range(n):
+        pos[k] = k
+    nn_val[0] = _NEG_INF
+    nn_part[0] = -1
+    evals = 0
+    for k in range(1, n):
+        nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
+        evals += k
+    history = np.empty((n - 1, 2), dtype=np.int64)
+    steps = np.empty(n - 1, dtype=np.float64)
+    all_inf_step = -1
+    m = n
+    for s in range(n - 1):
+        r = 1
+        for k in range(2, m):
+            if nn_val[k] > nn_val[r]:
+                r = k
+        if nn_val[r] == _NEG_INF and all_inf_step < 0:
+            all_inf_step = s
+        a = nn_part[r]  # left child: the stored partner
+        b = pos[r]
+        left = 0
+        while pos[left] != a:
+            left += 1
+        node = n + s
+        history[s, 0] = a
+        history[s, 1] = b
+        steps[s] = pair_llh(p, t, a, b, c1 if m == 2 else c0)
+        evals += 1
+        for d in range(4):
+            p[node, d] = p[a, d] + p[b, d]
+        t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+        # remove positions r and left (left < r)
+        w = 0
+        for k in range(m):
+            if k == r or k == left:
+                continue
+            pos[w] = pos[k]
+            nn_val[w] = nn_val[k]
+            nn_part[w] = nn_part[k]
+            w += 1
+        m -= 2
+        for k in range(m):
+            if nn_part[k] == a or nn_part[k] == b:
+                if k == 0:
+                    nn_val[0] = _NEG_INF
+                else:
+                    nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
+                    evals += k
+        pos[m] = node
+        if m >= 1:
+            nn_val[m], nn_part[m] = _best_left(p, t, pos, m, node, c0)
+            evals += m
+        else:
+            nn_val[m] = _NEG_INF
+            nn_part[m] = -1
+        m += 1
+    return history, steps, all_inf_step, evals
 
 
 @nb.njit(cache=True)

@@ -45,7 +45,7 @@ import numpy as np
 from .._sorting import argsort_stable
 from ..costs import (
     GINKGO_CODE,
-    _all_subset_features,
+    all_subset_features_kernel,
     heuristic_kernel,
     merge_cost_kernel,
     split_cost_kernel,
@@ -603,7 +603,7 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
         for b in range(k):
             for q in range(3):
                 sub_cm[q, a, b] = cm[q, elems[a], elems[b]]
-    rec = _all_subset_features(sub_cm[0], sub_cm[1], sub_cm[2])
+    rec = all_subset_features_kernel(sub_cm[0], sub_cm[1], sub_cm[2])
     n_splits = 0
     for m in range(1, nm):
         arg[m] = 0

@@ -48,8 +48,7 @@ from ..ginkgo.likelihood import (
     split_llh_given_parent,
     t_of,
 )
-from ._subsets import popcount
-from ._trellis_kernels import _unsplittable
+from ._subsets import popcount, unsplittable
 
 _NEG_INF = -np.inf
 _LOG_4PI = math.log(4.0 * math.pi)
@@ -169,7 +168,7 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
     rest = s ^ low
     t_s = rec[s, T]
     best_a = low
-    if _unsplittable(t_s, t_cut, legacy):
+    if unsplittable(t_s, t_cut, legacy):
         rec[s, V] = _NEG_INF
         wq[s] = np.int16(Q_NONE)
         best[s] = best_a

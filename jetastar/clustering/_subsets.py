@@ -61,6 +61,7 @@ __all__ = [
     "subset_sizes",
     "subset_sums",
     "subset_t",
+    "unsplittable",
 ]
 
 
@@ -263,3 +264,12 @@ def fill_subset_t(leaves: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
         py = lo[a, 2] + hi[b, 2]
         pz = lo[a, 3] + hi[b, 3]
         out[s] = cluster_t(e, px, py, pz, np.int64(sizes[s]), c)
+
+
+@nb.njit(cache=True)
+def unsplittable(t_s: float, t_cut: float, legacy: bool) -> bool:
+    """True when no split of a cluster with squared mass ``t_s`` has non-zero likelihood (``t_s``
+    at or below ``t_cut``; strictly below in the legacy form)."""
+    if legacy:
+        return not t_s >= t_cut
+    return not t_s > t_cut

@@ -38,7 +38,7 @@ import numpy as np
 from .._sorting import argsort_stable
 from ..costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
 from ..ginkgo.likelihood import parent_terms, split_llh_given_parent
-from ._subsets import popcount
+from ._subsets import popcount, unsplittable
 
 _NEG_INF = -np.inf
 
@@ -87,14 +87,6 @@ def fill_part_values(code, feat, out):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _unsplittable(t_s: float, t_cut: float, legacy: bool) -> bool:
-    """True when no split of a cluster with squared mass ``t_s`` has non-zero likelihood."""
-    if legacy:
-        return not t_s >= t_cut
-    return not t_s > t_cut
-
-
-@nb.njit(cache=True)
 def _solve_cluster(
     s, node, node_i, best, exact_count, c, t_cut, legacy, prune, code, feat
 ):  # pragma: no cover - numba
@@ -107,7 +99,7 @@ def _solve_cluster(
     rest = s ^ low
     # default arg-max: split off the lowest leaf (kept when every split is impossible)
     best_a = low
-    if prune and _unsplittable(node[s, T], t_cut, legacy):
+    if prune and unsplittable(node[s, T], t_cut, legacy):
         node[s, MAP] = _NEG_INF
         node[s, LOG_Z] = _NEG_INF
         best[s] = best_a

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from .._jit import Stopwatch
-from .._progress import ProgressBar, progress_bar
+from .._progress import ProgressBar
 from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.heuristics import EXACT_MAX_LEAVES, check_heuristic, heuristic_tables
@@ -76,6 +76,10 @@ from ..ginkgo.likelihood import check_likelihood, log_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _astar_kernels as _k
+from ._engine import check_budget, search_progress
+from .beam import beam_search
+from .cost_baselines import average_linkage
+from .greedy import greedy
 from .registry import register
 from .result import ClusteringResult
 
@@ -134,18 +138,6 @@ def _default_memory() -> int:
     return int(min(total // 3, 8 << 30))
 
 
-def _check_budget(value: Any, name: str, integer: bool = False) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a positive number or None, got {value!r}")
-    if integer and float(value) != int(value):
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    if not (math.isfinite(float(value)) and value > 0):
-        raise ValueError(f"{name} must be > 0 (or None for no limit), got {value!r}")
-    return int(value) if integer else float(value)
-
-
 #: The heuristic of a cost model (its admissible bound, see :mod:`jetastar.costs`).
 COST_HEURISTIC = "admissible"
 
@@ -184,7 +176,8 @@ class _Problem:
             self.tables = (
                 np.zeros((n, 4)), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
                 np.zeros((2, 5)), np.ones(1, dtype=np.int64),
-                np.ascontiguousarray(np.stack([target._pos, target._neg, target.weights])),
+                np.ascontiguousarray(np.stack(
+                    [target.positive_weights, target.negative_weights, target.weights])),
             )
         elif isinstance(target, Jet):
             likelihood = "symmetric" if likelihood is None else likelihood
@@ -223,11 +216,7 @@ class _Problem:
 
     def baselines(self) -> list[ClusteringResult]:
         """Cheap complete trees: greedy (and average linkage for a cost model)."""
-        from .greedy import greedy
-
         if self.cost_model is not None:
-            from .cost_baselines import average_linkage
-
             return [average_linkage(self.cost_model), greedy(self.cost_model)]
         return [greedy(self.jet, likelihood=self.likelihood)]
 
@@ -494,13 +483,6 @@ class _Search:
         }
 
 
-def _progress_bar(show: bool | None, who: str, what: str, unit: str) -> ProgressBar | None:
-    if show is False:
-        return None
-    bar = progress_bar(desc=f"{what} {who}", unit=unit, delay=0.0 if show else 2.0)
-    return bar if bar.shown else None
-
-
 @register(
     "astar",
     exact=True,
@@ -565,9 +547,9 @@ def astar(
     """
     watch = Stopwatch()
     problem = _Problem(jet, likelihood, heuristic, "h0")
-    max_time = _check_budget(max_time, "max_time")
-    max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
-    max_memory = _check_budget(max_memory, "max_memory", integer=True) or _default_memory()
+    max_time = check_budget(max_time, "max_time")
+    max_vertices = check_budget(max_vertices, "max_vertices", integer=True)
+    max_memory = check_budget(max_memory, "max_memory", integer=True) or _default_memory()
     options = {
         "heuristic": problem.heuristic, "max_time": max_time, "max_vertices": max_vertices,
         "max_memory": max_memory,
@@ -578,7 +560,7 @@ def astar(
     search = _Search(problem, -1, 0, 0, None, max_memory)
     if max_vertices is not None:
         search.ip[_k.P_EXPLORE_MAX] = max_vertices
-    bar = _progress_bar(progress, problem.who, "A*", " updates")
+    bar = search_progress(progress, f"A* {problem.who}", " updates")
     try:
         outcome = search.run(watch, max_time, bar, tick=True)
     finally:
@@ -764,21 +746,21 @@ def astar_approx(
     patience = defaults["patience"] if patience is None else patience
     weight = defaults["weight"] if weight is None else weight
     rank = defaults["rank"] if rank is None else rank
-    top_k = _check_budget(top_k, "top_k", integer=True)
-    n_samples = _check_budget(n_samples, "n_samples", integer=True)
-    rounds = _check_budget(rounds, "rounds", integer=True)
-    patience = _check_budget(patience, "patience", integer=True)
+    top_k = check_budget(top_k, "top_k", integer=True)
+    n_samples = check_budget(n_samples, "n_samples", integer=True)
+    rounds = check_budget(rounds, "rounds", integer=True)
+    patience = check_budget(patience, "patience", integer=True)
     if all_pairs_max_size is not None:
-        all_pairs_max_size = _check_budget(all_pairs_max_size, "all_pairs_max_size", integer=True)
-    weight = _check_budget(weight, "weight")
+        all_pairs_max_size = check_budget(all_pairs_max_size, "all_pairs_max_size", integer=True)
+    weight = check_budget(weight, "weight")
     if weight < 1.0:
         raise ValueError(f"weight must be >= 1, got {weight!r}")
-    max_explored = _check_budget(max_explored, "max_explored", integer=True)
+    max_explored = check_budget(max_explored, "max_explored", integer=True)
     if rank not in ("split", "estimate"):
         raise ValueError(f"unknown rank {rank!r}; valid: 'split', 'estimate'")
-    max_time = _check_budget(max_time, "max_time")
-    max_vertices = _check_budget(max_vertices, "max_vertices", integer=True)
-    max_memory = _check_budget(max_memory, "max_memory", integer=True) or _default_memory()
+    max_time = check_budget(max_time, "max_time")
+    max_vertices = check_budget(max_vertices, "max_vertices", integer=True)
+    max_memory = check_budget(max_memory, "max_memory", integer=True) or _default_memory()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an integer, got {seed!r}")
     options = {
@@ -791,8 +773,6 @@ def astar_approx(
     seeds: list[tuple[Tree, float]] = []
     seed_stats: dict[str, float] = {}
     if problem.jet is not None:
-        from .beam import beam_search
-
         beam = beam_search(problem.jet, beam_size=beam_size, likelihood=problem.likelihood)
         for r in beam.beam or [beam]:
             if r.tree is not None:
@@ -837,7 +817,7 @@ def astar_approx(
             n, all_max, tab[0], tab[1], tab[5], tab[7], problem.code, search.ctr
         )
     search.add_splits(splits)
-    bar = _progress_bar(progress, problem.who, "approx A*", " rounds")
+    bar = search_progress(progress, f"approx A* {problem.who}", " rounds")
     round_lls: list[float] = []
     status, message = "ok", ""
     stale = 0

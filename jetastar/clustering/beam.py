@@ -50,18 +50,18 @@ import numpy as np
 
 from .._jit import Stopwatch
 from .._sorting import argsort_stable
-from ..errors import TooLargeError
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
 from ._agglomerative import (
     canonical_result,
     canonical_results,
     check_jet,
+    greedy_kernel,
     jet_arrays,
     leaf_ts,
     pair_llh,
 )
-from .greedy import _greedy_kernel
+from ._engine import check_memory
 from .registry import register
 from .result import ClusteringResult
 
@@ -419,7 +419,7 @@ def _add_greedy(
     label: object,
 ) -> bool:
     """Put the greedy tree into the final beam (in place) if it is missing and ranks in it."""
-    history, steps, _, _ = _greedy_kernel(leaves, consts)
+    history, steps, _, _ = greedy_kernel(leaves, consts)
     g_tree, g_ll = canonical_result(history, steps, n, label)
     if len(lls) >= size and not g_ll > min(lls):
         return False
@@ -455,16 +455,11 @@ def beam_memory(width: int, n: int, use_cache: bool = False) -> int:
 
 
 def _check_beam_memory(width: int, n: int, use_cache: bool, label: object) -> None:
-    from .trellis import _format_bytes, default_memory_limit
-
-    need = beam_memory(width, n, use_cache)
-    limit = default_memory_limit()
-    if need > limit:
-        raise TooLargeError(
-            f"jet {label}: a beam of {width} states over {n} leaves needs about "
-            f"{_format_bytes(need)} of memory, above the limit of {_format_bytes(limit)}; use a "
-            "smaller beam_size"
-        )
+    check_memory(
+        beam_memory(width, n, use_cache), None, f"jet {label}",
+        f"a beam of {width} states over {n} leaves", "use a smaller beam_size",
+        detail=" of memory", option=None,
+    )
 
 
 def _check_beam_size(beam_size: object, n: int) -> int:

@@ -201,7 +201,8 @@ def cost_greedy(cost_model: CostModel) -> ClusteringResult:
     model = _check_model(cost_model, "greedy")
     n = model.n_points
     history, _, evals = _cost_greedy_kernel(
-        np.int64(model.code), np.ascontiguousarray(model._pos), np.ascontiguousarray(model._neg)
+        np.int64(model.code), np.ascontiguousarray(model.positive_weights),
+        np.ascontiguousarray(model.negative_weights),
     )
     tree = _tree_of_history(history, n, model.label)
     return _result(model, tree, "greedy", {"merge_costs_evaluated": int(evals)}, watch)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .beam import CACHE_BUDGET_BYTES, default_beam_size
+
 __all__ = ["estimate_seconds"]
 
 #: split evaluations (likelihood of one candidate merge) per second: optimistic
@@ -31,8 +33,6 @@ _DISTANCES_PER_S = 2e9
 
 
 def _beam_work(n: int, options: dict[str, Any]) -> float:
-    from .beam import CACHE_BUDGET_BYTES, default_beam_size
-
     size = options.get("beam_size")
     width = default_beam_size(n) if size is None else int(size)
     pairs = n * (n - 1) / 2

@@ -41,25 +41,30 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
-from ..errors import InvalidJetError, TooLargeError
+from ..errors import InvalidJetError
 from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
 from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _k
-from ._subsets import fill_subset_t, full_mask, n_splits_total
-from .astar import _check_budget
-from .result import ClusteringResult
-from .threads import Threads, check_threads, parallel_worth_it
-from .trellis import (
-    _format_bytes,
-    _Progress,
-    _tree_from_best,
-    _valid_likelihood,
-    default_memory_limit,
+from ._engine import (
+    check_budget,
+    check_memory,
+    check_size,
+    format_bytes,
+    solving,
+    tree_from_best,
+    valid_likelihood,
 )
+from ._subsets import fill_subset_t, full_mask, n_splits_total
+from .greedy import greedy
+from .result import ClusteringResult
+from .threads import check_threads, parallel_worth_it
 
 __all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map", "map_over_parts", "root_slack", "w_scale"]
 
+#: The registry key of the exact MAP engine (``cluster(jet, "trellis")`` runs it): the
+#: ``algorithm`` of its results.
+ALGORITHM = "trellis"
 #: Hard limit of the layout (int32 arg-max masks).
 MAX_MAP_LEAVES = 31
 #: Most parts :func:`map_over_parts` takes (its tables: 54 bytes per cluster of parts, 0.9 GB).
@@ -153,11 +158,12 @@ def exact_map(
         progress: tqdm progress bar (default: from 21 leaves on).
 
     Returns:
-        :class:`ClusteringResult` with ``algorithm="exact_map"``, ``exact=True``, the MAP ``tree``
-        and ``log_likelihood`` (``log_z`` is ``None``), and ``stats``: ``splits_total`` (all
-        splits of all clusters), ``splits_enumerated`` (of the clusters that can split),
-        ``splits_bound_passed`` (passed the ``W`` test), ``splits_evaluated`` (ψ computed),
-        ``clusters_unsplittable``, ``clusters_impossible``, ``memory_bytes``, ``time_s``, ...
+        :class:`ClusteringResult` with ``algorithm="trellis"`` (the registry key of this engine),
+        ``exact=True``, the MAP ``tree`` and ``log_likelihood`` (``log_z`` is ``None``), and
+        ``stats``: ``splits_total`` (all splits of all clusters), ``splits_enumerated`` (of the
+        clusters that can split), ``splits_bound_passed`` (passed the ``W`` test),
+        ``splits_evaluated`` (ψ computed), ``clusters_unsplittable``, ``clusters_impossible``,
+        ``memory_bytes``, ``time_s``, ...
         Every tree impossible: ``status="all_inf"``, ``log_likelihood=-inf``, an arbitrary tree.
 
     Raises:
@@ -170,16 +176,16 @@ def exact_map(
         >>> jet = generate(1, ShowerParams.qcd(), seed=5, min_leaves=8, max_leaves=8)[0]
         >>> res = exact_map(jet, likelihood="legacy")
         >>> res.algorithm, res.status, res.exact
-        ('exact_map', 'ok', True)
+        ('trellis', 'ok', True)
     """
     watch = Stopwatch()
     if not isinstance(jet, Jet):
         raise InvalidJetError(
             f"exact_map needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    likelihood = _valid_likelihood(likelihood)
-    max_time = _check_budget(max_time, "max_time")
-    max_memory = _check_budget(max_memory, "max_memory", integer=True)
+    likelihood = valid_likelihood(likelihood)
+    max_time = check_budget(max_time, "max_time")
+    max_memory = check_budget(max_memory, "max_memory", integer=True)
     threads = check_threads(threads)
     n = jet.n_leaves
     who = f"jet {jet.label}"
@@ -199,13 +205,11 @@ def exact_map(
     stats["time_s"] = watch.seconds()
     if not finished:
         if inc_tree is None:
-            from .greedy import greedy
-
             inc_tree = greedy(jet, likelihood).tree
             inc_ll = log_likelihood(jet, inc_tree, likelihood)
         stats["time_s"] = watch.seconds()
         return ClusteringResult(
-            tree=inc_tree, log_likelihood=inc_ll, algorithm="exact_map", exact=False,
+            tree=inc_tree, log_likelihood=inc_ll, algorithm=ALGORITHM, exact=False,
             likelihood=likelihood, options=options, stats=stats, status="budget",
             message=f"stopped by max_time={max_time:g} s after {stats['time_s']:.3g} s; the tree "
                     "is the incumbent, not proven optimal",
@@ -224,7 +228,7 @@ def exact_map(
         message = ("every tree of this jet has likelihood zero (log-likelihood -inf); the tree "
                    "returned is an arbitrary one")
     return ClusteringResult(
-        tree=tree, log_likelihood=value, algorithm="exact_map", exact=True,
+        tree=tree, log_likelihood=value, algorithm=ALGORITHM, exact=True,
         likelihood=likelihood, options=options, stats=stats, upper_bound=value, status=status,
         message=message, jet_id=jet.jet_id,
     )
@@ -274,7 +278,7 @@ def map_over_parts(
         raise InvalidJetError(
             f"map_over_parts needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    likelihood = _valid_likelihood(likelihood)
+    likelihood = valid_likelihood(likelihood)
     k = len(parts)
     if not 1 <= k <= _MAX_PARTS:
         raise ValueError(f"map_over_parts takes 1 .. {_MAX_PARTS} parts, got {k}")
@@ -325,19 +329,13 @@ def _nested_from_best(best: np.ndarray, mask: int) -> Any:
 # ---------------------------------------------------------------------- internals
 def _check_map_memory(n: int, who: str, max_memory: int | None) -> int:
     need = estimate_map_memory(n)
-    if n > MAX_MAP_LEAVES:
-        raise TooLargeError(
-            f"{who}: {n} leaves is above the exact-MAP limit of {MAX_MAP_LEAVES} leaves (dense "
-            f"tables: {_format_bytes(need)}); use window_search or astar_approx"
-        )
-    limit = default_memory_limit() if max_memory is None else int(max_memory)
-    if need > limit:
-        raise TooLargeError(
-            f"{who}: the exact MAP of {n} leaves needs about {_format_bytes(need)} of dense tables "
-            f"(22 bytes per cluster; no sparse layout is implemented), above the memory limit of "
-            f"{_format_bytes(limit)} (max_memory={limit}); use window_search or astar_approx"
-        )
-    return need
+    advice = "use window_search or astar_approx"
+    check_size(n, MAX_MAP_LEAVES, who, "leaves", "exact-MAP", f"dense tables: {format_bytes(need)}",
+               advice)
+    return check_memory(
+        need, max_memory, who, f"the exact MAP of {n} leaves", advice,
+        detail=" of dense tables (22 bytes per cluster; no sparse layout is implemented)",
+    )
 
 
 def _incumbent(
@@ -389,7 +387,7 @@ class _MapSolver:
         total = n_splits_total(n)
         fine = show or max_time is not None
         finished = True
-        with Threads(self.threads), _Progress(show, total, who, "exact MAP") as bar:
+        with solving(self.threads, show, total, who, "exact MAP") as bar:
             pieces = _PIECES_PER_THREAD * nb.get_num_threads()
             for k in range(2, n):
                 per = (1 << (k - 1)) - 1
@@ -441,4 +439,4 @@ class _MapSolver:
         return float(self.rec[self.full, _k.V]) if self.n >= 2 else 0.0
 
     def map_tree(self, label: object) -> Tree:
-        return _tree_from_best(self.best, self.full, label)
+        return tree_from_best(self.best, self.full, label)

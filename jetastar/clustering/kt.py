@@ -36,6 +36,7 @@ import numpy as np
 from .._jit import Stopwatch
 from ..errors import InvalidJetError
 from ..jet import Jet
+from ..momenta import rap_phi_kt2
 from ._agglomerative import canonical_result, check_jet, jet_arrays, score_history
 from .registry import register
 from .result import ClusteringResult
@@ -46,29 +47,6 @@ __all__ = ["KT_ALGORITHMS", "kt", "rapidity_phi"]
 KT_ALGORITHMS = {"kt": 1, "cambridge": 0, "antikt": -1}
 
 _TWOPI = 2.0 * math.pi
-_MAX_RAP = 1.0e5
-
-
-@nb.njit(cache=True)
-def _rap_phi_kt2(e, px, py, pz):  # pragma: no cover - numba
-    """FastJet's rapidity, azimuth in [0, 2π) and kt² of a 4-vector."""
-    kt2 = px * px + py * py
-    phi = 0.0 if kt2 == 0.0 else math.atan2(py, px)
-    if phi < 0.0:
-        phi += _TWOPI
-    if phi >= _TWOPI:
-        phi -= _TWOPI
-    if e == abs(pz) and kt2 == 0.0:
-        max_rap_here = _MAX_RAP + abs(pz)
-        rap = max_rap_here if pz >= 0.0 else -max_rap_here
-    else:
-        m2 = (e + pz) * (e - pz) - kt2
-        effective_m2 = max(0.0, m2)
-        e_plus_pz = e + abs(pz)
-        rap = 0.5 * math.log((kt2 + effective_m2) / (e_plus_pz * e_plus_pz))
-        if pz > 0.0:
-            rap = -rap
-    return rap, phi, kt2
 
 
 @nb.njit(cache=True)
@@ -104,7 +82,7 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
     for i in range(n):
         for d in range(4):
             p[i, d] = leaves[i, d]
-        rap[i], phi[i], kt2 = _rap_phi_kt2(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
+        rap[i], phi[i], kt2 = rap_phi_kt2(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
         scale[i] = _scale(kt2, power)
         node[i] = i
     history = np.full((max(n - 1, 1), 2), -1, dtype=np.int64)
@@ -142,7 +120,7 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
         history[step, 1] = node[bj]
         for d in range(4):
             p[bi, d] = p[bi, d] + p[bj, d]
-        rap[bi], phi[bi], kt2 = _rap_phi_kt2(p[bi, 0], p[bi, 1], p[bi, 2], p[bi, 3])
+        rap[bi], phi[bi], kt2 = rap_phi_kt2(p[bi, 0], p[bi, 1], p[bi, 2], p[bi, 3])
         scale[bi] = _scale(kt2, power)
         node[bi] = n + step
         step += 1
@@ -165,7 +143,7 @@ def rapidity_phi(p: np.ndarray) -> tuple[float, float]:
         (0.0, 0.0)
     """
     arr = np.asarray(p, dtype=np.float64)
-    rap, phi, _ = _rap_phi_kt2(arr[0], arr[1], arr[2], arr[3])
+    rap, phi, _ = rap_phi_kt2(arr[0], arr[1], arr[2], arr[3])
     return float(rap), float(phi)
 
 

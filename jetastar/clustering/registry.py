@@ -14,14 +14,36 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from ..jet import Jet, JetCollection
+from .options import check_options
 from .result import ClusteringResult
 
-__all__ = ["AlgorithmInfo", "algorithm_info", "algorithms", "cluster", "register"]
+__all__ = [
+    "ALIASES",
+    "AlgorithmInfo",
+    "algorithm_info",
+    "algorithms",
+    "canonical_name",
+    "checked_options",
+    "cluster",
+    "holds_many_jets",
+    "register",
+]
+
+#: Other names of registered algorithms: the Python functions' names and older result labels.
+ALIASES = {
+    "exact_map": "trellis",
+    "exact-map": "trellis",
+    "exact_trellis": "trellis",
+    "astar_approx": "astar-approx",
+    "window_search": "window-search",
+    "beam_search": "beam",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,31 +109,30 @@ def algorithm_info(name: str) -> AlgorithmInfo:
         ) from None
 
 
-def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
-    """Run the algorithm called ``algorithm`` on ``jet`` with keyword ``options``.
+def canonical_name(name: str) -> str:
+    """The registry key of an algorithm name: aliases (the Python function names, older labels
+    such as ``"exact_map"``) map to their key; a key, or a name the registry does not know (an
+    algorithm registered by a plugin not loaded here), is returned as given.
 
-    ``jet`` may be a :class:`~jetastar.Jet` or one jet's particles (an ``(n, 4)`` array of
-    ``(E, px, py, pz)`` or a 1-D awkward / vector array of momenta, which get the default
-    parameters of :class:`~jetastar.Jet`). It may also be many jets — a
-    :class:`~jetastar.JetCollection`, a list of jets or an awkward array of jets: they are
-    clustered with :func:`jetastar.inmemory.cluster_jets` (in this process; use that function
-    for workers, time limits and several algorithms) and the result is the algorithm's
-    :class:`~jetastar.io.AlgorithmResults` table (``.results()``, ``.to_awkward()``).
+    Results read from files use it, so that ``ClusteringResult.algorithm`` is a registry key.
 
-    Returns:
-        A :class:`ClusteringResult` for one jet, an :class:`~jetastar.io.AlgorithmResults` for many.
+    Example:
+        >>> canonical_name("exact_map"), canonical_name("astar_approx"), canonical_name("kt")
+        ('trellis', 'astar-approx', 'kt')
+    """
+    name = str(name)
+    if name in _REGISTRY:
+        return name
+    return ALIASES.get(name, name)
+
+
+def checked_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword ``options`` of ``algorithm``, checked and converted as :func:`cluster` does.
 
     Raises:
         ValueError: for an unknown algorithm or option (listing the valid ones), or an option
             value of the wrong type or range (text booleans such as ``"false"`` are read as
             booleans, numbers given as text as numbers).
-
-    Example:
-        >>> from jetastar.ginkgo import ShowerParams, generate
-        >>> from jetastar.clustering import cluster
-        >>> jet = generate(1, ShowerParams.qcd(), seed=1)[0]
-        >>> cluster(jet, "greedy").algorithm
-        'greedy'
     """
     info = algorithm_info(algorithm)
     valid = info.options()
@@ -121,16 +142,43 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
             f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
             f"valid: {', '.join(valid) or '(none)'}"
         )
-    from .options import check_options
+    return check_options(algorithm, info.func, dict(options))
 
-    options = check_options(algorithm, info.func, options)
-    if _is_many(jet):
-        from ..inmemory import cluster_jets
 
-        return cluster_jets(jet, [algorithm], options={algorithm: options}, progress=False)[
-            algorithm]
-    from ..jet import Jet
+def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
+    """Run the algorithm called ``algorithm`` on one jet with keyword ``options``.
 
+    ``jet`` may be a :class:`~jetastar.Jet` or one jet's particles (an ``(n, 4)`` array of
+    ``(E, px, py, pz)`` or a 1-D awkward / vector array of momenta, which get the default
+    parameters of :class:`~jetastar.Jet`). Many jets (a :class:`~jetastar.JetCollection`, a
+    list of jets, an awkward array of jets) are clustered by ``jetastar.cluster`` (one
+    algorithm, a results table) or :func:`jetastar.inmemory.cluster_jets` (several algorithms,
+    workers, time limits).
+
+    Returns:
+        A :class:`ClusteringResult` whose ``algorithm`` is ``algorithm``.
+
+    Raises:
+        ValueError: for an unknown algorithm or option (listing the valid ones), or an option
+            value of the wrong type or range (text booleans such as ``"false"`` are read as
+            booleans, numbers given as text as numbers).
+        TypeError: ``jet`` holds several jets.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> from jetastar.clustering import cluster
+        >>> jet = generate(1, ShowerParams.qcd(), seed=1)[0]
+        >>> cluster(jet, "greedy").algorithm
+        'greedy'
+    """
+    info = algorithm_info(algorithm)
+    options = checked_options(algorithm, options)
+    if holds_many_jets(jet):
+        raise TypeError(
+            f"jetastar.clustering.cluster runs one jet, got {_describe(jet)}: use "
+            f"jetastar.cluster(jets, {algorithm!r}) for a results table, or "
+            "jetastar.inmemory.cluster_jets for several algorithms, workers and time limits"
+        )
     if not isinstance(jet, Jet) and (
         type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
     ):
@@ -138,10 +186,16 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> Any:
     return info.func(jet, **options)
 
 
-def _is_many(jet: Any) -> bool:
-    """Whether ``jet`` holds several jets (a collection, a list of jets, a 2-level awkward array)."""
-    from ..jet import Jet, JetCollection
+def holds_many_jets(jet: Any) -> bool:
+    """Whether ``jet`` holds several jets: a :class:`~jetastar.JetCollection`, a non-empty list or
+    tuple of :class:`~jetastar.Jet`, or an awkward array of jets (two list levels, or records with
+    a ``leaves`` field).
 
+    Example:
+        >>> import numpy as np
+        >>> holds_many_jets(np.zeros((3, 4)))
+        False
+    """
     if isinstance(jet, JetCollection):
         return True
     if isinstance(jet, (list, tuple)) and jet and all(isinstance(j, Jet) for j in jet):
@@ -152,3 +206,10 @@ def _is_many(jet: Any) -> bool:
         return isinstance(jet, ak.Array) and (
             jet.layout.purelist_depth >= 2 or "leaves" in ak.fields(jet))
     return False
+
+
+def _describe(jets: Any) -> str:
+    try:
+        return f"{type(jets).__name__} of {len(jets)} jets"
+    except TypeError:  # pragma: no cover - every many-jets type has a length
+        return type(jets).__name__

@@ -6,6 +6,12 @@ Example:
     >>> r = ClusteringResult(Tree.from_nested((0, 1)), -3.5, algorithm="greedy")
     >>> r.cost
     3.5
+
+Results are frozen: :func:`dataclasses.replace` makes a changed copy.
+
+    >>> import dataclasses
+    >>> dataclasses.replace(r, jet_id=7).jet_id
+    7
 """
 
 from __future__ import annotations
@@ -28,14 +34,18 @@ STATUSES = (
 )
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(frozen=True, eq=False)
 class ClusteringResult:
-    """What a clustering algorithm returns for one jet.
+    """What a clustering algorithm returns for one jet (frozen: change a copy with
+    :func:`dataclasses.replace`).
 
     Args:
         tree: the hierarchy found (``None`` only for ``"skipped"`` / ``"failed"``).
         log_likelihood: its log-likelihood (``-inf`` when every tree is impossible).
-        algorithm: registry name of the algorithm (``"greedy"``, ``"trellis"``, ...).
+        algorithm: registry key of the algorithm (``"greedy"``, ``"trellis"``, ...; older labels
+            map to it through :func:`jetastar.clustering.registry.canonical_name`). The cost-model
+            baseline :func:`~jetastar.clustering.average_linkage`, which takes no jet and is not
+            registered, labels its results ``"average_linkage"``.
         exact: ``True`` only when the tree is proven to be a MAP tree.
         likelihood: the likelihood form used (``"symmetric"`` or ``"legacy"``).
         options: the options the algorithm ran with (JSON-serialisable values).
@@ -67,7 +77,7 @@ class ClusteringResult:
     jet_id: int | None = None
 
     def __post_init__(self) -> None:
-        self.log_likelihood = float(self.log_likelihood)
+        object.__setattr__(self, "log_likelihood", float(self.log_likelihood))
         if math.isnan(self.log_likelihood):
             raise ValueError("a clustering result's log-likelihood is never NaN")
         if self.status not in STATUSES:

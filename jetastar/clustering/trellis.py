@@ -51,7 +51,6 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,12 +59,22 @@ import numpy as np
 
 from .._jit import Stopwatch
 from ..costs import CostModel
-from ..errors import InvalidJetError, TooLargeError
+from ..errors import InvalidJetError
 from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _trellis_kernels as _k
+from ._engine import (
+    check_memory,
+    check_size,
+    default_memory_limit,
+    format_bytes,
+    solving,
+    tree_from_best,
+    valid_likelihood,
+)
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from .exact_map import exact_map
 from .options import as_flag
 from .registry import register
 from .result import ClusteringResult
@@ -132,34 +141,6 @@ def estimate_memory(
     return int(total)
 
 
-def default_memory_limit() -> int:
-    """Half of the available memory (``MemAvailable`` in /proc/meminfo, else physical memory)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 // 2
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
-    except (ValueError, OSError, AttributeError):
-        return 4 * 2**30
-
-
-def _format_bytes(x: float) -> str:
-    if isinstance(x, int) and x.bit_length() > 1000:  # beyond float range: 2^k bytes
-        return f"about 10^{int(x.bit_length() * 0.30103)} B"
-    x = float(x)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(x)} B"
-            return f"{x:.1f} {unit}" if abs(x) < 1e6 else f"{x:.3g} {unit}"
-        x /= 1024
-    return f"{x:.3g} TiB"  # pragma: no cover
-
-
 def _check_memory(
     n: int, who: str, max_memory: int | None, marginals: bool = False,
     threads: int | None = None, cost_model: bool = False,
@@ -168,19 +149,10 @@ def _check_memory(
     need = estimate_memory(n, marginals=marginals, threads=threads, cost_model=cost_model)
     unit = "points" if cost_model else "leaves"
     advice = "use astar_approx or greedy" if cost_model else "use astar or astar_approx"
-    if n > MAX_TRELLIS_LEAVES:
-        raise TooLargeError(
-            f"{who}: {n} {unit} is above the trellis limit of {MAX_TRELLIS_LEAVES} {unit} "
-            f"(it would need {_format_bytes(need)}); {advice}"
-        )
-    limit = default_memory_limit() if max_memory is None else int(max_memory)
-    if need > limit:
-        what = "trellis with marginals" if marginals else "trellis"
-        raise TooLargeError(
-            f"{who}: the exact {what} of {n} {unit} needs about {_format_bytes(need)}, "
-            f"above the memory limit of {_format_bytes(limit)} (max_memory={limit}); {advice}"
-        )
-    return need
+    check_size(n, MAX_TRELLIS_LEAVES, who, unit, "trellis", f"it would need {format_bytes(need)}",
+               advice)
+    what = "trellis with marginals" if marginals else "trellis"
+    return check_memory(need, max_memory, who, f"the exact {what} of {n} {unit}", advice)
 
 
 # ---------------------------------------------------------------------- the trellis
@@ -234,7 +206,7 @@ class Trellis:
                 "the exact trellis needs a jetastar.Jet or a cost model (jetastar.costs.HCCCost, "
                 f"DasguptaCost), got {type(jet).__name__}", field="jet"
             )
-        likelihood = _valid_likelihood(likelihood)
+        likelihood = valid_likelihood(likelihood)
         self._setup(
             jet, jet.leaves, jet.likelihood_constants(likelihood), likelihood,
             jet.label, max_memory, prune, threads, progress,
@@ -373,7 +345,7 @@ class Trellis:
         t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-        with Threads(self.threads), _Progress(show, n_splits_total(n), self._who) as bar:
+        with solving(self.threads, show, n_splits_total(n), self._who, "trellis") as bar:
             for size in range(2, n + 1):
                 per = (1 << (size - 1)) - 1
                 for start, stop in _chunks(self._offsets, size, n, show):
@@ -482,7 +454,7 @@ class Trellis:
         return mask_of(idx)
 
     def _tree_from_splits(self, root_mask: int) -> Tree:
-        return _tree_from_best(self._best, root_mask, self._label)
+        return tree_from_best(self._best, root_mask, self._label)
 
     # ------------------------------------------------------------------ sampling
     def sample_children(self, n: int, seed: int | None = 0) -> np.ndarray:
@@ -739,12 +711,8 @@ def exact_trellis(
     """
     log_z = as_flag(log_z, "log_z")
     if not log_z and isinstance(jet, Jet):
-        from .exact_map import exact_map
-
-        res = exact_map(jet, likelihood, max_memory=max_memory, threads=threads,
-                        progress=progress)
-        res.algorithm = "trellis"
-        return res
+        return exact_map(jet, likelihood, max_memory=max_memory, threads=threads,
+                         progress=progress)
     tr = Trellis(
         jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress
     )
@@ -773,49 +741,11 @@ def _trellis_method(
     if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
                              progress=progress)
-    from .exact_map import exact_map
-
-    res = exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
-                    progress=progress)
-    res.algorithm = "trellis"
-    return res
+    return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
+                     progress=progress)
 
 
 # ---------------------------------------------------------------------- helpers
-def _valid_likelihood(likelihood: str | None) -> str:
-    if likelihood is None:
-        return "symmetric"
-    check_likelihood(likelihood)
-    return likelihood
-
-
-def _tree_from_best(best: np.ndarray, root_mask: int, label: object) -> Tree:
-    """The hierarchy over ``root_mask`` read top-down through arg-max parts ``best[mask]`` (the
-    part holding the lowest leaf; the other part is the rest). Leaves are relabelled ``0 .. k-1``
-    in increasing order."""
-    members = leaves_of(root_mask)
-    k = len(members)
-    pos = {leaf: j for j, leaf in enumerate(members)}
-    children = np.full((2 * k - 1, 2), -1, dtype=np.int64)
-    next_node = k
-    stack = [(root_mask, -1, 0)]
-    while stack:
-        mask, parent, side = stack.pop()
-        if mask & (mask - 1) == 0:
-            node = pos[leaves_of(mask)[0]]
-        else:
-            node = next_node
-            next_node += 1
-            a = int(best[mask])
-            stack.append((mask ^ a, node, 1))
-            stack.append((a, node, 0))
-        if parent >= 0:
-            children[parent, side] = node
-    leaf_of_node = np.full(2 * k - 1, -1, dtype=np.int64)
-    leaf_of_node[:k] = np.arange(k)
-    return Tree(children, leaf_of_node, jet=label)
-
-
 def _readonly(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.setflags(write=False)
@@ -836,23 +766,3 @@ def _chunks(offsets: np.ndarray, size: int, n: int, fine: bool) -> list[tuple[in
     per = (1 << (size - 1)) - 1
     step = max(1, n_splits_total(n) // (100 * per))
     return [(a, min(stop, a + step)) for a in range(start, stop, step)]
-
-
-class _Progress:
-    """A progress bar over split counts, or a no-op."""
-
-    def __init__(self, show: bool, total: int, who: str, what: str = "trellis") -> None:
-        from .._progress import progress_bar
-
-        self.bar = progress_bar(
-            total=total, unit="split", unit_scale=True, desc=f"{what} {who}", show=show,
-        )
-
-    def __enter__(self) -> _Progress:
-        return self
-
-    def update(self, k: int) -> None:
-        self.bar.update(k)
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.close()

@@ -19,6 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
+from ..ginkgo.heuristics import bound_value, heuristic_tables
+from ..ginkgo.params import ShowerParams
+from ..jet import Jet
+from .registry import algorithm_info, cluster
+
 __all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
 
 # (E, px, py, pz) in GeV of QCD jets generated with seed 3 (t_cut 16 GeV² and 1 GeV²)
@@ -97,9 +104,6 @@ def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
 
 def warm_up_jets() -> list[Any]:
     """The two warm-up jets (7 and 18 leaves)."""
-    from ..ginkgo.params import ShowerParams
-    from ..jet import Jet
-
     return [
         Jet(_SMALL, ShowerParams.qcd(), jet_id=-1, jet_type="QCD"),
         Jet(_LARGE, ShowerParams.qcd(t_cut=1.0), jet_id=-2, jet_type="QCD"),
@@ -158,10 +162,6 @@ def _warm_heuristics() -> None:
     if key in _warmed:
         return
     _warmed.add(key)
-    import numpy as np
-
-    from ..ginkgo.heuristics import bound_value, heuristic_tables
-
     jet = warm_up_jets()[1]
     p, tl, mt, w, d, consts, phys = heuristic_tables(jet)
     idx = np.arange(jet.n_leaves, dtype=np.int64)
@@ -191,8 +191,6 @@ def warm_up(
     Returns:
         The names that were warmed up by this call (not already warm in this process).
     """
-    from .registry import algorithm_info, cluster
-
     done = []
     jets = None
     for name in names:

@@ -63,14 +63,19 @@ from typing import Any
 import numpy as np
 
 from .._jit import Stopwatch
-from .._progress import ProgressBar, progress_bar
-from ..errors import InvalidJetError
+from .._progress import ProgressBar
+from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.likelihood import log_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _mk
 from . import _window_kernels as _wk
-from .exact_map import root_slack
+from ._engine import check_budget, search_progress, valid_likelihood
+from .astar import astar_approx
+from .beam import beam_search, default_beam_size
+from .exact_map import exact_map, root_slack
+from .greedy import greedy
+from .kt import kt
 from .registry import register
 from .result import ClusteringResult
 
@@ -169,10 +174,7 @@ def window_search(
         raise InvalidJetError(
             f"window search needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    from .astar import _check_budget
-    from .trellis import _valid_likelihood
-
-    likelihood = _valid_likelihood(likelihood)
+    likelihood = valid_likelihood(likelihood)
     window_size = _check_int(window_size, "window_size", 2, MAX_WINDOW_SIZE)
     n_random = _check_int(n_random, "n_random", 0, None)
     n_starts = _check_int(n_starts, "n_starts", 1, None)
@@ -182,7 +184,7 @@ def window_search(
         beam_size = _check_int(beam_size, "beam_size", 1, None)
     if max_sweeps is not None:
         max_sweeps = _check_int(max_sweeps, "max_sweeps", 1, None)
-    max_time = _check_budget(max_time, "max_time")
+    max_time = check_budget(max_time, "max_time")
     if start not in START_TREES:
         raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
     for name, flag in (("prove", prove), ("progress", progress)):
@@ -204,7 +206,8 @@ def window_search(
         best = work.load(best_tree)
         search.whole(best)
     else:
-        bar = _bar(progress, jet.label, min(n_starts + len(trees or ()), len(starts)) + 1)
+        bar = search_progress(progress, f"window search jet {jet.label}", "search",
+                              total=min(n_starts + len(trees or ()), len(starts)) + 1)
         try:
             best = search.run(starts[:n_starts + len(trees or ())], bar)
         finally:
@@ -566,20 +569,13 @@ def _start_trees(
     reach different optima (the kt family's trees often have impossible splits, which the windows
     remove). Then the rest of the beam.
     """
-    from .greedy import greedy
-    from .kt import kt
-
     first: list[tuple[Tree, float]] = []
     rest: list[tuple[Tree, float]] = []
     if start == "astar-approx":
-        from .astar import astar_approx
-
         res = astar_approx(jet, beam_size=beam_size, seed=seed, likelihood=likelihood,
                            max_time=max_time, progress=False)
         first.append((res.tree, res.log_likelihood))
     elif start == "beam":
-        from .beam import beam_search, default_beam_size
-
         size = min(default_beam_size(jet.n_leaves), BEAM_CAP) if beam_size is None else beam_size
         beam = beam_search(jet, beam_size=size, likelihood=likelihood)
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
@@ -607,21 +603,10 @@ def _start_trees(
     return [*head, *out[len(first):]]
 
 
-def _bar(show: bool | None, label: object, total: int) -> ProgressBar | None:
-    if show is False:
-        return None
-    bar = progress_bar(total=total, desc=f"window search jet {label}", unit="search",
-                       delay=0.0 if show else 2.0)
-    return bar if bar.shown else None
-
-
 def _prove(
     jet: Jet, likelihood: str, tree: Tree, watch: Stopwatch, max_time: float | None
 ) -> ClusteringResult | None:
     """:func:`exact_map` with ``tree`` as incumbent, or ``None`` if it cannot run or finish."""
-    from ..errors import TooLargeError
-    from .exact_map import exact_map
-
     left = None if max_time is None else max_time - watch.seconds()
     if left is not None and left <= 0:
         return None

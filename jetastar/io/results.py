@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..clustering.registry import canonical_name
 from ..clustering.result import STATUSES, ClusteringResult
 from ..tree import Tree
 
@@ -287,7 +288,7 @@ class AlgorithmResults:
         return ClusteringResult(
             self.tree(row),
             -math.inf if math.isnan(ll) else ll,
-            self.algorithm,
+            canonical_name(self.algorithm),
             exact=bool(self.exact[row]),
             likelihood=self.likelihood,
             options=json.loads(self.options[row]),

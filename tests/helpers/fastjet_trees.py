@@ -1,12 +1,15 @@
-"""FastJet's clustering trees, the oracle of the kt-family tests (needs the fastjet extra)."""
+"""The clustering history of FastJet's kt-family algorithms as a :class:`jetastar.Tree` (the
+reference the kt tests compare with; needs the fastjet extra)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from jetastar import Tree
 
-#: jetastar algorithm name -> FastJet's JetAlgorithm name.
+#: jetastar's kt-family names and FastJet's algorithm constants.
 FJ_ALGORITHMS = {
     "kt": "kt_algorithm",
     "cambridge": "cambridge_algorithm",
@@ -14,8 +17,8 @@ FJ_ALGORITHMS = {
 }
 
 
-def fastjet_tree(fastjet, leaves: np.ndarray, algorithm: str) -> Tree:
-    """FastJet's clustering tree of one jet's leaves (exclusive to one jet, R = 1000)."""
+def fastjet_tree(fastjet: Any, leaves: np.ndarray, algorithm: str) -> Tree:
+    """FastJet's tree of ``leaves`` (``(n, 4)`` E, px, py, pz) for ``algorithm`` with R = 1000."""
     inputs = []
     for i, (e, px, py, pz) in enumerate(leaves):
         pj = fastjet.PseudoJet(float(px), float(py), float(pz), float(e))
@@ -27,7 +30,7 @@ def fastjet_tree(fastjet, leaves: np.ndarray, algorithm: str) -> Tree:
     assert len(jets) == 1
     clusters: list[frozenset[int]] = []
 
-    def walk(pj) -> frozenset[int]:
+    def walk(pj: Any) -> frozenset[int]:
         p1, p2 = fastjet.PseudoJet(), fastjet.PseudoJet()
         if not pj.has_parents(p1, p2):
             return frozenset([pj.user_index()])
