@@ -59,9 +59,9 @@ def _split_list(text: str | None) -> list[str]:
 
 
 def _load_algorithms(plugins: Sequence[str] = ()) -> None:
-    from .batch import _load_registry
+    from .batch import load_registry
 
-    _load_registry(plugins)
+    load_registry(plugins)
 
 
 def _command_line() -> str:
@@ -518,10 +518,10 @@ _MAP_TIME_LIMIT = 600.0
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ._jit import one_notice_for_workers
-    from .batch import _make_executor, shutdown_executor
+    from .batch import make_executor, shutdown_executor
 
     with one_notice_for_workers():
-        executor, _ = _make_executor(args.workers, None, args.plugin or ())
+        executor, _ = make_executor(args.workers, None, args.plugin or ())
         interrupted = False
         try:
             return _run_main_job(args, executor)

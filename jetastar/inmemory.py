@@ -151,9 +151,9 @@ def cluster_jets(
     from ._progress import progress_bar
     from .batch import (
         BatchConfig,
-        _make_executor,
         check_config,
         cluster_collection,
+        make_executor,
         shutdown_executor,
         warm_up_workers,
     )
@@ -176,7 +176,7 @@ def cluster_jets(
     with one_notice_for_workers():
         own = None
         if executor is None and workers > 1 and len(chunks) > 1:
-            own, _ = _make_executor(workers, None, config.plugins)
+            own, _ = make_executor(workers, None, config.plugins)
             executor = own
         n_workers = 1 if executor is None else max(2, workers)
         interrupted = False

@@ -192,11 +192,11 @@ def test_file_level_errors_do_not_stop_other_files(tmp_path, jets_file):
 
 
 def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
-    import jetastar.batch as batch
+    import jetastar.batch.runner as batch
 
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7)
     out = tmp_path / "res.root"
-    real = batch._write_part
+    real = batch.write_part
     calls = {"n": 0}
 
     def flaky(*args):
@@ -205,10 +205,10 @@ def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
         calls["n"] += 1
         real(*args)
 
-    monkeypatch.setattr(batch, "_write_part", flaky)
+    monkeypatch.setattr(batch, "write_part", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_batch([jets_file], config, output=out, progress=False)
-    monkeypatch.setattr(batch, "_write_part", real)
+    monkeypatch.setattr(batch, "write_part", real)
     assert not out.exists()
     parts = out.with_name(out.name + ".parts")
     assert len(list(parts.glob("part-*.h5"))) == 3
@@ -373,7 +373,7 @@ def test_progress_moves_per_jet_with_workers(tmp_path, jets_file, monkeypatch):
 
 
 def test_threads_setting_reaches_exact_engines_and_is_validated(tmp_path, jets_file):
-    from jetastar.batch import _options_for
+    from jetastar.batch.config import options_for as _options_for
 
     config = BatchConfig(["trellis", "greedy"], threads=1)
     assert _options_for("trellis", config, 1)["threads"] == 1
