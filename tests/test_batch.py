@@ -1,7 +1,7 @@
 """Batch processing: statuses, limits, bad jets, resuming after a kill, process pools and dask.
 
-The small algorithms registered here ("test-chain", "test-exact") make the tests independent of the
-real algorithms; workers import this module through the ``plugins`` mechanism.
+The small algorithms of ``helpers.batch_algorithms`` ("test-chain", "test-exact") make the tests
+independent of the real algorithms; workers import that module through the ``plugins`` mechanism.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.batch_algorithms import PLUGIN, caterpillar
 
-from jetastar import Tree
 from jetastar import io as jio
 from jetastar.batch import (
     BatchConfig,
@@ -26,58 +26,9 @@ from jetastar.batch import (
     parse_options,
     run_batch,
 )
-from jetastar.clustering import ClusteringResult, register
-from jetastar.errors import TooLargeError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 TESTS = Path(__file__).parent
-PLUGIN = "test_batch"
-
-
-def caterpillar(n: int) -> Tree:
-    """The tree ((((0, 1), 2), 3), ...)."""
-    nested: object = 0
-    for k in range(1, n):
-        nested = (nested, k)
-    return Tree.from_nested(nested)
-
-
-@register("test-chain", description="test algorithm: the caterpillar tree")
-def _test_chain(jet, delay: float = 0.0, fail_id: int = -1, max_time: float | None = None,
-                likelihood: str = "symmetric"):
-    start = time.perf_counter()
-    if delay:
-        time.sleep(delay)
-    if jet.jet_id == fail_id:
-        raise RuntimeError(f"deliberate failure on jet {jet.jet_id}")
-    tree = caterpillar(jet.n_leaves)
-    status = "budget" if (max_time is not None and delay > max_time) else "ok"
-    return ClusteringResult(
-        tree, log_likelihood(jet, tree, likelihood), "test-chain", likelihood=likelihood,
-        options={"delay": delay}, stats={"time_s": time.perf_counter() - start, "calls": 1},
-        status=status, jet_id=jet.jet_id,
-    )
-
-
-def reversed_caterpillar(n: int) -> Tree:
-    """The tree ((((n-1, n-2), n-3), ...), 0)."""
-    nested: object = n - 1
-    for k in range(n - 2, -1, -1):
-        nested = (nested, k)
-    return Tree.from_nested(nested)
-
-
-@register("test-exact", exact=True, max_leaves=6,
-          description="test: claims exactness, returns the reversed caterpillar")
-def _test_exact(jet, delay: float = 0.0, too_large_above: int = 1000):
-    if jet.n_leaves > too_large_above:
-        raise TooLargeError(f"jet {jet.jet_id}: too large for test-exact")
-    if delay:
-        time.sleep(delay)
-    assert jet.truth is None  # batch jobs hand algorithms jets without the truth tree
-    tree = reversed_caterpillar(jet.n_leaves)
-    return ClusteringResult(tree, log_likelihood(jet, tree), "test-exact", exact=True,
-                            stats={"time_s": delay}, jet_id=jet.jet_id)
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +186,7 @@ def _parts(out: Path) -> list[Path]:
 def _cluster_command(tmp_path: Path, n_jets: int, seed: int, delay: float, chunk_size: int,
                      ) -> tuple[list[str], dict[str, str], Path]:
     """``jetastar cluster`` of ``n_jets`` W jets with test-chain on 2 workers: command, environment
-    (the workers import this module as a plugin) and output file."""
+    (the workers import the test algorithms as a plugin) and output file."""
     inp = tmp_path / "jets.h5"
     jio.write(inp, generate(n_jets, ShowerParams.w(), seed=seed))
     out = tmp_path / "out.h5"
