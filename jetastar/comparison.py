@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from . import io
+from .io._common import truth_log_likelihoods
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -257,8 +258,6 @@ def comparison_table(
         best[form] = np.where(np.isnan(known), top, known)
     truth: dict[str, np.ndarray] = {}
     if collection.children.shape[0]:
-        from .io._common import truth_log_likelihoods
-
         for form in set(forms.values()):
             values = jet_extra.get(f"truth_llh_{form}")
             truth[form] = (np.asarray(values, dtype=np.float64) if values is not None

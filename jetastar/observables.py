@@ -838,7 +838,6 @@ def write_observables(
     # not at the top: jetastar.io imports jetastar.diagnostics, which imports this module
     from . import io
     from .io._by_entry import column_prefix
-    from .io._common import provenance
 
     fmt = io.file_format(path, sniff=False)
     if fmt not in ("hdf5", "root"):
@@ -856,7 +855,7 @@ def write_observables(
     if truth and jets.children.shape[0] and "truth" not in per:
         per["truth"] = tree_observables(jets, None, z_cut=z_cut, beta=beta, r0=r0)
     meta = {
-        **provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
+        **io.provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
         "content": "jetastar tree observables", "results_file": str(results),
         "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": list(per),
     }

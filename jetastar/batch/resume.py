@@ -63,9 +63,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import io
+from .. import __version__, io
 from .._atomic import atomic_write_text, remove_stale_temporaries
-from .._version import __version__
 from ..errors import BatchError, JetastarError
 from ..io.hdf5 import read_hdf5_results, write_hdf5
 from ..io.results import AlgorithmResults, to_json, unit_options

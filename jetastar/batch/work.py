@@ -27,7 +27,8 @@ from ..clustering import ClusteringResult, algorithm_info, cluster
 from ..clustering.estimates import estimate_seconds
 from ..errors import InvalidJetError, TooLargeError
 from ..io.results import AlgorithmResults
-from ..jet import Jet, _validate_leaves
+from ..jet import Jet
+from ..jet import _validate_leaves as validate_leaves
 from .config import TIME_OPTIONS, BatchConfig, accepted_options, load_registry, options_for, size_limit
 from .executors import jet_reporter, warm_up_here
 
@@ -111,7 +112,7 @@ def _jet_for_clustering(collection: Any, i: int) -> Jet:
     except InvalidJetError:
         # a bad particle also spoils the parameters derived from it (a jet's root 4-vector):
         # name the particle when it is the cause
-        _validate_leaves(collection.leaves[a:b], int(collection.jet_id[i]))
+        validate_leaves(collection.leaves[a:b], int(collection.jet_id[i]))
         raise
     return Jet(collection.leaves[a:b], params, jet_id=int(collection.jet_id[i]),
                seed=None if seed < 0 else seed, jet_type=str(collection.jet_type[i]))

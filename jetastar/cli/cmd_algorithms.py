@@ -7,7 +7,7 @@ from typing import Any
 
 from ..batch import load_registry
 from ..clustering import algorithm_info, algorithms
-from .common import add_common, echo
+from .shared import add_common, echo
 
 __all__ = ["add_parser", "run"]
 

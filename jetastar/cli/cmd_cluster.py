@@ -13,7 +13,7 @@ from ..clustering import algorithms
 from ..comparison import mass_policy_counts
 from ..io import ParticleSource
 from ..io._by_entry import column_prefix
-from .common import (
+from .shared import (
     UsageError,
     add_cluster_options,
     add_common,

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..comparison import DEFAULT_BANDS, comparison_table, format_comparison
 from ..plotting import plot_comparison as draw_comparison
-from .common import UsageError, add_common, echo, split_list
+from .shared import UsageError, add_common, echo, split_list
 
 __all__ = ["add_parser", "plot_comparison", "run"]
 

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..ginkgo import ShowerParams, generate, log_likelihood
-from .common import add_common, echo
+from .shared import add_common, echo
 
 __all__ = ["add_parser", "run"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from .. import io
 from ..batch import parse_option_value
 from ..ginkgo import ShowerParams
-from .common import UsageError, add_common, command_line, echo, generate_collection
+from .shared import UsageError, add_common, command_line, echo, generate_collection
 
 __all__ = ["add_parser", "run"]
 

@@ -13,7 +13,7 @@ import numpy as np
 from .. import io
 from ..diagnostics import model_check
 from ..io.particles import describe_particle_file
-from .common import UsageError, add_common, echo, finite_counts, split_list
+from .shared import UsageError, add_common, echo, finite_counts, split_list
 
 __all__ = ["add_parser", "run"]
 

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..observables import write_observables
-from .common import command_line, echo, split_list
+from .shared import command_line, echo, split_list
 
 __all__ = ["add_parser", "run"]
 

@@ -27,7 +27,7 @@ from ..comparison import comparison_table, format_comparison
 from ..io import set_extras
 from ..jet import JetCollection
 from .cmd_compare import plot_comparison
-from .common import (
+from .shared import (
     UsageError,
     add_cluster_options,
     add_common,

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .._version import __version__
+from .. import __version__
 from ..errors import BatchInterrupted, JetastarError
 from . import (
     cmd_algorithms,
@@ -23,7 +23,7 @@ from . import (
     cmd_observables,
     cmd_run,
 )
-from .common import PROG, UsageError
+from .shared import PROG, UsageError
 
 __all__ = ["build_parser", "main"]
 
