@@ -334,3 +334,37 @@ def test_threads_setting_reaches_exact_engines_and_is_validated(tmp_path, jets_f
     assert "threads" not in config.fingerprint()  # results do not depend on it
     with pytest.raises(BatchError, match="threads"):
         run_batch([jets_file], BatchConfig(["trellis"], threads=0), output=tmp_path / "t.h5")
+
+
+def test_both_readers_are_jet_sources(tmp_path, jets_file):
+    """The run loop reads jetastar files and particle files through the same JetSource methods:
+    a jetastar file is identified by the hash of its jets, a particle file by its bytes."""
+    import h5py
+
+    from jetastar.batch import JetSource
+    from jetastar.batch.resume import file_digest, jets_digest
+    from jetastar.batch.sources import JetFileReader, ParticleFileSource
+    from jetastar.io import ParticleSource
+
+    reader = JetFileReader(jets_file)
+    assert isinstance(reader, JetSource)
+    jets = jio.read(jets_file, validate=False)
+    assert reader.n_jets == len(jets) and len(reader.chunk(5, 9)) == 4
+    assert reader.digest() == reader.digest(jets) == jets_digest(jets)
+    assert reader.reading() == {} and reader.problems(0, 4) == {}
+    reader.close()
+
+    path = tmp_path / "dense.h5"
+    rng = np.random.default_rng(3)
+    p = rng.normal(size=(6, 5, 3))
+    with h5py.File(path, "w") as f:
+        f["particles"] = np.concatenate([np.sqrt((p**2).sum(-1, keepdims=True) + 1.0), p], -1)
+    source = ParticleFileSource(ParticleSource(path=str(path), particles="particles",
+                                               components="E,px,py,pz"))
+    try:
+        assert isinstance(source, JetSource)
+        assert source.n_jets == 6 and len(source.chunk(2, 5)) == 3
+        assert source.digest() == file_digest(path)
+        assert source.reading() == {"particles": source.settings()}
+    finally:
+        source.close()
