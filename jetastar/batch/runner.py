@@ -159,16 +159,19 @@ def run_batch(
             n_workers = max(2, sum(client.nthreads().values()))
         else:
             n_workers = max(2, workers)
+
+        def open_input(inp: Path) -> JetSource:
+            if particles is None:
+                return JetFileReader(inp)
+            return ParticleFileSource(dataclasses.replace(particles, path=str(inp)),
+                                      entry_start=entry_start, entry_stop=entry_stop,
+                                      step_size=step_size, progress=progress)
+
         summaries = []
         try:
             for inp, out in zip(inputs, outputs, strict=True):
-                source = None
-                if particles is not None:
-                    source = (dataclasses.replace(particles, path=str(inp)),
-                              {"entry_start": entry_start, "entry_stop": entry_stop,
-                               "step_size": step_size})
                 summary = _run_file(inp, out, config, executor, n_workers, progress, fresh,
-                                    attrs, source)
+                                    attrs, open_input)
                 summaries.append(summary)
                 if on_file_done is not None:
                     on_file_done(summary)
@@ -215,8 +218,11 @@ def _check_outputs(inputs: Sequence[Path], outputs: Sequence[Path]) -> None:
 
 def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
-    progress: bool, fresh: bool, attrs: dict[str, Any] | None, source: Any = None,
+    progress: bool, fresh: bool, attrs: dict[str, Any] | None,
+    open_input: Callable[[Path], JetSource],
 ) -> FileSummary:
+    """Cluster one input (read with ``open_input``) into ``out``; every error ends up in the
+    summary's ``error``."""
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
     reader: JetSource | None = None
@@ -228,10 +234,7 @@ def _run_file(
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
         lock = OutputLock.acquire(out)  # one run per output at a time
         remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
-        if source is None:
-            reader = JetFileReader(inp)
-        else:
-            reader = ParticleFileSource(source[0], progress=progress, **source[1])
+        reader = open_input(inp)
         reading = reader.reading()
         n = reader.n_jets
         summary.n_jets = n
