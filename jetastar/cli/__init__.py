@@ -15,7 +15,8 @@ Every command has ``--help``. Errors are printed as one line (``jetastar: error:
 2 for usage errors); ``--debug`` shows the traceback instead.
 
 Each command is one module (``jetastar.cli.cmd_<command>``: its options and a ``run`` function that
-calls library functions); :mod:`jetastar.cli.command` builds the parser and holds :func:`main`; :mod:`jetastar.cli.shared` has what the commands share.
+calls library functions); :mod:`jetastar.cli.command` builds the parser and holds :func:`main`;
+:mod:`jetastar.cli.shared` has what the commands share.
 
 Example:
     >>> from jetastar.cli import main

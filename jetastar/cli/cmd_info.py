@@ -60,6 +60,7 @@ def _model_check(args: argparse.Namespace) -> None:
 
 
 def _describe_file(args: argparse.Namespace) -> int:
+    """Print what :func:`jetastar.io.file_info` says of the file (as JSON with ``--json``)."""
     try:
         info = io.file_info(args.file)
     except io.FileFormatError as exc:
