@@ -168,7 +168,7 @@ def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
 
     Args:
         config: the run's settings (size limits).
-        opts: per algorithm, the options it runs with (:func:`~jetastar.batch.options_for`).
+        opts: per algorithm, the options it runs with (:func:`~jetastar.batch.config.options_for`).
         names: the algorithms to warm up (default: all of ``config``).
     """
     names = config.algorithms if names is None else names

@@ -41,7 +41,7 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
     Args:
         jet: a :class:`~jetastar.Jet`.
         name: a registry name.
-        opts: its options (:func:`~jetastar.batch.options_for`).
+        opts: its options (:func:`~jetastar.batch.config.options_for`).
         config: the run's settings (size and time limits).
 
     Returns:
