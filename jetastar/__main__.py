@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ._jit import skip_numba_extensions
 from .cli import main as _cli_main
 
 __all__ = ["main"]
@@ -20,8 +21,6 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if not any(a == "--plugin" or a.startswith("--plugin=") for a in args):
-        from ._jit import skip_numba_extensions
-
         skip_numba_extensions()  # the command runs jetastar's kernels only
     return _cli_main(args)
 

@@ -39,11 +39,15 @@ from typing import Any
 
 import numpy as np
 
+from . import io
+from .io import truth_log_likelihoods
+
 __all__ = [
     "DEFAULT_BANDS",
     "TREE_STATUSES",
     "comparison_table",
     "format_comparison",
+    "mass_policy_counts",
     "median_interval",
     "status_counts",
 ]
@@ -114,8 +118,6 @@ def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
         >>> status_counts("results.h5")["kt"]  # doctest: +SKIP
         {'jets': 100, 'ran': 100, 'finite': 31, 'minus_inf': 69, 'skipped': 0, 'failed': 0, ...}
     """
-    from . import io
-
     out = {}
     for label, t in io.read_results(path).items():
         tree = np.isin(t.status, TREE_STATUSES)
@@ -127,6 +129,51 @@ def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
             "budget": int((t.status == "budget").sum()),
         }
     return out
+
+
+def mass_policy_counts(path: str | os.PathLike[str]) -> dict[str, int] | None:
+    """How many particles the mass policy changed, from the by-entry table (``clusters``) that a
+    results file of particle-file inputs holds; ``None`` for a file without one (or unreadable).
+
+    Returns:
+        ``jets``, ``particles``, ``particles_touched`` and ``jets_touched`` (changed by the mass
+        policy), ``particles_negative_t`` and ``jets_negative_t`` (left with E² − |p|² < 0) — the
+        keys of :func:`jetastar.particles.mass_report`.
+
+    Example:
+        >>> mass_policy_counts("events.results.root")["particles_touched"]  # doctest: +SKIP
+        12
+    """
+    names = ("n_particles", "n_mass_adjusted", "n_negative_t")
+    try:
+        info = io.file_info(path)
+        columns: Any = {}
+        if info["format"] == "hdf5":
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                if "clusters" in f:
+                    columns = {k: f[f"clusters/{k}"][()] for k in names}
+        else:
+            import uproot
+
+            with uproot.open(path) as f:
+                if "clusters" in f:
+                    columns = f["clusters"].arrays(list(names), library="np")
+    except (OSError, ValueError, KeyError):
+        return None
+    if not len(columns):
+        return None
+    touched = np.asarray(columns["n_mass_adjusted"])
+    negative = np.asarray(columns["n_negative_t"])
+    return {
+        "jets": int(touched.shape[0]),
+        "particles": int(np.sum(columns["n_particles"])),
+        "particles_touched": int(touched.sum()),
+        "jets_touched": int(np.count_nonzero(touched)),
+        "particles_negative_t": int(negative.sum()),
+        "jets_negative_t": int(np.count_nonzero(negative)),
+    }
 
 
 def comparison_table(
@@ -160,8 +207,6 @@ def comparison_table(
         FileFormatError: for a file without results.
         ValueError: for an unknown reference algorithm.
     """
-    from . import io
-
     if hasattr(path, "jets") and hasattr(path, "keys"):  # in-memory results (JetResults)
         collection, tables = path.jets, dict(path)
     else:
@@ -213,8 +258,6 @@ def comparison_table(
         best[form] = np.where(np.isnan(known), top, known)
     truth: dict[str, np.ndarray] = {}
     if collection.children.shape[0]:
-        from .io._common import truth_log_likelihoods
-
         for form in set(forms.values()):
             values = jet_extra.get(f"truth_llh_{form}")
             truth[form] = (np.asarray(values, dtype=np.float64) if values is not None

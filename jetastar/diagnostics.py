@@ -45,6 +45,13 @@ from typing import Any
 
 import numpy as np
 
+from ._progress import progress_bar
+from .clustering import beam_search, exact_map, greedy
+from .clustering.result import ClusteringResult
+from .ginkgo.kernels import tree_node_llh
+from .ginkgo.likelihood import check_likelihood, likelihood_constants, node_log_likelihoods
+from .observables import as_collection, flat_trees
+
 __all__ = [
     "REASONS",
     "REASON_TEXT",
@@ -91,8 +98,6 @@ def split_reasons(
         int64 codes, 0 where the split is possible by these tests (a split with code 0 can still be
         −∞ for numerical reasons; :func:`tree_reasons` reports those as ``other``).
     """
-    from .ginkgo.likelihood import check_likelihood
-
     legacy = check_likelihood(likelihood) == 1
     tl, tr, tp, cut = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
                                             for x in (t_left, t_right, t_parent, t_cut)))
@@ -137,11 +142,8 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
     """
     import awkward as ak
 
-    from .ginkgo.likelihood import _tree_node_llh, check_likelihood
-    from .observables import _batch
-
     check_likelihood(likelihood)
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     coll = b.collection
     legacy = likelihood == "legacy"
     n_jets = b.n_jets
@@ -170,7 +172,7 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
     for j in np.flatnonzero(b.has_tree):
         a, z = b.node_offsets[j], b.node_offsets[j + 1]
         consts = _constants(coll, j, likelihood)
-        psi[a:z] = _tree_node_llh(np.ascontiguousarray(ch[a:z]), np.ascontiguousarray(p[a:z]),
+        psi[a:z] = tree_node_llh(np.ascontiguousarray(ch[a:z]), np.ascontiguousarray(p[a:z]),
                                   int(b.root[j]), consts)
     minus_inf = psi[internal] == -np.inf
     codes = np.where(minus_inf & (codes == 0), 6, codes)
@@ -206,8 +208,6 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
 
 
 def _constants(coll: Any, j: int, likelihood: str) -> np.ndarray:
-    from .ginkgo.likelihood import likelihood_constants
-
     prm = coll.params
     return likelihood_constants(float(prm["t_cut"][j]), float(prm["lam"][j]),
                                 float(prm["lam_root"][j]), likelihood)
@@ -244,9 +244,6 @@ def impossible_splits(jet: Any, tree: Any = None, likelihood: str = "symmetric")
     Returns:
         A :class:`SplitReport` (``str()`` of it explains each split in words).
     """
-    from .clustering.result import ClusteringResult
-    from .ginkgo.likelihood import node_log_likelihoods
-
     if isinstance(tree, ClusteringResult):
         tree = tree.tree
     if tree is None:
@@ -369,13 +366,8 @@ def model_check(
         >>> check.counts()["yes"]
         20
     """
-    from ._progress import progress_bar
-    from .clustering import beam_search, exact_map, greedy
-    from .ginkgo.likelihood import check_likelihood
-    from .observables import _as_collection
-
     check_likelihood(likelihood)
-    coll, _ = _as_collection(jets)
+    coll, _ = as_collection(jets)
     params = {k: v.copy() for k, v in coll.params.items()}
     for key, value in (("t_cut", t_cut), ("lam", lam), ("lam_root", lam_root)):
         if value is not None:

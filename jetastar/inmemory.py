@@ -30,7 +30,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["JetResults", "cluster_jets"]
+from . import clustering, io
+from ._jit import one_notice_for_workers
+from ._progress import progress_bar
+from .batch import (
+    BatchConfig,
+    check_config,
+    cluster_collection,
+    make_executor,
+    shutdown_executor,
+    warm_up_workers,
+)
+from .comparison import TREE_STATUSES
+from .diagnostics import result_reasons
+from .io import AlgorithmResults
+from .jet import Jet, JetCollection
+from .observables import as_collection, tree_observables
+
+__all__ = ["JetResults", "cluster", "cluster_jets"]
 
 
 class JetResults(Mapping[str, Any]):
@@ -74,8 +91,6 @@ class JetResults(Mapping[str, Any]):
     def summary(self) -> dict[str, dict[str, int]]:
         """Per algorithm: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``, ``skipped``,
         ``failed``, ``budget``."""
-        from .comparison import TREE_STATUSES
-
         out = {}
         for name, t in self._tables.items():
             tree = np.isin(t.status, TREE_STATUSES)
@@ -91,20 +106,14 @@ class JetResults(Mapping[str, Any]):
 
     def observables(self, algorithm: str, **kw: Any) -> Any:
         """:func:`jetastar.observables.tree_observables` of one algorithm's trees."""
-        from .observables import tree_observables
-
         return tree_observables(self.jets, self[algorithm], **kw)
 
     def reasons(self, algorithm: str) -> tuple[np.ndarray, np.ndarray]:
         """``(finite, reason)`` per jet: :func:`jetastar.diagnostics.result_reasons`."""
-        from .diagnostics import result_reasons
-
         return result_reasons(self.jets, self[algorithm])
 
     def write(self, path: str | os.PathLike[str], **kw: Any) -> None:
         """Write jets and results to a file (:func:`jetastar.io.write`; ``.h5`` or ``.root``)."""
-        from . import io
-
         io.write(path, self.jets, self._tables, **kw)
 
 
@@ -147,19 +156,6 @@ def cluster_jets(
     Raises:
         BatchError: unknown algorithm or option, bad settings.
     """
-    from ._jit import one_notice_for_workers
-    from ._progress import progress_bar
-    from .batch import (
-        BatchConfig,
-        _make_executor,
-        check_config,
-        cluster_collection,
-        shutdown_executor,
-        warm_up_workers,
-    )
-    from .io import AlgorithmResults
-    from .observables import _as_collection
-
     if isinstance(algorithms, str):
         algorithms = [a.strip() for a in algorithms.split(",") if a.strip()]
     config = BatchConfig(
@@ -169,14 +165,14 @@ def cluster_jets(
         chunk_size=int(chunk_size),
     )
     check_config(config)
-    collection, _ = _as_collection(jets)
+    collection, _ = as_collection(jets)
     n = len(collection)
     chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
     pieces: dict[tuple[int, int], dict[str, Any]] = {}
     with one_notice_for_workers():
         own = None
         if executor is None and workers > 1 and len(chunks) > 1:
-            own, _ = _make_executor(workers, None, config.plugins)
+            own, _ = make_executor(workers, None, config.plugins)
             executor = own
         n_workers = 1 if executor is None else max(2, workers)
         interrupted = False
@@ -225,3 +221,48 @@ def cluster_jets(
         tables[name] = AlgorithmResults.concatenate(parts) if parts else \
             AlgorithmResults.from_results(name, [], jet_index=[])
     return JetResults(collection, tables)
+
+
+def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
+    """One algorithm on one jet or on many jets.
+
+    One jet (a :class:`~jetastar.Jet`, or one jet's momenta: an ``(n, 4)`` array or a 1-D awkward /
+    vector array) goes to :func:`jetastar.clustering.cluster` and gives a
+    :class:`~jetastar.clustering.ClusteringResult`. Many jets (a :class:`~jetastar.JetCollection`,
+    a list of jets, or an awkward array of jets) are clustered with :func:`cluster_jets` in this
+    process (use that function for workers, time limits and several algorithms) and give the
+    algorithm's :class:`~jetastar.io.AlgorithmResults` table (``.results()``, ``.to_awkward()``).
+
+    Args:
+        jets: one jet or many.
+        algorithm: a registry name.
+        **options: the algorithm's keyword options.
+
+    Raises:
+        ValueError: an unknown algorithm or option, or a bad option value.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.qcd(), seed=1)
+        >>> len(cluster(jets, "kt")), cluster(jets[0], "kt").algorithm
+        (3, 'kt')
+    """
+    if _holds_many_jets(jets):
+        return cluster_jets(jets, [algorithm], options={algorithm: options}, progress=False)[
+            algorithm]
+    return clustering.cluster(jets, algorithm, **options)
+
+
+def _holds_many_jets(jets: Any) -> bool:
+    """Whether ``jets`` holds several jets (a collection, a list of jets, a 2-level awkward
+    array or records with ``leaves``)."""
+    if isinstance(jets, JetCollection):
+        return True
+    if isinstance(jets, (list, tuple)) and jets and all(isinstance(j, Jet) for j in jets):
+        return True
+    if type(jets).__module__.startswith(("awkward", "vector")):
+        import awkward as ak
+
+        return isinstance(jets, ak.Array) and (
+            jets.layout.purelist_depth >= 2 or "leaves" in ak.fields(jets))
+    return False

@@ -250,7 +250,6 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
     return p
 
 
-_validate_leaves = validate_leaves  # the old name (still imported by jetastar.batch)
 
 
 # ---------------------------------------------------------------------- collections

@@ -46,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -54,8 +55,12 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .clustering.kt import rap_phi_kt2 as _rap_phi_kt2
+from ._atomic import atomic_path
+from .clustering.result import ClusteringResult
 from .errors import InvalidTreeError
+from .jet import Jet, JetCollection
+from .momenta import rap_phi_kt2
+from .tree import Tree
 
 __all__ = [
     "OBSERVABLES_SCHEMA_VERSION",
@@ -175,8 +180,8 @@ def _prepare(leaves, leaf_offsets, children, leaf_of_node, node_offsets):  # pra
 @nb.njit(cache=True)
 def _pair(p, x, y):  # pragma: no cover - numba
     """``(pT_x, pT_y, ΔR)`` of two nodes (FastJet conventions)."""
-    rx, phx, kx = _rap_phi_kt2(p[x, 0], p[x, 1], p[x, 2], p[x, 3])
-    ry, phy, ky = _rap_phi_kt2(p[y, 0], p[y, 1], p[y, 2], p[y, 3])
+    rx, phx, kx = rap_phi_kt2(p[x, 0], p[x, 1], p[x, 2], p[x, 3])
+    ry, phy, ky = rap_phi_kt2(p[y, 0], p[y, 1], p[y, 2], p[y, 3])
     dphi = abs(phx - phy)
     if dphi > math.pi:
         dphi = _TWOPI - dphi
@@ -357,11 +362,17 @@ def _shape(children, node_offsets, depth, size, root):  # pragma: no cover - num
 
 
 # ---------------------------------------------------------------------- input handling
-class _Batch:
-    """Jets and trees as flat arrays, with node momenta computed once."""
+class FlatTrees:
+    """Jets and trees as flat arrays, with node momenta computed once (shared by the observables
+    here and by :func:`jetastar.diagnostics.tree_reasons`).
+
+    Args:
+        jets: jets in any form :func:`as_collection` accepts.
+        trees: their trees (``None``: the truth trees), as :func:`tree_observables` accepts them.
+    """
 
     def __init__(self, jets: Any, trees: Any) -> None:
-        collection, self.single = _as_collection(jets)
+        collection, self.single = as_collection(jets)
         self.collection = collection
         self.n_jets = len(collection)
         self.leaf_offsets = np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64)
@@ -394,13 +405,27 @@ class _Batch:
         return array[0] if self.single else array
 
 
-def _batch(jets: Any, trees: Any) -> _Batch:
-    return jets if isinstance(jets, _Batch) else _Batch(jets, trees)
+def flat_trees(jets: Any, trees: Any) -> FlatTrees:
+    """:class:`FlatTrees` of jets and trees in any accepted form (a :class:`FlatTrees` is returned
+    as it is, so that several observables share one preparation)."""
+    return jets if isinstance(jets, FlatTrees) else FlatTrees(jets, trees)
 
 
-def _as_collection(jets: Any) -> tuple[Any, bool]:
-    from .jet import Jet, JetCollection
+def as_collection(jets: Any) -> tuple[JetCollection, bool]:
+    """Jets in any form the observables accept, as a :class:`~jetastar.JetCollection`.
 
+    Args:
+        jets: a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets, or an
+            awkward array of jets (records with a ``leaves`` field, or ``n_jets * var * momentum``
+            in any coordinates: read with ``mass_policy="keep"``, not validated).
+
+    Returns:
+        ``(collection, single)``: ``single`` is true for one :class:`~jetastar.Jet` (the functions
+        then return that jet's entry instead of an array).
+
+    Raises:
+        TypeError: for anything else.
+    """
     if isinstance(jets, Jet):
         return JetCollection.from_jets([jets]), True
     if isinstance(jets, JetCollection):
@@ -422,9 +447,9 @@ def _as_collection(jets: Any) -> tuple[Any, bool]:
 
 
 def _as_trees(trees: Any, collection: Any, single: bool) -> tuple[np.ndarray, ...]:
-    from .clustering.result import ClusteringResult
+    # jetastar.io imports jetastar.diagnostics (for the reason columns of its by-entry table),
+    # which imports this module: importing io here, not at the top, keeps that from being a cycle
     from .io.results import AlgorithmResults
-    from .tree import Tree
 
     n = len(collection)
     if trees is None:
@@ -493,7 +518,7 @@ def _masked(array: Any, valid: np.ndarray) -> Any:
     return ak.mask(array, valid)
 
 
-def _jet_mass(batch: _Batch) -> np.ndarray:
+def _jet_mass(batch: FlatTrees) -> np.ndarray:
     out = np.full(batch.n_jets, np.nan)
     have = batch.has_tree
     p = batch.node_p[batch.node_offsets[:-1][have] + batch.root[have]]
@@ -526,7 +551,7 @@ def lund_declustering(jets: Any, trees: Any = None) -> Any:
     """
     import awkward as ak
 
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     counts, vals, nodes = _lund(b.children, b.node_offsets, b.node_p, b.root)
     flat = ak.zip({
         "delta_r": vals[:, 0], "kt": vals[:, 1], "z": vals[:, 2], "kappa": vals[:, 3],
@@ -566,7 +591,7 @@ def soft_drop(
         raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
     if not (math.isfinite(r0) and r0 > 0.0):
         raise ValueError(f"r0 must be a finite number > 0, got {r0!r}")
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     kept, zg, rg, dropped, dropped_leaves = _soft_drop(
         b.children, b.node_offsets, b.node_p, b.size, b.root, float(z_cut), float(beta), float(r0)
     )
@@ -614,7 +639,7 @@ def exclusive_subjets(jets: Any, trees: Any = None, n: int = 2, *, order: str = 
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     if order not in SUBJET_ORDERS:
         raise ValueError(f"unknown order {order!r}; valid: {', '.join(map(repr, SUBJET_ORDERS))}")
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     counts, nodes = _exclusive(b.children, b.node_offsets, b.node_p, b.root, int(n),
                                SUBJET_ORDERS.index(order))
     p = b.node_p[nodes]
@@ -646,7 +671,7 @@ def root_split(jets: Any, trees: Any = None) -> Any:
     """
     import awkward as ak
 
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     have = b.has_tree
     base = b.node_offsets[:-1]
     r = np.where(have, base + np.maximum(b.root, 0), 0)
@@ -702,7 +727,7 @@ def tree_shape(jets: Any, trees: Any = None) -> Any:
     """
     import awkward as ak
 
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     depth, sackin, colless = _shape(b.children, b.node_offsets, b.depth, b.size, b.root)
     lund_counts, _, _ = _lund(b.children, b.node_offsets, b.node_p, b.root)
     n_leaves = np.diff(b.leaf_offsets)
@@ -738,7 +763,7 @@ def tree_observables(
     """
     import awkward as ak
 
-    b = _batch(jets, trees)
+    b = flat_trees(jets, trees)
     single, b.single = b.single, False
     b_rs = root_split(b)
     sd = soft_drop(b, z_cut=z_cut, beta=beta, r0=r0)
@@ -808,14 +833,11 @@ def write_observables(
     Returns:
         The labels written.
     """
-    import json
-
     import awkward as ak
 
+    # not at the top: jetastar.io imports jetastar.diagnostics, which imports this module
     from . import io
-    from ._atomic import atomic_path
-    from .io._by_entry import column_prefix
-    from .io._common import provenance
+    from .io import column_prefix
 
     fmt = io.file_format(path, sniff=False)
     if fmt not in ("hdf5", "root"):
@@ -833,7 +855,7 @@ def write_observables(
     if truth and jets.children.shape[0] and "truth" not in per:
         per["truth"] = tree_observables(jets, None, z_cut=z_cut, beta=beta, r0=r0)
     meta = {
-        **provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
+        **io.provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
         "content": "jetastar tree observables", "results_file": str(results),
         "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": list(per),
     }

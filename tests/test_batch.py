@@ -1,7 +1,7 @@
 """Batch processing: statuses, limits, bad jets, resuming after a kill, process pools and dask.
 
-The small algorithms registered here ("test-chain", "test-exact") make the tests independent of the
-real algorithms; workers import this module through the ``plugins`` mechanism.
+The small algorithms of ``helpers.batch_algorithms`` ("test-chain", "test-exact") make the tests
+independent of the real algorithms; workers import that module through the ``plugins`` mechanism.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.batch_algorithms import PLUGIN, caterpillar
 
-from jetastar import Tree
 from jetastar import io as jio
 from jetastar.batch import (
     BatchConfig,
@@ -26,58 +26,9 @@ from jetastar.batch import (
     parse_options,
     run_batch,
 )
-from jetastar.clustering import ClusteringResult, register
-from jetastar.errors import TooLargeError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 TESTS = Path(__file__).parent
-PLUGIN = "test_batch"
-
-
-def caterpillar(n: int) -> Tree:
-    """The tree ((((0, 1), 2), 3), ...)."""
-    nested: object = 0
-    for k in range(1, n):
-        nested = (nested, k)
-    return Tree.from_nested(nested)
-
-
-@register("test-chain", description="test algorithm: the caterpillar tree")
-def _test_chain(jet, delay: float = 0.0, fail_id: int = -1, max_time: float | None = None,
-                likelihood: str = "symmetric"):
-    start = time.perf_counter()
-    if delay:
-        time.sleep(delay)
-    if jet.jet_id == fail_id:
-        raise RuntimeError(f"deliberate failure on jet {jet.jet_id}")
-    tree = caterpillar(jet.n_leaves)
-    status = "budget" if (max_time is not None and delay > max_time) else "ok"
-    return ClusteringResult(
-        tree, log_likelihood(jet, tree, likelihood), "test-chain", likelihood=likelihood,
-        options={"delay": delay}, stats={"time_s": time.perf_counter() - start, "calls": 1},
-        status=status, jet_id=jet.jet_id,
-    )
-
-
-def reversed_caterpillar(n: int) -> Tree:
-    """The tree ((((n-1, n-2), n-3), ...), 0)."""
-    nested: object = n - 1
-    for k in range(n - 2, -1, -1):
-        nested = (nested, k)
-    return Tree.from_nested(nested)
-
-
-@register("test-exact", exact=True, max_leaves=6,
-          description="test: claims exactness, returns the reversed caterpillar")
-def _test_exact(jet, delay: float = 0.0, too_large_above: int = 1000):
-    if jet.n_leaves > too_large_above:
-        raise TooLargeError(f"jet {jet.jet_id}: too large for test-exact")
-    if delay:
-        time.sleep(delay)
-    assert jet.truth is None  # batch jobs hand algorithms jets without the truth tree
-    tree = reversed_caterpillar(jet.n_leaves)
-    return ClusteringResult(tree, log_likelihood(jet, tree), "test-exact", exact=True,
-                            stats={"time_s": delay}, jet_id=jet.jet_id)
 
 
 @pytest.fixture(scope="module")
@@ -192,11 +143,11 @@ def test_file_level_errors_do_not_stop_other_files(tmp_path, jets_file):
 
 
 def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
-    import jetastar.batch as batch
+    import jetastar.batch.runner as batch
 
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7)
     out = tmp_path / "res.root"
-    real = batch._write_part
+    real = batch.write_part
     calls = {"n": 0}
 
     def flaky(*args):
@@ -205,10 +156,10 @@ def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
         calls["n"] += 1
         real(*args)
 
-    monkeypatch.setattr(batch, "_write_part", flaky)
+    monkeypatch.setattr(batch, "write_part", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_batch([jets_file], config, output=out, progress=False)
-    monkeypatch.setattr(batch, "_write_part", real)
+    monkeypatch.setattr(batch, "write_part", real)
     assert not out.exists()
     parts = out.with_name(out.name + ".parts")
     assert len(list(parts.glob("part-*.h5"))) == 3
@@ -235,7 +186,7 @@ def _parts(out: Path) -> list[Path]:
 def _cluster_command(tmp_path: Path, n_jets: int, seed: int, delay: float, chunk_size: int,
                      ) -> tuple[list[str], dict[str, str], Path]:
     """``jetastar cluster`` of ``n_jets`` W jets with test-chain on 2 workers: command, environment
-    (the workers import this module as a plugin) and output file."""
+    (the workers import the test algorithms as a plugin) and output file."""
     inp = tmp_path / "jets.h5"
     jio.write(inp, generate(n_jets, ShowerParams.w(), seed=seed))
     out = tmp_path / "out.h5"
@@ -373,7 +324,7 @@ def test_progress_moves_per_jet_with_workers(tmp_path, jets_file, monkeypatch):
 
 
 def test_threads_setting_reaches_exact_engines_and_is_validated(tmp_path, jets_file):
-    from jetastar.batch import _options_for
+    from jetastar.batch.config import options_for as _options_for
 
     config = BatchConfig(["trellis", "greedy"], threads=1)
     assert _options_for("trellis", config, 1)["threads"] == 1
@@ -383,3 +334,37 @@ def test_threads_setting_reaches_exact_engines_and_is_validated(tmp_path, jets_f
     assert "threads" not in config.fingerprint()  # results do not depend on it
     with pytest.raises(BatchError, match="threads"):
         run_batch([jets_file], BatchConfig(["trellis"], threads=0), output=tmp_path / "t.h5")
+
+
+def test_both_readers_are_jet_sources(tmp_path, jets_file):
+    """The run loop reads jetastar files and particle files through the same JetSource methods:
+    a jetastar file is identified by the hash of its jets, a particle file by its bytes."""
+    import h5py
+
+    from jetastar.batch import JetSource
+    from jetastar.batch.resume import file_digest, jets_digest
+    from jetastar.batch.sources import JetFileReader, ParticleFileSource
+    from jetastar.io import ParticleSource
+
+    reader = JetFileReader(jets_file)
+    assert isinstance(reader, JetSource)
+    jets = jio.read(jets_file, validate=False)
+    assert reader.n_jets == len(jets) and len(reader.chunk(5, 9)) == 4
+    assert reader.digest() == reader.digest(jets) == jets_digest(jets)
+    assert reader.reading() == {} and reader.problems(0, 4) == {}
+    reader.close()
+
+    path = tmp_path / "dense.h5"
+    rng = np.random.default_rng(3)
+    p = rng.normal(size=(6, 5, 3))
+    with h5py.File(path, "w") as f:
+        f["particles"] = np.concatenate([np.sqrt((p**2).sum(-1, keepdims=True) + 1.0), p], -1)
+    source = ParticleFileSource(ParticleSource(path=str(path), particles="particles",
+                                               components="E,px,py,pz"))
+    try:
+        assert isinstance(source, JetSource)
+        assert source.n_jets == 6 and len(source.chunk(2, 5)) == 3
+        assert source.digest() == file_digest(path)
+        assert source.reading() == {"particles": source.settings()}
+    finally:
+        source.close()

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import test_batch  # noqa: F401  (registers the test algorithms)
-from test_batch import caterpillar
+from helpers.batch_algorithms import PLUGIN, caterpillar  # (registers the test algorithms)
 
 from jetastar import io as jio
 from jetastar.cli import main
@@ -46,7 +45,7 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     assert "lam_root=3" in out
     res = tmp_path / "res.h5"
     assert main(["cluster", str(jets), "--algorithms", "test-chain,test-exact",
-                 "--plugin", "test_batch", "--option", "test-chain.delay=0",
+                 "--plugin", PLUGIN, "--option", "test-chain.delay=0",
                  "--max-leaves", "test-exact=8", "--no-progress", "-o", str(res)]) == 0
     out = capsys.readouterr().out
     assert "test-chain" in out and "ok 25" in out and "finite" in out
@@ -68,7 +67,7 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     assert main(["generate", "--n", "5", "-o", str(other)]) == 0
     outdir = tmp_path / "many"
     assert main(["cluster", str(jets), str(other), "--algorithms", "test-chain", "--plugin",
-                 "test_batch", "--format", "root", "--no-progress", "-o", str(outdir)]) == 0
+                 PLUGIN, "--format", "root", "--no-progress", "-o", str(outdir)]) == 0
     assert sorted(p.name for p in outdir.iterdir()) == ["q.results.root", "w.results.root"]
     assert main(["info", str(outdir / "q.results.root")]) == 0
     assert "test-chain" in capsys.readouterr().out
@@ -89,7 +88,7 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert main(["cluster", str(jets), "--algorithms", "nope", "-o", str(tmp_path / "o.h5")]) == 1
     err = capsys.readouterr().err
     assert "unknown algorithm 'nope'" in err and err.count("\n") == 1
-    assert main(["cluster", str(jets), "--algorithms", "test-chain", "--plugin", "test_batch",
+    assert main(["cluster", str(jets), "--algorithms", "test-chain", "--plugin", PLUGIN,
                  "--option", "nonsense", "-o", str(tmp_path / "o.h5")]) == 1
     assert "key=value" in capsys.readouterr().err
     assert main(["generate", "--n", "3", "-o", str(tmp_path / "x.txt")]) == 1
@@ -120,7 +119,7 @@ def test_demo(capsys):
 def test_run_main_job(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "-o", str(out), "--n-qcd", "4", "--n-w", "3", "--workers", "1",
-                 "--algorithms", "test-chain,test-exact", "--plugin", "test_batch",
+                 "--algorithms", "test-chain,test-exact", "--plugin", PLUGIN,
                  "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == [

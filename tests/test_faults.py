@@ -28,7 +28,7 @@ from jetastar.batch import BatchConfig, run_batch
 from jetastar.ginkgo import ShowerParams, generate
 
 TESTS = Path(__file__).parent
-PLUGIN = "test_batch"  # registers the "test-chain" algorithm (a caterpillar tree, optional delay)
+PLUGIN = "helpers.batch_algorithms"  # registers "test-chain" (a caterpillar tree, optional delay)
 
 
 def _env() -> dict[str, str]:

@@ -11,9 +11,9 @@ import vector
 
 from jetastar import InvalidJetError, Jet, JetCollection
 from jetastar.batch import BatchError
-from jetastar.clustering import cluster, greedy, kt
+from jetastar.clustering import greedy, kt
 from jetastar.ginkgo import ShowerParams, generate
-from jetastar.inmemory import JetResults, cluster_jets
+from jetastar.inmemory import JetResults, cluster, cluster_jets
 from jetastar.io import AlgorithmResults
 
 vector.register_awkward()

@@ -25,13 +25,13 @@ import pytest
 
 from jetastar import Jet
 from jetastar import io as jio
-from jetastar.batch import BatchConfig, BatchError, _is_complete_output, check_config, run_batch
+from jetastar.batch import BatchConfig, BatchError, check_config, run_batch
+from jetastar.batch.resume import input_identity, is_complete_output, jets_digest
 from jetastar.cli import main
 from jetastar.clustering import cluster
 from jetastar.errors import InvalidJetError, TooLargeError
 from jetastar.ginkgo import ShowerParams, generate
 from jetastar.io import FileFormatError
-from jetastar.io._identity import input_identity, jets_digest
 
 TESTS = Path(__file__).parent
 
@@ -84,8 +84,8 @@ def test_reuse_needs_the_same_jets_hash(tmp_path):
     identity = input_identity(a, jets_digest(jio.read(a)))
     stored = jio.file_info(out)["attrs"]["input_identity"]
     assert '"sha256"' in stored
-    assert _is_complete_output(out, 6, _greedy(), {}, identity)
-    assert not _is_complete_output(out, 6, _greedy(), {}, {**identity, "sha256": "0" * 64})
+    assert is_complete_output(out, 6, _greedy(), {}, identity)
+    assert not is_complete_output(out, 6, _greedy(), {}, {**identity, "sha256": "0" * 64})
 
 
 # ---------------------------------------------------------------------- 4 one bad file
@@ -116,17 +116,17 @@ def test_one_bad_file_does_not_stop_the_run(tmp_path, capsys):
 @pytest.mark.parametrize("error", [RuntimeError("boom\nsecond line"), MemoryError(),
                                    TypeError("only 0-dimensional arrays"), KeyError("x")])
 def test_any_error_of_a_file_becomes_one_line(tmp_path, monkeypatch, error):
-    import jetastar.batch as batch
+    import jetastar.batch.runner as batch
 
     good = _jets(tmp_path, "good.h5")
     bad = _jets(tmp_path, "bad.h5", seed=2)
-    class Flaky(batch._Reader):
+    class Flaky(batch.JetFileReader):
         def __init__(self, path):
             if path.name == "bad.h5":
                 raise error
             super().__init__(path)
 
-    monkeypatch.setattr(batch, "_Reader", Flaky)
+    monkeypatch.setattr(batch, "JetFileReader", Flaky)
     s_bad, s_good = run_batch([bad, good], _greedy(), output_dir=tmp_path / "o", progress=False)
     assert s_good.ok and s_good.status_counts == {"greedy": {"ok": 6}}
     assert s_bad.error and "\n" not in s_bad.error
@@ -366,7 +366,7 @@ def test_notice_folders_of_dead_runs_are_removed(tmp_path):
 
 
 def test_a_damaged_part_file_is_recomputed(tmp_path, monkeypatch):
-    import jetastar.batch as batch
+    import jetastar.batch.runner as batch
 
     jets = _jets(tmp_path, "j.h5", n=8)
     out = tmp_path / "r.h5"
@@ -376,7 +376,7 @@ def test_a_damaged_part_file_is_recomputed(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     with monkeypatch.context() as m:
-        m.setattr(batch, "_merge", killed)
+        m.setattr(batch, "merge_parts", killed)
         with pytest.raises(KeyboardInterrupt):
             run_batch([jets], config, output=out, progress=False)
     parts = sorted((tmp_path / "r.h5.parts").glob("part-*.h5"))
@@ -484,7 +484,7 @@ def test_permission_denied_is_not_called_corrupt(tmp_path):
 
 # ---------------------------------------------------------------------- 3 unbounded work
 def test_hopeless_jets_are_refused_under_a_time_limit_with_an_estimate():
-    from jetastar.batch import _run_one
+    from jetastar.batch.work import run_one as _run_one
 
     rng = np.random.default_rng(1)
     p = rng.normal(size=(1000, 3)) * 0.3 + np.array([0, 0, 10.0])

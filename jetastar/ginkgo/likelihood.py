@@ -94,7 +94,6 @@ LIKELIHOODS = ("symmetric", "legacy")
 SPACELIKE_TOLERANCE = 1e-6
 
 # the numba primitives live in .kernels; this name is kept for old imports
-_tree_node_llh = tree_node_llh
 
 
 def check_likelihood(likelihood: str) -> int:

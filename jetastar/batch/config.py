@@ -1,0 +1,282 @@
+"""What a batch run does to every jet: :class:`BatchConfig`, its checks and the option strings.
+
+A :class:`BatchConfig` names the algorithms, their options, the time and size limits, the plugin
+modules and the chunk size. :func:`check_config` validates it against the algorithm registry (and
+converts every option to its declared type) before any work starts; :func:`options_for` gives the
+keyword options one algorithm receives. The ``--option`` / ``--max-leaves`` strings of the command
+line are parsed by :func:`parse_options`, :func:`parse_option_value` and :func:`parse_limits`.
+
+Example:
+    >>> from jetastar.batch import BatchConfig, check_config, parse_options
+    >>> config = BatchConfig(["beam"], options=parse_options(["beam.beam_size=10"]))
+    >>> check_config(config)
+    >>> config.options
+    {'beam': {'beam_size': 10}}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..clustering import algorithm_info, algorithms
+from ..clustering.options import check_options
+from ..clustering.threads import check_threads
+from ..errors import BatchError
+from ..io.results import unit_options
+
+__all__ = [
+    "TIME_OPTIONS",
+    "BatchConfig",
+    "accepted_options",
+    "check_config",
+    "import_plugins",
+    "load_registry",
+    "options_for",
+    "parse_limits",
+    "parse_option_value",
+    "parse_options",
+    "size_limit",
+]
+
+#: the options through which an algorithm stops itself at a time limit (the first it has gets it)
+TIME_OPTIONS = ("max_time", "time_limit")
+
+
+@dataclasses.dataclass
+class BatchConfig:
+    """What to run on every jet.
+
+    Args:
+        algorithms: registry names, in output order.
+        options: per algorithm name, keyword options (``{"beam": {"beam_size": 10}}``); the key
+            ``"*"`` holds options for every algorithm that accepts them.
+        time_limit: seconds per jet and algorithm (see :mod:`jetastar.batch`), ``None`` = none.
+        max_leaves: per algorithm name, a size limit overriding the registry's ``max_leaves``
+            (jets with more leaves are recorded as ``"skipped"``).
+        plugins: modules to import (in the master and every worker) before running, e.g. modules
+            that register extra algorithms.
+        chunk_size: jets per work unit (and per part file).
+        threads: numba threads per process for the algorithms with a ``threads`` option (the exact
+            engines); default: all cores with one worker, one per worker with several. Results do
+            not depend on it, so it is not part of the settings a resumed run must repeat.
+    """
+
+    algorithms: list[str]
+    options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    time_limit: float | None = None
+    max_leaves: dict[str, int] = dataclasses.field(default_factory=dict)
+    plugins: list[str] = dataclasses.field(default_factory=list)
+    chunk_size: int = 50
+    threads: int | None = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that must match for part files to be reused."""
+        return {
+            "algorithms": list(self.algorithms),
+            "options": unit_options(self.options),
+            "time_limit": self.time_limit,
+            "max_leaves": dict(self.max_leaves),
+            "chunk_size": int(self.chunk_size),
+        }
+
+
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import modules (that register algorithms); a missing one raises a clear error."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise BatchError(f"cannot import plugin module {name!r}: {exc}") from None
+
+
+def load_registry(plugins: Iterable[str]) -> None:
+    """Make every algorithm known to the registry: jetastar's own (registered when
+    :mod:`jetastar.clustering` is imported, as this module does) and those of the plugin modules.
+
+    Args:
+        plugins: module names to import.
+
+    Raises:
+        BatchError: a plugin that cannot be imported.
+    """
+    import_plugins(plugins)
+
+
+def accepted_options(name: str) -> list[str]:
+    """The keyword options algorithm ``name`` accepts."""
+    return algorithm_info(name).options()
+
+
+def options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any]:
+    """The keyword options algorithm ``name`` gets: its own, the shared ones (``"*"``) it accepts,
+    the time limit as its time option, ``threads`` (1 when several workers share the cores) and
+    ``progress=False``.
+
+    Args:
+        name: a registry name.
+        config: the run's settings.
+        n_workers: how many processes cluster at the same time.
+    """
+    accepted = set(accepted_options(name))
+    opts = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
+    opts.update(config.options.get(name, {}))
+    if config.time_limit is not None:
+        for key in TIME_OPTIONS:
+            if key in accepted and key not in opts:
+                opts[key] = float(config.time_limit)
+                break
+    if "threads" in accepted and "threads" not in opts:
+        if config.threads is not None:
+            opts["threads"] = int(config.threads)
+        elif n_workers > 1:
+            opts["threads"] = 1
+    if "progress" in accepted and "progress" not in opts:
+        opts["progress"] = False
+    return opts
+
+
+def size_limit(name: str, config: BatchConfig) -> int | None:
+    """The largest jet (in leaves) algorithm ``name`` runs on: the config's override, else the
+    registry's ``max_leaves`` of an exact method, else ``None`` (no limit)."""
+    if name in config.max_leaves:
+        return int(config.max_leaves[name])
+    info = algorithm_info(name)
+    return info.max_leaves if info.exact else None
+
+
+def check_config(config: BatchConfig) -> None:
+    """Validate algorithm names and options against the registry (raises a one-line error).
+
+    Option values are converted to their declared types in place (``"false"`` becomes ``False``).
+
+    Raises:
+        BatchError: an unknown algorithm or option, a bad value or limit.
+    """
+    load_registry(config.plugins)
+    if not config.algorithms:
+        raise BatchError(f"no algorithms given; available: {', '.join(algorithms())}")
+    for name in config.algorithms:
+        try:
+            algorithm_info(name)
+        except ValueError as exc:
+            raise BatchError(str(exc)) from None
+    twice = sorted({a for a in config.algorithms if config.algorithms.count(a) > 1})
+    if twice:
+        raise BatchError(f"algorithm(s) given more than once: {', '.join(twice)}")
+    for name, opts in config.options.items():
+        if name == "*":
+            for key in opts:
+                if not any(key in algorithm_info(a).options() for a in config.algorithms):
+                    raise BatchError(
+                        f"option {key!r} is not accepted by any of {', '.join(config.algorithms)}"
+                    )
+            continue
+        if name not in config.algorithms:
+            raise BatchError(f"options given for {name!r}, which is not among the algorithms run")
+        valid = algorithm_info(name).options()
+        unknown = sorted(set(opts) - set(valid))
+        if unknown:
+            raise BatchError(
+                f"unknown option(s) {', '.join(unknown)} for algorithm {name!r}; "
+                f"valid: {', '.join(valid) or '(none)'}"
+            )
+    if config.chunk_size < 1:
+        raise BatchError("chunk size must be >= 1")
+    if config.threads is not None:
+        try:
+            check_threads(config.threads)
+        except ValueError as exc:
+            raise BatchError(f"--threads: {exc}") from None
+    if config.time_limit is not None and not (
+            isinstance(config.time_limit, (int, float)) and 0 < config.time_limit < math.inf):
+        raise BatchError(f"the time limit must be a finite number > 0 seconds, got "
+                         f"{config.time_limit!r}")
+    _check_values(config)
+
+
+def _check_values(config: BatchConfig) -> None:
+    """Option values (converted to their declared types, in place) and size limits are valid
+    for every algorithm they reach — before any work starts."""
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        accepted = set(info.options())
+        shared = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
+        try:
+            checked = check_options(name, info.func, {**shared, **config.options.get(name, {})})
+        except ValueError as exc:
+            raise BatchError(str(exc)) from None
+        if name in config.options:
+            config.options[name] = {k: checked[k] for k in config.options[name]}
+    for key, value in list(config.options.get("*", {}).items()):
+        users = [a for a in config.algorithms if key in algorithm_info(a).options()
+                 and key not in config.options.get(a, {})]
+        if users:
+            info = algorithm_info(users[0])
+            config.options["*"][key] = check_options(users[0], info.func, {key: value})[key]
+    for name, limit in config.max_leaves.items():
+        if name not in config.algorithms:
+            raise BatchError(f"size limit given for {name!r}, which is not among the algorithms "
+                             f"run ({', '.join(config.algorithms)})")
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
+            raise BatchError(f"the size limit of {name!r} must be an integer >= 0, got {limit!r}")
+
+
+def parse_option_value(text: str) -> Any:
+    """A ``--option`` value: JSON when it parses (numbers, true/false/null, lists), else text.
+
+    Example:
+        >>> parse_option_value("10"), parse_option_value("true"), parse_option_value("abc")
+        (10, True, 'abc')
+    """
+    try:
+        return json.loads(text)
+    except ValueError:
+        lowered = text.strip().lower()
+        if lowered in ("none", "null"):
+            return None
+        if lowered in ("inf", "+inf", "infinity"):
+            return math.inf
+        return text
+
+
+def parse_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``["beam.beam_size=10", "likelihood=legacy"]`` -> ``{"beam": {...}, "*": {...}}``.
+
+    ``name.key=value`` applies to algorithm ``name``; ``key=value`` to every algorithm that accepts
+    ``key``.
+
+    Raises:
+        BatchError: for an item without ``=``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if "=" not in item:
+            raise BatchError(f"option {item!r} is not of the form key=value or algorithm.key=value")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        alg, _, name = key.rpartition(".")
+        if not name:
+            raise BatchError(f"option {item!r} has an empty name")
+        out.setdefault(alg or "*", {})[name] = parse_option_value(value)
+    return out
+
+
+def parse_limits(items: Iterable[str]) -> dict[str, int]:
+    """``["trellis=12"]`` -> ``{"trellis": 12}`` (``--max-leaves``)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise BatchError(f"size limit {item!r} is not of the form algorithm=N") from None
+    return out

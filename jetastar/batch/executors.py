@@ -1,0 +1,217 @@
+"""Where the chunks of a batch run are clustered: executors, worker processes and their warm-up.
+
+:func:`make_executor` starts a local process pool (``spawn``; its workers ignore Ctrl-C, report each
+finished jet on a queue and load only jetastar's numba extensions) or connects to a dask scheduler;
+:func:`shutdown_executor` stops it (at once after an interrupt). Before the first chunk the kernels
+of the algorithms are compiled or loaded from the cache: in this process (:func:`warm_up_here`) or,
+with :func:`warm_up_workers`, on the workers — one task per group of algorithms sharing kernels,
+so that on a cold cache different workers compile different kernels.
+
+Example:
+    >>> from jetastar.batch import make_executor, shutdown_executor
+    >>> executor, client = make_executor(1, None)  # one worker: run in this process
+    >>> executor is None and client is None
+    True
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import functools
+import multiprocessing
+import signal
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._jit import expect_compile, skip_numba_extensions
+from ..clustering.warmup import compile_estimate, warm_up, warm_up_tasks
+from ..errors import BatchError
+from ..io.results import to_json
+from .config import BatchConfig, load_registry, options_for, size_limit
+
+__all__ = [
+    "jet_reporter",
+    "make_executor",
+    "progress_queue_of",
+    "shutdown_executor",
+    "warm_up_for",
+    "warm_up_here",
+    "warm_up_workers",
+]
+
+
+#: in a worker process of the local pool: where it reports each finished jet (see
+#: :func:`_worker_setup`); ``None`` elsewhere
+_progress_queue: Any = None
+
+#: the per-jet progress queue of each local process pool
+_PROGRESS_QUEUES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+#: warm-up tasks submitted per executor and configuration, so that they are sent once
+_WARM_TASKS: weakref.WeakKeyDictionary[Any, dict[str, list[cf.Future]]] = weakref.WeakKeyDictionary()
+
+
+def _worker_setup(plugins: Sequence[str], progress_queue: Any = None) -> None:
+    """Start of a worker process of the local pool.
+
+    Ctrl-C reaches every process of the terminal's process group: workers ignore it and the
+    master, which holds the results, decides (it keeps what is finished and stops the workers).
+    Finished jets are reported on ``progress_queue``. Without plugins a worker runs jetastar's
+    kernels only (and needs no other package's numba extensions).
+    """
+    global _progress_queue
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _progress_queue = progress_queue
+    if not plugins:
+        skip_numba_extensions()
+
+
+def _report_jet(source: str, first_index: int) -> None:
+    """Tell the master that one more jet of the chunk ``(source, first_index)`` is done."""
+    try:
+        _progress_queue.put_nowait((source, first_index))
+    except Exception:  # progress is best effort; the chunk's result counts in the end
+        pass
+
+
+def jet_reporter(source: str, first_index: int) -> Callable[[], None] | None:
+    """In a worker of the local pool: a callable reporting one finished jet of the chunk
+    ``(source, first_index)`` to the master; ``None`` elsewhere."""
+    if _progress_queue is None:
+        return None
+    return functools.partial(_report_jet, source, first_index)
+
+
+def progress_queue_of(executor: cf.Executor) -> Any:
+    """The queue on which the workers of a local pool (from :func:`make_executor`) report finished
+    jets as ``(source, first_index)``; ``None`` for other executors."""
+    return _PROGRESS_QUEUES.get(executor)
+
+
+def make_executor(
+    workers: int, scheduler: str | None, plugins: Sequence[str] = ()
+) -> tuple[cf.Executor | None, Any]:
+    """An executor for ``workers`` processes, or for a dask scheduler.
+
+    Args:
+        workers: processes of a local pool; 1 = no executor (run in this process).
+        scheduler: address of a dask scheduler (``tcp://host:8786``); needs dask.distributed.
+        plugins: modules the local workers import (they then load other packages' numba
+            extensions too).
+
+    Returns:
+        ``(executor, client)``: the executor (``None`` for one local worker) and the dask client
+        (``None`` unless ``scheduler``; close it when done).
+
+    Raises:
+        BatchError: a scheduler without dask.distributed installed.
+    """
+    if scheduler:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise BatchError(
+                "--scheduler needs dask.distributed: pip install 'jetastar[dask]' "
+                "(or: pip install dask distributed)"
+            ) from None
+        client = Client(scheduler)
+        return client.get_executor(), client
+    if workers > 1:
+        ctx = multiprocessing.get_context("spawn")
+        progress_queue = ctx.Queue()
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=_worker_setup,
+                                      initargs=(list(plugins), progress_queue))
+        _PROGRESS_QUEUES[pool] = progress_queue
+        return pool, None
+    return None, None
+
+
+def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
+    """Shut an executor down; after an interrupt, at once.
+
+    A local process pool's workers are killed (they only compute: results are written by the
+    master, so nothing is lost that was not finished anyway); other executors get their pending
+    work cancelled.
+
+    Args:
+        executor: the executor (e.g. from :func:`make_executor`).
+        interrupted: stop now instead of waiting for running work.
+    """
+    if interrupted:
+        processes = getattr(executor, "_processes", None) or {}
+        for proc in list(processes.values()):
+            try:
+                proc.kill()
+            except (OSError, ValueError, AttributeError):
+                pass
+        for proc in list(processes.values()):
+            with contextlib.suppress(Exception):
+                proc.join(timeout=2)
+    try:
+        executor.shutdown(wait=not interrupted, cancel_futures=True)
+    except TypeError:  # dask's ClientExecutor has no cancel_futures
+        executor.shutdown(wait=not interrupted)
+    queue = _PROGRESS_QUEUES.pop(executor, None)
+    if queue is not None:
+        queue.close()
+        queue.cancel_join_thread()
+
+
+def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
+                 names: Sequence[str] | None = None) -> None:
+    """Compile (or load) the kernels of the algorithms, in this process, before the first timed
+    jet.
+
+    Args:
+        config: the run's settings (size limits).
+        opts: per algorithm, the options it runs with (:func:`~jetastar.batch.config.options_for`).
+        names: the algorithms to warm up (default: all of ``config``).
+    """
+    names = config.algorithms if names is None else names
+    expect_compile(compile_estimate(names), keep=True)
+    warm_up(names, opts, {name: size_limit(name, config) for name in names})
+
+
+def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> list[str]:
+    """What a worker runs to warm up algorithms that share kernels (a top-level function, for
+    pickling)."""
+    load_registry(config.plugins)
+    warm_up_here(config, {name: options_for(name, config, n_workers) for name in names}, names)
+    return list(names)
+
+
+def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
+    """Send one warm-up task per algorithm (per group of algorithms sharing their kernels) to the
+    workers of ``executor`` (once per executor and configuration) and return their futures.
+
+    On a cold kernel cache the workers compile different algorithms at the same time, and each
+    kernel once; afterwards every worker loads them from the cache.
+    """
+    key = to_json({**config.fingerprint(), "plugins": list(config.plugins), "n": n_workers})
+    try:
+        sent = _WARM_TASKS.setdefault(executor, {})
+    except TypeError:  # an executor without weak references: warm up every time
+        sent = {}
+    if key not in sent:
+        expect_compile(compile_estimate(config.algorithms, n_workers), keep=True)
+        sent[key] = [executor.submit(_warm_task, config, names, n_workers)
+                     for names in warm_up_tasks(config.algorithms)]
+    return sent[key]
+
+
+def warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int) -> None:
+    """Warm up this process (no executor) or the executor's workers, and wait for it; failures
+    are left for the chunks to report."""
+    if executor is None:
+        load_registry(config.plugins)
+        warm_up_here(config, {name: options_for(name, config, 1) for name in config.algorithms})
+        return
+    for fut in warm_up_workers(executor, config, n_workers):
+        try:
+            fut.result()
+        except Exception:  # the chunks report what fails
+            pass

@@ -1,0 +1,386 @@
+"""The run loop of a batch run: every input file, chunk by chunk, then merged.
+
+:func:`run_batch` checks the settings and the output paths, starts the executor, and runs each input
+file: it opens the input as a :class:`~jetastar.batch.JetSource`, takes the output lock, skips a
+finished output, resumes from the part files of an interrupted run (:mod:`jetastar.batch.resume`),
+warms up the kernels, clusters the remaining chunks (:func:`~jetastar.batch.work.chunk_task` on the
+executor, or in this process) writing one part file each, and merges them
+(:func:`~jetastar.batch.merge.merge_parts`). A file-level error ends that file with one line in its
+:class:`FileSummary`; the other files go on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import os
+import queue as _queue
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from .. import _progress
+from .._atomic import remove_stale_temporaries
+from .._jit import one_notice_for_workers
+from .._lock import OutputLock
+from ..errors import BatchError, BatchInterrupted, JetastarError
+from ..io import AlgorithmResults, file_format
+from .config import BatchConfig, check_config
+from .executors import make_executor, progress_queue_of, shutdown_executor, warm_up_for
+from .merge import merge_parts, status_counts_of
+from .resume import (
+    done_parts,
+    input_identity,
+    is_complete_output,
+    manifest_for,
+    parts_dir,
+    prepare_parts,
+    write_part,
+)
+from .sources import JetFileReader, JetSource, ParticleFileSource
+from .work import chunk_task, cluster_collection
+
+__all__ = ["FileSummary", "output_path_for", "run_batch"]
+
+#: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
+#: ``<name>.parts``)
+_TMP_NAME_EXTRA = 1 + 1 + 10 + 1 + 8 + 4
+
+
+@dataclasses.dataclass
+class FileSummary:
+    """Outcome of one input file of a batch run."""
+
+    input: str
+    output: str
+    n_jets: int = 0
+    chunks_total: int = 0
+    chunks_reused: int = 0
+    status_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+    error: str = ""
+    already_done: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """No file-level error."""
+        return not self.error
+
+
+def output_path_for(input_path: str | os.PathLike[str], output_dir: str | os.PathLike[str],
+                    fmt: str = "h5") -> Path:
+    """``<output_dir>/<input stem>.results.<fmt>``."""
+    return Path(output_dir) / f"{Path(input_path).stem}.results.{fmt}"
+
+
+def run_batch(
+    inputs: Sequence[str | os.PathLike[str]],
+    config: BatchConfig,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    fmt: str = "h5",
+    workers: int = 1,
+    executor: cf.Executor | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    fresh: bool = False,
+    attrs: dict[str, Any] | None = None,
+    on_file_done: Callable[[FileSummary], None] | None = None,
+    particles: Any = None,
+    entry_start: int | None = None,
+    entry_stop: int | None = None,
+    step_size: int = 10000,
+) -> list[FileSummary]:
+    """Cluster every jet of every input file with every algorithm; resumable.
+
+    Args:
+        inputs: jet files (``.h5``, ``.root``, ``.pkl``).
+        config: algorithms, options, limits, chunk size.
+        output: the output file (only with a single input; extension ``.h5``/``.root``).
+        output_dir: folder for ``<stem>.results.<fmt>`` per input (default: the current folder).
+        fmt: ``"h5"`` or ``"root"`` for outputs in ``output_dir``.
+        workers: processes of the local pool (1 = run in this process).
+        executor: any :class:`concurrent.futures.Executor` (overrides ``workers``), e.g.
+            ``dask.distributed.Client(...).get_executor()``.
+        scheduler: address of a dask scheduler (``tcp://host:8786``); needs dask.distributed.
+        progress: show a tqdm progress bar per file.
+        fresh: recompute everything: discard part files of an earlier, interrupted run instead of
+            resuming it, and do not skip inputs whose output is already complete.
+        attrs: extra provenance attributes for the output files.
+        on_file_done: called with each file's :class:`FileSummary`.
+        particles: a :class:`~jetastar.io.ParticleSource` (its ``path`` is replaced by each
+            input): the inputs are particle files in a foreign layout (ROOT TTrees, HDF5), read
+            with :func:`jetastar.io.read_particles` in blocks of ``step_size`` entries. The output
+            also holds a table keyed by input entry (ROOT: the ``clusters`` tree, a friend tree of
+            the input tree; HDF5: the ``/clusters`` group with an ``entry`` column).
+        entry_start, entry_stop: particle files: process only these entries.
+        step_size: particle files: entries read at a time.
+
+    Returns:
+        One :class:`FileSummary` per input (a file-level problem is recorded in ``error`` and the
+        other files go on).
+
+    Raises:
+        BatchError: bad settings (unknown algorithm or option, output clash, ...).
+    """
+    check_config(config)
+    if executor is None and not scheduler and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise BatchError(f"workers must be an integer >= 1, got {workers!r}")
+    if fmt not in ("h5", "hdf5", "root"):
+        raise BatchError(f"unknown output format {fmt!r}; use h5 or root")
+    inputs = [Path(p) for p in inputs]
+    if not inputs:
+        raise BatchError("no input files")
+    if output is not None:
+        if len(inputs) != 1:
+            raise BatchError("a single output file needs a single input; use an output folder")
+        outputs = [Path(output)]
+    else:
+        folder = Path(output_dir if output_dir is not None else ".")
+        folder.mkdir(parents=True, exist_ok=True)
+        outputs = [output_path_for(p, folder, fmt) for p in inputs]
+    if len({o.resolve() for o in outputs}) != len(outputs):
+        raise BatchError("two inputs would write the same output file (same file name stem)")
+    _check_outputs(inputs, outputs)
+    with one_notice_for_workers():
+        own_executor, client = (None, None)
+        if executor is None:
+            own_executor, client = make_executor(workers, scheduler, config.plugins)
+            executor = own_executor
+        if executor is None:
+            n_workers = 1
+        elif client is not None:
+            n_workers = max(2, sum(client.nthreads().values()))
+        else:
+            n_workers = max(2, workers)
+
+        def open_input(inp: Path) -> JetSource:
+            if particles is None:
+                return JetFileReader(inp)
+            return ParticleFileSource(dataclasses.replace(particles, path=str(inp)),
+                                      entry_start=entry_start, entry_stop=entry_stop,
+                                      step_size=step_size, progress=progress)
+
+        summaries = []
+        try:
+            for inp, out in zip(inputs, outputs, strict=True):
+                summary = _run_file(inp, out, config, executor, n_workers, progress, fresh,
+                                    attrs, open_input)
+                summaries.append(summary)
+                if on_file_done is not None:
+                    on_file_done(summary)
+        except BaseException:
+            if own_executor is not None:
+                shutdown_executor(own_executor, interrupted=True)
+                own_executor = None
+            raise
+        finally:
+            if own_executor is not None:
+                shutdown_executor(own_executor)
+            if client is not None:
+                client.close()
+    return summaries
+
+
+def _check_outputs(inputs: Sequence[Path], outputs: Sequence[Path]) -> None:
+    """Problems with the output paths that would otherwise show only after all the clustering:
+    an output that is an input, a name too long for its temporary files, a read-only folder."""
+    sources = {}
+    for p in inputs:
+        with contextlib.suppress(OSError):
+            sources[p.resolve()] = p
+    for out in outputs:
+        if out.resolve() in sources:
+            raise BatchError(f"{out}: the output would overwrite the input {sources[out.resolve()]}; "
+                             "choose another output name")
+        if out.suffix.lower() not in (".h5", ".hdf5", ".hdf", ".root"):
+            file_format(out, sniff=False)  # raises a one-line error for an unknown extension
+        folder = out.parent if str(out.parent) else Path(".")
+        try:
+            name_max = os.pathconf(folder if folder.is_dir() else ".", "PC_NAME_MAX")
+        except (OSError, ValueError):
+            name_max = 255
+        longest = len(os.fsencode(out.name)) + _TMP_NAME_EXTRA
+        if longest > name_max:
+            raise BatchError(
+                f"{out}: the output file name is too long ({len(os.fsencode(out.name))} bytes; "
+                f"its temporary files need {longest}, the file system allows {name_max})"
+            )
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise BatchError(f"{out}: cannot write into {folder} (permission denied)")
+
+
+def _run_file(
+    inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
+    progress: bool, fresh: bool, attrs: dict[str, Any] | None,
+    open_input: Callable[[Path], JetSource],
+) -> FileSummary:
+    """Cluster one input (read with ``open_input``) into ``out``; every error ends up in the
+    summary's ``error``."""
+    summary = FileSummary(str(inp), str(out))
+    t0 = time.perf_counter()
+    reader: JetSource | None = None
+    lock: OutputLock | None = None
+    try:
+        if not inp.exists():
+            raise FileNotFoundError(f"{inp}: no such file")
+        if not out.parent.is_dir():
+            raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
+        lock = OutputLock.acquire(out)  # one run per output at a time
+        remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
+        reader = open_input(inp)
+        reading = reader.reading()
+        n = reader.n_jets
+        summary.n_jets = n
+        identity = input_identity(inp, reader.digest())
+        parts = parts_dir(out)
+        if fresh and parts.exists():
+            shutil.rmtree(parts)
+        if not fresh and is_complete_output(out, n, config, reading, identity):
+            shutil.rmtree(parts, ignore_errors=True)
+            summary.already_done = True
+            summary.status_counts = status_counts_of(out)
+            return summary
+        done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading))
+        chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
+        summary.chunks_total = len(chunks)
+        summary.chunks_reused = sum(1 for c in chunks if c in done)
+        todo = [c for c in chunks if c not in done]
+        if todo:
+            # compile (or load) the kernels before the bar starts, so that its rate and ETA are
+            # those of the clustering
+            warm_up_for(config, executor, n_workers)
+        # looked up on the module, so that one replacement of the progress helper reaches here
+        bar = _progress.progress_bar(
+            total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
+            show=progress, leave=True,
+        )
+        try:
+            with bar:
+                _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
+        except KeyboardInterrupt:
+            kept = sum(b - a for a, b in done_parts(parts))
+            raise BatchInterrupted(str(inp), str(parts), kept, n) from None
+        merge_parts(reader, out, parts, chunks, config,
+                    {**reading, **(attrs or {}), "input_identity": identity})
+        summary.status_counts = status_counts_of(out)
+    except Exception as exc:  # (one bad file must not stop the others)
+        summary.error = _error_line(exc, inp)
+    finally:
+        if reader is not None:
+            reader.close()
+        if lock is not None:
+            lock.release()
+        summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _error_line(exc: BaseException, inp: Path) -> str:
+    """One line for a file-level error (the summary prints ``FAILED <file>: <line>``)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, MemoryError):
+        text = f"out of memory{': ' + text if text else ''} (a corrupt file, or too large a chunk)"
+    elif isinstance(exc, BrokenProcessPool):
+        text = ("a worker process died (killed, out of memory, or, in a script, code that is not "
+                "under `if __name__ == \"__main__\":`, which worker processes import)")
+    elif not isinstance(exc, (JetastarError, OSError)) or not text:
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    prefix = f"{inp}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def _note_problems(reader: JetSource, tables: dict[str, AlgorithmResults], a: int, b: int) -> None:
+    """Failed rows of jets the reader knows more about (e.g. which input branch holds a NaN) get
+    the reader's message."""
+    found = reader.problems(a, b)
+    if not found:
+        return
+    for table in tables.values():
+        for row, pos in enumerate(table.jet_index):
+            msg = found.get(int(pos))
+            if msg is not None and table.status[row] == "failed":
+                table.message[row] = msg
+
+
+def _process_chunks(
+    reader: JetSource, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
+    executor: cf.Executor | None, n_workers: int, bar: Any,
+) -> None:
+    """Cluster the chunks ``todo`` and write one part file each; the bar moves per jet.
+
+    Interrupted (``KeyboardInterrupt``), it writes the parts of chunks that had finished, cancels
+    the rest and re-raises.
+    """
+    source = str(reader.path)
+    if executor is None:
+        for a, b in todo:
+            tables = cluster_collection(reader.chunk(a, b), config, first_index=a,
+                                        source=source, on_jet=lambda: bar.update(1))
+            _note_problems(reader, tables, a, b)
+            write_part(parts, a, b, tables)
+        return
+    progress = progress_queue_of(executor)
+    seen: dict[int, int] = {}  # chunk start -> jets the bar already counts
+    closed: set[int] = set()  # chunks written (late reports of theirs are ignored)
+    pending: dict[cf.Future, tuple[int, int]] = {}
+    queue = list(todo)
+    max_inflight = 2 * n_workers + 1
+
+    def finish(fut: cf.Future) -> None:
+        a, b = pending.pop(fut)
+        _, tables = fut.result()
+        _note_problems(reader, tables, a, b)
+        write_part(parts, a, b, tables)
+        closed.add(a)
+        bar.update(b - a - seen.pop(a, 0))
+
+    try:
+        while queue or pending:
+            while queue and len(pending) < max_inflight:
+                a, b = queue.pop(0)
+                fut = executor.submit(chunk_task, reader.chunk(a, b), config, a, source,
+                                      n_workers)
+                pending[fut] = (a, b)
+            finished, _ = cf.wait(list(pending), timeout=0.25 if progress is not None else None,
+                                  return_when=cf.FIRST_COMPLETED)
+            _drain_progress(progress, source, seen, closed, bar)
+            for fut in finished:
+                finish(fut)
+    except KeyboardInterrupt:
+        # keep what has finished: a part is small and quick to write
+        for fut in [f for f in pending if f.done() and not f.cancelled()]:
+            with contextlib.suppress(Exception):
+                if fut.exception() is None:
+                    finish(fut)
+        raise
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],
+                    bar: Any) -> None:
+    """Move the bar by the jets of ``source`` the workers reported since the last call (reports of
+    chunks already written, or of another file, are stale)."""
+    if progress is None:
+        return
+    moved = 0
+    while True:
+        try:
+            where, start = progress.get_nowait()
+        except (_queue.Empty, OSError, ValueError, EOFError):
+            break
+        if where != source or start in closed:
+            continue
+        seen[start] = seen.get(start, 0) + 1
+        moved += 1
+    if moved:
+        bar.update(moved)
+
+

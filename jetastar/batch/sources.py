@@ -1,0 +1,131 @@
+"""What a batch run reads its jets from: the :class:`JetSource` protocol and its two readers.
+
+A batch run needs, of every input, its jets in chunks, all of them at the end (they are written
+next to the results), messages for the jets a reader found invalid, how the input was read (to
+refuse resuming with other reading settings) and a content hash (see :mod:`jetastar.batch.resume`).
+:class:`JetSource` states exactly that. :class:`JetFileReader` implements it for jetastar files
+(HDF5, ROOT, legacy pickles); :class:`ParticleFileSource` for particle files in a foreign layout
+(the :class:`~jetastar.io.ParticleSource` reader of :mod:`jetastar.io`, plus the two batch facts:
+its hash is of the file's bytes, and its reading settings are recorded).
+
+Example:
+    >>> import os, tempfile
+    >>> from jetastar import io
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> path = os.path.join(tempfile.mkdtemp(), "jets.h5")
+    >>> io.write(path, generate(5, ShowerParams.qcd(), seed=1))
+    >>> source = JetFileReader(path)
+    >>> source.n_jets, len(source.chunk(1, 3)), source.reading()
+    (5, 2, {})
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .. import io
+from ..io.particle_files import ParticleReader
+from ..jet import JetCollection
+from .resume import file_digest, jets_digest
+
+__all__ = ["JetFileReader", "JetSource", "ParticleFileSource"]
+
+
+@runtime_checkable
+class JetSource(Protocol):
+    """An input of a batch run, read in chunks of jets.
+
+    Attributes:
+        path: the input file.
+        n_jets: how many jets it holds (positions ``0..n_jets-1``).
+    """
+
+    path: Path
+    n_jets: int
+
+    def chunk(self, start: int, stop: int) -> JetCollection:
+        """Jets ``start:stop``, not validated (invalid jets are recorded per jet)."""
+        ...
+
+    def whole(self) -> JetCollection:
+        """Every jet (written to the output next to the results)."""
+        ...
+
+    def problems(self, start: int, stop: int) -> dict[int, str]:
+        """Messages for invalid jets of chunk ``start:stop`` the reader knows more about (e.g.
+        which input branch holds a NaN): jet position -> one line. Empty when none."""
+        ...
+
+    def reading(self) -> dict[str, Any]:
+        """How the input is read, recorded in the output and the part manifest (an interrupted
+        run resumes only with the same); empty for jetastar files."""
+        ...
+
+    def digest(self, jets: JetCollection | None = None) -> str:
+        """SHA-256 (hex) identifying the input's content (:mod:`jetastar.batch.resume`).
+
+        Args:
+            jets: the input's jets when the caller has just read them with :meth:`whole`
+                (sources that hash their jets use them instead of reading again).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the file."""
+        ...
+
+
+class JetFileReader:
+    """Reads chunks of a jetastar file (a legacy pickle is imported once and sliced).
+
+    Args:
+        path: an HDF5, ROOT or legacy pickle file of jets.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.fmt = io.file_format(self.path)
+        self._whole = io.read(self.path, validate=False) if self.fmt == "legacy" else None
+        self.n_jets = len(self._whole) if self._whole is not None else io.n_jets(self.path)
+
+    def chunk(self, start: int, stop: int) -> JetCollection:
+        """Jets ``start:stop``, not validated."""
+        if self._whole is not None:
+            return io.jet_slice(self._whole, start, stop)
+        return io.read(self.path, slice(start, stop), validate=False)
+
+    def whole(self) -> JetCollection:
+        """Every jet, not validated."""
+        return self._whole if self._whole is not None else io.read(self.path, validate=False)
+
+    def problems(self, start: int, stop: int) -> dict[int, str]:
+        """None: an invalid jet's own message names its entry and field."""
+        return {}
+
+    def reading(self) -> dict[str, Any]:
+        """Nothing: a jetastar file is read one way."""
+        return {}
+
+    def digest(self, jets: JetCollection | None = None) -> str:
+        """:func:`~jetastar.batch.resume.jets_digest` of the jets (two files with the same jets
+        have the same hash whatever their format)."""
+        return jets_digest(self.whole() if jets is None else jets)
+
+    def close(self) -> None:
+        """Nothing to release (every read opens and closes the file)."""
+
+
+class ParticleFileSource(ParticleReader):
+    """A :class:`~jetastar.io.particle_files.ParticleReader` as a batch input: its content hash is of
+    the file's bytes (its jets are only found while clustering) and its reading settings are
+    recorded under ``"particles"``. Takes the reader's arguments."""
+
+    def reading(self) -> dict[str, Any]:
+        """``{"particles": settings}`` (:meth:`ParticleReader.settings`)."""
+        return {"particles": self.settings()}
+
+    def digest(self, jets: JetCollection | None = None) -> str:
+        """:func:`~jetastar.batch.resume.file_digest` of the file (``jets`` is not needed)."""
+        return file_digest(self.path)

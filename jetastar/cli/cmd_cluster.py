@@ -1,0 +1,191 @@
+"""``jetastar cluster``: every jet of one or more files with several algorithms, in parallel and
+resumably (:func:`jetastar.batch.run_batch`); also particle files in a foreign layout."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..batch import BatchConfig, load_registry, parse_limits, parse_options, run_batch
+from ..clustering import algorithms
+from ..comparison import mass_policy_counts
+from ..io import ParticleSource, column_prefix
+from .shared import (
+    UsageError,
+    add_cluster_options,
+    add_common,
+    command_line,
+    echo,
+    print_summaries,
+    split_list,
+)
+
+__all__ = ["add_parser", "run"]
+
+
+def _batch_config(args: argparse.Namespace) -> BatchConfig:
+    load_registry(args.plugin or [])
+    names = split_list(args.algorithms)
+    if args.algorithms is not None and not names:
+        raise UsageError(f"--algorithms is empty; give names ({', '.join(algorithms())}) or "
+                         "'all'")
+    if not names or names == ["all"]:
+        names = algorithms()
+    options = parse_options(args.option or [])
+    if args.likelihood:
+        options.setdefault("*", {})["likelihood"] = args.likelihood
+    return BatchConfig(
+        algorithms=names,
+        options=options,
+        time_limit=args.time_limit,
+        max_leaves=parse_limits(args.max_leaves or []),
+        plugins=list(args.plugin or []),
+        chunk_size=args.chunk_size, threads=args.threads,
+    )
+
+
+def _friend_tree_note(names: Sequence[str]) -> str:
+    """Where each algorithm's columns are in the by-entry (friend) tree."""
+    cols = ", ".join(f"{column_prefix(n)}_*" + (f" ({n})" if column_prefix(n) != n else "")
+                     for n in names)
+    return (f"  friend tree 'clusters' (one entry per input entry): {cols}; "
+            "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not")
+
+
+def _particle_source(args: argparse.Namespace) -> ParticleSource | None:
+    """The :class:`ParticleSource` of ``cluster``'s particle options (None: jetastar files)."""
+
+    mapping = {}
+    for item in args.branch or []:
+        coord, sep, name = item.partition("=")
+        if not sep or not coord.strip() or not name.strip():
+            raise UsageError(f"--branch {item!r} is not of the form COORDINATE=NAME (pt=PFCands_pt)")
+        mapping[coord.strip()] = name.strip()
+    given = [args.tree, args.particles, args.components, args.mask, args.jet_r, mapping or None]
+    if all(v is None for v in given) and args.layout is None:
+        return None
+    layout = args.layout or ("event" if args.jet_r is not None else "jet")
+    if layout == "event" and args.jet_r is None:
+        raise UsageError("--layout event finds jets with FastJet: give --jet-r (e.g. 0.4)")
+    return ParticleSource(
+        path="", tree=args.tree, particles=args.particles, mapping=mapping or None,
+        components=args.components, mask=args.mask, padding=args.padding, layout=layout,
+        jet_algorithm=args.jet_algorithm, jet_r=args.jet_r if args.jet_r is not None else 0.4,
+        jet_ptmin=args.jet_ptmin, t_cut=args.t_cut, lam=args.lam, lam_root=args.lam_root,
+        mass_policy=args.mass_policy,
+    )
+
+
+def _mass_summary(path: str) -> str:
+    """``mass policy ...: N of M particles changed`` from a results file's by-entry table."""
+    counts = mass_policy_counts(path)
+    if counts is None:
+        return ""
+    text = (f"  mass policy: changed {counts['particles_touched']} of {counts['particles']} "
+            f"particles (in {counts['jets_touched']} of {counts['jets']} jets)")
+    if counts["particles_negative_t"]:
+        text += (f"; {counts['particles_negative_t']} particles in {counts['jets_negative_t']} jets "
+                 "have E² − |p|² < 0, which makes every tree of those jets −∞ in the symmetric "
+                 "likelihood (use --mass-policy clamp)")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Cluster the inputs and print a summary per file; returns the exit code."""
+    source = _particle_source(args)
+    config = _batch_config(args)
+    output = output_dir = None
+    fmt = args.format
+    if args.output is not None:
+        suffix = Path(args.output).suffix.lower()
+        if suffix in (".h5", ".hdf5", ".root"):
+            if len(args.inputs) != 1:
+                raise UsageError("-o FILE needs a single input; give a folder for several inputs")
+            output = args.output
+        elif suffix and not Path(args.output).is_dir():
+            raise UsageError(f"-o {args.output}: output files end in .h5, .hdf5 or .root; for "
+                             "an output folder give a name without an extension")
+        else:
+            output_dir = args.output
+    summaries = run_batch(
+        args.inputs, config, output=output, output_dir=output_dir, fmt=fmt,
+        workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
+        fresh=args.fresh, attrs={"command": command_line()}, particles=source,
+        entry_start=args.entry_start, entry_stop=args.entry_stop, step_size=args.step_size,
+    )
+    code = print_summaries(summaries)
+    if source is not None:
+        for s in summaries:
+            if not s.error:
+                text = _mass_summary(s.output)
+                if text:
+                    echo(f"{text} [{source.mass_policy}]")
+        echo(_friend_tree_note(config.algorithms))
+    return code
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``cluster`` command to the subparsers ``sub``."""
+    p = sub.add_parser("cluster", help="cluster the jets of one or more files with several "
+                       "algorithms (parallel, resumable)",
+                       description="Cluster every jet with every algorithm; results go to one file "
+                       "per input (the jets plus one results table per algorithm). Interrupted "
+                       "runs resume where they stopped when rerun with the same arguments.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="jet files (.h5, .root, .pkl)")
+    p.add_argument("--algorithms", required=True,
+                   help="comma-separated registry names (see `jetastar algorithms`), or 'all'")
+    p.add_argument("-o", "--output", default=None,
+                   help="output file (.h5/.root; one input) or folder for "
+                        "<input>.results.<format> (default: current folder)")
+    p.add_argument("--format", choices=["h5", "root"], default="h5",
+                   help="format of outputs written into a folder (default h5)")
+    p.add_argument("--likelihood", choices=["symmetric", "legacy"], default=None,
+                   help="likelihood form for every algorithm that takes one")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on a dask.distributed scheduler (tcp://host:8786); needs "
+                        "`pip install 'jetastar[dask]'`")
+    p.add_argument("--fresh", action="store_true",
+                   help="recompute: discard partial results of an interrupted run instead of "
+                        "resuming, and redo inputs whose output is already complete")
+    add_cluster_options(p)
+    g = p.add_argument_group(
+        "particles in your own layout",
+        "Read ROOT TTrees / HDF5 files not written by jetastar (any of these options switches it "
+        "on). Results keep the input entry number: ROOT outputs get a 'clusters' tree with one "
+        "entry per input jet (a friend tree of the input tree), HDF5 outputs a /clusters group "
+        "with an 'entry' column.")
+    g.add_argument("--tree", default=None, help="ROOT: the tree (default Events, or the only one)")
+    g.add_argument("--particles", default=None, metavar="PREFIX",
+                   help="ROOT: branch prefix (PFCands, Particle, ...; coordinates detected from "
+                        "the names); HDF5: the dataset or group of particles")
+    g.add_argument("--branch", action="append", metavar="COORD=NAME",
+                   help="explicit coordinate -> branch/dataset, e.g. --branch pt=PFCands_pt "
+                        "(repeat for all four)")
+    g.add_argument("--components", default=None, metavar="C1,C2,C3,C4",
+                   help="HDF5 dense (n_jets, n_particles, 4) dataset: order of the last axis, "
+                        "e.g. E,px,py,pz or pt,eta,phi,mass")
+    g.add_argument("--mask", default=None, metavar="DATASET",
+                   help="HDF5 dense: boolean (n_jets, n_particles) dataset, True = particle")
+    g.add_argument("--padding", type=float, default=0.0,
+                   help="HDF5 dense: value of padded slots (default 0)")
+    g.add_argument("--layout", choices=["jet", "event"], default=None,
+                   help="an entry is a jet (default) or an event (jets found with FastJet)")
+    g.add_argument("--jet-r", type=float, default=None,
+                   help="events: find jets with FastJet with this radius (implies --layout event)")
+    g.add_argument("--jet-ptmin", type=float, default=0.0, help="events: minimum jet pT in GeV")
+    g.add_argument("--jet-algorithm", choices=["antikt", "kt", "cambridge"], default="antikt",
+                   help="events: FastJet algorithm (default antikt)")
+    g.add_argument("--t-cut", type=float, default=16.0, help="Ginkgo t_cut in GeV² (default 16)")
+    g.add_argument("--lam", type=float, default=1.5, help="Ginkgo λ (default 1.5)")
+    g.add_argument("--lam-root", type=float, default=1.5, help="Ginkgo λ_R (default 1.5)")
+    g.add_argument("--mass-policy", default="clamp", metavar="clamp|keep|MASS",
+                   help="massless particles: clamp (default: raise E by a few ulps where "
+                        "E²−|p|² rounds below 0), keep, or a mass in GeV given to every particle")
+    g.add_argument("--entry-start", type=int, default=None, help="first entry to read")
+    g.add_argument("--entry-stop", type=int, default=None, help="entry to stop before")
+    g.add_argument("--step-size", type=int, default=10000,
+                   help="entries read from the file at a time (default 10000)")
+    p.set_defaults(func=run)
+    add_common(p)

@@ -1,0 +1,64 @@
+"""``jetastar compare``: the comparison table of a results file (:mod:`jetastar.comparison`) and
+its plot (:func:`jetastar.plotting.plot_comparison`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..comparison import DEFAULT_BANDS, comparison_table, format_comparison
+from ..plotting import plot_comparison as draw_comparison
+from .shared import UsageError, add_common, echo, split_list
+
+__all__ = ["add_parser", "plot_comparison", "run"]
+
+
+def plot_comparison(rows: Sequence[dict[str, Any]], path: str | os.PathLike[str],
+                    **kw: Any) -> None:
+    """Save :func:`jetastar.plotting.plot_comparison` of the rows to ``path`` (without a display:
+    matplotlib's Agg backend) and close the figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close(draw_comparison(rows, path, **kw))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (and plot) the comparison; returns the exit code."""
+    bands = DEFAULT_BANDS if not args.bands else tuple(int(b) for b in split_list(args.bands))
+    if list(bands) != sorted(set(bands)) or bands[0] < 1:
+        raise UsageError("--bands must be increasing positive integers, e.g. 2,6,10,15")
+    rows = comparison_table(args.results, bands=bands, reference=args.reference)
+    if args.json:
+        echo(json.dumps(rows, indent=1, default=float))
+    else:
+        echo(format_comparison(rows))
+    if args.plot:
+        plot_comparison(rows, args.plot)
+        echo(f"plot saved to {args.plot}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``compare`` command to the subparsers ``sub``."""
+    p = sub.add_parser("compare", help="compare algorithms in a results file (table, plot)",
+                       description="Per jet type, algorithm and leaf-count band, over the same "
+                       "jets for every algorithm: median log-likelihood relative to the best tree "
+                       "of each jet (the proven MAP where known; -inf trees included), how many "
+                       "jets have a tree and a finite one, time per jet, and how often the exact "
+                       "MAP was found where it is known.")
+    p.add_argument("results", help="results file (.h5 or .root) from `jetastar cluster` / `run`")
+    p.add_argument("--plot", default=None, metavar="OUT.png", help="also save a plot")
+    p.add_argument("--reference", default="best",
+                   help="'best' (the proven MAP, else the best tree found; default) or an "
+                        "algorithm to compare to")
+    p.add_argument("--bands", default=None, metavar="E1,E2,...",
+                   help=f"leaf-count band edges (default {','.join(map(str, DEFAULT_BANDS))})")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=run)
+    add_common(p)

@@ -1,0 +1,170 @@
+"""``jetastar info``: what a jet or results file holds (a foreign particle file: how to read it);
+with ``--check``, how many of its jets the model can describe (:func:`jetastar.diagnostics.model_check`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import numpy as np
+
+from .. import io
+from ..diagnostics import model_check
+from ..io.particle_files import describe_particle_file
+from .shared import UsageError, add_common, echo, finite_counts, split_list
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Describe the file (and check it against the model); returns the exit code."""
+    code = _describe_file(args)
+    if code == 0 and getattr(args, "check", False):
+        _model_check(args)
+    return code
+
+
+def _model_check(args: argparse.Namespace) -> None:
+    """``jetastar info FILE --check``: how many jets the model can describe."""
+    try:
+        t_cuts = [float(x) for x in split_list(args.t_cut)] if args.t_cut else [None]
+    except ValueError:
+        raise UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
+    if args.max_jets < 1:
+        raise UsageError("--max-jets must be >= 1")
+    try:
+        jets = io.read(args.file, slice(0, args.max_jets), validate=False)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        particles = args.particles
+        if particles is None:
+            found = describe_particle_file(args.file)
+            if not found:
+                raise UsageError("--check: no particle collection found; give --particles") from None
+            particles = found[0]["particles"]
+            args.tree = args.tree or found[0].get("tree")
+        jets = io.read_particles(args.file, tree=args.tree, particles=particles,
+                                 entry_stop=args.max_jets, validate=False)
+    echo("")
+    echo(f"model check on {len(jets)} jets (greedy, then beam search; up to 14 leaves the exact "
+         "MAP engine decides):")
+    for t_cut in t_cuts:
+        check = model_check(jets, t_cut=t_cut, lam=args.lam, lam_root=args.lam_root,
+                            progress=not getattr(args, "no_progress", False))
+        echo(f"  {check}")
+    echo("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
+         "describes more jets)")
+
+
+def _describe_file(args: argparse.Namespace) -> int:
+    """Print what :func:`jetastar.io.file_info` says of the file (as JSON with ``--json``)."""
+    try:
+        info = io.file_info(args.file)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+        return _info_particles(args.file)
+    if args.json:
+        clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
+        echo(json.dumps(clean, indent=1, default=str))
+        return 0
+    attrs = info.get("attrs", {})
+    echo(f"file:            {info['path']}")
+    echo(f"format:          {info['format']}" + (
+        f", schema version {attrs['schema_version']}" if "schema_version" in attrs else ""))
+    for key in ("jetastar_version", "created", "command", "seed", "input"):
+        if key in attrs:
+            echo(f"{key + ':':<16} {attrs[key]}")
+    if "n_jets" in info:
+        nl = info["n_leaves"]
+        echo(f"jets:            {info['n_jets']} "
+             f"({', '.join(f'{k} {v}' for k, v in info['jet_types'].items())})")
+        if len(nl):
+            echo(f"leaves per jet:  min {int(nl.min())}, mean {float(nl.mean()):.2f}, "
+                 f"max {int(nl.max())}")
+        echo(f"truth trees:     {info['has_truth']}")
+        if info.get("extra_columns"):
+            echo(f"extra columns:   {', '.join(info['extra_columns'])}")
+    gp = attrs.get("generator_params")
+    if isinstance(gp, str):
+        try:
+            gp = json.loads(gp)
+        except ValueError:
+            gp = None
+    if gp:
+        echo("parameters:")
+        for p in gp[:10]:
+            echo("  " + ", ".join(f"{k}={_short_value(v)}" for k, v in p.items()))
+        if len(gp) > 10:
+            echo(f"  ... {len(gp) - 10} more parameter sets")
+    if info.get("results"):
+        echo("results:")
+        finite = finite_counts(args.file)
+        for label, r in info["results"].items():
+            st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
+            echo(f"  {label:<16} {r['rows']} rows ({st}{finite.get(label, '')}), "
+                 f"likelihood {r['likelihood']}")
+    return 0
+
+
+def _info_particles(path: str) -> int:
+    """``jetastar info`` on a file jetastar did not write: what read_particles could read."""
+    found = describe_particle_file(path)
+    echo(f"file:            {path}")
+    echo("format:          not a jetastar file")
+    if not found:
+        echo("particles:       none found (no branch prefix / dataset with momentum coordinates; "
+             "see `jetastar cluster --help` for explicit mappings)")
+        return 0
+    echo("particles (read with `jetastar cluster FILE ... --algorithms ...`):")
+    for d in found:
+        coords = d.get("coordinates")
+        text = ", ".join(coords.values()) if isinstance(coords, dict) else str(coords or "")
+        if d["kind"] == "root":
+            where = f"--tree {d['tree']} --particles {d['particles']}"
+        else:
+            where = f"--particles {d['particles']}"
+            if d["kind"] == "dense":
+                if isinstance(coords, str) and "," in coords:
+                    where += f" --components {coords}"
+                if d.get("mask"):
+                    where += f" --mask {d['mask']}"
+        entries = f"{d['entries']} entries" if "entries" in d else ""
+        shape = f" shape {tuple(d['shape'])}" if "shape" in d else ""
+        coords_text = f"  [{text}]" if text else ""
+        echo(f"  {where:<40} {d['kind']:<10} {entries}{shape}{coords_text}")
+    return 0
+
+
+def _short_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return "(" + ", ".join(_short_value(x) for x in v) + ")"
+    return str(v)
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``info`` command to the subparsers ``sub``."""
+    p = sub.add_parser("info", help="what a jet/results file holds",
+                       description="Print the schema version, provenance, jet and leaf counts, "
+                       "parameters and results of a file (.h5, .root or legacy .pkl).")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    g = p.add_argument_group(
+        "model check", "how many jets have a tree of non-zero Ginkgo likelihood (jets whose mass² "
+        "is at or below t_cut, or with a particle of E² − |p|² < 0, have none)")
+    g.add_argument("--check", action="store_true", help="run the model check")
+    g.add_argument("--t-cut", default=None, metavar="T[,T...]",
+                   help="t_cut values to check in GeV² (default: the jets' own), e.g. 1,4,16")
+    g.add_argument("--lam", type=float, default=None, help="λ to check (default: the jets' own)")
+    g.add_argument("--lam-root", type=float, default=None, help="λ_R (default: the jets' own)")
+    g.add_argument("--max-jets", type=int, default=500,
+                   help="check the first N jets (default 500)")
+    g.add_argument("--tree", default=None, help="particle files: the TTree")
+    g.add_argument("--particles", default=None, help="particle files: the collection to read")
+    p.set_defaults(func=run)
+    add_common(p)

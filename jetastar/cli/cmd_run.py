@@ -1,0 +1,194 @@
+"""``jetastar run``: the main job on built-in defaults — generate QCD + W jets, cluster them with
+every algorithm, write HDF5 + ROOT results, print and plot the comparison."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import io
+from .._jit import one_notice_for_workers
+from ..batch import (
+    BatchConfig,
+    check_config,
+    load_registry,
+    make_executor,
+    parse_options,
+    run_batch,
+    shutdown_executor,
+    warm_up_workers,
+)
+from ..clustering import algorithm_info, algorithms
+from ..comparison import comparison_table, format_comparison
+from ..io import set_extras
+from ..jet import JetCollection
+from .cmd_compare import plot_comparison
+from .shared import (
+    UsageError,
+    add_cluster_options,
+    add_common,
+    command_line,
+    echo,
+    generate_collection,
+    print_summaries,
+    split_list,
+)
+
+__all__ = ["add_parser", "run"]
+
+#: the registry's exact-MAP method, which `jetastar run` applies to every jet
+_MAP_METHOD = "trellis"
+#: the main job's jets have at most this many leaves (each still gets its exact MAP, in ~2 s at 20)
+_DEMO_MAX_LEAVES = 20
+#: left out of the main job unless asked for: their kernels alone take longer to compile than the
+#: rest of the run (the window search is the approximate MAP method shown)
+_SLOW_DEMO_METHODS = ("astar", "astar-approx")
+#: its per-jet time budget in `jetastar run` (the bundled jets need at most ~1 min)
+_MAP_TIME_LIMIT = 600.0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the main job (its own process pool, stopped at once on an interrupt); returns the exit
+    code."""
+    with one_notice_for_workers():
+        executor, _ = make_executor(args.workers, None, args.plugin or ())
+        interrupted = False
+        try:
+            return _run_main_job(args, executor)
+        except BaseException:
+            interrupted = True
+            raise
+        finally:
+            if executor is not None:
+                shutdown_executor(executor, interrupted=interrupted)
+
+
+def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
+    """The main job on ``executor`` (``None``: in this process)."""
+    load_registry(args.plugin or [])
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    names = split_list(args.algorithms)
+    left_out: list[str] = []
+    if not names:
+        # the demonstration is quick: A* (exact and approximate) compile and run for longest
+        names = [a for a in algorithms() if a not in _SLOW_DEMO_METHODS]
+        left_out = [a for a in algorithms() if a in _SLOW_DEMO_METHODS]
+    elif names == ["all"]:
+        names = algorithms()
+    if not names:
+        raise UsageError("no clustering algorithms are registered")
+    max_leaves = {}
+    for name in names:
+        info = algorithm_info(name)
+        if info.exact and name != _MAP_METHOD:
+            limit = args.exact_max_leaves if info.max_leaves is None else \
+                min(info.max_leaves, args.exact_max_leaves)
+            max_leaves[name] = limit
+    options = parse_options(args.option or [])
+    if _MAP_METHOD in names:
+        # every bundled jet gets its exact MAP: the MAP engine is not held to the per-jet limit
+        options.setdefault(_MAP_METHOD, {}).setdefault("max_time", _MAP_TIME_LIMIT)
+    config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
+                         max_leaves=max_leaves, plugins=list(args.plugin or []),
+                         chunk_size=args.chunk_size, threads=args.threads)
+    check_config(config)  # every option is checked before the jets are generated
+    echo(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
+    if left_out:
+        echo(f"  left out for speed: {', '.join(left_out)} (--algorithms all runs every algorithm)")
+    if executor is not None:
+        # the workers compile (or load) the clustering kernels while this process generates
+        warm_up_workers(executor, config, max(2, args.workers))
+    jets_path = out / "jets.h5"
+    qcd = generate_collection("qcd", args.n_qcd, args.seed, None, args.max_jet_leaves, {})
+    w = generate_collection("w", args.n_w, args.seed + 1, None, args.max_jet_leaves, {},
+                             first_id=args.n_qcd)
+    node_q, _ = io.get_extras(qcd)
+    node_w, _ = io.get_extras(w)
+    both = JetCollection.concatenate([qcd, w])
+    both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
+                             for k in node_q if k in node_w}, {})
+    io.write(jets_path, both, attrs={"seed": args.seed, "command": command_line()})
+    cap = (f"at most {args.max_jet_leaves} leaves each (--max-jet-leaves none lifts the cap)"
+           if args.max_jet_leaves is not None else "no cap on the number of leaves")
+    echo(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}; "
+         f"{cap}) -> {jets_path}")
+    results_h5 = out / "results.h5"
+    summaries = run_batch([jets_path], config, output=results_h5, workers=args.workers,
+                          executor=executor, progress=not args.no_progress, fresh=True,
+                          attrs={"command": command_line()})
+    code = print_summaries(summaries)
+    if code:
+        return code
+    _print_times(io.read_results(results_h5))
+    results_root = out / "results.root"
+    io.write(results_root, io.read(results_h5, validate=False), io.read_results(results_h5),
+             attrs={"command": command_line(), "seed": args.seed})
+    echo(f"results: {results_h5} and {results_root}")
+    rows = comparison_table(results_h5)
+    text = format_comparison(rows)
+    echo("")
+    echo(text)
+    (out / "comparison.txt").write_text(text + "\n", encoding="utf-8")
+    plot_comparison(rows, out / "comparison.png")
+    echo("")
+    echo(f"comparison table: {out / 'comparison.txt'}; plot: {out / 'comparison.png'} "
+         f"({time.perf_counter() - t0:.0f} s in total)")
+    return 0
+
+
+def _print_times(tables: dict[str, Any]) -> None:
+    """One line: the clustering time of each algorithm, summed over the jets (compilation left
+    out; with several workers each runs on one thread, so this is its CPU time)."""
+    cells = []
+    for name, table in tables.items():
+        t = np.asarray(table.time_s, dtype=np.float64)
+        cells.append(f"{name} {np.nansum(t):.1f}")
+    echo("time per algorithm, s summed over jets: " + ", ".join(cells))
+
+
+def _int_or_none(text: str) -> int | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of leaves or 'none', got {text!r}"
+        ) from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 leaves, got {value}")
+    return value
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``run`` command to the subparsers ``sub``."""
+    p = sub.add_parser("run", help="the main job: generate QCD + W jets, cluster them with every "
+                       "algorithm, write HDF5 + ROOT results, print and plot the comparison",
+                       description="Generate a small QCD + W sample, cluster it with every "
+                       "available algorithm (exact methods only up to --exact-max-leaves leaves, "
+                       "--time-limit per jet), write jets.h5, results.h5, results.root, "
+                       "comparison.txt and comparison.png into the output folder.")
+    p.add_argument("-o", "--output", default="jetastar-run", help="output folder "
+                   "(default jetastar-run/)")
+    p.add_argument("--n-qcd", type=int, default=30, help="QCD jets (default 30)")
+    p.add_argument("--n-w", type=int, default=30, help="W jets (default 30)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the QCD jets (W: seed + 1)")
+    p.add_argument("--max-jet-leaves", type=_int_or_none, default=_DEMO_MAX_LEAVES, metavar="N",
+                   help=f"generate only jets with at most N leaves (default {_DEMO_MAX_LEAVES}, "
+                        "which keeps the run quick; 'none' lifts the cap)")
+    p.add_argument("--algorithms", default=None,
+                   help="comma-separated, or 'all' (default: every registered algorithm but "
+                        f"{' and '.join(_SLOW_DEMO_METHODS)}, which take longest)")
+    p.add_argument("--exact-max-leaves", type=int, default=14,
+                   help="exact search methods (A*) run on jets up to this size (default 14); the "
+                        f"exact MAP ({_MAP_METHOD!r}) runs on every jet, with up to "
+                        f"{_MAP_TIME_LIMIT:g} s per jet")
+    add_cluster_options(p)
+    p.set_defaults(func=run, workers=2, time_limit=10.0, chunk_size=5)
+    add_common(p)

@@ -1,0 +1,135 @@
+"""What the commands of the ``jetastar`` command line share: output, usage errors, the cluster
+options, generated jets and the summary of a batch run."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..comparison import status_counts
+from ..ginkgo import ShowerParams, generate
+from ..io import set_extras
+from ..jet import JetCollection
+
+__all__ = [
+    "PROG",
+    "UsageError",
+    "add_cluster_options",
+    "add_common",
+    "command_line",
+    "echo",
+    "finite_counts",
+    "generate_collection",
+    "print_summaries",
+    "split_list",
+]
+
+#: the command's name
+PROG = "jetastar"
+
+
+class UsageError(Exception):
+    """A command-line usage error (exit code 2)."""
+
+
+def echo(text: str = "") -> None:
+    """Print a line of the command's output (flushed at once, for progress lines and pipes)."""
+    print(text, flush=True)
+
+
+def split_list(text: str | None) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]`` (``None`` or ``""`` -> ``[]``)."""
+    if not text:
+        return []
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def command_line() -> str:
+    """The command as typed (recorded in the files it writes)."""
+    return shlex.join([PROG, *sys.argv[1:]])
+
+
+def generate_collection(
+    jet_type: str, n: int, seed: int, min_leaves: int | None, max_leaves: int | None,
+    overrides: dict[str, Any], first_id: int = 0,
+) -> JetCollection:
+    """Ginkgo jets of a preset (``"qcd"`` / ``"w"``) with their generator details (``deltas``,
+    ``draws`` per node) as extra columns; jet ids start at ``first_id``."""
+    params = ShowerParams.preset(jet_type, **overrides)
+    collection, details = generate(
+        n, params, seed=seed, min_leaves=min_leaves, max_leaves=max_leaves, return_details=True
+    )
+    if first_id:
+        collection.jet_id = collection.jet_id + first_id
+    node: dict[str, Any] = {}
+    for key, name in (("node_t", "deltas"), ("draws", "draws")):
+        if isinstance(details, dict) and key in details:
+            values = np.asarray(details[key], dtype=np.float64).ravel()
+            if values.shape[0] == collection.children.shape[0]:
+                node[name] = values
+    return set_extras(collection, node, {})
+
+
+def print_summaries(summaries: Sequence[Any]) -> int:
+    """Print the :class:`~jetastar.batch.FileSummary` of each input; returns the exit code (1 when
+    a file failed)."""
+    failed = 0
+    for s in summaries:
+        if s.error:
+            failed += 1
+            echo(f"FAILED {s.input}: {s.error}")
+            continue
+        state = "already done" if s.already_done else (
+            f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
+        )
+        echo(f"{s.input} -> {s.output} ({s.n_jets} jets, {state}, {s.seconds:.1f} s)")
+        finite = finite_counts(s.output)
+        for alg, counts in s.status_counts.items():
+            text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            echo(f"  {alg:<16} {text}{finite.get(alg, '')}")
+    return 1 if failed else 0
+
+
+def finite_counts(path: str) -> dict[str, str]:
+    """Per algorithm: ``"; tree 100, finite 31 (-inf 69)"`` (ran and finite are not the same)."""
+    try:
+        counts = status_counts(path)
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {alg: f"; tree {c['ran']}, finite {c['finite']}"
+                 + (f" (-inf {c['minus_inf']})" if c["minus_inf"] else "")
+            for alg, c in counts.items()}
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """``--debug`` on a command's parser."""
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show full tracebacks on errors")
+
+
+def add_cluster_options(p: argparse.ArgumentParser) -> None:
+    """The clustering options ``run`` and ``cluster`` share."""
+    p.add_argument("--option", action="append", metavar="[ALG.]KEY=VALUE",
+                   help="algorithm option; ALG.KEY=VALUE for one algorithm, KEY=VALUE for every "
+                        "algorithm that accepts KEY (values are JSON: 10, 0.5, true, \"x\")")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="per jet and algorithm: passed as max_time to algorithms that have such an "
+                        "option (they stop with status 'budget'); others run to completion and a "
+                        "note is recorded when they exceed it")
+    p.add_argument("--max-leaves", action="append", metavar="ALG=N",
+                   help="size limit for an algorithm (default: the registry's for exact methods); "
+                        "larger jets are recorded as 'skipped'")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="numba threads per process for the exact engines (default: all cores "
+                        "with one worker, 1 per worker with several; small jets use one anyway)")
+    p.add_argument("--chunk-size", type=int, default=50,
+                   help="jets per work unit and part file (default 50)")
+    p.add_argument("--plugin", action="append", metavar="MODULE",
+                   help="import MODULE first (e.g. one that registers extra algorithms)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")

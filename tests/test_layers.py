@@ -1,0 +1,261 @@
+"""The package's layout rules (``CONTRIBUTING.md``), checked on every import of the package's source,
+including imports inside functions.
+
+The source is parsed, not imported, so a rule broken in a branch that no test runs is still found.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jetastar"
+
+#: layer of each module (the longest matching prefix decides); see CONTRIBUTING.md
+LAYERS: dict[str, int] = {
+    "jetastar.errors": 0, "jetastar._version": 0, "jetastar._jit": 0, "jetastar._progress": 0,
+    "jetastar._sorting": 0, "jetastar._lock": 0, "jetastar._leftovers": 0, "jetastar._atomic": 0,
+    "jetastar.ginkgo": 1, "jetastar.tree": 1, "jetastar._columnar": 1,
+    "jetastar.jet": 2,
+    "jetastar.ginkgo.generator": 3, "jetastar.momenta": 3, "jetastar.particles": 3,
+    "jetastar.costs": 3, "jetastar.jetfinding": 3,
+    "jetastar.clustering": 4, "jetastar.plotting": 4,
+    "jetastar.io": 5,
+    "jetastar.comparison": 6, "jetastar.observables": 6, "jetastar.diagnostics": 6,
+    "jetastar.batch": 7, "jetastar.inmemory": 7,
+    "jetastar.cli": 8, "jetastar.__main__": 8,
+}
+
+#: the package face (``jetastar/__init__.py``) re-exports from every layer
+TOP_FACE = 9
+
+#: imports inside functions that the rules allow: optional dependencies and slow ones most users
+#: never need (top-level package names)
+LAZY_THIRD_PARTY = {
+    "awkward", "vector", "uproot", "h5py", "matplotlib", "scipy", "fastjet", "dask", "distributed",
+    "tqdm", "pandas", "IPython",
+}
+
+#: (importer, imported) pairs allowed to break a rule, each with its reason
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("jetastar.ginkgo", "jetastar.ginkgo.generator"):
+        "the ginkgo face loads generate lazily: the generator (layer 3) builds jets, the rest of "
+        "ginkgo is the model (layer 1) that jet.py imports",
+}
+
+
+@dataclass(frozen=True)
+class _Import:
+    importer: str
+    target: str  # the module imported (a module, never a name inside one)
+    names: tuple[str, ...]  # names taken from it (``from target import a, b``)
+    in_function: bool
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _imports() -> list[_Import]:
+    found: list[_Import] = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        in_function: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        in_function.add(id(inner))
+        for node in ast.walk(tree):
+            lazy = id(node) in in_function
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found.append(_Import(module, alias.name, (), lazy, node.lineno))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".")
+                    if not _is_package(module):
+                        base = base[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                names = tuple(a.name for a in node.names)
+                sub = [n for n in names if f"{target}.{n}" in MODULES]
+                rest = tuple(n for n in names if f"{target}.{n}" not in MODULES)
+                for n in sub:
+                    found.append(_Import(module, f"{target}.{n}", (), lazy, node.lineno))
+                if rest or not sub:
+                    found.append(_Import(module, target, rest, lazy, node.lineno))
+    return found
+
+
+IMPORTS = _imports()
+OURS = [i for i in IMPORTS if i.target == "jetastar" or i.target.startswith("jetastar.")]
+
+
+def _layer(module: str) -> int:
+    if module == "jetastar":
+        return TOP_FACE
+    best = max((k for k in LAYERS if module == k or module.startswith(k + ".")), key=len)
+    return LAYERS[best]
+
+
+def _edges() -> set[tuple[str, str]]:
+    """importer -> module, plus importer -> each package face that importing the module runs
+    (the faces of the importer's own packages have run already; the top face only re-exports)."""
+    edges: set[tuple[str, str]] = set()
+    for imp in OURS:
+        if imp.target == "jetastar" or (imp.importer, imp.target) in EXCEPTIONS:
+            continue
+        edges.add((imp.importer, imp.target))
+        parts = imp.target.split(".")
+        for k in range(2, len(parts)):
+            face = ".".join(parts[:k])
+            if not (imp.importer == face or imp.importer.startswith(face + ".")):
+                edges.add((imp.importer, face))
+    return edges
+
+
+def _cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 10_000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(old)
+    return out
+
+
+def _upward(edges: set[tuple[str, str]]) -> list[str]:
+    return sorted(f"{a} (layer {_layer(a)}) imports {b} (layer {_layer(b)})"
+                  for a, b in edges if _layer(a) < _layer(b))
+
+
+def _private_names(imports: list[_Import]) -> list[str]:
+    return sorted(f"{i.importer}:{i.line} imports {n} from {i.target}"
+                  for i in imports for n in i.names if n.startswith("_") and not n.startswith("__"))
+
+
+def _private_modules(imports: list[_Import]) -> list[str]:
+    outside = []
+    for i in imports:
+        parts = i.target.split(".")
+        for k, part in enumerate(parts):
+            if part.startswith("_") and not part.startswith("__"):
+                owner = ".".join(parts[:k])
+                if not (i.importer == owner or i.importer.startswith(owner + ".")):
+                    outside.append(f"{i.importer}:{i.line} imports {i.target}")
+                break
+    return sorted(outside)
+
+
+def _lazy(imports: list[_Import]) -> list[str]:
+    return sorted(f"{i.importer}:{i.line} imports {i.target} inside a function"
+                  for i in imports if i.in_function
+                  and i.target.split(".")[0] not in LAZY_THIRD_PARTY
+                  and (i.importer, i.target) not in EXCEPTIONS)
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in MODULES if m != "jetastar"
+               and not any(m == k or m.startswith(k + ".") for k in LAYERS)]
+    assert not missing, f"add these modules to LAYERS (and CONTRIBUTING.md): {missing}"
+
+
+def test_the_parser_sees_every_kind_of_import():
+    # module-level and in-function, ``import x`` and ``from x import y``, relative imports of
+    # submodules: a parser that missed one kind would let every rule below pass
+    kinds = {(i.in_function, bool(i.names)) for i in IMPORTS}
+    assert kinds == {(False, True), (False, False), (True, True), (True, False)}
+    assert ("jetastar.clustering", "jetastar.clustering.exact_map") in _edges()
+    assert ("jetastar.ginkgo", "jetastar.ginkgo.generator") in {(i.importer, i.target) for i in OURS}
+
+
+def test_import_graph_has_no_cycle():
+    assert _cycles(_edges()) == []
+
+
+def test_no_module_imports_a_higher_layer():
+    assert _upward(_edges()) == []
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    assert _private_names(OURS) == []
+
+
+def test_private_modules_stay_in_their_package():
+    assert _private_modules(OURS) == []
+
+
+def test_imports_inside_functions_are_for_optional_or_slow_dependencies():
+    assert _lazy(IMPORTS) == []
+
+
+def test_no_two_modules_share_a_name():
+    names: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.name, []).append(module)
+    assert {k: v for k, v in names.items() if len(v) > 1} == {}
+
+
+def test_the_checks_catch_each_broken_rule():
+    assert _cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c"]]
+    assert _upward({("jetastar.jet", "jetastar.io.hdf5")}) == [
+        "jetastar.jet (layer 2) imports jetastar.io.hdf5 (layer 5)"]
+    fake = [
+        _Import("jetastar.cli.run", "jetastar.batch.executors", ("_make", "make"), False, 3),
+        _Import("jetastar.batch.run", "jetastar.io._common", ("jet_slice",), False, 4),
+        _Import("jetastar.io.hdf5", "jetastar.io._common", ("rows_for",), False, 5),
+        _Import("jetastar.io.hdf5", "jetastar.jet", ("Jet",), True, 6),
+        _Import("jetastar.io.hdf5", "h5py", (), True, 7),
+    ]
+    assert _private_names(fake) == ["jetastar.cli.run:3 imports _make from jetastar.batch.executors"]
+    assert _private_modules(fake) == ["jetastar.batch.run:4 imports jetastar.io._common"]
+    assert _lazy(fake) == ["jetastar.io.hdf5:6 imports jetastar.jet inside a function"]
