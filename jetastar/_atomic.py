@@ -23,6 +23,8 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._leftovers import pid_alive, pid_in_name
+
 __all__ = ["atomic_path", "atomic_write_text", "fsync_directory", "remove_stale_temporaries"]
 
 _TMP_SUFFIX = ".tmp"
@@ -114,8 +116,6 @@ def remove_stale_temporaries(directory: str | os.PathLike[str], name: str | None
     Returns:
         How many files were removed.
     """
-    from ._leftovers import pid_alive, pid_in_name
-
     removed = 0
     d = Path(directory)
     if not d.is_dir():

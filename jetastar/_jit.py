@@ -78,6 +78,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from numba.core import config as _numba_config
 from numba.core import event as _event
 
+from ._leftovers import notice_folder
+
 __all__ = [
     "COMPILE_NOTICE",
     "Stopwatch",
@@ -194,8 +196,6 @@ def one_notice_for_workers() -> Iterator[None]:
     if os.environ.get(_NOTICE_ENV) or os.environ.get(_TOKEN_ENV):
         yield
         return
-    from ._leftovers import notice_folder
-
     folder = notice_folder()  # named with this process's id; those of killed runs are removed
     os.environ[_TOKEN_ENV] = os.path.join(folder, "shown")
     try:

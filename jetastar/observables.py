@@ -12,8 +12,8 @@ by numba kernels over flat arrays, so a whole collection costs one call.
 * :func:`tree_shape` — depth and tree-shape measures (mean leaf depth, Sackin and Colless indices,
   primary-chain length);
 * :func:`tree_observables` — the scalars of all of these in one flat record per jet;
-* :func:`write_observables` — those of every algorithm of a results file, written as a friend tree
-  (``jetastar observables RESULTS -o obs.root``).
+* :func:`jetastar.io.write_observables` — those of every algorithm of a results file, written as a
+  friend tree (``jetastar observables RESULTS -o obs.root``; also importable from here).
 
 Conventions (those of FastJet and its Lund-plane and soft-drop tools, so kt-family trees give the
 same numbers): ``pT = √(px² + py²)``, rapidity ``y = ½ ln((E + pz)/(E − pz))``, azimuth ``φ``,
@@ -46,24 +46,21 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numba as nb
 import numpy as np
 
-from ._atomic import atomic_path
 from .clustering.result import ClusteringResult
 from .errors import InvalidTreeError
 from .jet import Jet, JetCollection
 from .momenta import rap_phi_kt2
+from .result_tables import AlgorithmResults
 from .tree import Tree
 
 __all__ = [
-    "OBSERVABLES_SCHEMA_VERSION",
     "SUBJET_ORDERS",
     "exclusive_subjets",
     "lund_declustering",
@@ -71,7 +68,6 @@ __all__ = [
     "soft_drop",
     "tree_observables",
     "tree_shape",
-    "write_observables",
 ]
 
 #: orderings of :func:`exclusive_subjets`: which split is undone first.
@@ -447,10 +443,6 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
 
 
 def _as_trees(trees: Any, collection: Any, single: bool) -> tuple[np.ndarray, ...]:
-    # jetastar.io imports jetastar.diagnostics (for the reason columns of its by-entry table),
-    # which imports this module: importing io here, not at the top, keeps that from being a cycle
-    from .io.results import AlgorithmResults
-
     n = len(collection)
     if trees is None:
         if collection.children.shape[0] == 0 and n:
@@ -795,105 +787,11 @@ def tree_observables(
     return b.finish(rec)
 
 
-#: schema version of files written by :func:`write_observables`
-OBSERVABLES_SCHEMA_VERSION = 1
+def __getattr__(name: str) -> Any:
+    # write_observables writes a file, so it lives in jetastar.io (above this module); its old
+    # path here still works
+    if name in ("write_observables", "OBSERVABLES_SCHEMA_VERSION"):
+        from .io import observables_file
 
-
-def write_observables(
-    path: str | os.PathLike[str],
-    results: str | os.PathLike[str],
-    *,
-    algorithms: Sequence[str] | None = None,
-    truth: bool = True,
-    z_cut: float = 0.1,
-    beta: float = 0.0,
-    r0: float = 1.0,
-    command: str | None = None,
-) -> list[str]:
-    """Compute :func:`tree_observables` for every algorithm of a results file and write them as a
-    friend tree: one entry per jet, in the order of the file's jets (and of its ``results`` /
-    ``clusters`` rows).
-
-    ROOT (``.root``): tree ``observables`` with ``jet_id`` and, per label ``L`` (the algorithm
-    name with non-alphanumeric characters replaced by ``_``; ``truth`` for the truth trees),
-    branches ``L_<field>`` for the scalar fields and ``L_lund_delta_r[nL_lund]`` etc. HDF5
-    (``.h5``): group ``/observables`` with ``jet_id`` and ``/observables/<L>/<field>`` datasets,
-    the Lund lists as ``lund_offsets`` plus flat ``lund_delta_r``, ``lund_kt``, ``lund_z``. Both
-    carry the schema version, the soft-drop settings and provenance; the file is written
-    atomically.
-
-    Args:
-        path: the output file.
-        results: a results file written by ``jetastar cluster`` / ``run``.
-        algorithms: which results (default: all).
-        truth: also the truth trees, when the jets have them.
-        z_cut, beta, r0: soft-drop settings.
-        command: the command line, for provenance.
-
-    Returns:
-        The labels written.
-    """
-    import awkward as ak
-
-    # not at the top: jetastar.io imports jetastar.diagnostics, which imports this module
-    from . import io
-    from .io import column_prefix
-
-    fmt = io.file_format(path, sniff=False)
-    if fmt not in ("hdf5", "root"):
-        raise ValueError(f"{path}: observables are written to .h5 or .root files")
-    jets = io.read(results, validate=False)
-    tables = io.read_results(results)
-    names = list(tables) if algorithms is None else list(algorithms)
-    for name in names:
-        if name not in tables:
-            raise ValueError(f"{results}: no results for {name!r}; it has {', '.join(tables)}")
-    per: dict[str, Any] = {}
-    for name in names:
-        per[column_prefix(name)] = tree_observables(jets, tables[name], z_cut=z_cut, beta=beta,
-                                                    r0=r0)
-    if truth and jets.children.shape[0] and "truth" not in per:
-        per["truth"] = tree_observables(jets, None, z_cut=z_cut, beta=beta, r0=r0)
-    meta = {
-        **io.provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
-        "content": "jetastar tree observables", "results_file": str(results),
-        "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": list(per),
-    }
-    jet_id = np.asarray(jets.jet_id, dtype=np.int64)
-    scalars = [f for f in ak.fields(next(iter(per.values()))) if not f.startswith("lund_")] \
-        if per else []
-    with atomic_path(path) as tmp:
-        if fmt == "root":
-            import uproot
-
-            branches: dict[str, Any] = {"jet_id": jet_id}
-            for label, rec in per.items():
-                for f in scalars:
-                    branches[f"{label}_{f}"] = ak.to_numpy(rec[f])
-                branches[f"{label}_lund"] = ak.zip(
-                    {"delta_r": rec.lund_delta_r, "kt": rec.lund_kt, "z": rec.lund_z})
-            with uproot.recreate(tmp) as f:
-                f["meta"] = json.dumps(meta, default=str)
-                types = {k: (v.type.content if isinstance(v, ak.Array) else np.asarray(v).dtype)
-                         for k, v in branches.items()}
-                tree = f.mktree("observables", types,
-                                title="jetastar tree observables, one entry per jet")
-                if len(jet_id):
-                    tree.extend(branches)
-        else:
-            import h5py
-
-            with h5py.File(tmp, "w") as f:
-                for k, v in meta.items():
-                    f.attrs[k] = v if isinstance(v, (int, float, str)) else json.dumps(v)
-                g = f.create_group("observables")
-                g.create_dataset("jet_id", data=jet_id)
-                for label, rec in per.items():
-                    sub = g.create_group(label)
-                    for fld in scalars:
-                        sub.create_dataset(fld, data=ak.to_numpy(rec[fld]))
-                    counts = ak.to_numpy(ak.num(rec.lund_delta_r)).astype(np.int64)
-                    sub.create_dataset("lund_offsets", data=np.concatenate([[0], np.cumsum(counts)]))
-                    for fld in ("lund_delta_r", "lund_kt", "lund_z"):
-                        sub.create_dataset(fld, data=ak.to_numpy(ak.flatten(rec[fld])))
-    return list(per)
+        return getattr(observables_file, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ from ..clustering import algorithm_info, algorithms
 from ..clustering.options import check_options
 from ..clustering.threads import check_threads
 from ..errors import BatchError
-from ..io.results import unit_options
+from ..result_tables import unit_options
 
 __all__ = [
     "TIME_OPTIONS",

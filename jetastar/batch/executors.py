@@ -28,7 +28,7 @@ from typing import Any
 from .._jit import expect_compile, skip_numba_extensions
 from ..clustering.warmup import compile_estimate, warm_up, warm_up_tasks
 from ..errors import BatchError
-from ..io.results import to_json
+from ..result_tables import to_json
 from .config import BatchConfig, load_registry, options_for, size_limit
 
 __all__ = [

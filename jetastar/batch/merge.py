@@ -16,8 +16,8 @@ import numpy as np
 from .. import io
 from ..errors import BatchError
 from ..io.hdf5 import read_hdf5_results
-from ..io.results import AlgorithmResults
 from ..jet import JetCollection
+from ..result_tables import AlgorithmResults
 from .config import BatchConfig
 from .resume import part_name
 from .sources import JetSource

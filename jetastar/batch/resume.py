@@ -67,7 +67,7 @@ from .. import __version__, io
 from .._atomic import atomic_write_text, remove_stale_temporaries
 from ..errors import BatchError, JetastarError
 from ..io.hdf5 import read_hdf5_results, write_hdf5
-from ..io.results import AlgorithmResults, to_json, unit_options
+from ..result_tables import AlgorithmResults, to_json, unit_options
 from .config import BatchConfig
 
 __all__ = [

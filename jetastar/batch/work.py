@@ -26,8 +26,8 @@ from .._jit import Stopwatch
 from ..clustering import ClusteringResult, algorithm_info, cluster
 from ..clustering.estimates import estimate_seconds
 from ..errors import InvalidJetError, TooLargeError
-from ..io.results import AlgorithmResults
 from ..jet import Jet, validate_leaves
+from ..result_tables import AlgorithmResults
 from .config import TIME_OPTIONS, BatchConfig, accepted_options, load_registry, options_for, size_limit
 from .executors import jet_reporter, warm_up_here
 

@@ -1,12 +1,12 @@
 """``jetastar observables``: jet-substructure observables of the trees of a results file
-(:func:`jetastar.observables.write_observables`)."""
+(:func:`jetastar.io.write_observables`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ..observables import write_observables
+from ..io import write_observables
 from .shared import command_line, echo, split_list
 
 __all__ = ["add_parser", "run"]

@@ -50,7 +50,6 @@ from ..costs import (
     merge_cost_kernel,
     split_cost_kernel,
 )
-from ..ginkgo._subset_dp import subset_dp
 from ..ginkgo.heuristics import bound_value
 from ..ginkgo.likelihood import (
     cluster_t,
@@ -59,6 +58,7 @@ from ..ginkgo.likelihood import (
     split_llh_given_parent,
     t_of,
 )
+from ..ginkgo.small_clusters import subset_dp
 
 # ---------------------------------------------------------------------- layout
 V_E, V_PX, V_PY, V_PZ, V_T, V_H, V_VAL, V_LB = range(8)
@@ -591,7 +591,7 @@ def _local_dp(elems, k, p, tl, cm, code, c_in, c_top, best, arg, max_size):  # p
 
     Fills ``best`` (log-likelihood, inner λ; ``c_top`` for the full set; minus the minimum cost for
     a cost model) and ``arg`` (left part of the best split, local mask) and returns the number of
-    splits scored. Ginkgo: :func:`jetastar.ginkgo._subset_dp.subset_dp`; a cost model: the same
+    splits scored. Ginkgo: :func:`jetastar.ginkgo.small_clusters.subset_dp`; a cost model: the same
     recurrence over the features ``(P, N, W, size)`` of each subset (from the cost model's own
     feature kernel on the cluster's sub-matrices).
     """

@@ -68,8 +68,8 @@ import numpy as np
 
 from .._sorting import argsort_stable, sort_inplace
 from ..errors import InvalidJetError
-from ._subset_dp import subset_dp
 from .likelihood import check_likelihood, cluster_t, split_llh, t_of
+from .small_clusters import subset_dp
 
 __all__ = ["HEURISTICS", "check_heuristic", "heuristic", "heuristic_tables"]
 

@@ -32,7 +32,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .. import result_tables
 from ..ginkgo.likelihood import truth_log_likelihoods
+from ..result_tables import AlgorithmResults
 from . import particle_files
 from ._by_entry import column_prefix
 from ._common import (
@@ -46,12 +48,13 @@ from ._common import (
 from .dispatch import file_info, iterate, n_jets, read, read_results, results_table, write
 from .formats import FORMATS, Format, file_format, register_format
 from .legacy import UnsafePickleError, import_legacy_pickle
+from .observables_file import OBSERVABLES_SCHEMA_VERSION, write_observables
 from .particle_files import ParticleSource, iterate_particles, particle_entries, read_particles
-from .results import AlgorithmResults
 from .schema import SCHEMA_VERSION
 
 __all__ = [
     "FORMATS",
+    "OBSERVABLES_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "AlgorithmResults",
     "FileFormatError",
@@ -78,14 +81,18 @@ __all__ = [
     "set_extras",
     "truth_log_likelihoods",
     "write",
+    "write_observables",
 ]
 
-# The foreign-file readers (particle_files) were the module ``jetastar.io.particles``: that import
-# path still works (an alias, not a second module file named ``particles``).
-sys.modules[f"{__name__}.particles"] = particle_files
+# Old import paths that still work, as aliases (not second module files): the foreign-file readers
+# (particle_files) were ``jetastar.io.particles``; the results table (:mod:`jetastar.result_tables`,
+# below io because the observables and diagnostics use it) was ``jetastar.io.results``.
+_OLD_PATHS = {"particles": particle_files, "results": result_tables}
+for _name, _module in _OLD_PATHS.items():
+    sys.modules[f"{__name__}.{_name}"] = _module
 
 
 def __getattr__(name: str) -> Any:
-    if name == "particles":
-        return particle_files
+    if name in _OLD_PATHS:
+        return _OLD_PATHS[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..diagnostics import result_reasons
 from ..jet import JetCollection
-from .results import AlgorithmResults
+from ..result_tables import AlgorithmResults
 
 __all__ = ["by_entry_columns", "column_prefix", "event_columns", "has_entries"]
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from ..clustering.result import ClusteringResult
 from ..jet import JetCollection
+from ..result_tables import AlgorithmResults
 from . import hdf5, legacy, root  # noqa: F401  (importing a format module registers it)
 from ._common import check_exists
 from .formats import format_of, writable_format
-from .results import AlgorithmResults
 
 __all__ = ["file_info", "iterate", "n_jets", "read", "read_results", "results_table", "write"]
 

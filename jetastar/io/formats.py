@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import FileFormatError
 from ..jet import JetCollection
-from .results import AlgorithmResults
+from ..result_tables import AlgorithmResults
 
 __all__ = ["FORMATS", "Format", "file_format", "format_of", "register_format", "writable_format"]
 

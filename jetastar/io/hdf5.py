@@ -47,6 +47,7 @@ import numpy as np
 
 from .._atomic import atomic_path
 from ..jet import JetCollection
+from ..result_tables import AlgorithmResults
 from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
@@ -65,7 +66,6 @@ from ._common import (
 )
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
 from .formats import Format, register_format
-from .results import AlgorithmResults
 from .schema import (
     FORMAT_NAME,
     P4_COLUMNS,

@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -762,8 +763,6 @@ def _coordinate_prefixes(keys: list[str]) -> list[str]:
 
 def _did_you_mean(name: str, keys: list[str]) -> str:
     """`` (did you mean 'PFCands'?)`` for a particle prefix close to one that exists."""
-    import difflib
-
     prefixes = [p for p in _coordinate_prefixes(keys) if p != name]
     close = difflib.get_close_matches(name, prefixes, n=3, cutoff=0.6)
     if close:

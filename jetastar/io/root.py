@@ -45,6 +45,7 @@ import numpy as np
 
 from .._atomic import atomic_path
 from ..jet import JetCollection
+from ..result_tables import AlgorithmResults
 from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (
@@ -62,7 +63,6 @@ from ._common import (
     validate_columns,
 )
 from .formats import Format, register_format
-from .results import AlgorithmResults
 from .schema import (
     FORMAT_NAME,
     P4_COLUMNS,

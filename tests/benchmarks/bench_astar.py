@@ -52,7 +52,6 @@ from jetastar.clustering import (
     greedy,
 )
 from jetastar.ginkgo import ShowerParams, generate
-from jetastar.ginkgo._subset_dp import subset_masses
 from jetastar.ginkgo.heuristics import (
     _SLACK,
     EXACT_MAX_LEAVES,
@@ -61,6 +60,7 @@ from jetastar.ginkgo.heuristics import (
     heuristic_tables,
 )
 from jetastar.ginkgo.likelihood import split_llh, split_log_likelihood, t_of
+from jetastar.ginkgo.small_clusters import subset_masses
 
 
 @nb.njit

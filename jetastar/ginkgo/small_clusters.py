@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .likelihood import cluster_t, split_llh, t_of
+from .kernels import cluster_t, split_llh, t_of
 
 _NEG_INF = -np.inf
 

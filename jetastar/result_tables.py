@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..clustering.registry import canonical_name
-from ..clustering.result import STATUSES, ClusteringResult
-from ..tree import Tree
+from .clustering.registry import canonical_name
+from .clustering.result import STATUSES, ClusteringResult
+from .tree import Tree
 
 __all__ = ["AlgorithmResults", "to_json", "unit_options"]
 
