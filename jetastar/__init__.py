@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import (
     _jit,  # noqa: F401  (first: sets up the kernel cache before any kernel module)
     ginkgo,
@@ -28,5 +30,21 @@ __all__ = [
     "TooLargeError",
     "Tree",
     "__version__",
+    "cluster",
     "ginkgo",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # jetastar.cluster (one jet or many) is the in-memory collection layer's; it is loaded on first
+    # use so that ``import jetastar`` does not import the batch machinery
+    if name == "cluster":
+        from .inmemory import cluster
+
+        globals()["cluster"] = cluster
+        return cluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -50,7 +50,7 @@ from .clustering import beam_search, exact_map, greedy
 from .clustering.result import ClusteringResult
 from .ginkgo.kernels import tree_node_llh
 from .ginkgo.likelihood import check_likelihood, likelihood_constants, node_log_likelihoods
-from .observables import as_collection, flat_trees
+from .tree_arrays import as_collection, flat_trees
 
 __all__ = [
     "REASONS",

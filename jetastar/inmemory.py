@@ -45,7 +45,8 @@ from .comparison import TREE_STATUSES
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
 from .jet import Jet, JetCollection
-from .observables import as_collection, tree_observables
+from .observables import tree_observables
+from .tree_arrays import as_collection
 
 __all__ = ["JetResults", "cluster", "cluster_jets"]
 

@@ -37,14 +37,10 @@ def test_ruff_clean():
 
 
 def test_main_job_runs():
-    args = [sys.executable, "-m", "jetastar"] + (["demo"] if _has_cli() else [])
+    args = [sys.executable, "-m", "jetastar", "demo"]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "QCD" in proc.stdout and "W" in proc.stdout
-
-
-def _has_cli() -> bool:
-    return (ROOT / "jetastar" / "cli.py").exists()
 
 
 def test_python_classifiers_match_requires_python():

@@ -23,7 +23,8 @@ from jetastar.clustering._subsets import (
     subset_sums,
     subset_t,
 )
-from jetastar.ginkgo import ShowerParams, generate, likelihood_constants, t_of
+from jetastar.ginkgo import ShowerParams, generate, likelihood_constants
+from jetastar.ginkgo.kernels import t_of
 
 
 def test_scalar_helpers():

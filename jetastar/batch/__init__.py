@@ -99,3 +99,7 @@ __all__ = [
     "shutdown_executor",
     "warm_up_workers",
 ]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

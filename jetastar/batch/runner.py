@@ -17,6 +17,8 @@ import dataclasses
 import os
 import queue as _queue
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -308,6 +310,45 @@ def _note_problems(reader: JetSource, tables: dict[str, AlgorithmResults], a: in
                 table.message[row] = msg
 
 
+class _InterruptLatch:
+    """Remembers the interrupt a signal handler raised (Ctrl-C, or SIGTERM as the command line
+    turns it into one), so that the run stops even when Python swallowed it: a handler that
+    fires while a weakref callback or a ``__del__`` runs raises there, where the exception is
+    only printed. The chunk loop calls :meth:`check` after every wait (at most 0.25 s apart)."""
+
+    def __init__(self) -> None:
+        self.raised: BaseException | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _InterruptLatch:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                handler = signal.getsignal(sig)
+                if callable(handler):
+                    self._previous[sig] = handler
+                    signal.signal(sig, self._latched(handler))
+        return self
+
+    def _latched(self, handler: Callable[..., Any]) -> Callable[..., Any]:
+        def latched(signum: int, frame: Any) -> Any:
+            try:
+                return handler(signum, frame)
+            except BaseException as exc:
+                self.raised = exc
+                raise
+
+        return latched
+
+    def check(self) -> None:
+        """Raise the interrupt again if a signal handler raised one."""
+        if self.raised is not None:
+            raise self.raised
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
 def _process_chunks(
     reader: JetSource, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
     executor: cf.Executor | None, n_workers: int, bar: Any,
@@ -341,17 +382,18 @@ def _process_chunks(
         bar.update(b - a - seen.pop(a, 0))
 
     try:
-        while queue or pending:
-            while queue and len(pending) < max_inflight:
-                a, b = queue.pop(0)
-                fut = executor.submit(chunk_task, reader.chunk(a, b), config, a, source,
-                                      n_workers)
-                pending[fut] = (a, b)
-            finished, _ = cf.wait(list(pending), timeout=0.25 if progress is not None else None,
-                                  return_when=cf.FIRST_COMPLETED)
-            _drain_progress(progress, source, seen, closed, bar)
-            for fut in finished:
-                finish(fut)
+        with _InterruptLatch() as latch:
+            while queue or pending:
+                while queue and len(pending) < max_inflight:
+                    a, b = queue.pop(0)
+                    fut = executor.submit(chunk_task, reader.chunk(a, b), config, a, source,
+                                          n_workers)
+                    pending[fut] = (a, b)
+                finished, _ = cf.wait(list(pending), timeout=0.25, return_when=cf.FIRST_COMPLETED)
+                latch.check()
+                _drain_progress(progress, source, seen, closed, bar)
+                for fut in finished:
+                    finish(fut)
     except KeyboardInterrupt:
         # keep what has finished: a part is small and quick to write
         for fut in [f for f in pending if f.done() and not f.cancelled()]:

@@ -1,12 +1,12 @@
 """``jetastar observables``: jet-substructure observables of the trees of a results file
-(:func:`jetastar.io.write_observables`)."""
+(:func:`jetastar.observables.write_observables`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ..io import write_observables
+from ..observables import write_observables
 from .shared import command_line, echo, split_list
 
 __all__ = ["add_parser", "run"]

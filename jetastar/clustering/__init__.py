@@ -43,3 +43,7 @@ __all__ = [
     "register",
     "window_search",
 ]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -15,10 +15,11 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from . import kernels
 from .heuristics import heuristic
-from .kernels import cluster_t, split_llh, t_of
 from .likelihood import (
     LIKELIHOODS,
     check_likelihood,
@@ -35,19 +36,20 @@ __all__ = [
     "LIKELIHOODS",
     "ShowerParams",
     "check_likelihood",
-    "cluster_t",
     "default_root_momentum",
     "generate",
     "heuristic",
     "likelihood_constants",
     "log_likelihood",
     "node_log_likelihoods",
-    "split_llh",
     "split_log_likelihood",
     "split_log_likelihood_t",
-    "t_of",
     "truth_log_likelihoods",
 ]
+
+
+#: numba primitives that were names of this face (now in :mod:`jetastar.ginkgo.kernels`)
+_MOVED_TO_KERNELS = ("cluster_t", "split_llh", "t_of")
 
 
 def __getattr__(name: str) -> Any:
@@ -59,8 +61,15 @@ def __getattr__(name: str) -> Any:
 
         globals()["generate"] = generate
         return generate
+    if name in _MOVED_TO_KERNELS:
+        warnings.warn(
+            f"jetastar.ginkgo.{name} moved to jetastar.ginkgo.kernels.{name} (numba primitives "
+            "are no longer part of the jetastar.ginkgo namespace)",
+            DeprecationWarning, stacklevel=2,
+        )
+        return getattr(kernels, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return list(__all__)

@@ -48,13 +48,11 @@ from ._common import (
 from .dispatch import file_info, iterate, n_jets, read, read_results, results_table, write
 from .formats import FORMATS, Format, file_format, register_format
 from .legacy import UnsafePickleError, import_legacy_pickle
-from .observables_file import OBSERVABLES_SCHEMA_VERSION, write_observables
 from .particle_files import ParticleSource, iterate_particles, particle_entries, read_particles
 from .schema import SCHEMA_VERSION
 
 __all__ = [
     "FORMATS",
-    "OBSERVABLES_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "AlgorithmResults",
     "FileFormatError",
@@ -81,7 +79,6 @@ __all__ = [
     "set_extras",
     "truth_log_likelihoods",
     "write",
-    "write_observables",
 ]
 
 # Old import paths that still work, as aliases (not second module files): the foreign-file readers
@@ -96,3 +93,7 @@ def __getattr__(name: str) -> Any:
     if name in _OLD_PATHS:
         return _OLD_PATHS[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -10,7 +10,8 @@ import time
 import numba as nb
 import numpy as np
 
-from jetastar.ginkgo import ShowerParams, generate, likelihood_constants, split_llh
+from jetastar.ginkgo import ShowerParams, generate, likelihood_constants
+from jetastar.ginkgo.kernels import split_llh
 
 
 @nb.njit(cache=True)

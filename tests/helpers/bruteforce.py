@@ -90,11 +90,11 @@ def brute_force_map(jet: Any, likelihood: str = "symmetric") -> tuple[float, lis
     """MAP value and all MAP trees (within 1e-12) by scoring every tree, fast enough for 8 leaves.
 
     Every one of the (2n − 3)!! trees is built from :func:`all_nested`'s recursion and scored as
-    the sum of its split log-likelihoods (:func:`jetastar.ginkgo.split_llh` on the clusters'
+    the sum of its split log-likelihoods (:func:`jetastar.ginkgo.kernels.split_llh` on the clusters'
     summed 4-momenta, λ_R at the root), with each distinct split scored once; no maximisation
     happens below the whole jet, so it shares nothing with the trellis' dynamic programme.
     """
-    from jetastar.ginkgo import cluster_t, split_llh
+    from jetastar.ginkgo.kernels import cluster_t, split_llh
 
     consts = jet.likelihood_constants(likelihood)
     leaves = jet.leaves
