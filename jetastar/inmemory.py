@@ -41,10 +41,10 @@ from .batch import (
     shutdown_executor,
     warm_up_workers,
 )
+from .clustering.registry import checked_options, holds_many_jets
 from .comparison import TREE_STATUSES
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
-from .jet import Jet, JetCollection
 from .observables import tree_observables
 from .tree_arrays import as_collection
 
@@ -248,22 +248,8 @@ def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
         >>> len(cluster(jets, "kt")), cluster(jets[0], "kt").algorithm
         (3, 'kt')
     """
-    if _holds_many_jets(jets):
+    if holds_many_jets(jets):
+        options = checked_options(algorithm, options)  # bad options fail before any jet runs
         return cluster_jets(jets, [algorithm], options={algorithm: options}, progress=False)[
             algorithm]
     return clustering.cluster(jets, algorithm, **options)
-
-
-def _holds_many_jets(jets: Any) -> bool:
-    """Whether ``jets`` holds several jets (a collection, a list of jets, a 2-level awkward
-    array or records with ``leaves``)."""
-    if isinstance(jets, JetCollection):
-        return True
-    if isinstance(jets, (list, tuple)) and jets and all(isinstance(j, Jet) for j in jets):
-        return True
-    if type(jets).__module__.startswith(("awkward", "vector")):
-        import awkward as ak
-
-        return isinstance(jets, ak.Array) and (
-            jets.layout.purelist_depth >= 2 or "leaves" in ak.fields(jets))
-    return False

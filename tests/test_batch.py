@@ -256,14 +256,21 @@ def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
                   output=tmp_path / "x.h5", scheduler="tcp://127.0.0.1:1")
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
                                                    (signal.SIGTERM, 143, "terminated")])
 def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path, sig, code, word):
     # 48 jets x 0.5 s on 2 workers: ~12 s of work; the workers sleep through the signal, as a
     # compiled kernel would
     cmd, env, out = _cluster_command(tmp_path, 48, seed=6, delay=0.5, chunk_size=2)
+    # Ctrl-C reaches a command started from a terminal; a test run started in the background of a
+    # shell (``pytest &``) ignores SIGINT, and its children would inherit that: start the command
+    # as a terminal would
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and len(_parts(out)) < 2:
         time.sleep(0.05)

@@ -480,7 +480,7 @@ def test_info_on_foreign_files_says_how_to_read_them(capsys):
 def test_particle_run_resumes_after_interrupt(tmp_path, monkeypatch, layout):
     if layout == "event":
         pytest.importorskip("fastjet", reason="jet finding needs the optional fastjet")
-    import jetastar.batch as batch
+    import jetastar.batch.runner as batch
     from jetastar.batch import BatchConfig, run_batch
     from jetastar.io import ParticleSource
 
@@ -494,7 +494,7 @@ def test_particle_run_resumes_after_interrupt(tmp_path, monkeypatch, layout):
     ref = tmp_path / "ref.h5"
     (s,) = run_batch([path], config, output=ref, **kw)
     assert s.ok
-    real = batch._write_part
+    real = batch.write_part
     calls = {"n": 0}
 
     def flaky(*args):
@@ -504,10 +504,10 @@ def test_particle_run_resumes_after_interrupt(tmp_path, monkeypatch, layout):
         real(*args)
 
     out = tmp_path / "res.h5"
-    monkeypatch.setattr(batch, "_write_part", flaky)
+    monkeypatch.setattr(batch, "write_part", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_batch([path], config, output=out, **kw)
-    monkeypatch.setattr(batch, "_write_part", real)
+    monkeypatch.setattr(batch, "write_part", real)
     assert not out.exists()
     (s,) = run_batch([path], config, output=out, **{**kw, "particles": ParticleSource(
         path="", particles="PFCands", layout=layout, jet_r=0.4, t_cut=0.01, mass_policy="keep")})
