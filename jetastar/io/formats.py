@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -28,8 +29,9 @@ from ..result_tables import AlgorithmResults
 __all__ = ["FORMATS", "Format", "file_format", "format_of", "register_format", "writable_format"]
 
 
-class Format:
-    """One on-disk format of jet collections (and results). Subclass it and register an instance.
+class Format(abc.ABC):
+    """One on-disk format of jet collections (and results). Subclass it (``read`` and ``info``
+    are required) and register an instance.
 
     Attributes:
         name: the registry key (``"hdf5"``).
@@ -45,10 +47,10 @@ class Format:
     hint: str = ""
     read_only: str = ""
 
+    @abc.abstractmethod
     def read(self, path: str | os.PathLike[str], jets: Any = None, *,
              validate: bool = True) -> JetCollection:
         """The jets of a file (``jets``: ``None``, a slice, an index or positions)."""
-        raise NotImplementedError
 
     def n_jets(self, path: str | os.PathLike[str]) -> int:
         """Number of jets in a file."""
@@ -72,9 +74,9 @@ class Format:
         """Clustering results stored in a file: label -> table."""
         raise FileFormatError(f"{path}: {self.name} files hold no jetastar clustering results")
 
+    @abc.abstractmethod
     def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         """A summary of a file (see :func:`jetastar.io.file_info`)."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {'/'.join(self.suffixes)}>"

@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -572,15 +571,6 @@ def _attr(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
-
-
-def is_hdf5(path: str | os.PathLike[str]) -> bool:
-    """Whether the file starts with the HDF5 signature."""
-    try:
-        with open(Path(path), "rb") as fh:
-            return fh.read(8) == b"\x89HDF\r\n\x1a\n"
-    except OSError:
-        return False
 
 
 class HDF5Format(Format):
