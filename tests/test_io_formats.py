@@ -167,3 +167,13 @@ def test_bad_jet_inside_good_file(tmp_path, ref_collection, suffix, n, jet, leaf
 def test_pickles_are_read_only(tmp_path, ref_collection):
     with pytest.raises(FileFormatError, match="read-only"):
         jio.write(tmp_path / "x.pkl", ref_collection)
+
+
+def test_a_format_must_implement_read_and_info():
+    from jetastar.io.formats import Format
+
+    class Incomplete(Format):
+        name = "incomplete"
+
+    with pytest.raises(TypeError, match="abstract"):
+        Incomplete()
