@@ -12,6 +12,7 @@ __all__ = [
     "BatchError",
     "BatchInterrupted",
     "FileFormatError",
+    "GpuUnavailableError",
     "InvalidJetError",
     "InvalidJetInFileError",
     "InvalidTreeError",
@@ -58,6 +59,11 @@ class TooLargeError(JetastarError, ValueError):
 
 class OptionError(ValueError):
     """An option value of the wrong type or out of range."""
+
+
+class GpuUnavailableError(JetastarError, RuntimeError):
+    """``device="gpu"`` was asked for where no usable CUDA GPU is (the message says why and how to
+    install the GPU extra)."""
 
 
 class BatchError(JetastarError, ValueError):

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jetastar"
 #: layer of each module (the longest matching prefix decides); see CONTRIBUTING.md
 LAYERS: dict[str, int] = {
     "jetastar.errors": 0, "jetastar._version": 0, "jetastar._jit": 0, "jetastar._progress": 0,
+    "jetastar._cuda": 0,
     "jetastar._sorting": 0, "jetastar._lock": 0, "jetastar._leftovers": 0, "jetastar._atomic": 0,
     "jetastar.ginkgo": 1, "jetastar.tree": 1, "jetastar._columnar": 1,
     "jetastar.jet": 2,
@@ -41,6 +42,7 @@ LAZY: dict[str, str] = {
     "fcntl": "POSIX only (no file locks on Windows)",
     "numpy._core": "numpy >= 2 only", "numpy.core": "numpy < 2 only",
     "numba.core": "numba internals that other numba versions lay out differently",
+    "numba.cuda": "the optional GPU backend (numba-cuda), imported only when a GPU is asked for",
     "numba.misc": "numba internals that other numba versions lay out differently",
 }
 
@@ -49,6 +51,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("jetastar.ginkgo", "jetastar.ginkgo.generator"):
         "the ginkgo face loads generate lazily: the generator (layer 3) builds jets, the rest of "
         "ginkgo is the model (layer 1) that jet.py imports",
+    ("jetastar.clustering.gpu", "jetastar.clustering._gpu_kernels"):
+        "the CUDA kernels compile for the device when their module loads, so it is imported only "
+        "when a GPU is used",
     ("jetastar", "jetastar.inmemory"):
         "jetastar.cluster is loaded on first use, so that import jetastar stays light",
 }

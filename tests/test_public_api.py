@@ -23,8 +23,8 @@ PUBLIC = {
     "jetastar.clustering": [
         "AlgorithmInfo", "ClusteringResult", "STATUSES", "Trellis", "algorithm_info", "algorithms",
         "astar", "astar_approx", "average_linkage", "beam_search", "canonical_name", "cluster",
-        "cost_greedy", "exact_map", "exact_trellis", "greedy", "kt", "map_over_parts", "mcts",
-        "register", "window_search",
+        "cost_greedy", "exact_map", "exact_trellis", "exact_trellis_batch", "gpu_status", "greedy",
+        "kt", "map_over_parts", "mcts", "register", "window_search",
     ],
     "jetastar.io": [
         "AlgorithmResults", "FORMATS", "FileFormatError", "Format", "InvalidJetInFileError",

@@ -355,14 +355,14 @@ def test_huge_jet_is_refused_before_allocating():
 def test_registry_and_bad_input():
     info = algorithm_info("trellis")
     assert info.exact
-    assert {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress"} <= set(
+    assert {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress", "device"} <= set(
         info.options())
     jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=6, max_leaves=6)[0]
     # by name the exact method is the MAP engine; log Z on request
     res = cluster(jet, "trellis", likelihood="legacy", log_z=True)
     assert res.likelihood == "legacy" and res.options["likelihood"] == "legacy"
     assert res.options == {"likelihood": "legacy", "max_memory": None, "threads": None,
-                           "prune": True}
+                           "prune": True, "device": "cpu"}
     assert res.log_z is not None
     fast = cluster(jet, "trellis", likelihood="legacy")
     assert fast.log_z is None and fast.log_likelihood == res.log_likelihood

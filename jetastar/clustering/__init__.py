@@ -8,6 +8,7 @@ average linkage also take a cost model over a weighted graph (:mod:`jetastar.cos
 
 from __future__ import annotations
 
+from .._cuda import gpu_status
 from .astar import astar, astar_approx
 from .beam import beam_search
 from .cost_baselines import average_linkage, cost_greedy
@@ -17,7 +18,7 @@ from .kt import kt
 from .mcts import mcts
 from .registry import AlgorithmInfo, algorithm_info, algorithms, canonical_name, cluster, register
 from .result import STATUSES, ClusteringResult
-from .trellis import Trellis, exact_trellis
+from .trellis import Trellis, exact_trellis, exact_trellis_batch
 from .window_search import window_search
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "cost_greedy",
     "exact_map",
     "exact_trellis",
+    "exact_trellis_batch",
+    "gpu_status",
     "greedy",
     "kt",
     "map_over_parts",

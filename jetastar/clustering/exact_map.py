@@ -40,6 +40,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._cuda import resolve_device
 from .._jit import Stopwatch
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
@@ -56,6 +57,7 @@ from ._engine import (
     valid_likelihood,
 )
 from ._subsets import fill_subset_t, full_mask, n_splits_total
+from .gpu import GPU_MIN_LEAVES, solve_on_gpu
 from .greedy import greedy
 from .result import ClusteringResult
 from .threads import check_threads, parallel_worth_it
@@ -141,6 +143,7 @@ def exact_map(
     prune: bool = True,
     threads: int | None = None,
     progress: bool | None = None,
+    device: str | None = "auto",
 ) -> ClusteringResult:
     """The exact MAP hierarchy of a jet (no log Z): the fastest exact method in jetastar.
 
@@ -156,6 +159,10 @@ def exact_map(
         prune: skip splits by their bounds (``False`` scores every split: same result, for checks).
         threads: numba threads (default: all).
         progress: tqdm progress bar (default: from 21 leaves on).
+        device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
+            :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable). The GPU
+            scores every split (MAP-only pass of :mod:`jetastar.clustering.gpu`, no bounds): same
+            tree and value; ``max_time`` is checked between its launches.
 
     Returns:
         :class:`ClusteringResult` with ``algorithm="trellis"`` (the registry key of this engine),
@@ -170,6 +177,7 @@ def exact_map(
         InvalidJetError: not a :class:`jetastar.Jet`, or an incumbent over other leaves.
         ValueError: unknown likelihood, or a budget that is not a positive number.
         TooLargeError: the tables would not fit in ``max_memory`` (the message gives the estimate).
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -189,19 +197,30 @@ def exact_map(
     threads = check_threads(threads)
     n = jet.n_leaves
     who = f"jet {jet.label}"
-    memory = _check_map_memory(n, who, max_memory)
+    on_gpu = n >= 2 and resolve_device(device, worth_it=n >= GPU_MIN_LEAVES) == "gpu"
+    memory = 0 if on_gpu else _check_map_memory(n, who, max_memory)
     inc_tree, inc_ll = _incumbent(jet, incumbent, likelihood)
     options = {
         "likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
         "prune": bool(prune), "threads": threads, "incumbent": inc_tree is not None,
+        "device": "gpu" if on_gpu else "cpu",
     }
     consts = jet.likelihood_constants(likelihood)
-    solver = _MapSolver(jet.leaves, consts, threads)
     show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-    floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
-    finished = solver.solve(bool(prune), floor, show, watch, max_time, who)
-    stats = solver.stats
-    stats["memory_bytes"] = memory
+    if on_gpu:
+        sol = solve_on_gpu([jet.leaves], consts[None], log_z=False, prune=bool(prune), who=who,
+                           max_memory=max_memory, max_time=max_time, progress=show)
+        finished = sol.finished
+        stats = sol.stats
+        full = full_mask(n)
+        gpu_value, gpu_tree = float(sol.node[0, full, 1]), sol.best[0]
+    else:
+        solver = _MapSolver(jet.leaves, consts, threads)
+        floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
+        finished = solver.solve(bool(prune), floor, show, watch, max_time, who)
+        stats = solver.stats
+        stats["memory_bytes"] = memory
+        stats["device"] = "cpu"
     stats["time_s"] = watch.seconds()
     if not finished:
         if inc_tree is None:
@@ -215,12 +234,15 @@ def exact_map(
                     "is the incumbent, not proven optimal",
             jet_id=jet.jet_id,
         )
-    value = solver.map_value()
-    if inc_ll is not None and not value > -math.inf:
+    if on_gpu:
+        value = gpu_value
+        tree = tree_from_best(gpu_tree, full_mask(n), jet.label)
+    elif inc_ll is not None and not (value := solver.map_value()) > -math.inf:
         # no tree beats the incumbent by more than the margin: the incumbent is a MAP tree
         tree, value = inc_tree, inc_ll
         stats["incumbent_is_map"] = True
     else:
+        value = solver.map_value()
         tree = solver.map_tree(jet.label)
     status, message = "ok", ""
     if value == -math.inf:

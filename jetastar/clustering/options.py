@@ -47,7 +47,9 @@ _LOWER: dict[str, tuple[float, bool]] = {
 _LOWER_FOR: dict[tuple[str, str], tuple[float, bool]] = {
     ("mcts", "beam_size"): (0, True),  # 0 = no beam pre-expansion
 }
-_CHOICES: dict[str, tuple[str, ...]] = {"likelihood": ("symmetric", "legacy")}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "likelihood": ("symmetric", "legacy"), "device": ("cpu", "gpu", "auto"),
+}
 
 
 def as_flag(value: Any, name: str) -> bool:

@@ -57,9 +57,11 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._cuda import resolve_device
 from .._jit import Stopwatch
+from .._progress import progress_bar
 from ..costs import CostModel
-from ..errors import InvalidJetError
+from ..errors import InvalidJetError, OptionError
 from ..ginkgo.likelihood import check_likelihood
 from ..jet import Jet
 from ..tree import Tree
@@ -75,6 +77,7 @@ from ._engine import (
 )
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
 from .exact_map import exact_map
+from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
 from .options import as_flag
 from .registry import register
 from .result import ClusteringResult
@@ -87,6 +90,7 @@ __all__ = [
     "default_memory_limit",
     "estimate_memory",
     "exact_trellis",
+    "exact_trellis_batch",
 ]
 
 #: Largest jet for which tree counts are exact int64 ((2n-3)!! < 2**63 up to 19 leaves);
@@ -174,11 +178,16 @@ class Trellis:
             with ``prune=False``, which exists to check that. Ignored for cost models.
         threads: numba threads for the parallel passes (default: numba's setting, all cores).
         progress: show a tqdm progress bar (default: from 19 leaves on).
+        device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default): where the dynamic programme and the
+            marginal pass run. ``"auto"`` uses a GPU (:mod:`jetastar.clustering.gpu`) from
+            ``GPU_MIN_LEAVES`` leaves on when one is usable, else the CPU. Results are the same
+            (to rounding); cost models run on the CPU.
 
     Raises:
         InvalidJetError: ``jet`` is neither a Jet nor a cost model.
         ValueError: unknown likelihood name (or a likelihood given with a cost model).
-        TooLargeError: the trellis would not fit in ``max_memory``.
+        TooLargeError: the trellis would not fit in ``max_memory`` (or in the GPU's memory).
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -197,8 +206,14 @@ class Trellis:
         prune: bool = True,
         threads: int | None = None,
         progress: bool | None = None,
+        device: str | None = "auto",
     ) -> None:
         if isinstance(jet, CostModel):
+            if resolve_device(device, worth_it=False) != "cpu":
+                raise OptionError(
+                    f"{jet.label}: the GPU trellis scores the Ginkgo likelihood; cost models run on "
+                    "the CPU (device='cpu' or 'auto')"
+                )
             self._setup_cost(jet, likelihood, max_memory, threads, progress)
             return
         if not isinstance(jet, Jet):
@@ -209,7 +224,7 @@ class Trellis:
         likelihood = valid_likelihood(likelihood)
         self._setup(
             jet, jet.leaves, jet.likelihood_constants(likelihood), likelihood,
-            jet.label, max_memory, prune, threads, progress,
+            jet.label, max_memory, prune, threads, progress, device,
         )
 
     @classmethod
@@ -224,6 +239,7 @@ class Trellis:
         prune: bool = True,
         threads: int | None = None,
         progress: bool | None = None,
+        device: str | None = "auto",
     ) -> Trellis:
         """Solve the trellis of raw leaf 4-momenta (no :class:`Jet` validation; ``n >= 1``).
 
@@ -231,7 +247,7 @@ class Trellis:
             leaves: ``(n, 4)`` float64 leaf 4-momenta ``(E, px, py, pz)``.
             constants: ``(2, 5)`` :func:`jetastar.ginkgo.likelihood_constants` for ``likelihood``.
             likelihood: the form ``constants`` were made for (only recorded).
-            max_memory, prune, threads, progress: as for the constructor.
+            max_memory, prune, threads, progress, device: as for the constructor.
             label: name of the input in messages.
 
         Returns:
@@ -256,14 +272,15 @@ class Trellis:
         if c.shape != (2, 5) or not np.all(np.isfinite(c)):
             raise ValueError(f"constants must be a finite (2, 5) array, got shape {c.shape}")
         self = cls.__new__(cls)
-        self._setup(None, p, c, likelihood, label, max_memory, prune, threads, progress)
+        self._setup(None, p, c, likelihood, label, max_memory, prune, threads, progress, device)
         return self
 
     def _setup(
         self, jet: Jet | None, leaves: np.ndarray, consts: np.ndarray, likelihood: str,
         label: object, max_memory: int | None, prune: bool, threads: int | None,
-        progress: bool | None,
+        progress: bool | None, device: str | None = "cpu",
     ) -> None:
+        self.device = resolve_device(device, worth_it=leaves.shape[0] >= GPU_MIN_LEAVES)
         self.jet = jet
         self.cost_model: CostModel | None = None
         self.likelihood = likelihood
@@ -289,6 +306,7 @@ class Trellis:
                 f"{model.label}: a cost model has no likelihood option (got likelihood="
                 f"{likelihood!r}); the trellis scores its splits with -cost"
             )
+        self.device = "cpu"
         self.jet = None
         self.cost_model = model
         self.likelihood = model.name
@@ -316,6 +334,10 @@ class Trellis:
         self.n_leaves = n
         self._label = label
         self._consts = consts
+        self._marg: np.ndarray | None = None
+        if self.device == "gpu":
+            self._solve_gpu(leaves, consts, prune, progress)
+            return
         self.memory_bytes = _check_memory(
             n, self._who, self.max_memory, cost_model=model is not None
         )
@@ -361,8 +383,8 @@ class Trellis:
                     pruned += int(p)
                     bar.update((stop - start) * per)
         t_total = watch.seconds()
-        self._marg: np.ndarray | None = None
         self.stats: dict[str, Any] = {
+            "device": "cpu",
             "n_leaves": n,
             "clusters": m - 1,
             "clusters_pruned": pruned,
@@ -377,6 +399,29 @@ class Trellis:
             "time_dp_s": t_total - t_setup,
             "time_s": t_total,
         }
+
+    def _solve_gpu(
+        self, leaves: np.ndarray, consts: np.ndarray, prune: bool, progress: bool | None
+    ) -> None:
+        n = int(leaves.shape[0])
+        show = n >= _PROGRESS_FROM if progress is None else bool(progress)
+        sol = solve_on_gpu([leaves], consts[None], log_z=True, prune=prune, who=self._who,
+                           max_memory=self.max_memory, progress=show)
+        self._adopt(sol.node[0], sol.best[0], sol.exact_count, sol.stats)
+
+    def _adopt(self, node: np.ndarray, best: np.ndarray, exact_count: bool,
+               stats: dict[str, Any]) -> None:
+        """Take over tables solved elsewhere (the GPU) in this class's layout."""
+        self._node = node
+        self._node_i = node.view(np.int64)
+        self._best = best
+        self._exact_count = exact_count
+        self._full = full_mask(self.n_leaves)
+        self._code = _k.GINKGO
+        self._feat = np.zeros((1, 4), dtype=np.float64)
+        self.memory_bytes = int(stats["memory_bytes"])
+        self.stats = dict(stats)
+        self.stats["clusters_impossible"] = int(np.count_nonzero(node[1:, _k.MAP] == -np.inf))
 
     # ------------------------------------------------------------------ MAP, log Z, counts
     def map_log_likelihood(self) -> float:
@@ -567,12 +612,20 @@ class Trellis:
         n = self.n_leaves
         rows = self.threads or nb.get_num_threads()
         _check_memory(
-            n, self._who, self.max_memory, marginals=True, threads=rows,
+            n, self._who, self.max_memory, marginals=True,
+            threads=0 if self.device == "gpu" else rows,
             cost_model=self.cost_model is not None,
         )
         m = 1 << n
         marg = np.zeros(m, dtype=np.float64)
         evaluated = 0
+        if self.device == "gpu":
+            if not self.all_inf():
+                marg = gpu_marginals(self._node[None], self._consts[None], who=self._who)[0]
+            self._marg = marg
+            self.stats["marginal_splits_evaluated"] = 3**n - 2 * m + 1
+            self.stats["time_marginals_s"] = watch.seconds()
+            return
         if not self.all_inf():
             acc = np.zeros((rows, m), dtype=np.float64)
             marg[self._full] = 1.0
@@ -640,6 +693,7 @@ class Trellis:
                 "max_memory": self.max_memory,
                 "threads": self.threads,
                 "prune": self.prune,
+                "device": self.device,
             },
             stats=dict(self.stats),
             log_z=self.log_partition(),
@@ -671,6 +725,7 @@ def exact_trellis(
     prune: bool = True,
     threads: int | None = None,
     progress: bool | None = None,
+    device: str | None = "auto",
 ) -> ClusteringResult:
     """Exact MAP hierarchy, log partition function and tree count of a jet (or a cost model).
 
@@ -686,6 +741,9 @@ def exact_trellis(
             for cost models).
         threads: numba threads (default: all).
         progress: tqdm progress bar (default: from 19 leaves on).
+        device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
+            :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
+            :class:`Trellis`. ``stats["device"]`` says where it ran.
 
     Returns:
         :class:`ClusteringResult` with ``tree``, ``log_likelihood``, ``exact=True``, ``log_z``,
@@ -699,6 +757,7 @@ def exact_trellis(
         InvalidJetError: neither a Jet nor a cost model.
         TooLargeError: the trellis would not fit in ``max_memory``; use ``astar`` or
             ``astar_approx`` (cost models: ``astar_approx`` or ``greedy``).
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -712,11 +771,98 @@ def exact_trellis(
     log_z = as_flag(log_z, "log_z")
     if not log_z and isinstance(jet, Jet):
         return exact_map(jet, likelihood, max_memory=max_memory, threads=threads,
-                         progress=progress)
+                         progress=progress, device=device)
     tr = Trellis(
-        jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress
+        jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress,
+        device=device,
     )
     return tr.result()
+
+
+def exact_trellis_batch(
+    jets: Iterable[Jet],
+    likelihood: str | None = None,
+    *,
+    device: str | None = "auto",
+    max_memory: int | None = None,
+    batch_memory: int = 2 * 2**30,
+    progress: bool | None = None,
+) -> list[ClusteringResult]:
+    """:func:`exact_trellis` (MAP, log Z, tree count) of many jets, many per GPU launch.
+
+    On a GPU, jets of equal size are solved together (one launch per cluster size for a whole
+    batch), so thousands of small jets cost a few launches instead of thousands; each batch holds
+    at most ``batch_memory`` bytes of tables. On the CPU this is :func:`exact_trellis` per jet.
+
+    Args:
+        jets: :class:`jetastar.Jet` objects (any sizes; at most 30 leaves on the GPU).
+        likelihood: ``"symmetric"`` (default) or ``"legacy"``.
+        device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU when one is usable).
+        max_memory: host memory limit per batch (default: half the available memory).
+        batch_memory: bytes of tables per GPU batch (default 2 GiB).
+        progress: a bar over jets (default: from 1000 jets on).
+
+    Returns:
+        One :class:`ClusteringResult` per jet, in order, as :func:`exact_trellis` gives it
+        (``stats["device"]`` says where it ran; ``stats["batch_jets"]`` how many shared a batch).
+
+    Raises:
+        InvalidJetError: an element is not a Jet.
+        TooLargeError: a jet whose trellis does not fit.
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.qcd(), seed=1, min_leaves=5, max_leaves=6)
+        >>> [r.log_z == exact_trellis(j).log_z for r, j in zip(exact_trellis_batch(jets), jets)]
+        [True, True, True]
+    """
+    jets = list(jets)
+    for i, jet in enumerate(jets):
+        if not isinstance(jet, Jet):
+            raise InvalidJetError(
+                f"exact_trellis_batch needs jetastar.Jet objects, got {type(jet).__name__}",
+                jet=i, field="jets",
+            )
+    likelihood = valid_likelihood(likelihood)
+    on_gpu = bool(jets) and resolve_device(device, worth_it=True) == "gpu"
+    show = len(jets) >= 1000 if progress is None else bool(progress)
+    out: list[ClusteringResult | None] = [None] * len(jets)
+    with progress_bar(total=len(jets), desc="exact trellis", unit="jet", show=show) as bar:
+        if not on_gpu:
+            for i, jet in enumerate(jets):
+                out[i] = exact_trellis(jet, likelihood, max_memory, device="cpu", progress=False)
+                bar.update(1)
+            return [r for r in out if r is not None]
+        by_size: dict[int, list[int]] = {}
+        for i, jet in enumerate(jets):
+            by_size.setdefault(jet.n_leaves, []).append(i)
+        for n, idx in sorted(by_size.items()):
+            if n < 2:
+                for i in idx:
+                    out[i] = exact_trellis(jets[i], likelihood, max_memory, device="cpu",
+                                           progress=False)
+                bar.update(len(idx))
+                continue
+            per_jet = max(1, estimate_gpu_memory(n, 1))
+            size = max(1, min(len(idx), int(batch_memory) // per_jet))
+            for lo in range(0, len(idx), size):
+                part = idx[lo:lo + size]
+                consts = np.stack([jets[i].likelihood_constants(likelihood) for i in part])
+                sol = solve_on_gpu([jets[i].leaves for i in part], consts, log_z=True,
+                                   who=f"jet {jets[part[0]].label}", max_memory=max_memory)
+                stats = dict(sol.stats, batch_jets=len(part))
+                stats["time_s"] = sol.stats["time_s"] / len(part)
+                for b, i in enumerate(part):
+                    tr = Trellis.__new__(Trellis)
+                    tr.jet, tr.cost_model, tr.likelihood = jets[i], None, likelihood
+                    tr.max_memory, tr.prune, tr.threads, tr.device = max_memory, True, None, "gpu"
+                    tr.n_leaves, tr._label, tr._who = n, jets[i].label, f"jet {jets[i].label}"
+                    tr._consts, tr._marg = consts[b], None
+                    tr._adopt(sol.node[b], sol.best[b], sol.exact_count, stats)
+                    out[i] = tr.result()
+                bar.update(len(part))
+    return [r for r in out if r is not None]
 
 
 @register(
@@ -734,15 +880,17 @@ def _trellis_method(
     max_memory: int | None = None,
     threads: int | None = None,
     progress: bool | None = None,
+    device: str = "auto",
 ) -> ClusteringResult:
     """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
     or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count; no time budget).
+    ``device`` (``"cpu"``, ``"gpu"``, ``"auto"``) says where it runs.
     """
     if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
-                             progress=progress)
+                             progress=progress, device=device)
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
-                     progress=progress)
+                     progress=progress, device=device)
 
 
 # ---------------------------------------------------------------------- helpers

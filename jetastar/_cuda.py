@@ -1,0 +1,164 @@
+"""The optional CUDA backend: loading numba's CUDA target, telling whether a GPU can be used, and
+resolving a ``device`` option (``"cpu"``, ``"gpu"``, ``"auto"``).
+
+Nothing here imports ``numba.cuda`` at import time: :func:`load_cuda` does, on the first request for
+a GPU, so CPU-only runs never pay for it. ``numba.cuda`` is numba's CUDA target (the ``numba-cuda``
+package, ``pip install "jetastar[gpu]"``; older numba releases ship a built-in copy). The CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the same kernels in Python on the CPU: the test suite
+uses it. ``device="auto"`` never picks the simulator (it is for tests, and thousands of times slower
+than the CPU engines); ``device="gpu"`` uses it when it is switched on.
+
+Version skew: some numba-cuda releases still reference ``numpy.row_stack``, which numpy 2.5 removed,
+so ``import numba.cuda`` fails there with an AttributeError. :func:`load_cuda` gives numpy that
+alias (``numpy.vstack``, the function it always was) only when it is missing, before the import.
+
+Example:
+    >>> status = gpu_status()
+    >>> sorted(status)
+    ['available', 'device', 'reason', 'simulator']
+    >>> resolve_device("cpu")
+    'cpu'
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import GpuUnavailableError, OptionError
+
+__all__ = [
+    "DEVICES",
+    "INSTALL_HINT",
+    "check_device",
+    "gpu_status",
+    "load_cuda",
+    "resolve_device",
+    "simulator_enabled",
+]
+
+#: Values of every ``device`` option.
+DEVICES = ("cpu", "gpu", "auto")
+#: What to install for the GPU backend.
+INSTALL_HINT = 'pip install "jetastar[gpu]" (numba-cuda; needs an NVIDIA GPU and its driver)'
+
+
+def simulator_enabled() -> bool:
+    """True when numba's CUDA simulator is switched on (``NUMBA_ENABLE_CUDASIM=1``)."""
+    from numba.core import config
+
+    return bool(getattr(config, "ENABLE_CUDASIM", 0)) or os.environ.get(
+        "NUMBA_ENABLE_CUDASIM", "0"
+    ) not in ("", "0")
+
+
+def load_cuda() -> ModuleType:
+    """``numba.cuda``, imported on first use (with the numpy alias described in the module docstring).
+
+    Raises:
+        GpuUnavailableError: numba's CUDA target cannot be imported (the message has the install
+            hint and the import error).
+    """
+    return _load_cuda()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_cuda() -> ModuleType:
+    if not hasattr(np, "row_stack"):  # removed in numpy 2.5; some numba-cuda releases still use it
+        setattr(np, "row_stack", np.vstack)  # noqa: B010 - the alias numba-cuda looks up
+    try:
+        import numba.cuda as cuda
+    except Exception as exc:  # ImportError, or an AttributeError of a mismatched numba-cuda
+        raise GpuUnavailableError(
+            f"the GPU backend needs numba's CUDA target, which did not import "
+            f"({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+        ) from exc
+    return cuda
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str, str]:
+    """``(usable, device name, reason)``, found once per process."""
+    try:
+        cuda = load_cuda()
+    except GpuUnavailableError as exc:
+        return False, "", str(exc)
+    if simulator_enabled():
+        return True, "CUDA simulator", "NUMBA_ENABLE_CUDASIM=1: kernels run in the CUDA simulator"
+    try:
+        if not cuda.is_available():
+            return False, "", (
+                "numba's CUDA target is installed but finds no usable GPU (no NVIDIA driver or "
+                "device visible to this process)"
+            )
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        cc = "{}.{}".format(*dev.compute_capability)
+    except Exception as exc:  # driver errors surface as many different types
+        return False, "", f"the CUDA driver failed to start ({type(exc).__name__}: {exc})"
+    return True, f"{name} (compute capability {cc})", f"found {name}"
+
+
+def gpu_status() -> dict[str, Any]:
+    """Whether the GPU backend can run here, on what, and why (or why not).
+
+    Returns:
+        ``{"available": bool, "simulator": bool, "device": str, "reason": str}``.
+
+    Example:
+        >>> isinstance(gpu_status()["available"], bool)
+        True
+    """
+    usable, name, reason = _probe()
+    return {
+        "available": usable,
+        "simulator": usable and simulator_enabled(),
+        "device": name,
+        "reason": reason,
+    }
+
+
+def check_device(device: Any) -> str:
+    """A valid ``device`` option value (``None`` means ``"auto"``).
+
+    Raises:
+        OptionError: anything but ``"cpu"``, ``"gpu"``, ``"auto"`` or ``None``.
+    """
+    if device is None:
+        return "auto"
+    if not isinstance(device, str) or device.lower() not in DEVICES:
+        raise OptionError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    return device.lower()
+
+
+def resolve_device(device: Any, worth_it: bool = True) -> str:
+    """The device a computation runs on: ``"cpu"`` or ``"gpu"``.
+
+    Args:
+        device: ``"cpu"``, ``"gpu"``, ``"auto"`` or ``None`` (auto).
+        worth_it: for ``"auto"``: whether the problem is large enough for the GPU to pay (small
+            jets stay on the CPU, where there is no launch or transfer cost).
+
+    Returns:
+        ``"gpu"`` for ``device="gpu"``, and for ``"auto"`` when a real GPU is usable (never the
+        simulator) and ``worth_it``; else ``"cpu"``.
+
+    Raises:
+        OptionError: an unknown device name.
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used (says why, with the install
+            hint).
+    """
+    device = check_device(device)
+    if device == "cpu" or (device == "auto" and not worth_it):
+        return "cpu"
+    usable, _name, reason = _probe()
+    if device == "gpu":
+        if not usable:
+            hint = "" if INSTALL_HINT in reason else f"; {INSTALL_HINT}"
+            raise GpuUnavailableError(f"device='gpu' asked for, but {reason}{hint}")
+        return "gpu"
+    return "gpu" if usable and not simulator_enabled() else "cpu"

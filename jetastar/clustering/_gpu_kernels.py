@@ -1,0 +1,344 @@
+"""CUDA kernels of the exact trellis (see :mod:`jetastar.clustering.gpu`): imported only when a GPU
+(or the CUDA simulator) is used.
+
+Layout on the device, for ``B`` jets of ``n`` leaves solved together: ``node[j, s]`` is the
+four-float64 record ``(t, map, log_z, count)`` of cluster bitmask ``s`` of jet ``j`` (the CPU
+trellis's layout, so the solved table is copied back into a :class:`~jetastar.clustering.Trellis`
+as it is), ``best[j, s]`` (int32) the part holding the lowest leaf of the arg-max split, and
+``count_i[j, s]`` the exact int64 tree count (up to 19 leaves; a ``(1, 1)`` dummy above, where the
+count is the float64 column).
+
+The physics is not written here: the split score is
+:func:`jetastar.ginkgo.kernels.split_llh_given_parent` with :func:`~jetastar.ginkgo.kernels.parent_terms`,
+and the prune test :func:`jetastar.clustering._subsets.unsplittable`, the CPU kernels' own
+``@numba.njit`` functions, which numba's CUDA target compiles for the device from the same Python
+source (and which the CUDA simulator calls as they are). Their constants row is copied into a
+thread-local array, which both targets pass to them as a plain 1-d float64 array.
+
+Work decomposition. Clusters are solved size by size (clusters of one size only read smaller
+ones). The ``i``-th cluster of size ``k`` is found by colex unranking (:func:`unrank`, a binomial
+table), so no list of masks is stored. A cluster's splits are the submasks ``sub`` of ``rest``
+(the cluster minus its lowest leaf), part ``a = lowest | sub``; they are dealt to ``P = 2**g``
+threads: thread ``p`` fixes the ``g`` lowest bits of ``rest`` to the bits of ``p`` and walks the
+submasks of the remaining bits with ``h = (h - 1) & H``. With ``P = 1`` a thread writes the
+cluster's results; otherwise it writes a partial (best value and part, the streaming
+log-sum-exp's ``(max, sum)``, the count) that :func:`combine_parts` merges. Ties of the best value
+go to the larger part ``a``, which is the split the CPU trellis keeps (it walks ``sub``
+downwards and keeps the first best), so both give the same tree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from .._cuda import load_cuda
+from ..ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
+from ._subsets import popcount, unsplittable
+
+cuda = load_cuda()
+
+_NEG_INF = -np.inf
+# columns of a node record (as in _trellis_kernels)
+_T, _MAP, _LOG_Z, _COUNT = 0, 1, 2, 3
+# layout of a constants row (jetastar.ginkgo.likelihood.likelihood_constants)
+_ROW_TCUT, _ROW_LEGACY, _N_CONST = 0, 4, 5
+
+
+@cuda.jit(device=True)
+def unrank(i, k, n, binom):  # pragma: no cover - device code
+    """The ``i``-th ``k``-leaf cluster of ``n`` leaves in colex order (``binom[c, j] = C(c, j)``)."""
+    s = np.int64(0)
+    r = np.int64(i)
+    c = n
+    for j in range(k, 0, -1):
+        c -= 1
+        while binom[c, j] > r:
+            c -= 1
+        s |= np.int64(1) << c
+        r -= binom[c, j]
+    return s
+
+
+@cuda.jit(device=True)
+def _lowest_bits(rest, g):  # pragma: no cover - device code
+    """Mask of the ``g`` lowest set bits of ``rest``."""
+    out = np.int64(0)
+    r = rest
+    for _ in range(g):
+        lb = r & -r
+        out |= lb
+        r ^= lb
+    return out
+
+
+@cuda.jit(device=True)
+def _deposit(p, bits):  # pragma: no cover - device code
+    """The bits of ``p`` placed on the set bits of ``bits``, lowest first."""
+    out = np.int64(0)
+    m = bits
+    k = 0
+    while m != 0:
+        lb = m & -m
+        if (p >> k) & 1:
+            out |= lb
+        k += 1
+        m ^= lb
+    return out
+
+
+@cuda.jit
+def fill_t(lo, hi, h, consts, node):  # pragma: no cover - device code
+    """``node[j, s, T]``: the ``t`` of every cluster of every jet from its summed 4-momentum.
+
+    ``lo[j]`` / ``hi[j]`` are the summed 4-momenta of every subset of the low ``h`` and the high
+    ``n - h`` leaves (:func:`jetastar.clustering._subsets.subset_sums`), so cluster ``s`` adds one row
+    of each and :func:`jetastar.ginkgo.kernels.cluster_t` makes its ``t``, exactly as the CPU's
+    :func:`~jetastar.clustering._subsets.fill_subset_t` does.
+    """
+    n_jets = node.shape[0]
+    m = node.shape[1]
+    lo_mask = (np.int64(1) << h) - 1
+    c = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * m, stride):
+        j = tid // m
+        s = np.int64(tid - j * m)
+        if s == 0:
+            node[j, 0, _T] = 0.0
+            continue
+        for x in range(_N_CONST):
+            c[x] = consts[j, 0, x]
+        a = s & lo_mask
+        b = s >> h
+        e = lo[j, a, 0] + hi[j, b, 0]
+        px = lo[j, a, 1] + hi[j, b, 1]
+        py = lo[j, a, 2] + hi[j, b, 2]
+        pz = lo[j, a, 3] + hi[j, b, 3]
+        node[j, s, _T] = cluster_t(e, px, py, pz, popcount(s), c)
+
+
+@cuda.jit
+def init_leaves(n, node, best, count_i, exact_count):  # pragma: no cover - device code
+    """Leaf clusters: MAP 0, log Z 0, one tree; the empty mask gets ``-inf`` and count 0."""
+    n_jets = node.shape[0]
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * (n + 1), stride):
+        j = tid // (n + 1)
+        i = tid - j * (n + 1)
+        s = np.int64(0) if i == n else np.int64(1) << i
+        v = _NEG_INF if i == n else 0.0
+        node[j, s, _MAP] = v
+        node[j, s, _LOG_Z] = v
+        node[j, s, _COUNT] = 0.0 if i == n else 1.0
+        best[j, s] = 0
+        if exact_count:
+            count_i[j, s] = 0 if i == n else 1
+
+
+@cuda.jit
+def solve_parts(
+    k, n, g, i0, n_clusters, binom, node, count_i, best, consts, want_z, exact_count, prune,
+    part_v, part_a, part_zmax, part_zacc, part_cf, part_ci,
+):  # pragma: no cover - device code
+    """The splits of the clusters ``i0 .. i0 + n_clusters - 1`` of size ``k`` of every jet.
+
+    Thread ``tid`` takes part ``p = tid % P`` of cluster ``i0 + (tid // P) % n_clusters`` of jet
+    ``tid // (P * n_clusters)`` (``P = 2**g``; module docstring). ``want_z=False`` computes the MAP
+    only. With ``g == 0`` the results go to ``node`` / ``best`` / ``count_i``, otherwise to the
+    ``part_*`` arrays at index ``tid`` (merged by :func:`combine_parts`).
+    """
+    n_parts = np.int64(1) << g
+    n_jets = node.shape[0]
+    full = (np.int64(1) << n) - 1
+    c = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * n_clusters * n_parts, stride):
+        p = tid % n_parts
+        q = tid // n_parts
+        j = q // n_clusters
+        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        row = 1 if s == full else 0
+        for x in range(_N_CONST):
+            c[x] = consts[j, row, x]
+        low = s & -s
+        rest = s ^ low
+        t_s = node[j, s, _T]
+        best_v = _NEG_INF
+        best_a = low
+        z_max = _NEG_INF
+        z_acc = 0.0
+        n_f = 0.0
+        n_i = np.int64(0)
+        if not (prune and unsplittable(t_s, c[_ROW_TCUT], c[_ROW_LEGACY] != 0.0)):
+            fixed = _lowest_bits(rest, g)
+            free = rest ^ fixed
+            f = _deposit(p, fixed)
+            pt = parent_terms(t_s, c)
+            h = free
+            while True:
+                sub = f | h
+                if sub != rest:
+                    a = low | sub
+                    b = rest ^ sub
+                    m_a = node[j, a, _MAP]
+                    m_b = node[j, b, _MAP]
+                    if m_a != _NEG_INF and m_b != _NEG_INF:
+                        psi = split_llh_given_parent(
+                            node[j, a, _T], node[j, b, _T], t_s, pt[0], pt[1], pt[2], c
+                        )
+                        if psi != _NEG_INF:
+                            v = psi + m_a + m_b
+                            if v > best_v:
+                                best_v = v
+                                best_a = a
+                            if want_z:
+                                z = psi + node[j, a, _LOG_Z] + node[j, b, _LOG_Z]
+                                if z > z_max:
+                                    z_acc = z_acc * math.exp(z_max - z) + 1.0
+                                    z_max = z
+                                else:
+                                    z_acc += math.exp(z - z_max)
+                                if exact_count:
+                                    n_i += count_i[j, a] * count_i[j, b]
+                                else:
+                                    n_f += node[j, a, _COUNT] * node[j, b, _COUNT]
+                if h == 0:
+                    break
+                h = (h - 1) & free
+        if n_parts == 1:
+            node[j, s, _MAP] = best_v
+            best[j, s] = best_a
+            if want_z:
+                node[j, s, _LOG_Z] = z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
+                if exact_count:
+                    count_i[j, s] = n_i
+                    node[j, s, _COUNT] = 0.0
+                else:
+                    node[j, s, _COUNT] = n_f
+        else:
+            part_v[tid] = best_v
+            part_a[tid] = best_a
+            part_zmax[tid] = z_max
+            part_zacc[tid] = z_acc
+            part_cf[tid] = n_f
+            part_ci[tid] = n_i
+
+
+@cuda.jit
+def combine_parts(
+    k, n, g, i0, n_clusters, binom, node, count_i, best, want_z, exact_count,
+    part_v, part_a, part_zmax, part_zacc, part_cf, part_ci,
+):  # pragma: no cover - device code
+    """Merge the ``P = 2**g`` partial results of each cluster written by :func:`solve_parts`."""
+    n_parts = np.int64(1) << g
+    n_jets = node.shape[0]
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for q in range(start, n_jets * n_clusters, stride):
+        j = q // n_clusters
+        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        best_v = _NEG_INF
+        best_a = s & -s
+        z_max = _NEG_INF
+        for p in range(n_parts):
+            idx = q * n_parts + p
+            v = part_v[idx]
+            a = part_a[idx]
+            if v > best_v or (v == best_v and v != _NEG_INF and a > best_a):
+                best_v = v
+                best_a = a
+            if part_zmax[idx] > z_max:
+                z_max = part_zmax[idx]
+        node[j, s, _MAP] = best_v
+        best[j, s] = best_a
+        if want_z:
+            z_acc = 0.0
+            n_f = 0.0
+            n_i = np.int64(0)
+            for p in range(n_parts):
+                idx = q * n_parts + p
+                if part_zmax[idx] != _NEG_INF:
+                    z_acc += part_zacc[idx] * math.exp(part_zmax[idx] - z_max)
+                n_f += part_cf[idx]
+                n_i += part_ci[idx]
+            node[j, s, _LOG_Z] = z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
+            if exact_count:
+                count_i[j, s] = n_i
+                node[j, s, _COUNT] = 0.0
+            else:
+                node[j, s, _COUNT] = n_f
+
+
+@cuda.jit
+def pull_marginals(
+    k, n, g, i0, n_clusters, binom, node, consts, marg, part_m,
+):  # pragma: no cover - device code
+    """Posterior marginals of the clusters ``i0 ..`` of size ``k`` (``k < n``), pulled from their
+    parents.
+
+    ``marg[c] = Σ_{d ⊆ ~c, d ≠ ∅} marg[c|d] · exp(ψ(c, d) + log Z(c) + log Z(d) − log Z(c|d))``:
+    every parent ``c | d`` (a larger cluster, already final) that splits into ``c`` and ``d``. The
+    complement's bits are dealt to ``P = 2**g`` threads as in :func:`solve_parts`; with ``g > 0``
+    the partial sums go to ``part_m`` (summed by :func:`combine_marginals`). Same total work as the
+    CPU's push formulation, and no two threads write one cluster.
+    """
+    n_parts = np.int64(1) << g
+    n_jets = node.shape[0]
+    full = (np.int64(1) << n) - 1
+    cst = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * n_clusters * n_parts, stride):
+        p = tid % n_parts
+        q = tid // n_parts
+        j = q // n_clusters
+        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        comp = full ^ s
+        lz_s = node[j, s, _LOG_Z]
+        total = 0.0
+        if lz_s != _NEG_INF:
+            fixed = _lowest_bits(comp, g)
+            free = comp ^ fixed
+            f = _deposit(p, fixed)
+            h = free
+            while True:
+                d = f | h
+                if d != 0:
+                    par = s | d
+                    w = marg[j, par]
+                    lz_p = node[j, par, _LOG_Z]
+                    lz_d = node[j, d, _LOG_Z]
+                    if w > 0.0 and lz_p != _NEG_INF and lz_d != _NEG_INF:
+                        row = 1 if par == full else 0
+                        for x in range(_N_CONST):
+                            cst[x] = consts[j, row, x]
+                        t_p = node[j, par, _T]
+                        pt = parent_terms(t_p, cst)
+                        psi = split_llh_given_parent(
+                            node[j, s, _T], node[j, d, _T], t_p, pt[0], pt[1], pt[2], cst
+                        )
+                        if psi != _NEG_INF:
+                            total += w * math.exp(psi + lz_s + lz_d - lz_p)
+                if h == 0:
+                    break
+                h = (h - 1) & free
+        if n_parts == 1:
+            marg[j, s] = min(total, 1.0)
+        else:
+            part_m[tid] = total
+
+
+@cuda.jit
+def combine_marginals(k, n, g, i0, n_clusters, binom, marg, part_m):  # pragma: no cover
+    """Sum the partial marginals of :func:`pull_marginals`."""
+    n_parts = np.int64(1) << g
+    n_jets = marg.shape[0]
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for q in range(start, n_jets * n_clusters, stride):
+        j = q // n_clusters
+        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        total = 0.0
+        for p in range(n_parts):
+            total += part_m[q * n_parts + p]
+        marg[j, s] = min(total, 1.0)

@@ -1,0 +1,356 @@
+"""The exact trellis on one GPU: MAP, log Z, tree counts and marginals of one jet or of many jets
+of one size per launch (numba's CUDA target; ``pip install "jetastar[gpu]"``).
+
+This module plans and launches the CUDA kernels of :mod:`jetastar.clustering._gpu_kernels` and
+copies the solved table back in the CPU trellis's layout, so :class:`~jetastar.clustering.Trellis`
+(MAP tree, sub-cluster queries, posterior samples) works on it unchanged; users reach it through the
+``device`` option of :func:`~jetastar.clustering.exact_trellis`, :class:`~jetastar.clustering.Trellis`,
+:func:`~jetastar.clustering.exact_map`, the registry and the command line, and through
+:func:`exact_trellis_batch` for many small jets.
+
+Memory: per cluster mask and jet, the 32-byte record and the 4-byte arg-max part on the device and
+the same on the host (36 bytes: 2.4 GiB at 26 leaves, 38.7 GiB at 30), plus an 8-byte exact count
+up to 19 leaves and a scratch area for partial results (a few hundred MiB at most). A jet (or batch)
+whose tables do not fit the free GPU memory, or the host memory limit, is refused before anything
+is allocated, with the estimate (:class:`~jetastar.errors.TooLargeError`).
+
+Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many.
+Every split is scored (no bound pruning on the GPU). Work is launched in slices of at most a few
+billion splits, so ``max_time`` is checked, and the progress bar moves, between slices.
+
+Example:
+    >>> from jetastar._cuda import gpu_status
+    >>> from jetastar.clustering.gpu import estimate_gpu_memory
+    >>> estimate_gpu_memory(26) // 2**30  # GiB for a 26-leaf jet
+    2
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._cuda import gpu_status, load_cuda, simulator_enabled
+from ..errors import TooLargeError
+from ._engine import check_memory, format_bytes, split_progress
+from ._subsets import n_splits_total, subset_sums
+
+__all__ = [
+    "GPU_MIN_LEAVES",
+    "GpuSolution",
+    "estimate_gpu_memory",
+    "gpu_marginals",
+    "solve_on_gpu",
+]
+
+#: ``device="auto"`` uses a GPU from this many leaves on (below it the CPU engines finish in
+#: milliseconds and a launch, a transfer and the first compilation cost more).
+GPU_MIN_LEAVES = 18
+#: Largest jet the int32 arg-max layout and the unranking hold.
+_MAX_LEAVES = 30
+#: Up to this many leaves tree counts are exact int64 (as on the CPU).
+_MAX_EXACT_COUNT_LEAVES = 19
+#: Threads to aim for per launch (a few waves of a large GPU), and at least 2**_MIN_FREE_BITS
+#: splits per thread when a cluster is shared by several threads.
+_TARGET_THREADS = 1 << 21
+_MIN_FREE_BITS = 6
+#: Split scores per launch at most (a fraction of a second on a large GPU).
+_LAUNCH_SPLITS = 1 << 33
+#: Bytes of one partial result (value, part, z max, z sum, float count, int count).
+_PART_BYTES = 8 + 8 + 8 + 8 + 8 + 8
+_RECORD_BYTES = 4 * 8 + 4
+
+
+class GpuSolution:
+    """A trellis solved on the GPU, copied back to the host.
+
+    Attributes:
+        node: ``(B, 2**n, 4)`` float64 records ``(t, map, log_z, count)`` per jet and mask (the
+            count column holds int64 bits when ``exact_count``).
+        best: ``(B, 2**n)`` int32 arg-max parts.
+        exact_count: whether counts are int64.
+        finished: False when ``max_time`` stopped the solve (the tables are then incomplete).
+        stats: ``device``, ``splits_total``, ``launches``, ``gpu_memory_bytes``, ``time_s``,
+            ``gsplits_per_s``, ...
+    """
+
+    def __init__(self, node: np.ndarray, best: np.ndarray, exact_count: bool, finished: bool,
+                 stats: dict[str, Any]) -> None:
+        self.node = node
+        self.best = best
+        self.exact_count = exact_count
+        self.finished = finished
+        self.stats = stats
+
+
+def estimate_gpu_memory(n_leaves: int, n_jets: int = 1, log_z: bool = True) -> int:
+    """Bytes of GPU memory the trellis of ``n_jets`` jets of ``n_leaves`` leaves needs (peak).
+
+    Args:
+        n_leaves: leaves per jet.
+        n_jets: jets solved together.
+        log_z: with log Z and tree counts (``False``: MAP only; same tables, no exact counts).
+
+    Returns:
+        The estimate in bytes.
+
+    Example:
+        >>> estimate_gpu_memory(20) // 2**20
+        40
+    """
+    m = 1 << n_leaves
+    total = n_jets * m * _RECORD_BYTES
+    if log_z and n_leaves <= _MAX_EXACT_COUNT_LEAVES:
+        total += n_jets * m * 8
+    total += _scratch_items(n_leaves, n_jets) * _PART_BYTES
+    h = n_leaves // 2
+    total += n_jets * ((1 << h) + (1 << (n_leaves - h))) * 32 + 64 * 1024
+    return int(total)
+
+
+def _scratch_items(n: int, n_jets: int, target: int = _TARGET_THREADS,
+                   min_free: int = _MIN_FREE_BITS) -> int:
+    most = 0
+    for k in range(2, n + 1):
+        for _i0, count, g in _launches(n, k, n_jets, target, min_free, splits_per=1 << (k - 1)):
+            if g:
+                most = max(most, n_jets * count << g)
+    for k in range(1, n):
+        for _i0, count, g in _launches(n, n - k + 1, n_jets, target, min_free,
+                                       splits_per=1 << (n - k), clusters=math.comb(n, k)):
+            if g:
+                most = max(most, n_jets * count << g)
+    return most
+
+
+def _launches(n: int, k: int, n_jets: int, target: int, min_free: int, splits_per: int,
+              clusters: int | None = None) -> list[tuple[int, int, int]]:
+    """``(first cluster, clusters, g)`` per launch for the clusters of size ``k``: slices of at most
+    ``_LAUNCH_SPLITS`` split scores, each cluster's work dealt to ``2**g`` threads. ``k`` counts the
+    bits of the enumerated set plus one (``rest`` for the DP, the complement for marginals)."""
+    total = math.comb(n, k) if clusters is None else clusters
+    per_launch = max(1, _LAUNCH_SPLITS // max(1, n_jets * splits_per))
+    out = []
+    bits = k - 1
+    for i0 in range(0, total, per_launch):
+        count = min(per_launch, total - i0)
+        items = n_jets * count
+        g = 0
+        while items << g < target and bits - (g + 1) >= min_free:
+            g += 1
+        out.append((i0, count, g))
+    return out
+
+
+def _binomials(n: int) -> np.ndarray:
+    b = np.zeros((n + 1, n + 1), dtype=np.int64)
+    for c in range(n + 1):
+        for j in range(c + 1):
+            b[c, j] = math.comb(c, j)
+    return b
+
+
+def _check_gpu_memory(need: int, who: str, what: str) -> None:
+    """Refuse what does not fit the free memory of the current GPU (before allocating)."""
+    if simulator_enabled():
+        return
+    cuda = load_cuda()
+    try:
+        free, _total = cuda.current_context().get_memory_info()
+    except Exception:  # pragma: no cover - drivers that cannot say
+        return
+    if need > 0.95 * free:
+        raise TooLargeError(
+            f"{who}: {what} on the GPU needs about {format_bytes(need)}, above the free GPU memory "
+            f"of {format_bytes(int(free))}; use fewer leaves (exact_map on the CPU, window_search "
+            f"or astar_approx)"
+        )
+
+
+def _launch(kernel: Any, total: int, *args: Any) -> None:
+    if total <= 0:
+        return
+    if simulator_enabled():
+        tpb, most = 16, 4
+    else:
+        tpb, most = 128, 132 * 64
+    blocks = min(most, (total + tpb - 1) // tpb)
+    kernel[blocks, tpb](*args)
+
+
+def solve_on_gpu(
+    leaves: Sequence[np.ndarray],
+    consts: np.ndarray,
+    *,
+    log_z: bool = True,
+    prune: bool = True,
+    who: str = "jet",
+    max_memory: int | None = None,
+    max_time: float | None = None,
+    progress: bool = False,
+    target_threads: int = _TARGET_THREADS,
+    min_free_bits: int = _MIN_FREE_BITS,
+) -> GpuSolution:
+    """Solve the trellis of ``B`` jets of one size on the GPU (MAP, and log Z with counts).
+
+    Args:
+        leaves: ``B`` arrays ``(n, 4)`` of leaf 4-momenta, all with the same ``n`` (``2 <= n <= 30``).
+        consts: ``(B, 2, 5)`` likelihood constants (:func:`jetastar.ginkgo.likelihood_constants`).
+        log_z: also log Z and tree counts (``False``: MAP only).
+        prune: skip clusters that cannot split (identical results either way).
+        who: start of messages (``"jet 3"``).
+        max_memory: host memory limit for the copied-back tables (default: half the available).
+        max_time: seconds; checked between launches (the solution is then ``finished=False``).
+        progress: show a bar over split scores.
+        target_threads, min_free_bits: how work is dealt to threads (tests use small values to
+            exercise the shared-cluster path).
+
+    Returns:
+        :class:`GpuSolution` on the host.
+
+    Raises:
+        TooLargeError: too many leaves, or tables that do not fit the GPU or the host limit.
+        GpuUnavailableError: no usable GPU.
+    """
+    cuda = load_cuda()
+    from . import _gpu_kernels as _g  # compiled for the device only when a GPU is used
+
+    started = time.perf_counter()
+    n_jets = len(leaves)
+    n = int(leaves[0].shape[0])
+    if n > _MAX_LEAVES:
+        raise TooLargeError(
+            f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES} leaves (it would "
+            f"need {format_bytes(estimate_gpu_memory(n, n_jets, log_z))}); use window_search or "
+            "astar_approx"
+        )
+    m = 1 << n
+    exact_count = log_z and n <= _MAX_EXACT_COUNT_LEAVES
+    what = f"the exact trellis of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
+    host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0))
+    check_memory(host_need, max_memory, who, what + " (copied back from the GPU)",
+                 "use window_search or astar_approx")
+    gpu_need = estimate_gpu_memory(n, n_jets, log_z)
+    _check_gpu_memory(gpu_need, who, what)
+
+    h = n // 2
+    lo = np.ascontiguousarray([subset_sums(np.ascontiguousarray(p[:h])) for p in leaves])
+    hi = np.ascontiguousarray([subset_sums(np.ascontiguousarray(p[h:])) for p in leaves])
+    consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5)
+    binom = _binomials(n)
+    d_node = cuda.device_array((n_jets, m, 4), dtype=np.float64)
+    d_best = cuda.device_array((n_jets, m), dtype=np.int32)
+    d_count = cuda.device_array((n_jets, m) if exact_count else (1, 1), dtype=np.int64)
+    d_binom = cuda.to_device(binom)
+    d_consts = cuda.to_device(consts)
+    _launch(_g.fill_t, n_jets * m, cuda.to_device(lo), cuda.to_device(hi), h, d_consts, d_node)
+    _launch(_g.init_leaves, n_jets * (n + 1), n, d_node, d_best, d_count, exact_count)
+    n_scratch = max(1, _scratch_items(n, n_jets, target_threads, min_free_bits))
+    scratch = (
+        cuda.device_array(n_scratch, dtype=np.float64),
+        cuda.device_array(n_scratch, dtype=np.int64),
+        cuda.device_array(n_scratch, dtype=np.float64),
+        cuda.device_array(n_scratch, dtype=np.float64),
+        cuda.device_array(n_scratch, dtype=np.float64),
+        cuda.device_array(n_scratch, dtype=np.int64),
+    )
+    cuda.synchronize()
+    t_setup = time.perf_counter() - started
+    finished = True
+    launches = 0
+    done_splits = 0
+    with split_progress(progress, n_jets * n_splits_total(n), who, "GPU trellis") as bar:
+        for k in range(2, n + 1):
+            per = (1 << (k - 1)) - 1
+            for i0, count, g in _launches(n, k, n_jets, target_threads, min_free_bits, per + 1):
+                if max_time is not None and time.perf_counter() - started > max_time:
+                    finished = False
+                    break
+                items = n_jets * count
+                _launch(_g.solve_parts, items << g, k, n, g, i0, count, d_binom, d_node, d_count,
+                        d_best, d_consts, log_z, exact_count, prune, *scratch)
+                if g:
+                    _launch(_g.combine_parts, items, k, n, g, i0, count, d_binom, d_node,
+                            d_count, d_best, log_z, exact_count, *scratch)
+                cuda.synchronize()
+                launches += 1
+                done_splits += items * per
+                bar.update(items * per)
+            if not finished:
+                break
+    t_dp = time.perf_counter() - started - t_setup
+    node = d_node.copy_to_host()
+    best = d_best.copy_to_host()
+    if exact_count:
+        node.view(np.int64)[:, :, 3] = d_count.copy_to_host()
+    del d_node, d_best, d_count, scratch
+    total = time.perf_counter() - started
+    status = gpu_status()
+    stats: dict[str, Any] = {
+        "device": "gpu",
+        "gpu": status["device"],
+        "n_leaves": n,
+        "n_jets": n_jets,
+        "clusters": m - 1,
+        "splits_total": n_splits_total(n),
+        "splits_evaluated": done_splits // max(1, n_jets),
+        "launches": launches,
+        "gpu_memory_bytes": gpu_need,
+        "memory_bytes": host_need,
+        "exact_count": exact_count,
+        "time_setup_s": t_setup,
+        "time_dp_s": t_dp,
+        "time_copy_s": total - t_setup - t_dp,
+        "time_s": total,
+        "gsplits_per_s": done_splits / t_dp / 1e9 if t_dp > 0 else 0.0,
+    }
+    return GpuSolution(node, best, exact_count, finished, stats)
+
+
+def gpu_marginals(
+    node: np.ndarray, consts: np.ndarray, *, who: str = "jet",
+    target_threads: int = _TARGET_THREADS, min_free_bits: int = _MIN_FREE_BITS,
+) -> np.ndarray:
+    """Posterior marginal of every cluster of solved trellises, on the GPU (pull formulation).
+
+    Args:
+        node: ``(B, 2**n, 4)`` solved records (:attr:`GpuSolution.node`); every jet's whole-jet
+            ``log Z`` must be finite.
+        consts: ``(B, 2, 5)`` likelihood constants.
+        who: start of messages.
+        target_threads, min_free_bits: as for :func:`solve_on_gpu`.
+
+    Returns:
+        ``(B, 2**n)`` float64: the probability that each cluster is a node of a posterior tree.
+    """
+    cuda = load_cuda()
+    from . import _gpu_kernels as _g
+
+    n_jets, m = node.shape[0], node.shape[1]
+    n = m.bit_length() - 1
+    need = node.nbytes + n_jets * m * 8 + _scratch_items(n, n_jets, target_threads,
+                                                         min_free_bits) * 8
+    _check_gpu_memory(need, who, f"the marginals of {n} leaves")
+    d_node = cuda.to_device(np.ascontiguousarray(node))
+    marg = np.zeros((n_jets, m), dtype=np.float64)
+    marg[:, m - 1] = 1.0
+    d_marg = cuda.to_device(marg)
+    d_binom = cuda.to_device(_binomials(n))
+    d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5))
+    d_part = cuda.device_array(max(1, _scratch_items(n, n_jets, target_threads, min_free_bits)),
+                               dtype=np.float64)
+    for k in range(n - 1, 0, -1):
+        launches = _launches(n, n - k + 1, n_jets, target_threads, min_free_bits,
+                             splits_per=1 << (n - k), clusters=math.comb(n, k))
+        for i0, count, g in launches:
+            items = n_jets * count
+            _launch(_g.pull_marginals, items << g, k, n, g, i0, count, d_binom, d_node, d_consts,
+                    d_marg, d_part)
+            if g:
+                _launch(_g.combine_marginals, items, k, n, g, i0, count, d_binom, d_marg, d_part)
+        cuda.synchronize()
+    return d_marg.copy_to_host()
