@@ -1,0 +1,249 @@
+"""The GPU backend (jetastar.clustering.gpu) against the CPU trellis.
+
+Without a GPU the kernels run in numba's CUDA simulator (tests/conftest.py switches it on), on small
+jets; the same checks run on a real GPU with ``NUMBA_ENABLE_CUDASIM=0``.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from jetastar import TooLargeError
+from jetastar._cuda import check_device, gpu_status, resolve_device, simulator_enabled
+from jetastar.clustering import Trellis, cluster, exact_map, exact_trellis, exact_trellis_batch
+from jetastar.clustering import gpu as gpu_mod
+from jetastar.errors import GpuUnavailableError, OptionError
+from jetastar.ginkgo import ShowerParams, generate
+
+pytestmark = pytest.mark.skipif(
+    not gpu_status()["available"], reason=f"no GPU and no CUDA simulator: {gpu_status()['reason']}"
+)
+
+#: deal each cluster's splits to several threads, so the partial-result path runs on small jets
+SHARED = {"target_threads": 64, "min_free_bits": 1}
+
+
+def _jets(n_leaves, count=2, seed=11):
+    out = []
+    for params in (ShowerParams.qcd(), ShowerParams.w()):
+        out += generate(count, params, seed=seed, min_leaves=n_leaves, max_leaves=n_leaves)
+    return out
+
+
+def _same_table(sol, tr, b=0):
+    """GPU tables equal to the CPU trellis's: t, MAP, log Z (1e-9 relative) and the arg-max."""
+    node, cpu = sol.node[b], tr._node
+    for col in (0, 1, 2):
+        a, c = node[1:, col], cpu[1:, col]
+        assert np.array_equal(np.isneginf(a), np.isneginf(c))
+        fin = np.isfinite(c)
+        np.testing.assert_allclose(a[fin], c[fin], rtol=1e-9, atol=1e-9)
+    m = node.shape[0]
+    finite = np.isfinite(cpu[:, 1])
+    assert np.array_equal(sol.best[b][finite], tr._best[finite])
+    if sol.exact_count:
+        assert np.array_equal(node.view(np.int64)[1:, 3], tr._node_i[1:, 3])
+    return m
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_tables_equal_the_cpu_trellis(likelihood, shared):
+    kw = SHARED if shared else {}
+    for jet in _jets(7, count=1):
+        tr = Trellis(jet, likelihood, device="cpu")
+        sol = gpu_mod.solve_on_gpu([jet.leaves], jet.likelihood_constants(likelihood)[None], **kw)
+        _same_table(sol, tr)
+        assert sol.finished and sol.stats["device"] == "gpu"
+
+
+def test_unpruned_and_map_only_passes():
+    jet = _jets(6, count=1)[1]
+    tr = Trellis(jet, device="cpu")
+    c = jet.likelihood_constants("symmetric")[None]
+    _same_table(gpu_mod.solve_on_gpu([jet.leaves], c, prune=False, **SHARED), tr)
+    only = gpu_mod.solve_on_gpu([jet.leaves], c, log_z=False)
+    full = (1 << jet.n_leaves) - 1
+    assert only.node[0, full, 1] == pytest.approx(tr.map_log_likelihood(), rel=1e-12)
+    assert not only.exact_count
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_public_api_on_the_gpu(likelihood):
+    jet = _jets(7, count=1, seed=5)[0]
+    cpu = exact_trellis(jet, likelihood, device="cpu")
+    gpu = exact_trellis(jet, likelihood, device="gpu")
+    assert gpu.stats["device"] == "gpu" and gpu.options["device"] == "gpu"
+    assert gpu.log_likelihood == pytest.approx(cpu.log_likelihood, rel=1e-9)
+    assert gpu.log_z == pytest.approx(cpu.log_z, rel=1e-9)
+    assert gpu.n_trees == cpu.n_trees and isinstance(gpu.n_trees, int)
+    assert gpu.tree == cpu.tree
+    fast = exact_map(jet, likelihood, device="gpu")
+    assert fast.tree == cpu.tree and fast.log_z is None and fast.options["device"] == "gpu"
+    assert fast.log_likelihood == pytest.approx(cpu.log_likelihood, rel=1e-9)
+    by_name = cluster(jet, "trellis", likelihood=likelihood, log_z=True, device="gpu")
+    assert by_name.log_z == pytest.approx(cpu.log_z, rel=1e-9)
+    # sub-cluster queries read the copied-back table
+    tg, tc = Trellis(jet, likelihood, device="gpu"), Trellis(jet, likelihood, device="cpu")
+    assert tg.cluster_log_z([0, 1, 2]) == pytest.approx(tc.cluster_log_z([0, 1, 2]), rel=1e-9)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_marginals_equal_the_cpu(shared):
+    jet = _jets(7, count=1, seed=8)[1]
+    tc = Trellis(jet, device="cpu")
+    tg = Trellis(jet, device="gpu")
+    c = jet.likelihood_constants("symmetric")[None]
+    marg = gpu_mod.gpu_marginals(tg._node[None], c, **(SHARED if shared else {}))[0]
+    np.testing.assert_allclose(marg, tc.marginals_array(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(tg.marginals_array(), tc.marginals_array(), rtol=1e-9, atol=1e-12)
+    assert tg.stats["marginal_splits_evaluated"] == 3**7 - 2 * 2**7 + 1
+
+
+def test_samples_follow_the_posterior():
+    """Sample frequencies of a GPU-solved trellis match the exact posterior of each tree."""
+    jet = _jets(4, count=1, seed=2)[0]
+    tg = Trellis(jet, device="gpu")
+    n = 6000
+    trees = tg.sample(n, seed=3)
+    counts: dict = {}
+    for t in trees:
+        counts[t.to_nested()] = counts.get(t.to_nested(), 0) + 1
+    from jetastar.ginkgo import log_likelihood
+
+    chi2 = 0.0
+    for nested, k in counts.items():
+        tree = next(t for t in trees if t.to_nested() == nested)
+        p = math.exp(log_likelihood(jet, tree) - tg.log_partition())
+        chi2 += (k - n * p) ** 2 / (n * p)
+    # 15 trees of 4 leaves: chi2 with <= 14 degrees of freedom; 36 is its 0.1 % tail
+    assert chi2 < 36.0, chi2
+
+
+def test_batched_many_jets_per_launch():
+    jets = _jets(6, count=3, seed=21) + _jets(5, count=2, seed=4)
+    for likelihood in ("symmetric", "legacy"):
+        res = exact_trellis_batch(jets, likelihood, device="gpu")
+        assert len(res) == len(jets)
+        for r, jet in zip(res, jets, strict=True):
+            cpu = exact_trellis(jet, likelihood, device="cpu")
+            assert r.stats["device"] == "gpu" and r.stats["batch_jets"] >= 2
+            assert r.log_z == pytest.approx(cpu.log_z, rel=1e-9)
+            assert r.log_likelihood == pytest.approx(cpu.log_likelihood, rel=1e-9)
+            assert r.tree == cpu.tree and r.n_trees == cpu.n_trees and r.status == cpu.status
+    # several jets in one solve give each jet's own table
+    sub = jets[:3]
+    c = np.stack([j.likelihood_constants("symmetric") for j in sub])
+    sol = gpu_mod.solve_on_gpu([j.leaves for j in sub], c, **SHARED)
+    for b, jet in enumerate(sub):
+        _same_table(sol, Trellis(jet, device="cpu"), b)
+
+
+def test_all_inf_jet():
+    # two nearly massless collinear leaves: t of the pair below t_cut, no tree has a likelihood
+    from jetastar import Jet
+
+    leaves = np.array([[5.0, 0.0, 0.0, 4.999], [5.0, 0.0, 0.0, 4.998], [40.0, 0.0, 30.0, 0.0]])
+    jet = Jet(leaves, ShowerParams.qcd())
+    cpu, gpu = exact_trellis(jet, device="cpu"), exact_trellis(jet, device="gpu")
+    assert cpu.status == gpu.status
+    assert cpu.log_z == gpu.log_z or math.isclose(cpu.log_z, gpu.log_z, rel_tol=1e-9)
+    if gpu.status == "all_inf":
+        assert not Trellis(jet, device="gpu").marginals_array().any()
+
+
+def test_budget_and_memory_planner():
+    jet = _jets(8, count=1)[0]
+    res = exact_map(jet, device="gpu", max_time=1e-9)
+    assert res.status == "budget" and not res.exact and res.stats["device"] == "gpu"
+    with pytest.raises(TooLargeError, match="GPU trellis limit of 30 leaves"):
+        gpu_mod.solve_on_gpu([np.zeros((31, 4))], np.zeros((1, 2, 5)))
+    with pytest.raises(TooLargeError, match="max_memory"):
+        exact_trellis(jet, device="gpu", max_memory=1000)
+    assert gpu_mod.estimate_gpu_memory(30) > 36 * 2**30
+    assert gpu_mod.estimate_gpu_memory(12, 1000) > 1000 * 36 * 2**12
+
+
+def test_device_option():
+    assert check_device(None) == "auto" and check_device("GPU") == "gpu"
+    with pytest.raises(OptionError, match="device must be one of cpu, gpu, auto"):
+        check_device("cuda")
+    assert resolve_device("cpu") == "cpu"
+    # auto never runs the simulator, nor a GPU for a small problem
+    assert resolve_device("auto", worth_it=False) == "cpu"
+    if simulator_enabled():
+        assert resolve_device("auto") == "cpu"
+        assert resolve_device("gpu") == "gpu"
+    jet = _jets(5, count=1)[0]
+    assert exact_trellis(jet).stats["device"] == "cpu"
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        cluster(jet, "trellis", device="tpu")
+    from jetastar.costs import HCCCost
+
+    w = np.array([[0, 2, -1], [2, 0, -1], [-1, -1, 0]], dtype=float)
+    with pytest.raises(OptionError, match="cost models run on the CPU"):
+        Trellis(HCCCost(w), device="gpu")
+
+
+def _run(code: str, env_extra: dict) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, **env_extra}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_without_numba_cuda_auto_falls_back_and_gpu_says_what_to_install():
+    """A numba without its CUDA target: auto runs on the CPU, device='gpu' is one clear error."""
+    code = """
+        import sys
+        sys.modules["numba.cuda"] = None  # as if numba-cuda were not installed
+        from jetastar.ginkgo import ShowerParams, generate
+        from jetastar.clustering import exact_trellis, gpu_status
+        jet = generate(1, ShowerParams.qcd(), seed=1, min_leaves=5, max_leaves=5)[0]
+        print(exact_trellis(jet, device="auto").stats["device"])
+        print(gpu_status()["available"])
+        try:
+            exact_trellis(jet, device="gpu")
+        except Exception as exc:
+            print(type(exc).__name__, "|", exc)
+    """
+    out = _run(code, {"NUMBA_ENABLE_CUDASIM": "0"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "cpu" and lines[1] == "False"
+    assert lines[2].startswith("GpuUnavailableError |")
+    assert 'pip install "jetastar[gpu]"' in lines[2] and "\n" not in lines[2]
+
+
+def test_real_gpu_if_present():
+    """On a machine with a GPU, the compiled kernels (not the simulator) agree with the CPU."""
+    code = """
+        from jetastar.clustering import gpu_status, exact_trellis
+        from jetastar.ginkgo import ShowerParams, generate
+        if not gpu_status()["available"]:
+            print("NOGPU", gpu_status()["reason"])
+            raise SystemExit(0)
+        jet = generate(1, ShowerParams.w(), seed=7, min_leaves=12, max_leaves=12)[0]
+        a, b = exact_trellis(jet, device="cpu"), exact_trellis(jet, device="gpu")
+        assert abs(a.log_z - b.log_z) <= 1e-9 * abs(a.log_z), (a.log_z, b.log_z)
+        assert a.tree == b.tree and a.n_trees == b.n_trees
+        print("OK")
+    """
+    out = _run(code, {"NUMBA_ENABLE_CUDASIM": "0"})
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith("NOGPU"):
+        pytest.skip(f"no real GPU here: {out.stdout[6:].strip()}")
+    assert out.stdout.strip() == "OK"
+
+
+def test_gpu_unavailable_error_is_a_jetastar_error():
+    from jetastar import JetastarError
+
+    assert issubclass(GpuUnavailableError, JetastarError)
