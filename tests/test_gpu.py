@@ -247,3 +247,40 @@ def test_gpu_unavailable_error_is_a_jetastar_error():
     from jetastar import JetastarError
 
     assert issubclass(GpuUnavailableError, JetastarError)
+
+
+def test_cli_device_option_and_info(tmp_path):
+    """``--device`` reaches the exact trellis; ``jetastar info`` names the device; a GPU asked for
+    where there is none is one clean error line before any work."""
+    import json
+
+    from jetastar import io
+
+    jets = generate(3, ShowerParams.qcd(), seed=3, min_leaves=5, max_leaves=6)
+    src = tmp_path / "jets.h5"
+    io.write(src, jets)
+    out = tmp_path / "out.h5"
+    cmd = [sys.executable, "-m", "jetastar", "cluster", str(src), "--algorithms", "trellis",
+           "--option", "trellis.log_z=true", "--device", "gpu", "-o", str(out), "--no-progress"]
+    import os
+
+    sim = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert sim.returncode == 0, sim.stderr
+    res = io.read_results(out)["trellis"]
+    cpu = [exact_trellis(j, device="cpu") for j in jets]
+    np.testing.assert_allclose(res.log_z, [r.log_z for r in cpu], rtol=1e-9)
+    none = subprocess.run([*cmd[:-3], "-o", str(tmp_path / "x.h5")], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
+    real_gpu = _run("from jetastar.clustering import gpu_status as g; "
+                    "print(g()['available'])", {"NUMBA_ENABLE_CUDASIM": "0"}).stdout.strip()
+    if real_gpu == "False":
+        assert none.returncode != 0
+        lines = none.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--device" in lines[0] and "jetastar[gpu]" in lines[0], lines
+        assert not (tmp_path / "x.h5").exists()
+    info = subprocess.run([sys.executable, "-m", "jetastar", "info", "--json"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert info.returncode == 0, info.stderr
+    got = json.loads(info.stdout)
+    assert got["device_auto"] == "cpu" and "simulator" in got["device_reason"]

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda import resolve_device
 from ..clustering import algorithm_info, algorithms
 from ..clustering.options import check_options
 from ..clustering.threads import check_threads
-from ..errors import BatchError
+from ..errors import BatchError, GpuUnavailableError, OptionError
 from ..result_tables import unit_options
 
 __all__ = [
@@ -66,6 +67,11 @@ class BatchConfig:
         threads: numba threads per process for the algorithms with a ``threads`` option (the exact
             engines); default: all cores with one worker, one per worker with several. Results do
             not depend on it, so it is not part of the settings a resumed run must repeat.
+        device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (``None``: each algorithm's default, auto) for
+            the algorithms with a ``device`` option (the exact trellis); like ``threads`` it does
+            not change results and is not part of what a resumed run must repeat. Each worker
+            process uses its current CUDA device (set ``CUDA_VISIBLE_DEVICES`` per process to
+            spread workers over several GPUs).
     """
 
     algorithms: list[str]
@@ -75,6 +81,7 @@ class BatchConfig:
     plugins: list[str] = dataclasses.field(default_factory=list)
     chunk_size: int = 50
     threads: int | None = None
+    device: str | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for part files to be reused."""
@@ -137,6 +144,8 @@ def options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any
             opts["threads"] = int(config.threads)
         elif n_workers > 1:
             opts["threads"] = 1
+    if "device" in accepted and "device" not in opts and config.device is not None:
+        opts["device"] = config.device
     if "progress" in accepted and "progress" not in opts:
         opts["progress"] = False
     return opts
@@ -189,6 +198,11 @@ def check_config(config: BatchConfig) -> None:
             )
     if config.chunk_size < 1:
         raise BatchError("chunk size must be >= 1")
+    if config.device is not None:
+        try:
+            resolve_device(config.device)
+        except (OptionError, GpuUnavailableError) as exc:
+            raise BatchError(f"--device: {exc}") from None
     if config.threads is not None:
         try:
             check_threads(config.threads)

@@ -42,7 +42,7 @@ def _batch_config(args: argparse.Namespace) -> BatchConfig:
         time_limit=args.time_limit,
         max_leaves=parse_limits(args.max_leaves or []),
         plugins=list(args.plugin or []),
-        chunk_size=args.chunk_size, threads=args.threads,
+        chunk_size=args.chunk_size, threads=args.threads, device=args.device,
     )
 
 

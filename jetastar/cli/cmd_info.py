@@ -1,5 +1,6 @@
 """``jetastar info``: what a jet or results file holds (a foreign particle file: how to read it);
-with ``--check``, how many of its jets the model can describe (:func:`jetastar.diagnostics.model_check`).
+with ``--check``, how many of its jets the model can describe (:func:`jetastar.diagnostics.model_check`);
+without a file, this installation and the device the exact trellis would use.
 """
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ import argparse
 import json
 from typing import Any
 
+import numba as nb
 import numpy as np
 
-from .. import io
+from .. import __version__, io
+from .._cuda import INSTALL_HINT, gpu_status, resolve_device
+from ..clustering.gpu import GPU_MIN_LEAVES
 from ..diagnostics import model_check
 from ..io.particle_files import describe_particle_file
 from .shared import UsageError, add_common, echo, finite_counts, split_list
@@ -19,7 +23,10 @@ __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Describe the file (and check it against the model); returns the exit code."""
+    """Describe the file (and check it against the model); returns the exit code. Without a file:
+    this installation (version, the device the exact trellis would use and why)."""
+    if args.file is None:
+        return _describe_setup(args)
     code = _describe_file(args)
     if code == 0 and getattr(args, "check", False):
         _model_check(args)
@@ -57,6 +64,34 @@ def _model_check(args: argparse.Namespace) -> None:
         echo(f"  {check}")
     echo("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
          "describes more jets)")
+
+
+def _describe_setup(args: argparse.Namespace) -> int:
+    """``jetastar info`` without a file: version, numba threads and the device."""
+    status = gpu_status()
+    auto = resolve_device("auto")
+    if auto == "gpu":
+        why = (f"device=auto uses the GPU for exact trellises of {GPU_MIN_LEAVES} or more leaves "
+               f"({status['device']}); smaller jets stay on the CPU")
+    elif status["available"] and status["simulator"]:
+        why = "device=auto uses the CPU: the only GPU is the CUDA simulator (NUMBA_ENABLE_CUDASIM)"
+    else:
+        why = f"device=auto uses the CPU: {status['reason']}"
+    info = {
+        "version": __version__, "numba_threads": nb.get_num_threads(),
+        "gpu_available": status["available"], "gpu": status["device"] or None,
+        "device_auto": auto, "device_reason": why,
+    }
+    if args.json:
+        echo(json.dumps(info, indent=1))
+        return 0
+    echo(f"jetastar:        {__version__}")
+    echo(f"numba threads:   {info['numba_threads']}")
+    echo(f"GPU:             {status['device'] or 'none'}")
+    echo(f"device (auto):   {why}")
+    if not status["available"]:
+        echo(f"                 for a GPU: {INSTALL_HINT}")
+    return 0
 
 
 def _describe_file(args: argparse.Namespace) -> int:
@@ -149,10 +184,12 @@ def _short_value(v: Any) -> str:
 
 def add_parser(sub: Any) -> None:
     """Add the ``info`` command to the subparsers ``sub``."""
-    p = sub.add_parser("info", help="what a jet/results file holds",
+    p = sub.add_parser("info", help="what a jet/results file holds (no file: this installation)",
                        description="Print the schema version, provenance, jet and leaf counts, "
-                       "parameters and results of a file (.h5, .root or legacy .pkl).")
-    p.add_argument("file")
+                       "parameters and results of a file (.h5, .root or legacy .pkl). Without a "
+                       "file: the version, numba threads and the device (CPU or GPU) the exact "
+                       "trellis would use, and why.")
+    p.add_argument("file", nargs="?", default=None)
     p.add_argument("--json", action="store_true", help="print as JSON")
     g = p.add_argument_group(
         "model check", "how many jets have a tree of non-zero Ginkgo likelihood (jets whose mass² "

@@ -96,7 +96,8 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
         options.setdefault(_MAP_METHOD, {}).setdefault("max_time", _MAP_TIME_LIMIT)
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
-                         chunk_size=args.chunk_size, threads=args.threads)
+                         chunk_size=args.chunk_size, threads=args.threads,
+                         device=args.device)
     check_config(config)  # every option is checked before the jets are generated
     echo(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if left_out:

@@ -128,6 +128,10 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="numba threads per process for the exact engines (default: all cores "
                         "with one worker, 1 per worker with several; small jets use one anyway)")
+    p.add_argument("--device", choices=["cpu", "gpu", "auto"], default=None,
+                   help="where the exact trellis runs: a GPU (numba-cuda), the CPU, or auto "
+                        "(default: a GPU for jets of 18 or more leaves when one is usable; "
+                        "'jetastar info' says which)")
     p.add_argument("--chunk-size", type=int, default=50,
                    help="jets per work unit and part file (default 50)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
