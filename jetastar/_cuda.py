@@ -36,6 +36,7 @@ __all__ = [
     "INSTALL_HINT",
     "check_device",
     "gpu_status",
+    "gpus_for_workers",
     "load_cuda",
     "resolve_device",
     "simulator_enabled",
@@ -120,6 +121,28 @@ def gpu_status() -> dict[str, Any]:
         "device": name,
         "reason": reason,
     }
+
+
+def gpus_for_workers(device: Any) -> list[str]:
+    """The GPUs worker processes are spread over (one per process, round robin), as
+    ``CUDA_VISIBLE_DEVICES`` entries; empty when ``device`` is ``None`` (not asked for) or
+    ``"cpu"``, or when no real GPU is usable.
+
+    ``CUDA_VISIBLE_DEVICES``, when set, is respected: its entries are the ones dealt out.
+
+    Example:
+        >>> gpus_for_workers("cpu")
+        []
+    """
+    if device is None or check_device(device) == "cpu" or simulator_enabled() or not _probe()[0]:
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [v.strip() for v in visible.split(",") if v.strip()]
+    try:
+        return [str(i) for i in range(len(load_cuda().gpus))]
+    except Exception:  # pragma: no cover - a driver that cannot list its devices
+        return []
 
 
 def check_device(device: Any) -> str:

@@ -284,3 +284,22 @@ def test_cli_device_option_and_info(tmp_path):
     assert info.returncode == 0, info.stderr
     got = json.loads(info.stdout)
     assert got["device_auto"] == "cpu" and "simulator" in got["device_reason"]
+
+
+def test_one_gpu_per_worker_process():
+    """Pool workers are dealt the visible GPUs round robin, before CUDA starts in them."""
+    code = """
+        import multiprocessing, os
+        from jetastar.batch.executors import _worker_setup
+        counter = multiprocessing.get_context("spawn").Value("i", 0)
+        seen = []
+        for _ in range(3):
+            _worker_setup([], None, ["3", "5"], counter)
+            seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
+        print(",".join(seen))
+        from jetastar._cuda import gpus_for_workers
+        print(gpus_for_workers(None), gpus_for_workers("cpu"))
+    """
+    out = _run(code, {})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3,5,3", "[]", "[]"]

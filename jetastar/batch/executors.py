@@ -20,6 +20,7 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import multiprocessing
+import os
 import signal
 import weakref
 from collections.abc import Callable, Sequence
@@ -53,16 +54,24 @@ _PROGRESS_QUEUES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionar
 _WARM_TASKS: weakref.WeakKeyDictionary[Any, dict[str, list[cf.Future]]] = weakref.WeakKeyDictionary()
 
 
-def _worker_setup(plugins: Sequence[str], progress_queue: Any = None) -> None:
+def _worker_setup(plugins: Sequence[str], progress_queue: Any = None,
+                  gpus: Sequence[str] = (), counter: Any = None) -> None:
     """Start of a worker process of the local pool.
 
     Ctrl-C reaches every process of the terminal's process group: workers ignore it and the
     master, which holds the results, decides (it keeps what is finished and stops the workers).
     Finished jets are reported on ``progress_queue``. Without plugins a worker runs jetastar's
-    kernels only (and needs no other package's numba extensions).
+    kernels only (and needs no other package's numba extensions). With ``gpus``, the ``i``-th
+    worker to start sees only ``gpus[i % len(gpus)]`` (``CUDA_VISIBLE_DEVICES``, set before CUDA
+    starts in it): one GPU per worker process.
     """
     global _progress_queue
 
+    if gpus and counter is not None:
+        with counter.get_lock():
+            index = counter.value
+            counter.value += 1
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus[index % len(gpus)])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _progress_queue = progress_queue
     if not plugins:
@@ -92,7 +101,7 @@ def progress_queue_of(executor: cf.Executor) -> Any:
 
 
 def make_executor(
-    workers: int, scheduler: str | None, plugins: Sequence[str] = ()
+    workers: int, scheduler: str | None, plugins: Sequence[str] = (), gpus: Sequence[str] = ()
 ) -> tuple[cf.Executor | None, Any]:
     """An executor for ``workers`` processes, or for a dask scheduler.
 
@@ -101,6 +110,8 @@ def make_executor(
         scheduler: address of a dask scheduler (``tcp://host:8786``); needs dask.distributed.
         plugins: modules the local workers import (they then load other packages' numba
             extensions too).
+        gpus: ``CUDA_VISIBLE_DEVICES`` entries to deal to the local workers, one per process
+            (:func:`jetastar._cuda.gpus_for_workers`); empty: workers see what this process sees.
 
     Returns:
         ``(executor, client)``: the executor (``None`` for one local worker) and the dask client
@@ -124,7 +135,8 @@ def make_executor(
         progress_queue = ctx.Queue()
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                       initializer=_worker_setup,
-                                      initargs=(list(plugins), progress_queue))
+                                      initargs=(list(plugins), progress_queue, list(gpus),
+                                                ctx.Value("i", 0) if gpus else None))
         _PROGRESS_QUEUES[pool] = progress_queue
         return pool, None
     return None, None

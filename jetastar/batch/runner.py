@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import _progress
 from .._atomic import remove_stale_temporaries
+from .._cuda import gpus_for_workers
 from .._jit import one_notice_for_workers
 from .._lock import OutputLock
 from ..errors import BatchError, BatchInterrupted, JetastarError
@@ -153,7 +154,8 @@ def run_batch(
     with one_notice_for_workers():
         own_executor, client = (None, None)
         if executor is None:
-            own_executor, client = make_executor(workers, scheduler, config.plugins)
+            own_executor, client = make_executor(workers, scheduler, config.plugins,
+                                                 gpus_for_workers(config.device))
             executor = own_executor
         if executor is None:
             n_workers = 1

@@ -1,0 +1,219 @@
+"""Benchmark of the exact trellis on one GPU: MAP + log Z, MAP only, batched small jets, marginals,
+and a check against CPU values stored in ``data/gpu_reference.json``.
+
+Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by pytest)::
+
+    python tests/benchmarks/bench_gpu.py                    # everything, within --budget seconds
+    python tests/benchmarks/bench_gpu.py --budget 420 --sizes 20,22,24,26,28
+    python tests/benchmarks/bench_gpu.py --make-reference   # (CPU) recompute the stored values
+
+It is one script for one scarce GPU session: it checks first (the stored CPU values: MAP to 1e-9,
+log Z to 1e-9 relative, the same tree), then times each size, and skips a size whose predicted time
+(the last size's rate, 3x the splits per leaf) would not fit the remaining budget, so it finishes in
+about ``--budget`` seconds. Times exclude compilation (a warm-up solve compiles the kernels). The
+last lines are a table; ``--json FILE`` (or ``$OUT/bench_gpu.json``) keeps every number.
+
+Jets: Ginkgo W jets (default parameters; a smaller t_cut where no default jet has exactly N leaves)
+with exactly N leaves, seed ``1000 + N``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REFERENCE = HERE / "data" / "gpu_reference.json"
+
+
+def _jet(n: int, seed: int | None = None):
+    from jetastar.ginkgo import ShowerParams, generate
+
+    seed = 1000 + n if seed is None else seed
+    for t_cut in (16.0, 9.0, 4.0, 1.0):
+        params = dataclasses.replace(ShowerParams.w(), t_cut=t_cut)
+        try:
+            return generate(1, params, seed=seed, min_leaves=n, max_leaves=n)[0]
+        except Exception:  # no jet of exactly n leaves at this t_cut
+            continue
+    raise SystemExit(f"no W jet with {n} leaves")
+
+
+def make_reference(path: Path) -> None:
+    """CPU values: full trellis (MAP, log Z, count) at 12-18 leaves, exact MAP at 20-22 leaves."""
+    from jetastar.clustering import exact_map, exact_trellis
+
+    rows = []
+    for n in (12, 14, 16, 18):
+        jet = _jet(n)
+        for likelihood in ("symmetric", "legacy"):
+            r = exact_trellis(jet, likelihood, device="cpu", progress=False)
+            rows.append({"n": n, "likelihood": likelihood, "map": r.log_likelihood,
+                         "log_z": r.log_z, "n_trees": r.n_trees, "tree": r.tree.to_nested()})
+            print(rows[-1]["n"], likelihood, rows[-1]["map"], rows[-1]["log_z"], flush=True)
+    for n in (20, 22):
+        jet = _jet(n)
+        r = exact_map(jet, device="cpu", progress=False)
+        rows.append({"n": n, "likelihood": "symmetric", "map": r.log_likelihood, "log_z": None,
+                     "n_trees": None, "tree": r.tree.to_nested()})
+        print(n, "symmetric", r.log_likelihood, flush=True)
+    path.write_text(json.dumps({"jets": "W, exactly n leaves, seed 1000 + n (bench_gpu._jet)",
+                                "rows": rows}, indent=1))
+
+
+def _sync():
+    from numba import cuda
+
+    cuda.synchronize()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=420.0, help="seconds for the timed part")
+    ap.add_argument("--sizes", default="20,22,24,26,28,30", help="sizes for MAP + log Z")
+    ap.add_argument("--map-sizes", default="24,26,28", help="sizes for MAP only")
+    ap.add_argument("--batch-jets", type=int, default=20000, help="12-leaf jets in the batch test")
+    ap.add_argument("--json", default=None, help="write every number here")
+    ap.add_argument("--make-reference", action="store_true", help="recompute the CPU reference")
+    args = ap.parse_args()
+    if args.make_reference:
+        make_reference(REFERENCE)
+        return 0
+
+    from jetastar.clustering import (
+        Trellis,
+        exact_map,
+        exact_trellis,
+        exact_trellis_batch,
+        gpu_status,
+    )
+    from jetastar.clustering._subsets import n_splits_total
+    from jetastar.ginkgo import ShowerParams, generate
+
+    status = gpu_status()
+    print("gpu:", status, flush=True)
+    if not status["available"] or status["simulator"]:
+        print("no real GPU: nothing to measure")
+        return 1
+    report: dict = {"gpu": status["device"], "check": [], "full": [], "map_only": [],
+                    "batch": None, "marginals": None}
+    # warm-up: compile every kernel once (both forms share them)
+    t0 = time.perf_counter()
+    warm = _jet(10)
+    Trellis(warm, device="gpu").marginals_array()
+    exact_map(warm, device="gpu")
+    exact_trellis_batch([warm, warm], device="gpu")
+    report["compile_s"] = time.perf_counter() - t0
+    print(f"compile + warm-up: {report['compile_s']:.1f} s", flush=True)
+
+    # 1. check against the stored CPU values
+    ok = True
+    ref = json.loads(REFERENCE.read_text())["rows"]
+    for row in ref:
+        jet = _jet(row["n"])
+        if row["log_z"] is None:
+            r = exact_map(jet, row["likelihood"], device="gpu", progress=False)
+        else:
+            r = exact_trellis(jet, row["likelihood"], device="gpu", progress=False)
+        d_map = abs(r.log_likelihood - row["map"])
+        d_z = None if row["log_z"] is None else abs(r.log_z - row["log_z"]) / abs(row["log_z"])
+        same_tree = r.tree.to_nested() == _as_tuple(row["tree"])
+        good = d_map <= 1e-9 and (d_z is None or d_z <= 1e-9) and same_tree and (
+            row["n_trees"] is None or r.n_trees == row["n_trees"]
+            or abs(r.n_trees - row["n_trees"]) <= 1e-12 * row["n_trees"])
+        ok &= good
+        report["check"].append({**row, "d_map": d_map, "d_log_z_rel": d_z,
+                                "same_tree": same_tree, "ok": good})
+        print(f"check n={row['n']:2d} {row['likelihood']:9s} |dMAP|={d_map:.1e} "
+              f"rel dlogZ={d_z if d_z is None else f'{d_z:.1e}'} tree={same_tree} -> "
+              f"{'OK' if good else 'FAIL'}", flush=True)
+
+    start = time.perf_counter()
+
+    def left() -> float:
+        return args.budget - (time.perf_counter() - start)
+
+    # 2. batched small jets (MAP + log Z)
+    jets = generate(args.batch_jets, ShowerParams.qcd(), seed=7, min_leaves=12, max_leaves=12)
+    t0 = time.perf_counter()
+    res = exact_trellis_batch(jets, device="gpu", progress=False)
+    dt = time.perf_counter() - t0
+    cpu_check = [exact_trellis(j, device="cpu") for j in jets[:20]]
+    batch_ok = all(abs(a.log_z - b.log_z) <= 1e-9 * abs(b.log_z)
+                   for a, b in zip(res, cpu_check, strict=False))
+    ok &= batch_ok
+    report["batch"] = {"jets": len(jets), "n_leaves": 12, "time_s": dt,
+                       "jets_per_s": len(jets) / dt, "check_20_vs_cpu": batch_ok}
+    print(f"batch: {len(jets)} jets of 12 leaves, MAP + log Z: {dt:.2f} s, "
+          f"{len(jets) / dt:,.0f} jets/s (first 20 equal the CPU: {batch_ok})", flush=True)
+
+    # 3. one jet per size: MAP + log Z, then MAP only
+    def timed(kind: str, sizes: list[int]) -> None:
+        rate = None
+        for n in sizes:
+            splits = n_splits_total(n)
+            predicted = None if rate is None else splits / rate
+            if predicted is not None and predicted > left():
+                print(f"{kind} n={n}: skipped (predicted {predicted:.0f} s, {left():.0f} s left)",
+                      flush=True)
+                report[kind].append({"n": n, "skipped": True, "predicted_s": predicted})
+                continue
+            jet = _jet(n)
+            _sync()
+            t0 = time.perf_counter()
+            if kind == "full":
+                r = exact_trellis(jet, device="gpu", progress=False)
+            else:
+                r = exact_map(jet, device="gpu", progress=False)
+            dt = time.perf_counter() - t0
+            rate = splits / r.stats["time_dp_s"]
+            report[kind].append({"n": n, "time_s": dt, "time_dp_s": r.stats["time_dp_s"],
+                                 "gsplits_per_s": rate / 1e9, "map": r.log_likelihood,
+                                 "log_z": r.log_z, "gpu_memory_bytes": r.stats["gpu_memory_bytes"]})
+            print(f"{kind} n={n}: {dt:.2f} s (DP {r.stats['time_dp_s']:.2f} s, "
+                  f"{rate / 1e9:.1f} Gsplit/s), MAP {r.log_likelihood:.6f}, log Z {r.log_z}",
+                  flush=True)
+
+    timed("full", [int(x) for x in args.sizes.split(",") if x])
+    timed("map_only", [int(x) for x in args.map_sizes.split(",") if x])
+
+    # 4. marginals of a 24-leaf jet (the posterior of a W jet)
+    if left() > 60:
+        jet = _jet(24)
+        tr = Trellis(jet, device="gpu", progress=False)
+        t0 = time.perf_counter()
+        marg = tr.marginals_array()
+        dt = time.perf_counter() - t0
+        report["marginals"] = {"n": 24, "time_s": dt, "max": float(marg.max())}
+        print(f"marginals n=24: {dt:.2f} s; MAP clusters: "
+              f"{[round(p, 3) for _c, p in tr.map_clusters_with_marginals()[:6]]}", flush=True)
+
+    print()
+    print(f"GPU: {status['device']}")
+    print(f"{'':10s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s}")
+    for kind in ("full", "map_only"):
+        for row in report[kind]:
+            if row.get("skipped"):
+                print(f"{kind:10s} {row['n']:3d} {'skipped':>9s}")
+            else:
+                print(f"{kind:10s} {row['n']:3d} {row['time_s']:9.2f} {row['gsplits_per_s']:9.1f}")
+    b = report["batch"]
+    print(f"batch 12 leaves: {b['jets_per_s']:,.0f} jets/s; checks: {'ALL OK' if ok else 'FAILED'}")
+    out = args.json or (os.path.join(os.environ["OUT"], "bench_gpu.json") if "OUT" in os.environ
+                        else None)
+    if out:
+        Path(out).write_text(json.dumps(report, indent=1, default=str))
+    return 0 if ok else 2
+
+
+def _as_tuple(x):
+    return tuple(_as_tuple(v) for v in x) if isinstance(x, list) else x
+
+
+if __name__ == "__main__":
+    sys.exit(main())
