@@ -303,3 +303,33 @@ def test_one_gpu_per_worker_process():
     out = _run(code, {})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3,5,3", "[]", "[]"]
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_bound_pruned_map_on_the_gpu_is_the_cpu_engine(likelihood):
+    """exact_map(device='gpu') runs the CPU engine's own per-cluster scan: same value, same tree,
+    also with the splits of a cluster shared by several threads and with an incumbent."""
+    from jetastar.clustering import exact_map as em
+    from jetastar.clustering.exact_map import _MapSolver, root_slack
+
+    for jet in _jets(8, count=2, seed=31):
+        cpu = em(jet, likelihood, device="cpu")
+        gpu = em(jet, likelihood, device="gpu")
+        assert gpu.stats["device"] == "gpu" and gpu.stats["engine"] == "bound-pruned"
+        assert gpu.log_likelihood == cpu.log_likelihood and gpu.tree == cpu.tree
+        inc = em(jet, likelihood, device="gpu", incumbent=cpu.tree)
+        assert inc.log_likelihood == cpu.log_likelihood
+        c = jet.likelihood_constants(likelihood)
+        for prune in (True, False):
+            cpu_tab = _MapSolver(jet.leaves, c, None)
+            cpu_tab.solve(prune, -math.inf, False, None, None, "jet")
+            gpu_tab = _MapSolver(jet.leaves, c, None)
+            finished, stats = gpu_mod.solve_map_on_gpu(
+                gpu_tab.rec, gpu_tab.wq, gpu_tab.best, gpu_tab.consts, gpu_tab.scale,
+                root_slack=root_slack(gpu_tab.consts), prune=prune, **SHARED)
+            assert finished and stats["launches"] >= jet.n_leaves - 1
+            ok = np.isfinite(cpu_tab.rec[:, 1])
+            assert np.array_equal(ok, np.isfinite(gpu_tab.rec[:, 1]))
+            assert np.array_equal(cpu_tab.rec[ok], gpu_tab.rec[ok])
+            assert np.array_equal(cpu_tab.best[ok], gpu_tab.best[ok])
+            assert np.array_equal(cpu_tab.wq, gpu_tab.wq)

@@ -34,11 +34,27 @@ import math
 import numba as nb
 import numpy as np
 
-from .._cuda import load_cuda
+from .._cuda import load_cuda, simulator_enabled
 from ..ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
+from ._map_kernels import finish_cluster, scan_splits, warm_start
 from ._subsets import popcount, unsplittable
 
 cuda = load_cuda()
+
+if simulator_enabled():  # pragma: no branch - one of the two, per process
+
+    def _plain(a):  # pragma: no cover - simulator only
+        """In the CUDA simulator: the numpy array behind a kernel's array argument, so that it
+        can be handed to an ``@numba.njit`` function (on a GPU this is the array itself)."""
+        inner = getattr(a, "_item", a)
+        return getattr(inner, "_ary", inner)
+
+else:
+
+    @cuda.jit(device=True)
+    def _plain(a):  # pragma: no cover - device code
+        """A kernel's array argument as it is (see the simulator twin above)."""
+        return a
 
 _NEG_INF = -np.inf
 # columns of a node record (as in _trellis_kernels)
@@ -342,3 +358,79 @@ def combine_marginals(k, n, g, i0, n_clusters, binom, marg, part_m):  # pragma: 
         for p in range(n_parts):
             total += part_m[q * n_parts + p]
         marg[j, s] = min(total, 1.0)
+
+
+# ---------------------------------------------------------------------- bound-pruned MAP only
+@cuda.jit
+def map_bounded_parts(
+    k, n, g, i0, n_clusters, binom, rec, wq, best, consts, root_floor, root_slack, prune, scale,
+    part_v, part_a,
+):  # pragma: no cover - device code
+    """The exact MAP engine's bound-pruned scan (:mod:`jetastar.clustering._map_kernels`) of the
+    clusters ``i0 ..`` of size ``k`` of one jet, each dealt to ``P = 2**g`` threads.
+
+    Every thread runs the CPU's own functions: :func:`~jetastar.clustering._map_kernels.warm_start`
+    (the same three splits in every part), then
+    :func:`~jetastar.clustering._map_kernels.scan_splits` over its part of the splits with its own
+    bar. A part only skips splits whose bound is below its own best (never above the cluster's),
+    so the merged value and arg-max are the CPU engine's. ``g == 0`` writes the cluster through
+    :func:`~jetastar.clustering._map_kernels.finish_cluster`; otherwise ``part_v`` / ``part_a`` get
+    the partial best (merged by :func:`map_bounded_combine`).
+    """
+    n_parts = np.int64(1) << g
+    full = (np.int64(1) << n) - 1
+    c = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_clusters * n_parts, stride):
+        p = tid % n_parts
+        s = unrank(i0 + tid // n_parts, k, n, binom)
+        row = 1 if s == full else 0
+        for x in range(_N_CONST):
+            c[x] = consts[row, x]
+        floor = root_floor if s == full else _NEG_INF
+        slack = root_slack if s == full else 0.0
+        low = s & -s
+        rest = s ^ low
+        t_s = rec[s, 0]
+        best_v = _NEG_INF
+        best_a = low
+        rec_p, wq_p, best_p = _plain(rec), _plain(wq), _plain(best)
+        if not unsplittable(t_s, c[_ROW_TCUT], c[_ROW_LEGACY] != 0.0):
+            pt = parent_terms(t_s, c)
+            ws = warm_start(s, rec_p, best_p, c, t_s, pt[0], pt[1], pt[2], prune)
+            fixed = _lowest_bits(rest, g)
+            res = scan_splits(s, _deposit(p, fixed), rest ^ fixed, rec_p, wq_p, c, t_s, pt[0],
+                              pt[1], pt[2], floor, slack, prune, scale, ws[0], ws[1])
+            best_v = res[0]
+            best_a = res[1]
+        if n_parts == 1:
+            finish_cluster(s, best_v, best_a, rec_p, wq_p, best_p, c, floor, scale)
+        else:
+            part_v[tid] = best_v
+            part_a[tid] = best_a
+
+
+@cuda.jit
+def map_bounded_combine(
+    k, n, g, i0, n_clusters, binom, rec, wq, best, consts, root_floor, scale, part_v, part_a,
+):  # pragma: no cover - device code
+    """Merge the partial bests of :func:`map_bounded_parts` (ties to the larger part) and write."""
+    n_parts = np.int64(1) << g
+    full = (np.int64(1) << n) - 1
+    c = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for q in range(start, n_clusters, stride):
+        s = unrank(i0 + q, k, n, binom)
+        row = 1 if s == full else 0
+        for x in range(_N_CONST):
+            c[x] = consts[row, x]
+        best_v = _NEG_INF
+        best_a = s & -s
+        for p in range(n_parts):
+            v = part_v[q * n_parts + p]
+            a = part_a[q * n_parts + p]
+            if v > best_v or (v == best_v and v != _NEG_INF and a > best_a):
+                best_v = v
+                best_a = a
+        finish_cluster(s, best_v, best_a, _plain(rec), _plain(wq), _plain(best), c,
+                       root_floor if s == full else _NEG_INF, scale)

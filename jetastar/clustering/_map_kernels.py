@@ -167,21 +167,38 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
     low = s & -s
     rest = s ^ low
     t_s = rec[s, T]
-    best_a = low
     if unsplittable(t_s, t_cut, legacy):
-        rec[s, V] = _NEG_INF
-        wq[s] = np.int16(Q_NONE)
-        best[s] = best_a
+        finish_cluster(s, _NEG_INF, low, rec, wq, best, c, _NEG_INF, scale)
         return 0, 0, 0, 1
     s_p, log_tp, stop = parent_terms(t_s, c)
+    best_v, best_a, passed, evaluated = warm_start(s, rec, best, c, t_s, s_p, log_tp, stop, prune)
+    best_v, best_a, p2, e2 = scan_splits(
+        s, np.int64(0), rest, rec, wq, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale,
+        best_v, best_a,
+    )
+    finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale)
+    return (np.int64(1) << (popcount(s) - 1)) - 1, passed + p2, evaluated + e2, 0
+
+
+@nb.njit(cache=True)
+def warm_start(s, rec, best, c, t_s, s_p, log_tp, stop, prune):  # pragma: no cover - numba
+    """The best of three likely splits of ``s`` (clusters of 5+ leaves, with ``prune``).
+
+    The best split of ``S`` minus its highest leaf ``x``, with ``x`` added to either side, and
+    ``(S − x, x)``. A high first value makes the bounds bite from the first enumerated split on;
+    ties are resolved as the enumeration would (largest part ``A`` first), so the arg-max is the
+    same.
+
+    Returns:
+        ``(best value, its part A, splits looked at, ψ evaluated)``; ``(-inf, lowest leaf, 0, 0)``
+        when nothing is tried.
+    """
+    low = s & -s
     best_v = _NEG_INF
+    best_a = low
     passed = 0
     evaluated = 0
     if prune and popcount(s) >= 5:
-        # warm start (clusters of 5+ leaves): the best split of S minus its highest leaf x,
-        # with x added to either side, and (S - x, x). A high first value makes the bounds bite
-        # from the first enumerated split on; ties are resolved as the enumeration would
-        # (largest part A first), so the arg-max is the same.
         x = s
         while x & (x - 1):  # clear low bits until only the highest leaf is left
             x &= x - 1
@@ -199,14 +216,38 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
                     if v > best_v or (v == best_v and a > best_a):
                         best_v = v
                         best_a = a
+    return best_v, best_a, passed, evaluated
+
+
+@nb.njit(cache=True)
+def scan_splits(
+    s, fixed, free, rec, wq, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale, best_v, best_a,
+):  # pragma: no cover - numba
+    """The bound-pruned scan over the splits of ``s`` whose ``sub = A − lowest leaf`` is ``fixed``
+    plus a submask of ``free`` (``fixed = 0, free = rest``: every split), ``sub`` decreasing.
+
+    Starts from ``(best_v, best_a)`` (e.g. :func:`warm_start`'s) and returns the improved
+    ``(best value, part A, splits looked at, ψ evaluated)``; the first maximum in enumeration order
+    wins (ties go to the larger ``A``), as in the full trellis. A caller that splits the scan over
+    several ``fixed`` values merges their results by the same rule.
+    """
+    low = s & -s
+    rest = s ^ low
+    passed = 0
+    evaluated = 0
     # without pruning the bar stays at -inf: every split whose parts are possible is scored
     cut = max(_cut(best_v), floor) if prune else _NEG_INF
     # the W test is W(A) + W(B) > cut_w, with log 4π and the slack folded in, in fixed point
     cut_w = cut + _LOG_4PI - slack
     cut_q = _cut_q(cut_w, scale)
     inv_scale = 1.0 / scale
-    sub = (rest - 1) & rest
+    h = free
+    if fixed | free == rest:  # sub = rest (B empty) is no split: start below it
+        if free == 0:
+            return best_v, best_a, passed, evaluated
+        h = (free - 1) & free
     while True:
+        sub = fixed | h
         a = low | sub
         b = rest ^ sub
         qa = np.int64(wq[a])
@@ -227,7 +268,6 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
                     psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
                     if psi != _NEG_INF:
                         v = psi + v_a + v_b
-                        # first maximum in enumeration order (A decreasing), as in the full trellis
                         if v > best_v or (v == best_v and a > best_a):
                             best_v = v
                             best_a = a
@@ -235,17 +275,23 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
                                 cut = max(_cut(best_v), floor)
                                 cut_w = cut + _LOG_4PI - slack
                                 cut_q = _cut_q(cut_w, scale)
-        if sub == 0:
+        if h == 0:
             break
-        sub = (sub - 1) & rest
+        h = (h - 1) & free
+    return best_v, best_a, passed, evaluated
+
+
+@nb.njit(cache=True)
+def finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale):  # pragma: no cover - numba
+    """Write cluster ``s``'s ``V`` (``-inf`` below ``floor``), arg-max part and fixed-point ``W``."""
     if best_v < floor:
         best_v = _NEG_INF
     rec[s, V] = best_v
     best[s] = best_a
-    wq[s] = _quantize_up(best_v + child_bound(t_s, c), scale) if best_v > _NEG_INF else np.int16(
-        Q_NONE
-    )
-    return (np.int64(1) << (popcount(s) - 1)) - 1, passed, evaluated, 0
+    if best_v > _NEG_INF:
+        wq[s] = _quantize_up(best_v + child_bound(rec[s, T], c), scale)
+    else:
+        wq[s] = np.int16(Q_NONE)
 
 
 @nb.njit(cache=True)

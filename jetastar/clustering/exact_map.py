@@ -57,7 +57,7 @@ from ._engine import (
     valid_likelihood,
 )
 from ._subsets import fill_subset_t, full_mask, n_splits_total
-from .gpu import GPU_MIN_LEAVES, solve_on_gpu
+from .gpu import GPU_MIN_LEAVES, solve_map_on_gpu
 from .greedy import greedy
 from .result import ClusteringResult
 from .threads import check_threads, parallel_worth_it
@@ -161,8 +161,9 @@ def exact_map(
         progress: tqdm progress bar (default: from 21 leaves on).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
             :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable). The GPU
-            scores every split (MAP-only pass of :mod:`jetastar.clustering.gpu`, no bounds): same
-            tree and value; ``max_time`` is checked between its launches.
+            runs this engine's own bound-pruned per-cluster scan
+            (:func:`~jetastar.clustering.gpu.solve_map_on_gpu`): same tree and value;
+            ``max_time`` is checked between its launches.
 
     Returns:
         :class:`ClusteringResult` with ``algorithm="trellis"`` (the registry key of this engine),
@@ -198,7 +199,7 @@ def exact_map(
     n = jet.n_leaves
     who = f"jet {jet.label}"
     on_gpu = n >= 2 and resolve_device(device, worth_it=n >= GPU_MIN_LEAVES) == "gpu"
-    memory = 0 if on_gpu else _check_map_memory(n, who, max_memory)
+    memory = _check_map_memory(n, who, max_memory)
     inc_tree, inc_ll = _incumbent(jet, incumbent, likelihood)
     options = {
         "likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
@@ -206,21 +207,22 @@ def exact_map(
         "device": "gpu" if on_gpu else "cpu",
     }
     consts = jet.likelihood_constants(likelihood)
+    solver = _MapSolver(jet.leaves, consts, threads)
     show = n >= _PROGRESS_FROM if progress is None else bool(progress)
+    floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
     if on_gpu:
-        sol = solve_on_gpu([jet.leaves], consts[None], log_z=False, prune=bool(prune), who=who,
-                           max_memory=max_memory, max_time=max_time, progress=show)
-        finished = sol.finished
-        stats = sol.stats
-        full = full_mask(n)
-        gpu_value, gpu_tree = float(sol.node[0, full, 1]), sol.best[0]
+        # the same tables and per-cluster functions, solved on the GPU
+        finished, gpu_stats = solve_map_on_gpu(
+            solver.rec, solver.wq, solver.best, solver.consts, solver.scale, floor=floor,
+            root_slack=root_slack(solver.consts), prune=bool(prune), who=who,
+            max_time=max_time, progress=show,
+        )
+        solver.stats.update(gpu_stats)
     else:
-        solver = _MapSolver(jet.leaves, consts, threads)
-        floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
         finished = solver.solve(bool(prune), floor, show, watch, max_time, who)
-        stats = solver.stats
-        stats["memory_bytes"] = memory
-        stats["device"] = "cpu"
+        solver.stats["device"] = "cpu"
+    stats = solver.stats
+    stats["memory_bytes"] = memory
     stats["time_s"] = watch.seconds()
     if not finished:
         if inc_tree is None:
@@ -234,15 +236,12 @@ def exact_map(
                     "is the incumbent, not proven optimal",
             jet_id=jet.jet_id,
         )
-    if on_gpu:
-        value = gpu_value
-        tree = tree_from_best(gpu_tree, full_mask(n), jet.label)
-    elif inc_ll is not None and not (value := solver.map_value()) > -math.inf:
+    value = solver.map_value()
+    if inc_ll is not None and not value > -math.inf:
         # no tree beats the incumbent by more than the margin: the incumbent is a MAP tree
         tree, value = inc_tree, inc_ll
         stats["incumbent_is_map"] = True
     else:
-        value = solver.map_value()
         tree = solver.map_tree(jet.label)
     status, message = "ok", ""
     if value == -math.inf:

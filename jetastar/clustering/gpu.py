@@ -44,6 +44,7 @@ __all__ = [
     "GpuSolution",
     "estimate_gpu_memory",
     "gpu_marginals",
+    "solve_map_on_gpu",
     "solve_on_gpu",
 ]
 
@@ -354,3 +355,91 @@ def gpu_marginals(
                 _launch(_g.combine_marginals, items, k, n, g, i0, count, d_binom, d_marg, d_part)
         cuda.synchronize()
     return d_marg.copy_to_host()
+
+
+def solve_map_on_gpu(
+    rec: np.ndarray,
+    wq: np.ndarray,
+    best: np.ndarray,
+    consts: np.ndarray,
+    scale: float,
+    *,
+    floor: float = -math.inf,
+    root_slack: float = 0.0,
+    prune: bool = True,
+    who: str = "jet",
+    max_time: float | None = None,
+    progress: bool = False,
+    target_threads: int = _TARGET_THREADS,
+    min_free_bits: int = _MIN_FREE_BITS,
+) -> tuple[bool, dict[str, Any]]:
+    """The bound-pruned exact MAP engine (:mod:`jetastar.clustering.exact_map`) on the GPU.
+
+    The tables are the CPU engine's, set up on the host (``t`` column and leaves filled, as
+    ``exact_map`` does); they are solved on the GPU by the CPU engine's own per-cluster functions
+    and copied back in place, so the value and tree are read as on the CPU.
+
+    Args:
+        rec, wq, best: the ``(2**n, 2)`` float64, ``(2**n,)`` int16 and ``(2**n,)`` int32 tables.
+        consts: ``(2, 5)`` likelihood constants.
+        scale: the fixed-point scale of ``wq`` (:func:`jetastar.clustering.exact_map.w_scale`).
+        floor, root_slack: the whole jet's floor (an incumbent) and bound slack.
+        prune: use the bounds.
+        who: start of messages.
+        max_time: seconds; checked between launches.
+        progress: a bar over split counts.
+        target_threads, min_free_bits: as for :func:`solve_on_gpu`.
+
+    Returns:
+        ``(finished, stats)``.
+    """
+    cuda = load_cuda()
+    from . import _gpu_kernels as _g
+
+    started = time.perf_counter()
+    m = rec.shape[0]
+    n = m.bit_length() - 1
+    n_scratch = max(1, _scratch_items(n, 1, target_threads, min_free_bits))
+    need = m * 22 + n_scratch * 16 + 64 * 1024
+    _check_gpu_memory(need, who, f"the exact MAP of {n} leaves")
+    d_rec, d_wq, d_best = cuda.to_device(rec), cuda.to_device(wq), cuda.to_device(best)
+    d_binom = cuda.to_device(_binomials(n))
+    d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64))
+    part_v = cuda.device_array(n_scratch, dtype=np.float64)
+    part_a = cuda.device_array(n_scratch, dtype=np.int64)
+    cuda.synchronize()
+    t_setup = time.perf_counter() - started
+    finished = True
+    launches = 0
+    with split_progress(progress, n_splits_total(n), who, "GPU exact MAP") as bar:
+        for k in range(2, n + 1):
+            per = (1 << (k - 1)) - 1
+            for i0, count, g in _launches(n, k, 1, target_threads, min_free_bits, per + 1):
+                if (max_time is not None and launches > 0
+                        and time.perf_counter() - started > max_time):
+                    finished = False
+                    break
+                _launch(_g.map_bounded_parts, count << g, k, n, g, i0, count, d_binom, d_rec,
+                        d_wq, d_best, d_consts, float(floor), float(root_slack), bool(prune),
+                        float(scale), part_v, part_a)
+                if g:
+                    _launch(_g.map_bounded_combine, count, k, n, g, i0, count, d_binom, d_rec,
+                            d_wq, d_best, d_consts, float(floor), float(scale), part_v, part_a)
+                cuda.synchronize()
+                launches += 1
+                bar.update(count * per)
+            if not finished:
+                break
+    t_dp = time.perf_counter() - started - t_setup
+    d_rec.copy_to_host(rec)
+    d_wq.copy_to_host(wq)
+    d_best.copy_to_host(best)
+    total = time.perf_counter() - started
+    stats = {
+        "device": "gpu", "gpu": gpu_status()["device"], "engine": "bound-pruned", "n_leaves": n,
+        "clusters": m - 1, "splits_total": n_splits_total(n), "launches": launches,
+        "gpu_memory_bytes": need, "memory_bytes": m * 22, "time_setup_s": t_setup,
+        "time_dp_s": t_dp, "time_copy_s": total - t_setup - t_dp, "time_s": total,
+        "gsplits_per_s": n_splits_total(n) / t_dp / 1e9 if t_dp > 0 and finished else 0.0,
+    }
+    return finished, stats
