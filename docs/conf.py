@@ -13,8 +13,9 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
-import jetastar  # noqa: E402
 from jetastar_docs import FACES  # noqa: E402
+
+import jetastar  # noqa: E402
 
 # The notebooks are executed during the build (their outputs are not stored in the repository). The
 # test suite builds them at the small sizes below, which keep the build within CI's budget; set these
@@ -22,10 +23,13 @@ from jetastar_docs import FACES  # noqa: E402
 for _name, _value in (("JETASTAR_NB_JETS", "16"), ("JETASTAR_NB_MAX_LEAVES", "8"),
                       ("JETASTAR_NB_LARGE_JETS", "2"), ("TQDM_DISABLE", "1")):
     os.environ.setdefault(_name, _value)
+# figures are shown inline in the rendered notebooks, whatever backend the calling process chose
+# (the test suite runs with MPLBACKEND=Agg, under which a kernel draws nothing)
+os.environ.pop("MPLBACKEND", None)
 
 project = "jetastar"
 author = "jetastar developers"
-copyright = "jetastar developers"  # noqa: A001
+copyright = "jetastar developers"
 release = jetastar.__version__
 version = release
 

@@ -22,8 +22,8 @@ leaf-count band. The rules that make it honest:
   produce a possible tree (a selection effect).
 
 :func:`format_comparison` prints the table (under 100 columns),
-:func:`jetastar.plotting.plot_comparison` draws it, :func:`status_counts` gives the per-algorithm counts of a results file
-(ran / finite / −∞ / skipped / failed / budget).
+:func:`jetastar.plotting.plot_comparison` draws it, :func:`status_counts` gives the per-algorithm
+counts of a results file (ran / finite / −∞ / skipped / failed / budget).
 
 Example:
     >>> from jetastar.comparison import comparison_table  # doctest: +SKIP

@@ -2,9 +2,9 @@
 
 The machines that build the documentation (CI included) reach package registries but no other site,
 so ``conf.py`` never downloads an inventory. The files here are *partial* inventories written by this
-script: exactly the objects of Python, NumPy, SciPy, Matplotlib, Awkward Array, Uproot and Vector that the jetastar
-documentation links to, each with the address of its page in that project's documentation. They are
-regenerated with::
+script: exactly the objects of Python, NumPy, SciPy, Matplotlib, Awkward Array, Uproot and Vector
+that the jetastar documentation links to, each with the address of its page in that project's
+documentation. They are regenerated with::
 
     python docs/_inventories/make_inventories.py
 
@@ -102,7 +102,8 @@ OBJECTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         ("uproot.writing.writable.recreate", "function", "uproot.writing.writable.recreate.html#"),
         # the names users write (uproot.open is uproot.reading.open)
         ("uproot.open", "function", "uproot.reading.open.html#uproot.reading.open"),
-        ("uproot.iterate", "function", "uproot.behaviors.TBranch.iterate.html#uproot.behaviors.TBranch.iterate"),
+        ("uproot.iterate", "function",
+         "uproot.behaviors.TBranch.iterate.html#uproot.behaviors.TBranch.iterate"),
     ]),
     "vector": ("https://vector.readthedocs.io/en/latest/", [
         ("vector.backends.awkward_constructors.zip", "function",
