@@ -42,6 +42,7 @@ def site(tmp_path_factory) -> Path:
     return out / "html"
 
 
+@pytest.mark.slow
 def test_site_builds_without_warnings(site):
     for page in ("index", "getting_started", "physics", "algorithms", "batch", "comparison", "cli",
                  "changelog", "notebooks/quickstart", "notebooks/map_vs_truth"):
@@ -54,6 +55,7 @@ def _page_of(face: str, name: str, site: Path) -> Path:
     return site / "api" / "generated" / f"{face}.{name}.html"
 
 
+@pytest.mark.slow
 def test_every_public_name_has_a_page_with_an_example(site):
     missing = []
     for face in FACES:
@@ -70,6 +72,7 @@ def test_every_public_name_has_a_page_with_an_example(site):
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_notebook_pages_show_outputs(site):
     quickstart = (site / "notebooks" / "quickstart.html").read_text(encoding="utf-8")
     assert "cell_output" in quickstart and "available:" in quickstart  # printed by a cell
@@ -115,6 +118,7 @@ def _pre_blocks(page: Path) -> list[str]:
     return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in blocks]
 
 
+@pytest.mark.slow
 def test_cli_reference_is_the_help_output(site):
     blocks = [block.strip("\n") for block in _pre_blocks(site / "cli.html")]
     for command, text in _help_texts().items():
