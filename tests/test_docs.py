@@ -22,6 +22,8 @@ sys.path.insert(0, str(DOCS / "_ext"))
 from api_examples import CONSTANTS, EXAMPLES  # noqa: E402
 from jetastar_docs import FACES, HELP_COLUMNS  # noqa: E402  (needs sphinx: pip install -e ".[test]")
 
+from jetastar.clustering import registry  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
@@ -129,7 +131,10 @@ def test_cli_reference_is_the_help_output(site):
 def test_api_example_runs(name, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)  # the examples read the sample files in data/
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    test = doctest.DocTestParser().get_doctest(EXAMPLES[name], {}, name, None, 0)
+    # an example may register an algorithm: it is gone again after the test
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    globs = {"__name__": "jetastar_api_example"}
+    test = doctest.DocTestParser().get_doctest(EXAMPLES[name], globs, name, None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     report: list[str] = []
     runner.run(test, out=report.append)

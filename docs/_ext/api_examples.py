@@ -151,10 +151,10 @@ True
 """,
     "jetastar.clustering.register": """
 >>> from jetastar.clustering import algorithms, cluster, greedy, register
->>> @register("greedy-copy", description="greedy, under another name")
-... def greedy_copy(jet, **options):
+>>> @register("my-greedy", description="greedy, under another name")
+... def my_greedy(jet, **options):
 ...     return greedy(jet, **options)
->>> "greedy-copy" in algorithms()
+>>> "my-greedy" in algorithms()
 True
 """,
     # --- jetastar.io ----------------------------------------------------------------------------
