@@ -21,9 +21,9 @@ leaf-count band. The rules that make it honest:
   apart; averaging over finite trees only would rank an algorithm by the jets where it happens to
   produce a possible tree (a selection effect).
 
-:func:`format_comparison` prints the table (under 100 columns), :func:`jetastar.plotting.
-plot_comparison` draws it, :func:`status_counts` gives the per-algorithm counts of a results file
-(ran / finite / −∞ / skipped / failed / budget).
+:func:`format_comparison` prints the table (under 100 columns),
+:func:`jetastar.plotting.plot_comparison` draws it, :func:`status_counts` gives the per-algorithm
+counts of a results file (ran / finite / −∞ / skipped / failed / budget).
 
 Example:
     >>> from jetastar.comparison import comparison_table  # doctest: +SKIP
@@ -137,7 +137,7 @@ def mass_policy_counts(path: str | os.PathLike[str]) -> dict[str, int] | None:
 
     Returns:
         ``jets``, ``particles``, ``particles_touched`` and ``jets_touched`` (changed by the mass
-        policy), ``particles_negative_t`` and ``jets_negative_t`` (left with E² − |p|² < 0) — the
+        policy), ``particles_negative_t`` and ``jets_negative_t`` (left with ``E² − |p|² < 0``) — the
         keys of :func:`jetastar.particles.mass_report`.
 
     Example:

@@ -35,7 +35,7 @@ Kernels (numba, all dispatching on the model ``code``; features are ``(P, N, W, 
   reads one number per part: :func:`part_value_kernel` (``β``), :func:`parent_cost_terms`
   (``α, γ``), :func:`split_cost_given_parent`.
 * Agglomerative engines use the *cross form* :func:`merge_cost_kernel`
-  ``(code, fa, fb, p_cross, n_cross)`` with the positive and |negative| weight sums over the pairs
+  ``(code, fa, fb, p_cross, n_cross)`` with the positive and ``|negative|`` weight sums over the pairs
   ``i ∈ A, j ∈ B``: HCC ``P_x + N(A) + N(B)``, Dasgupta ``(|A| + |B|) W_x`` (``W_x = P_x − N_x``).
   A cost that is zero is then exactly zero (no cancellation), which keeps ties exact.
 

@@ -18,15 +18,15 @@ likelihood — the first thing to check before clustering real jets (``jetastar 
 
 Reason codes (:data:`REASONS`), in the order the likelihood tests them:
 
-==  ======================  ==========================================================
-0   ``possible``            the split has non-zero likelihood
-1   ``parent_not_timelike`` the parent's ``t <= 0``
-2   ``spacelike_child``     a child has ``t < 0`` (a particle with ``E² < |p|²``)
-3   ``parent_below_cut``    the parent's ``t <= t_cut``: the shower stops there, it never splits
-4   ``child_too_heavy``     a child's ``t >= 0.999 t_parent`` (mass ordering violated)
-5   ``masses_exceed``       ``√t_L + √t_R > √t_parent`` (no two-body decay has these masses)
-6   ``other``               −∞ for another (numerical) reason
-==  ======================  ==========================================================
+==  ========================  ========================================================
+0   ``possible``              the split has non-zero likelihood
+1   ``parent_not_timelike``   the parent's ``t <= 0``
+2   ``spacelike_child``       a child has ``t < 0`` (a particle with ``E² < |p|²``)
+3   ``parent_below_cut``      the parent's ``t <= t_cut``: the shower stops there, it never splits
+4   ``child_too_heavy``       a child's ``t >= 0.999 t_parent`` (mass ordering violated)
+5   ``masses_exceed``         ``√t_L + √t_R > √t_parent`` (no two-body decay has these masses)
+6   ``other``                 −∞ for another (numerical) reason
+==  ========================  ========================================================
 
 Example:
     >>> from jetastar.clustering import kt

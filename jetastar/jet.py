@@ -146,7 +146,7 @@ class Jet:
 
     @property
     def label(self) -> object:
-        """What error messages call this jet: its id, or ``"<unnamed>"``."""
+        """What error messages call this jet (its id, or ``"<unnamed>"``)."""
         return self.jet_id if self.jet_id is not None else "<unnamed>"
 
     @cached_property

@@ -31,7 +31,7 @@ def test_ruff_clean():
     if ruff is None:
         pytest.fail("ruff is part of the test extra; install with pip install -e '.[test]'")
     proc = subprocess.run(
-        [ruff, "check", "jetastar", "tests", "analysis"], cwd=ROOT, capture_output=True, text=True
+        [ruff, "check", "jetastar", "tests", "analysis", "docs"], cwd=ROOT, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

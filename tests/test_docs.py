@@ -1,0 +1,154 @@
+"""The documentation site: it builds with zero warnings (nitpicky, notebooks executed), every public
+name has a page with an example, the examples run, and the CLI reference is the parser's ``--help``."""
+
+from __future__ import annotations
+
+import doctest
+import html
+import importlib
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+from api_examples import CONSTANTS, EXAMPLES  # noqa: E402
+from jetastar_docs import FACES, HELP_COLUMNS  # noqa: E402  (needs sphinx: pip install -e ".[test]")
+
+from jetastar.clustering import registry  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """Build the site once, as CONTRIBUTING.md says, into a temporary folder."""
+    out = tmp_path_factory.mktemp("docs")
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    env.pop("JETASTAR_DOCS_EXECUTE", None)  # the notebooks are executed
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
+           "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    seconds = time.perf_counter() - start
+    # Sphinx's own messages ("<file>:<line>: WARNING: ..."), not the notebook kernels' log lines
+    warnings = [line for line in proc.stderr.splitlines()
+                if re.search(r"(^|: )(WARNING|ERROR|CRITICAL):", line)]
+    assert proc.returncode == 0 and not warnings, (
+        f"docs build failed (rc {proc.returncode}, {seconds:.0f} s):\n" + proc.stderr[-6000:])
+    return out / "html"
+
+
+@pytest.mark.slow
+def test_site_builds_without_warnings(site):
+    for page in ("index", "getting_started", "physics", "algorithms", "batch", "comparison", "cli",
+                 "changelog", "notebooks/quickstart", "notebooks/map_vs_truth"):
+        assert (site / f"{page}.html").is_file(), page
+
+
+def _page_of(face: str, name: str, site: Path) -> Path:
+    if f"{face}.{name}" in FACES:
+        return site / "api" / f"{face}.{name}.html"
+    return site / "api" / "generated" / f"{face}.{name}.html"
+
+
+@pytest.mark.slow
+def test_every_public_name_has_a_page_with_an_example(site):
+    missing = []
+    for face in FACES:
+        module = importlib.import_module(face)
+        assert (site / "api" / f"{face}.html").is_file(), face
+        for name in module.__all__:
+            page = _page_of(face, name, site)
+            if not page.is_file():
+                missing.append(f"{face}.{name}: no page")
+                continue
+            text = page.read_text(encoding="utf-8")
+            if not re.search(r'class="rubric">Examples?<', text) or "&gt;&gt;&gt;" not in text:
+                missing.append(f"{face}.{name}: no example")
+    assert not missing, missing
+
+
+@pytest.mark.slow
+def test_notebook_pages_show_outputs(site):
+    quickstart = (site / "notebooks" / "quickstart.html").read_text(encoding="utf-8")
+    assert "cell_output" in quickstart and "available:" in quickstart  # printed by a cell
+    assert "<img" in (site / "notebooks" / "map_vs_truth.html").read_text(encoding="utf-8")
+
+
+_PRINT_HELP = """
+import sys
+from jetastar.__main__ import main
+for command in sys.argv[1:]:
+    print("@@@ " + command, flush=True)
+    try:
+        main([command, "--help"] if command != "-" else ["--help"])
+    except SystemExit:
+        pass
+    sys.stdout.flush()
+"""
+
+
+def _help_texts() -> dict[str, str]:
+    """What ``jetastar [COMMAND] --help`` prints (the console script's entry point, in one process),
+    at the width the docs use."""
+    from jetastar.cli.command import build_parser
+
+    parser = build_parser()
+    commands = [name for action in parser._actions if isinstance(getattr(action, "choices", None), dict)
+                for name in action.choices]
+    env = {**os.environ, "COLUMNS": str(HELP_COLUMNS)}
+    proc = subprocess.run([sys.executable, "-c", _PRINT_HELP, "-", *commands], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    texts = {}
+    for chunk in proc.stdout.split("@@@ ")[1:]:
+        command, _, text = chunk.partition("\n")
+        texts["" if command == "-" else command] = text
+    assert set(texts) == {"", *commands}
+    return texts
+
+
+def _pre_blocks(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    blocks = re.findall(r"<pre>(.*?)</pre>", text, flags=re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in blocks]
+
+
+@pytest.mark.slow
+def test_cli_reference_is_the_help_output(site):
+    blocks = [block.strip("\n") for block in _pre_blocks(site / "cli.html")]
+    for command, text in _help_texts().items():
+        assert text.strip("\n") in blocks, f"jetastar {command} --help differs from docs/cli"
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_api_example_runs(name, monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)  # the examples read the sample files in data/
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    # an example may register an algorithm: it is gone again after the test
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    globs = {"__name__": "jetastar_api_example"}
+    test = doctest.DocTestParser().get_doctest(EXAMPLES[name], globs, name, None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
+def test_examples_and_constants_name_public_names():
+    public = {f"{face}.{name}" for face in FACES for name in importlib.import_module(face).__all__}
+    assert set(EXAMPLES) <= public and set(CONSTANTS) <= public
+    constants = {full for full in public if not callable(_resolve(full))
+                 and not hasattr(_resolve(full), "__path__")}
+    assert constants <= set(CONSTANTS), constants - set(CONSTANTS)
+
+
+def _resolve(full: str):
+    module, _, name = full.rpartition(".")
+    return getattr(importlib.import_module(module), name)
