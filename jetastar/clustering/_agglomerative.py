@@ -33,11 +33,13 @@ from ..jet import Jet
 from ..tree import Tree
 
 __all__ = [
+    "canonical_into",
     "canonical_result",
     "canonical_results",
     "check_jet",
     "greedy_kernel",
     "jet_arrays",
+    "numpy_sum",
 ]
 
 _NEG_INF = -math.inf
@@ -242,33 +244,87 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
+def canonical_into(history, steps, n, children, full):  # pragma: no cover - numba
+    """One merge history in canonical node order: fills ``children`` ``(2n - 1, 2)`` (leaves
+    ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
+    :func:`canonical_results` numbers them."""
+    m = 2 * n - 1
+    size = np.ones(m, dtype=np.int64)
+    low = np.arange(m)
+    key = np.empty(n - 1, dtype=np.float64)
+    new_id = np.arange(m)
+    for k in range(n):
+        children[k, 0] = -1
+        children[k, 1] = -1
+        full[k] = 0.0
+    for j in range(n - 1):
+        a = history[j, 0]
+        b = history[j, 1]
+        size[n + j] = size[a] + size[b]
+        low[n + j] = min(low[a], low[b])
+        key[j] = size[n + j] * m + low[n + j]
+    order = argsort_stable(key)  # distinct keys: any sort agrees
+    for r in range(n - 1):
+        new_id[n + order[r]] = n + r
+    for j in range(n - 1):
+        a = history[j, 0]
+        b = history[j, 1]
+        if low[a] > low[b]:
+            a, b = b, a
+        node = new_id[n + j]
+        children[node, 0] = new_id[a]
+        children[node, 1] = new_id[b]
+        full[node] = steps[j]
+
+
+@nb.njit(cache=True)
+def numpy_sum(a, start, n):  # pragma: no cover - numba
+    """``a[start:start + n].sum()`` as numpy computes it (its pairwise summation, bit for bit),
+    so that a kernel's tree totals equal :func:`jetastar.ginkgo.log_likelihood`'s."""
+    if n < 8:
+        res = 0.0
+        for i in range(start, start + n):
+            res += a[i]
+        return res
+    if n <= 128:
+        r0 = a[start]
+        r1 = a[start + 1]
+        r2 = a[start + 2]
+        r3 = a[start + 3]
+        r4 = a[start + 4]
+        r5 = a[start + 5]
+        r6 = a[start + 6]
+        r7 = a[start + 7]
+        i = 8
+        stop = n - n % 8
+        while i < stop:
+            q = start + i
+            r0 += a[q]
+            r1 += a[q + 1]
+            r2 += a[q + 2]
+            r3 += a[q + 3]
+            r4 += a[q + 4]
+            r5 += a[q + 5]
+            r6 += a[q + 6]
+            r7 += a[q + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[start + i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return numpy_sum(a, start, n2) + numpy_sum(a, start + n2, n - n2)
+
+
+@nb.njit(cache=True)
 def _canonical_kernel(history, steps, n):  # pragma: no cover - numba
     """Canonical children arrays and per-node split values of ``k`` merge histories."""
     k = history.shape[0]
     m = 2 * n - 1
     children = np.full((k, m, 2), -1, dtype=np.int64)
     full = np.zeros((k, m), dtype=np.float64)
-    size = np.ones(m, dtype=np.int64)
-    low = np.arange(m)
-    key = np.empty(n - 1, dtype=np.int64)
-    new_id = np.arange(m)
     for q in range(k):
-        for j in range(n - 1):
-            a = history[q, j, 0]
-            b = history[q, j, 1]
-            size[n + j] = size[a] + size[b]
-            low[n + j] = min(low[a], low[b])
-            key[j] = size[n + j] * m + low[n + j]
-        order = argsort_stable(key.astype(np.float64))  # distinct keys: any sort agrees
-        for r in range(n - 1):
-            new_id[n + order[r]] = n + r
-        for j in range(n - 1):
-            a = history[q, j, 0]
-            b = history[q, j, 1]
-            if low[a] > low[b]:
-                a, b = b, a
-            node = new_id[n + j]
-            children[q, node, 0] = new_id[a]
-            children[q, node, 1] = new_id[b]
-            full[q, node] = steps[q, j]
+        canonical_into(history[q], steps[q], n, children[q], full[q])
     return children, full
