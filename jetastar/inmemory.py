@@ -183,7 +183,7 @@ def cluster_jets(
                     for a, b in chunks:
                         pieces[(a, b)] = cluster_collection(
                             collection.take(np.arange(a, b)), config, first_index=a,
-                            on_jet=lambda: bar.update(1))
+                            on_jet=bar.update)
                 else:
                     for fut in warm_up_workers(executor, config, n_workers):
                         try:

@@ -278,44 +278,88 @@ def canonical_into(history, steps, n, children, full):  # pragma: no cover - num
 
 
 @nb.njit(cache=True)
-def numpy_sum(a, start, n):  # pragma: no cover - numba
-    """``a[start:start + n].sum()`` as numpy computes it (its pairwise summation, bit for bit),
-    so that a kernel's tree totals equal :func:`jetastar.ginkgo.log_likelihood`'s."""
+def _block_sum(a, start, n):  # pragma: no cover - numba
+    """numpy's pairwise sum of at most 128 values (8 interleaved partial sums)."""
     if n < 8:
         res = 0.0
         for i in range(start, start + n):
             res += a[i]
         return res
+    r0 = a[start]
+    r1 = a[start + 1]
+    r2 = a[start + 2]
+    r3 = a[start + 3]
+    r4 = a[start + 4]
+    r5 = a[start + 5]
+    r6 = a[start + 6]
+    r7 = a[start + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        q = start + i
+        r0 += a[q]
+        r1 += a[q + 1]
+        r2 += a[q + 2]
+        r3 += a[q + 3]
+        r4 += a[q + 4]
+        r5 += a[q + 5]
+        r6 += a[q + 6]
+        r7 += a[q + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@nb.njit(cache=True)
+def numpy_sum(a, start, n):  # pragma: no cover - numba
+    """``a[start:start + n].sum()`` as numpy computes it (its pairwise summation, bit for bit),
+    so that a kernel's tree totals equal :func:`jetastar.ginkgo.log_likelihood`'s.
+
+    numpy halves a run of more than 128 values (the first half a multiple of 8 long) and adds the
+    halves' sums; the halving is done here with an explicit stack (numba's cached kernels cannot
+    call themselves).
+    """
     if n <= 128:
-        r0 = a[start]
-        r1 = a[start + 1]
-        r2 = a[start + 2]
-        r3 = a[start + 3]
-        r4 = a[start + 4]
-        r5 = a[start + 5]
-        r6 = a[start + 6]
-        r7 = a[start + 7]
-        i = 8
-        stop = n - n % 8
-        while i < stop:
-            q = start + i
-            r0 += a[q]
-            r1 += a[q + 1]
-            r2 += a[q + 2]
-            r3 += a[q + 3]
-            r4 += a[q + 4]
-            r5 += a[q + 5]
-            r6 += a[q + 6]
-            r7 += a[q + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[start + i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return numpy_sum(a, start, n2) + numpy_sum(a, start + n2, n - n2)
+        return _block_sum(a, start, n)
+    depth = 64
+    st_start = np.empty(depth, dtype=np.int64)
+    st_n = np.empty(depth, dtype=np.int64)
+    st_stage = np.empty(depth, dtype=np.int64)
+    st_left = np.empty(depth, dtype=np.float64)
+    top = 0
+    st_start[0] = start
+    st_n[0] = n
+    st_stage[0] = 0
+    ret = 0.0
+    while top >= 0:
+        s0 = st_start[top]
+        n0 = st_n[top]
+        if n0 <= 128:
+            ret = _block_sum(a, s0, n0)
+            top -= 1
+            continue
+        half = n0 // 2
+        half -= half % 8
+        if st_stage[top] == 0:
+            st_stage[top] = 1
+            top += 1
+            st_start[top] = s0
+            st_n[top] = half
+            st_stage[top] = 0
+        elif st_stage[top] == 1:
+            st_left[top] = ret
+            st_stage[top] = 2
+            top += 1
+            st_start[top] = s0 + half
+            st_n[top] = n0 - half
+            st_stage[top] = 0
+        else:
+            ret = st_left[top] + ret
+            top -= 1
+    return ret
 
 
 @nb.njit(cache=True)

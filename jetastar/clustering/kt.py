@@ -41,7 +41,9 @@ from ._agglomerative import canonical_result, check_jet, jet_arrays, score_histo
 from .registry import register
 from .result import ClusteringResult
 
-__all__ = ["KT_ALGORITHMS", "kt", "rapidity_phi"]
+__all__ = [
+    "KT_ALGORITHMS", "kt", "kt_history", "minus_inf_message", "rapidity_phi", "rapidity_problem",
+]
 
 #: kt-family names and their exponent ``p``.
 KT_ALGORITHMS = {"kt": 1, "cambridge": 0, "antikt": -1}
@@ -135,6 +137,12 @@ def kt_history(leaves, power, r2):  # pragma: no cover - numba
         scale[bj] = scale[m]
         node[bj] = node[m]
     return history, beams
+
+
+def minus_inf_message(algorithm: str) -> str:
+    """The message of a kt-family result whose tree has log-likelihood ``-inf`` (status stays
+    ``"ok"``: the kt family does not search on the likelihood)."""
+    return f"the {algorithm} tree has log-likelihood -inf (a merge impossible in the model)"
 
 
 def rapidity_phi(p: np.ndarray) -> tuple[float, float]:
@@ -240,9 +248,7 @@ def kt(
         )
     steps = score_history(leaves, consts, history)
     tree, ll = canonical_result(history, steps, n, jet=jet.label)
-    message = ""
-    if not math.isfinite(ll):
-        message = f"the {algorithm} tree has log-likelihood -inf (a merge impossible in the model)"
+    message = "" if math.isfinite(ll) else minus_inf_message(algorithm)
     return ClusteringResult(
         tree=tree,
         log_likelihood=ll,
