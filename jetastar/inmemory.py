@@ -41,6 +41,7 @@ from .batch import (
     shutdown_executor,
     warm_up_workers,
 )
+from .batch.work import in_process_chunk_size
 from .clustering.registry import checked_options, holds_many_jets
 from .comparison import TREE_STATUSES
 from .diagnostics import result_reasons
@@ -168,7 +169,10 @@ def cluster_jets(
     check_config(config)
     collection, _ = as_collection(jets)
     n = len(collection)
-    chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
+    # columnar path (issue 33): in this process, larger chunks (one kernel call each)
+    step = config.chunk_size if workers > 1 or executor is not None else \
+        in_process_chunk_size(config)
+    chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
     pieces: dict[tuple[int, int], dict[str, Any]] = {}
     with one_notice_for_workers():
         own = None

@@ -137,7 +137,11 @@ def _constants(collection: JetCollection, valid: np.ndarray,
     rows: list[np.ndarray] = []
     good = np.flatnonzero(valid)
     if good.size:
-        uniq, inverse = np.unique(triples[good], axis=0, return_inverse=True)
+        first = triples[good[0]]
+        if np.all(triples[good] == first):  # the usual case: one set of parameters
+            uniq, inverse = first[None], np.zeros(good.size, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(triples[good], axis=0, return_inverse=True)
         for f, form in enumerate(forms):
             start = len(rows)
             rows.extend(likelihood_constants(float(t), float(lam), float(lr), form)
