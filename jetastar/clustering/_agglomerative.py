@@ -152,23 +152,50 @@ def score_history(
     return steps
 
 
+#: greedy keeps the value of every pair of clusters it has scored (a ``(2n - 1)²`` table) for jets
+#: up to this size; larger jets score pairs again when needed (the table would be too large)
+PAIR_CACHE_MAX = 256
+
+
+@nb.njit(cache=True, inline="always")
+def _pair_value(p, t, a, b, c, cache):  # pragma: no cover - numba
+    """``pair_llh`` of nodes ``a`` and ``b`` through the pair table ``cache`` (NaN: not scored
+    yet; a ``(0, 0)`` table: none). The value does not depend on the order of ``a`` and ``b``
+    (bit for bit), so it is stored for both. Returns ``(value, evaluations made)``."""
+    if cache.shape[0] == 0:
+        return pair_llh(p, t, a, b, c), 1
+    v = cache[a, b]
+    if v != v:
+        v = pair_llh(p, t, a, b, c)
+        cache[a, b] = v
+        cache[b, a] = v
+        return v, 1
+    return v, 0
+
+
 @nb.njit(cache=True)
-def _best_left(p, t, pos, k, node, c):  # pragma: no cover - numba
-    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``."""
+def _best_left(p, t, pos, k, node, c, cache):  # pragma: no cover - numba
+    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``:
+    ``(value, partner, evaluations made)``."""
     best_j = 0
-    best = pair_llh(p, t, node, pos[0], c)
+    best, evals = _pair_value(p, t, node, pos[0], c, cache)
     for j in range(1, k):
-        v = pair_llh(p, t, node, pos[j], c)
+        v, e = _pair_value(p, t, node, pos[j], c, cache)
+        evals += e
         if v > best:
             best = v
             best_j = j
-    return best, pos[best_j]
+    return best, pos[best_j], evals
 
 
 @nb.njit(cache=True)
 def greedy_kernel(leaves, consts):  # pragma: no cover - numba
     """The greedy merges (:func:`jetastar.clustering.greedy`; beam search starts from them):
-    the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals)."""
+    the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals).
+
+    ``evals`` counts the split evaluations made: a pair scored once is looked up afterwards
+    (jets up to :data:`PAIR_CACHE_MAX` leaves), which changes no choice and no value.
+    """
     n = leaves.shape[0]
     c0 = consts[0]
     c1 = consts[1]
@@ -187,10 +214,14 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         pos[k] = k
     nn_val[0] = _NEG_INF
     nn_part[0] = -1
+    if n <= PAIR_CACHE_MAX:
+        cache = np.full((n_nodes, n_nodes), np.nan)  # pairs not scored yet
+    else:
+        cache = np.empty((0, 0), dtype=np.float64)
     evals = 0
     for k in range(1, n):
-        nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
-        evals += k
+        nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
+        evals += e
     history = np.empty((n - 1, 2), dtype=np.int64)
     steps = np.empty(n - 1, dtype=np.float64)
     all_inf_step = -1
@@ -210,8 +241,12 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         node = n + s
         history[s, 0] = a
         history[s, 1] = b
-        steps[s] = pair_llh(p, t, a, b, c1 if m == 2 else c0)
-        evals += 1
+        if m == 2:  # the root split: λ_R
+            steps[s] = pair_llh(p, t, a, b, c1)
+            evals += 1
+        else:
+            steps[s], e = _pair_value(p, t, a, b, c0, cache)
+            evals += e
         for d in range(4):
             p[node, d] = p[a, d] + p[b, d]
         t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
@@ -230,12 +265,12 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
                 if k == 0:
                     nn_val[0] = _NEG_INF
                 else:
-                    nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
-                    evals += k
+                    nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
+                    evals += e
         pos[m] = node
         if m >= 1:
-            nn_val[m], nn_part[m] = _best_left(p, t, pos, m, node, c0)
-            evals += m
+            nn_val[m], nn_part[m], e = _best_left(p, t, pos, m, node, c0, cache)
+            evals += e
         else:
             nn_val[m] = _NEG_INF
             nn_part[m] = -1
