@@ -128,8 +128,10 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="numba threads per process for the exact engines (default: all cores "
                         "with one worker, 1 per worker with several; small jets use one anyway)")
-    p.add_argument("--chunk-size", type=int, default=50,
-                   help="jets per work unit and part file (default 50)")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="jets per work unit and part file (default 5000 when every algorithm is "
+                        "greedy or of the kt family, which cluster whole chunks in one kernel "
+                        "call; 50 otherwise)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
                    help="import MODULE first (e.g. one that registers extra algorithms)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
