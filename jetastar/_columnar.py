@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_LAM",
     "DEFAULT_LAM_ROOT",
     "DEFAULT_T_CUT",
+    "LEAF_OK",
     "MASS_POLICIES",
     "SPACELIKE_TOLERANCE",
     "LeafProblem",
@@ -39,6 +40,8 @@ __all__ = [
     "first_leaf_problem",
     "first_nonfinite_input",
     "flat_columns",
+    "jet_leaf_problem",
+    "leaf_problems",
     "nonfinite_problems",
     "to_cartesian",
 ]
@@ -269,14 +272,15 @@ class LeafProblem:
 
 
 def first_leaf_problem(
-    leaves: np.ndarray, offsets: np.ndarray, *, finite: bool = True, too_few: bool = True,
+    leaves: np.ndarray, offsets: Any, *, finite: bool = True, too_few: bool = True,
 ) -> LeafProblem | None:
     """The first invalid jet of flat leaf columns, or ``None``: the checks every jet passes.
 
-    The one validator of leaf momenta, used by :class:`~jetastar.Jet`, the file readers and the
-    momenta conversion (each words the problem its way with :meth:`LeafProblem.message`). Checked
-    in this order, each over all jets: fewer than 2 leaves, a non-finite value, ``E <= 0``, and
-    a clearly spacelike leaf (``E² − |p|² < −SPACELIKE_TOLERANCE · E²``).
+    The one validator of leaf momenta, used by :class:`~jetastar.Jet`, the file readers, the
+    momenta conversion and the columnar clustering of whole chunks (each words the problem its way
+    with :meth:`LeafProblem.message`; :func:`leaf_problems` gives every jet's). Checked in this
+    order, each over all jets: fewer than 2 leaves, a non-finite value, ``E <= 0``, and a clearly
+    spacelike leaf (``E² − |p|² < −SPACELIKE_TOLERANCE · E²``).
 
     Args:
         leaves: ``(M, 4)`` float64 ``(E, px, py, pz)``.
@@ -290,42 +294,94 @@ def first_leaf_problem(
         >>> first_leaf_problem(p, np.array([0, 2, 4])).message()
         'leaf 0 is spacelike: E² − |p|² = -3 GeV²'
     """
-    if too_few and len(offsets) == 2:  # one jet (no array work)
-        n = int(offsets[1]) - int(offsets[0])
-        if n < 2:
-            return LeafProblem("too few", 0, n)
-    elif too_few:
-        counts = np.diff(offsets)
-        if counts.shape[0] and counts.min() < 2:
-            i = int(np.flatnonzero(counts < 2)[0])
-            return LeafProblem("too few", i, int(counts[i]))
-    p = leaves
-    if p.shape[0] == 0:
+    kind, leaf, comp, value = leaf_problems(leaves, offsets, finite=finite, too_few=too_few)
+    if kind.shape[0] == 0:
         return None
+    # the first kind (in the order of the checks) any jet has, then the first jet with it
+    key = np.where(kind > 0, kind, len(_KINDS) + 1) * kind.shape[0] + np.arange(kind.shape[0])
+    j = int(np.argmin(key))
+    if kind[j] == LEAF_OK:
+        return None
+    k = int(kind[j])
+    return LeafProblem(_KINDS[k - 1], j, int(leaf[j]), _component_name(k, int(comp[j])),
+                       float(value[j]))
 
-    def where(k: int) -> tuple[int, int]:
-        i = int(np.searchsorted(offsets, k, side="right") - 1)
-        return i, k - int(offsets[i])
 
+#: the kinds of :class:`LeafProblem`, in the order of the checks (code ``k`` is ``_KINDS[k - 1]``)
+_KINDS = ("too few", "non-finite", "non-positive energy", "spacelike")
+#: :func:`leaf_problems` code of a jet whose leaves pass every check
+LEAF_OK = 0
+
+
+def _component_name(kind: int, comp: int) -> str:
+    if kind == 2:
+        return _P4_ORDER[comp]
+    return "E" if kind == 3 else ""
+
+
+def leaf_problems(
+    leaves: np.ndarray, offsets: Any, *, finite: bool = True, too_few: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every jet's first leaf problem, as arrays (the per-jet form of :func:`first_leaf_problem`).
+
+    Args:
+        leaves, offsets, finite, too_few: as in :func:`first_leaf_problem`.
+
+    Returns:
+        ``(kind, leaf, component, value)``, each ``(J,)``: ``kind`` is :data:`LEAF_OK` (0) for a
+        valid jet, else 1 + the position of the problem's kind in the order of the checks (too
+        few, non-finite, non-positive energy, spacelike); ``leaf`` the leaf (too few: the number
+        of leaves), ``component`` the column of a non-finite value, ``value`` as in
+        :class:`LeafProblem`.
+
+    Example:
+        >>> import numpy as np
+        >>> p = np.array([[5.0, 0, 0, 4], [5.0, 0, 0, -4], [1.0, 0, 0, 2], [3.0, 0, 0, 1]])
+        >>> leaf_problems(p, np.array([0, 2, 4]))[0].tolist()
+        [0, 4]
+    """
+    p = np.ascontiguousarray(leaves, dtype=np.float64).reshape(-1, 4)
+    off = np.ascontiguousarray(offsets, dtype=np.int64)
+    n_jets = off.shape[0] - 1
+    kind = np.zeros(n_jets, np.int64)
+    leaf = np.zeros(n_jets, np.int64)
+    comp = np.zeros(n_jets, np.int64)
+    value = np.zeros(n_jets, np.float64)
+    _leaf_problems_kernel(p, off, bool(finite), bool(too_few), SPACELIKE_TOLERANCE, kind, leaf,
+                          comp, value)
+    return kind, leaf, comp, value
+
+
+@nb.njit(cache=True)
+def jet_leaf_problem(leaves, a, b, finite, too_few, tol):  # pragma: no cover - numba
+    """The first problem of the leaves ``leaves[a:b]`` of one jet (numba kernel; the checks of
+    :func:`first_leaf_problem`): ``(kind, leaf, component, value)``, ``kind`` 0 when valid."""
+    n = b - a
+    if too_few and n < 2:
+        return 1, n, 0, np.nan
     if finite:
-        bad = ~np.isfinite(p)
-        if bad.any():
-            k, j = (int(x) for x in np.argwhere(bad)[0])
-            i, leaf = where(k)
-            return LeafProblem("non-finite", i, leaf, _P4_ORDER[j], float(p[k, j]))
-    e = p[:, 0]
-    positive = e > 0.0
-    if not positive.all():
-        k = int(np.flatnonzero(~positive)[0])
-        i, leaf = where(k)
-        return LeafProblem("non-positive energy", i, leaf, "E", float(p[k, 0]))
-    t = e * e - (p[:, 1] * p[:, 1] + p[:, 2] * p[:, 2] + p[:, 3] * p[:, 3])
-    spacelike = t < -SPACELIKE_TOLERANCE * e * e
-    if spacelike.any():
-        k = int(np.flatnonzero(spacelike)[0])
-        i, leaf = where(k)
-        return LeafProblem("spacelike", i, leaf, "", float(t[k]))
-    return None
+        for i in range(a, b):
+            for c in range(4):
+                if not np.isfinite(leaves[i, c]):
+                    return 2, i - a, c, leaves[i, c]
+    for i in range(a, b):
+        if not leaves[i, 0] > 0.0:
+            return 3, i - a, 0, leaves[i, 0]
+    for i in range(a, b):
+        e = leaves[i, 0]
+        t = e * e - (leaves[i, 1] * leaves[i, 1] + leaves[i, 2] * leaves[i, 2]
+                     + leaves[i, 3] * leaves[i, 3])
+        if t < -tol * e * e:
+            return 4, i - a, 0, t
+    return 0, 0, 0, np.nan
+
+
+@nb.njit(cache=True)
+def _leaf_problems_kernel(leaves, offsets, finite, too_few, tol, kind, leaf, comp,
+                          value):  # pragma: no cover - numba
+    for j in range(offsets.shape[0] - 1):
+        kind[j], leaf[j], comp[j], value[j] = jet_leaf_problem(
+            leaves, offsets[j], offsets[j + 1], finite, too_few, tol)
 
 
 def first_nonfinite_input(components: Mapping[str, np.ndarray]) -> tuple[str, int] | None:

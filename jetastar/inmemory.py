@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -41,6 +42,7 @@ from .batch import (
     shutdown_executor,
     warm_up_workers,
 )
+from .batch.work import in_process_chunk_size
 from .clustering.registry import checked_options, holds_many_jets
 from .comparison import TREE_STATUSES
 from .diagnostics import result_reasons
@@ -168,9 +170,14 @@ def cluster_jets(
     check_config(config)
     collection, _ = as_collection(jets)
     n = len(collection)
-    chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
+    # columnar path (issue 33): in this process, larger chunks (one kernel call each)
+    step = config.chunk_size if workers > 1 or executor is not None else \
+        in_process_chunk_size(config)
+    chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
     pieces: dict[tuple[int, int], dict[str, Any]] = {}
-    with one_notice_for_workers():
+    # columnar path (issue 33): no token folder for a run without workers (a fixed cost per call)
+    in_process = executor is None and (workers <= 1 or len(chunks) <= 1)
+    with contextlib.nullcontext() if in_process else one_notice_for_workers():
         own = None
         if executor is None and workers > 1 and len(chunks) > 1:
             own, _ = make_executor(workers, None, config.plugins)
@@ -181,9 +188,10 @@ def cluster_jets(
             with progress_bar(total=n, unit="jet", desc="clustering", show=progress) as bar:
                 if executor is None:
                     for a, b in chunks:
-                        pieces[(a, b)] = cluster_collection(
-                            collection.take(np.arange(a, b)), config, first_index=a,
-                            on_jet=lambda: bar.update(1))
+                        chunk = collection if (a, b) == (0, n) else collection.take(
+                            np.arange(a, b))  # (issue 33: no copy of a whole collection)
+                        pieces[(a, b)] = cluster_collection(chunk, config, first_index=a,
+                                                            on_jet=bar.update)
                 else:
                     for fut in warm_up_workers(executor, config, n_workers):
                         try:
@@ -219,8 +227,9 @@ def cluster_jets(
     tables = {}
     for name in config.algorithms:
         parts = [pieces[c][name] for c in chunks]
-        tables[name] = AlgorithmResults.concatenate(parts) if parts else \
-            AlgorithmResults.from_results(name, [], jet_index=[])
+        tables[name] = parts[0] if len(parts) == 1 else (  # (issue 33: one chunk, no copy)
+            AlgorithmResults.concatenate(parts) if parts
+            else AlgorithmResults.from_results(name, [], jet_index=[]))
     return JetResults(collection, tables)
 
 

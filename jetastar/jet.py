@@ -253,6 +253,18 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- collections
+def _ranges(offsets: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The concatenated rows ``offsets[i]:offsets[i + 1]`` of the jets ``idx``, in order."""
+    start = offsets[idx]
+    count = offsets[idx + 1] - start
+    total = int(count.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    first = np.zeros(idx.shape[0], dtype=np.int64)
+    np.cumsum(count[:-1], out=first[1:])
+    return np.repeat(start - first, count) + np.arange(total, dtype=np.int64)
+
+
 _PARAM_COLUMNS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
 
 
@@ -518,10 +530,11 @@ class JetCollection(Sequence[Jet]):
     def take(self, indices: Any) -> JetCollection:
         """A new collection with the jets at ``indices`` (in that order)."""
         idx = np.asarray(indices, dtype=np.int64).ravel()
-        ls = [np.arange(self.leaf_offsets[i], self.leaf_offsets[i + 1]) for i in idx]
-        ns = [np.arange(self.node_offsets[i], self.node_offsets[i + 1]) for i in idx]
-        lsel = np.concatenate(ls) if ls else np.empty(0, np.int64)
-        nsel = np.concatenate(ns) if ns else np.empty(0, np.int64)
+        idx = np.where(idx < 0, idx + len(self), idx)
+        if idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1):
+            return self._copy_range(int(idx[0]), int(idx[-1]) + 1)
+        lsel = _ranges(self.leaf_offsets, idx)
+        nsel = _ranges(self.node_offsets, idx)
         return JetCollection(
             leaves=self.leaves[lsel],
             leaf_offsets=np.concatenate([[0], np.cumsum(np.diff(self.leaf_offsets)[idx])]),
@@ -535,6 +548,26 @@ class JetCollection(Sequence[Jet]):
             params={k: v[idx] for k, v in self.params.items()},
             node_columns={k: v[nsel] for k, v in self.node_columns.items()},
             jet_columns={k: v[idx] for k, v in self.jet_columns.items()},
+        )
+
+    def _copy_range(self, a: int, b: int) -> JetCollection:
+        """:meth:`take` of the jets ``a .. b - 1`` (copies of contiguous slices: much faster than
+        gathering rows)."""
+        la, lb = int(self.leaf_offsets[a]), int(self.leaf_offsets[b])
+        na, nb = int(self.node_offsets[a]), int(self.node_offsets[b])
+        return JetCollection(
+            leaves=self.leaves[la:lb].copy(),
+            leaf_offsets=self.leaf_offsets[a:b + 1] - la,
+            children=self.children[na:nb].copy(),
+            leaf_of_node=self.leaf_of_node[na:nb].copy(),
+            node_offsets=self.node_offsets[a:b + 1] - na,
+            node_momenta=None if self.node_momenta is None else self.node_momenta[na:nb].copy(),
+            jet_id=self.jet_id[a:b].copy(),
+            seed=self.seed[a:b].copy(),
+            jet_type=self.jet_type[a:b].copy(),
+            params={k: v[a:b].copy() for k, v in self.params.items()},
+            node_columns={k: v[na:nb].copy() for k, v in self.node_columns.items()},
+            jet_columns={k: v[a:b].copy() for k, v in self.jet_columns.items()},
         )
 
     def with_columns(

@@ -78,16 +78,16 @@ def _worker_setup(plugins: Sequence[str], progress_queue: Any = None,
         skip_numba_extensions()
 
 
-def _report_jet(source: str, first_index: int) -> None:
-    """Tell the master that one more jet of the chunk ``(source, first_index)`` is done."""
+def _report_jet(source: str, first_index: int, count: int = 1) -> None:
+    """Tell the master that ``count`` more jets of the chunk ``(source, first_index)`` are done."""
     try:
-        _progress_queue.put_nowait((source, first_index))
+        _progress_queue.put_nowait((source, first_index, count))
     except Exception:  # progress is best effort; the chunk's result counts in the end
         pass
 
 
-def jet_reporter(source: str, first_index: int) -> Callable[[], None] | None:
-    """In a worker of the local pool: a callable reporting one finished jet of the chunk
+def jet_reporter(source: str, first_index: int) -> Callable[[int], None] | None:
+    """In a worker of the local pool: a callable reporting a number of finished jets of the chunk
     ``(source, first_index)`` to the master; ``None`` elsewhere."""
     if _progress_queue is None:
         return None
@@ -96,7 +96,7 @@ def jet_reporter(source: str, first_index: int) -> Callable[[], None] | None:
 
 def progress_queue_of(executor: cf.Executor) -> Any:
     """The queue on which the workers of a local pool (from :func:`make_executor`) report finished
-    jets as ``(source, first_index)``; ``None`` for other executors."""
+    jets as ``(source, first_index, count)``; ``None`` for other executors."""
     return _PROGRESS_QUEUES.get(executor)
 
 

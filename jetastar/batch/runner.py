@@ -364,7 +364,7 @@ def _process_chunks(
     if executor is None:
         for a, b in todo:
             tables = cluster_collection(reader.chunk(a, b), config, first_index=a,
-                                        source=source, on_jet=lambda: bar.update(1))
+                                        source=source, on_jet=bar.update)
             _note_problems(reader, tables, a, b)
             write_part(parts, a, b, tables)
         return
@@ -417,13 +417,13 @@ def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: se
     moved = 0
     while True:
         try:
-            where, start = progress.get_nowait()
+            where, start, count = progress.get_nowait()
         except (_queue.Empty, OSError, ValueError, EOFError):
             break
         if where != source or start in closed:
             continue
-        seen[start] = seen.get(start, 0) + 1
-        moved += 1
+        seen[start] = seen.get(start, 0) + count
+        moved += count
     if moved:
         bar.update(moved)
 

@@ -24,14 +24,41 @@ import numpy as np
 
 from .._jit import Stopwatch
 from ..clustering import ClusteringResult, algorithm_info, cluster
+from ..clustering.columnar import (
+    DONE,
+    INVALID,
+    PER_JET,
+    ChunkResults,
+    cluster_columns,
+    columnar_options,
+)
 from ..clustering.estimates import estimate_seconds
 from ..errors import InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
-from ..result_tables import AlgorithmResults
+from ..result_tables import AlgorithmResults, to_json
 from .config import TIME_OPTIONS, BatchConfig, accepted_options, load_registry, options_for, size_limit
 from .executors import jet_reporter, warm_up_here
 
-__all__ = ["chunk_task", "cluster_collection", "run_one"]
+__all__ = ["COLUMNAR_CHUNK", "chunk_task", "cluster_collection", "in_process_chunk_size",
+           "run_one"]
+
+#: jets per call of :func:`cluster_collection` in this process when every algorithm runs on the
+#: columnar path (a call's fixed cost, ~0.2 ms, is then spread over many jets)
+COLUMNAR_CHUNK = 4096
+
+
+def in_process_chunk_size(config: BatchConfig) -> int:
+    """Jets per :func:`cluster_collection` call for a run in this process: ``config.chunk_size``,
+    or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path.
+
+    Example:
+        >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["beam"]))
+        (4096, 50)
+    """
+    if all(columnar_options(name, options_for(name, config, 1)) is not None
+           for name in config.algorithms):
+        return max(config.chunk_size, COLUMNAR_CHUNK)
+    return config.chunk_size
 
 
 def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> ClusteringResult:
@@ -48,13 +75,7 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
         (size limit, hopeless time estimate, :class:`~jetastar.TooLargeError`) or ``"failed"``
         (any other error) result whose message says why.
     """
-    limit = size_limit(name, config)
-    if limit is not None and jet.n_leaves > limit:
-        return ClusteringResult(
-            None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
-            message=f"{jet.n_leaves} leaves is over the size limit {limit} of {name!r}",
-        )
-    refused = _hopeless(jet, name, opts, config)
+    refused = _refusal(jet.n_leaves, jet.jet_id, name, opts, config)
     if refused is not None:
         return refused
     watch = Stopwatch()
@@ -75,28 +96,43 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
     stats.setdefault("time_s", elapsed)
     res = dataclasses.replace(res, options={**opts, **res.options}, jet_id=jet.jet_id,
                               stats=stats)
-    if config.time_limit is not None and elapsed > config.time_limit and not (
-        set(accepted_options(name)) & set(TIME_OPTIONS)
-    ):
-        note = (f"took {elapsed:.3g} s, over the time limit of {config.time_limit:g} s "
-                f"({name!r} has no time option, so it ran to completion)")
+    note = _time_note(name, elapsed, config)
+    if note:
         res = dataclasses.replace(res, message=f"{res.message}; {note}" if res.message else note)
     return res
 
 
-def _hopeless(jet: Any, name: str, opts: dict[str, Any],
-              config: BatchConfig) -> ClusteringResult | None:
-    """Under a time limit, a ``"skipped"`` result for an algorithm without a time option whose
-    lower time estimate on this jet is over the limit (its kernel could not be stopped)."""
+def _time_note(name: str, elapsed: float, config: BatchConfig) -> str:
+    """What a result's message says when an algorithm without a time option ran past the time
+    limit (``""`` otherwise)."""
+    if config.time_limit is not None and elapsed > config.time_limit and not (
+        set(accepted_options(name)) & set(TIME_OPTIONS)
+    ):
+        return (f"took {elapsed:.3g} s, over the time limit of {config.time_limit:g} s "
+                f"({name!r} has no time option, so it ran to completion)")
+    return ""
+
+
+def _refusal(n_leaves: int, jet_id: int | None, name: str, opts: dict[str, Any],
+             config: BatchConfig) -> ClusteringResult | None:
+    """A ``"skipped"`` result for a jet over the algorithm's size limit or, under a time limit,
+    for an algorithm without a time option whose lower time estimate on this jet is over the
+    limit (its kernel could not be stopped); ``None`` when the jet is to be run."""
+    limit = size_limit(name, config)
+    if limit is not None and n_leaves > limit:
+        return ClusteringResult(
+            None, -math.inf, name, options=opts, status="skipped", jet_id=jet_id,
+            message=f"{n_leaves} leaves is over the size limit {limit} of {name!r}",
+        )
     if config.time_limit is None or set(accepted_options(name)) & set(TIME_OPTIONS):
         return None
-    est = estimate_seconds(name, jet.n_leaves, opts)
+    est = estimate_seconds(name, n_leaves, opts)
     if est is None or not est > config.time_limit:
         return None
     return ClusteringResult(
-        None, -math.inf, name, options=opts, status="skipped", jet_id=jet.jet_id,
+        None, -math.inf, name, options=opts, status="skipped", jet_id=jet_id,
         message=(f"not started: {name!r} is estimated at {est:.3g} s or more for "
-                 f"{jet.n_leaves} leaves, over the time limit of {config.time_limit:g} s (it has "
+                 f"{n_leaves} leaves, over the time limit of {config.time_limit:g} s (it has "
                  "no time option and cannot be stopped once started)"),
     )
 
@@ -124,27 +160,43 @@ def cluster_collection(
     first_index: int = 0,
     source: str = "",
     n_workers: int = 1,
-    on_jet: Callable[[], None] | None = None,
+    on_jet: Callable[[int], None] | None = None,
 ) -> dict[str, AlgorithmResults]:
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
+
+    The algorithms of the columnar path (greedy and the kt family with their usual options,
+    :data:`~jetastar.clustering.columnar.COLUMNAR_ALGORITHMS`) run on the whole collection in one
+    kernel call and their tables are made from its flat arrays; the others, and the jets the
+    kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt
+    leaf without a rapidity), go through :func:`run_one` jet by jet. The results are the same
+    either way; the ``time_s`` of a row of the columnar path is the kernel call's time shared
+    among its rows in proportion to their work (split evaluations / pair distances).
 
     Args:
         collection: a :class:`~jetastar.JetCollection`.
         config: what to run.
         first_index: position of the collection's first jet in its file (for ``jet_index``).
         source: file name used in the messages of invalid jets.
-        n_workers: how many such calls run at the same time (sets ``threads=1`` when > 1).
-        on_jet: called after each jet (every algorithm done), e.g. to move a progress bar.
+        n_workers: how many such calls run at the same time (sets ``threads=1`` when > 1, and
+            the columnar kernel then runs on one thread).
+        on_jet: called with a number of jets as they finish (every algorithm done), e.g. to move
+            a progress bar.
 
     Returns:
         algorithm name -> :class:`AlgorithmResults` with one row per jet.
     """
     load_registry(config.plugins)
-    per_alg: dict[str, list[Any]] = {name: [] for name in config.algorithms}
     opts = {name: options_for(name, config, n_workers) for name in config.algorithms}
-    if len(collection):
+    n = len(collection)
+    if n:
         warm_up_here(config, opts)
-    for i in range(len(collection)):
+    rows: dict[str, dict[int, ClusteringResult]] = {name: {} for name in config.algorithms}
+    flat, seconds = _cluster_columnar(collection, config, opts, n_workers, rows)
+    per_jet = [name for name in config.algorithms if name not in flat]
+    need = np.full(n, bool(per_jet))
+    for chunk in flat.values():
+        need |= (chunk.outcome == INVALID) | (chunk.outcome == PER_JET)
+    for i in np.flatnonzero(need).tolist():
         jet_id = int(collection.jet_id[i])
         try:
             jet = _jet_for_clustering(collection, i)
@@ -153,24 +205,109 @@ def cluster_collection(
             entry = int(entries[i]) if entries is not None else first_index + i
             where = f"{source}: entry {entry}: " if source else ""
             for name in config.algorithms:
-                per_alg[name].append(ClusteringResult(
+                rows[name][i] = ClusteringResult(
                     None, -math.inf, name, options=opts[name], status="failed",
                     message=f"{where}{exc}", jet_id=jet_id,
-                ))
+                )
         else:
             for name in config.algorithms:
-                per_alg[name].append(run_one(jet, name, opts[name], config))
+                if name in per_jet or flat[name].outcome[i] in (INVALID, PER_JET):
+                    rows[name][i] = run_one(jet, name, opts[name], config)
         if on_jet is not None:
-            on_jet()
-    index = np.arange(first_index, first_index + len(collection))
-    return {
-        name: AlgorithmResults.from_results(
-            name, rows, jet_index=index, jet_id=collection.jet_id,
-            likelihood=_likelihood_of(rows, opts[name]),
-            exact_method=algorithm_info(name).exact,
-        )
-        for name, rows in per_alg.items()
-    }
+            on_jet(1)
+    if on_jet is not None and n - int(need.sum()):
+        on_jet(n - int(need.sum()))
+    index = np.arange(first_index, first_index + n)
+    tables = {}
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        if name in flat:
+            tables[name] = _flat_table(name, flat[name], rows[name], opts[name], index,
+                                       collection.jet_id, seconds, config, info.exact)
+        else:
+            results = [rows[name][i] for i in range(n)]
+            tables[name] = AlgorithmResults.from_results(
+                name, results, jet_index=index, jet_id=collection.jet_id,
+                likelihood=_likelihood_of(results, opts[name]), exact_method=info.exact,
+            )
+    return tables
+
+
+def _cluster_columnar(
+    collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]], n_workers: int,
+    rows: dict[str, dict[int, ClusteringResult]],
+) -> tuple[dict[str, ChunkResults], float]:
+    """The columnar algorithms of ``config`` on the whole collection, in one kernel call; jets
+    refused by a size or time limit are not run (their ``"skipped"`` results go into ``rows``).
+
+    Returns:
+        ``(name -> ChunkResults, seconds of the kernel call)``.
+    """
+    names = [name for name in config.algorithms
+             if columnar_options(name, opts[name]) is not None]
+    n = len(collection)
+    if not names or n == 0:
+        return {}, 0.0
+    n_leaves = np.diff(collection.leaf_offsets)
+    only = {}
+    for name in names:
+        run = np.ones(n, dtype=bool)
+        for size in np.unique(n_leaves).tolist():
+            if _refusal(size, None, name, opts[name], config) is None:
+                continue
+            for i in np.flatnonzero(n_leaves == size).tolist():
+                run[i] = False
+                rows[name][i] = _refusal(size, int(collection.jet_id[i]), name, opts[name],
+                                         config)
+        only[name] = run
+    watch = Stopwatch()
+    flat = cluster_columns(collection, {name: opts[name] for name in names}, only=only,
+                           parallel=None if n_workers == 1 else False)
+    return flat, watch.seconds()
+
+
+def _flat_table(
+    name: str, chunk: ChunkResults, rows: dict[int, ClusteringResult], opts: dict[str, Any],
+    index: np.ndarray, jet_id: np.ndarray, seconds: float, config: BatchConfig,
+    exact_method: bool,
+) -> AlgorithmResults:
+    """An algorithm's table from the columnar path's arrays, with the rows that went another way
+    (``rows``: position -> result) put in their places."""
+    n = len(chunk)
+    total = float(chunk.work.sum())
+    time_s = chunk.work * (seconds / total) if total > 0 else np.full(n, seconds / max(n, 1))
+    done = chunk.outcome == DONE
+    time_s = np.where(done, time_s, np.nan)
+    message = chunk.message
+    late = np.flatnonzero(done & (time_s > config.time_limit)) \
+        if config.time_limit is not None else ()
+    if len(late):
+        message = message.copy()
+        for i in late:
+            note = _time_note(name, float(time_s[i]), config)
+            if note:
+                message[i] = f"{message[i]}; {note}" if message[i] else note
+    table = AlgorithmResults(
+        name, jet_index=index, jet_id=jet_id, log_likelihood=chunk.log_likelihood,
+        exact=np.zeros(n, dtype=bool), log_z=np.full(n, np.nan), upper_bound=np.full(n, np.nan),
+        n_trees=np.full(n, np.nan), time_s=time_s,
+        status=np.where(done, chunk.status, "failed"),  # the other rows are replaced below
+        message=message,
+        options=np.full(n, to_json({**opts, **chunk.options}), dtype=object),
+        node_offsets=chunk.node_offsets, children=chunk.children,
+        leaf_of_node=chunk.leaf_of_node, counters=chunk.counters,
+        likelihood=chunk.likelihood, exact_method=exact_method,
+    )
+    if not rows:
+        return table
+    where = np.array(sorted(rows), dtype=np.int64)
+    others = AlgorithmResults.from_results(
+        name, [rows[i] for i in where.tolist()], jet_index=index[where], jet_id=jet_id[where],
+        likelihood=chunk.likelihood, exact_method=exact_method,
+    )
+    order = np.arange(n)
+    order[where] = n + np.arange(where.shape[0])
+    return AlgorithmResults.concatenate([table, others]).take(order)
 
 
 def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:

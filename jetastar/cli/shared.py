@@ -132,8 +132,10 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="where the exact trellis runs: a GPU (numba-cuda), the CPU, or auto "
                         "(default: a GPU for jets of 18 or more leaves when one is usable; "
                         "'jetastar info' says which)")
-    p.add_argument("--chunk-size", type=int, default=50,
-                   help="jets per work unit and part file (default 50)")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="jets per work unit and part file (default 5000 when every algorithm is "
+                        "greedy or of the kt family, which cluster whole chunks in one kernel "
+                        "call; 50 otherwise)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
                    help="import MODULE first (e.g. one that registers extra algorithms)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

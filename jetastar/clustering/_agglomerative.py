@@ -33,11 +33,13 @@ from ..jet import Jet
 from ..tree import Tree
 
 __all__ = [
+    "canonical_into",
     "canonical_result",
     "canonical_results",
     "check_jet",
     "greedy_kernel",
     "jet_arrays",
+    "numpy_sum",
 ]
 
 _NEG_INF = -math.inf
@@ -150,23 +152,50 @@ def score_history(
     return steps
 
 
+#: greedy keeps the value of every pair of clusters it has scored (a ``(2n - 1)²`` table) for jets
+#: up to this size; larger jets score pairs again when needed (the table would be too large)
+PAIR_CACHE_MAX = 256
+
+
+@nb.njit(cache=True, inline="always")
+def _pair_value(p, t, a, b, c, cache):  # pragma: no cover - numba
+    """``pair_llh`` of nodes ``a`` and ``b`` through the pair table ``cache`` (NaN: not scored
+    yet; a ``(0, 0)`` table: none). The value does not depend on the order of ``a`` and ``b``
+    (bit for bit), so it is stored for both. Returns ``(value, evaluations made)``."""
+    if cache.shape[0] == 0:
+        return pair_llh(p, t, a, b, c), 1
+    v = cache[a, b]
+    if v != v:
+        v = pair_llh(p, t, a, b, c)
+        cache[a, b] = v
+        cache[b, a] = v
+        return v, 1
+    return v, 0
+
+
 @nb.njit(cache=True)
-def _best_left(p, t, pos, k, node, c):  # pragma: no cover - numba
-    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``."""
+def _best_left(p, t, pos, k, node, c, cache):  # pragma: no cover - numba
+    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``:
+    ``(value, partner, evaluations made)``."""
     best_j = 0
-    best = pair_llh(p, t, node, pos[0], c)
+    best, evals = _pair_value(p, t, node, pos[0], c, cache)
     for j in range(1, k):
-        v = pair_llh(p, t, node, pos[j], c)
+        v, e = _pair_value(p, t, node, pos[j], c, cache)
+        evals += e
         if v > best:
             best = v
             best_j = j
-    return best, pos[best_j]
+    return best, pos[best_j], evals
 
 
 @nb.njit(cache=True)
 def greedy_kernel(leaves, consts):  # pragma: no cover - numba
     """The greedy merges (:func:`jetastar.clustering.greedy`; beam search starts from them):
-    the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals)."""
+    the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals).
+
+    ``evals`` counts the split evaluations made: a pair scored once is looked up afterwards
+    (jets up to :data:`PAIR_CACHE_MAX` leaves), which changes no choice and no value.
+    """
     n = leaves.shape[0]
     c0 = consts[0]
     c1 = consts[1]
@@ -185,10 +214,14 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         pos[k] = k
     nn_val[0] = _NEG_INF
     nn_part[0] = -1
+    if n <= PAIR_CACHE_MAX:
+        cache = np.full((n_nodes, n_nodes), np.nan)  # pairs not scored yet
+    else:
+        cache = np.empty((0, 0), dtype=np.float64)
     evals = 0
     for k in range(1, n):
-        nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
-        evals += k
+        nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
+        evals += e
     history = np.empty((n - 1, 2), dtype=np.int64)
     steps = np.empty(n - 1, dtype=np.float64)
     all_inf_step = -1
@@ -208,8 +241,12 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         node = n + s
         history[s, 0] = a
         history[s, 1] = b
-        steps[s] = pair_llh(p, t, a, b, c1 if m == 2 else c0)
-        evals += 1
+        if m == 2:  # the root split: λ_R
+            steps[s] = pair_llh(p, t, a, b, c1)
+            evals += 1
+        else:
+            steps[s], e = _pair_value(p, t, a, b, c0, cache)
+            evals += e
         for d in range(4):
             p[node, d] = p[a, d] + p[b, d]
         t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
@@ -228,17 +265,136 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
                 if k == 0:
                     nn_val[0] = _NEG_INF
                 else:
-                    nn_val[k], nn_part[k] = _best_left(p, t, pos, k, pos[k], c0)
-                    evals += k
+                    nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
+                    evals += e
         pos[m] = node
         if m >= 1:
-            nn_val[m], nn_part[m] = _best_left(p, t, pos, m, node, c0)
-            evals += m
+            nn_val[m], nn_part[m], e = _best_left(p, t, pos, m, node, c0, cache)
+            evals += e
         else:
             nn_val[m] = _NEG_INF
             nn_part[m] = -1
         m += 1
     return history, steps, all_inf_step, evals
+
+
+@nb.njit(cache=True)
+def canonical_into(history, steps, n, children, full):  # pragma: no cover - numba
+    """One merge history in canonical node order: fills ``children`` ``(2n - 1, 2)`` (leaves
+    ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
+    :func:`canonical_results` numbers them."""
+    m = 2 * n - 1
+    size = np.ones(m, dtype=np.int64)
+    low = np.arange(m)
+    key = np.empty(n - 1, dtype=np.float64)
+    new_id = np.arange(m)
+    for k in range(n):
+        children[k, 0] = -1
+        children[k, 1] = -1
+        full[k] = 0.0
+    for j in range(n - 1):
+        a = history[j, 0]
+        b = history[j, 1]
+        size[n + j] = size[a] + size[b]
+        low[n + j] = min(low[a], low[b])
+        key[j] = size[n + j] * m + low[n + j]
+    order = argsort_stable(key)  # distinct keys: any sort agrees
+    for r in range(n - 1):
+        new_id[n + order[r]] = n + r
+    for j in range(n - 1):
+        a = history[j, 0]
+        b = history[j, 1]
+        if low[a] > low[b]:
+            a, b = b, a
+        node = new_id[n + j]
+        children[node, 0] = new_id[a]
+        children[node, 1] = new_id[b]
+        full[node] = steps[j]
+
+
+@nb.njit(cache=True)
+def _block_sum(a, start, n):  # pragma: no cover - numba
+    """numpy's pairwise sum of at most 128 values (8 interleaved partial sums)."""
+    if n < 8:
+        res = 0.0
+        for i in range(start, start + n):
+            res += a[i]
+        return res
+    r0 = a[start]
+    r1 = a[start + 1]
+    r2 = a[start + 2]
+    r3 = a[start + 3]
+    r4 = a[start + 4]
+    r5 = a[start + 5]
+    r6 = a[start + 6]
+    r7 = a[start + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        q = start + i
+        r0 += a[q]
+        r1 += a[q + 1]
+        r2 += a[q + 2]
+        r3 += a[q + 3]
+        r4 += a[q + 4]
+        r5 += a[q + 5]
+        r6 += a[q + 6]
+        r7 += a[q + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@nb.njit(cache=True)
+def numpy_sum(a, start, n):  # pragma: no cover - numba
+    """``a[start:start + n].sum()`` as numpy computes it (its pairwise summation, bit for bit),
+    so that a kernel's tree totals equal :func:`jetastar.ginkgo.log_likelihood`'s.
+
+    numpy halves a run of more than 128 values (the first half a multiple of 8 long) and adds the
+    halves' sums; the halving is done here with an explicit stack (numba's cached kernels cannot
+    call themselves).
+    """
+    if n <= 128:
+        return _block_sum(a, start, n)
+    depth = 64
+    st_start = np.empty(depth, dtype=np.int64)
+    st_n = np.empty(depth, dtype=np.int64)
+    st_stage = np.empty(depth, dtype=np.int64)
+    st_left = np.empty(depth, dtype=np.float64)
+    top = 0
+    st_start[0] = start
+    st_n[0] = n
+    st_stage[0] = 0
+    ret = 0.0
+    while top >= 0:
+        s0 = st_start[top]
+        n0 = st_n[top]
+        if n0 <= 128:
+            ret = _block_sum(a, s0, n0)
+            top -= 1
+            continue
+        half = n0 // 2
+        half -= half % 8
+        if st_stage[top] == 0:
+            st_stage[top] = 1
+            top += 1
+            st_start[top] = s0
+            st_n[top] = half
+            st_stage[top] = 0
+        elif st_stage[top] == 1:
+            st_left[top] = ret
+            st_stage[top] = 2
+            top += 1
+            st_start[top] = s0 + half
+            st_n[top] = n0 - half
+            st_stage[top] = 0
+        else:
+            ret = st_left[top] + ret
+            top -= 1
+    return ret
 
 
 @nb.njit(cache=True)
@@ -248,27 +404,6 @@ def _canonical_kernel(history, steps, n):  # pragma: no cover - numba
     m = 2 * n - 1
     children = np.full((k, m, 2), -1, dtype=np.int64)
     full = np.zeros((k, m), dtype=np.float64)
-    size = np.ones(m, dtype=np.int64)
-    low = np.arange(m)
-    key = np.empty(n - 1, dtype=np.int64)
-    new_id = np.arange(m)
     for q in range(k):
-        for j in range(n - 1):
-            a = history[q, j, 0]
-            b = history[q, j, 1]
-            size[n + j] = size[a] + size[b]
-            low[n + j] = min(low[a], low[b])
-            key[j] = size[n + j] * m + low[n + j]
-        order = argsort_stable(key.astype(np.float64))  # distinct keys: any sort agrees
-        for r in range(n - 1):
-            new_id[n + order[r]] = n + r
-        for j in range(n - 1):
-            a = history[q, j, 0]
-            b = history[q, j, 1]
-            if low[a] > low[b]:
-                a, b = b, a
-            node = new_id[n + j]
-            children[q, node, 0] = new_id[a]
-            children[q, node, 1] = new_id[b]
-            full[q, node] = steps[q, j]
+        canonical_into(history[q], steps[q], n, children[q], full[q])
     return children, full

@@ -38,7 +38,27 @@ from .cost_baselines import cost_greedy
 from .registry import register
 from .result import ClusteringResult
 
-__all__ = ["greedy"]
+__all__ = ["greedy", "greedy_status"]
+
+
+def greedy_status(all_inf_step: int, n_leaves: int, log_likelihood: float) -> tuple[str, str]:
+    """The status and message of a greedy tree: ``"all_inf"`` when at step ``all_inf_step`` (``-1``:
+    none) every merge was ``-inf`` or the tree's value is ``-inf``, else ``("ok", "")``.
+
+    Example:
+        >>> greedy_status(-1, 5, -20.0)
+        ('ok', '')
+    """
+    n = n_leaves
+    if all_inf_step >= 0:
+        return "all_inf", (
+            f"at merge {all_inf_step + 1} of {n - 1} ({n - all_inf_step} clusters left) "
+            "every possible merge had log-likelihood -inf; the tree was completed by the reference "
+            "tie rule and has log-likelihood -inf"
+        )
+    if not math.isfinite(log_likelihood):
+        return "all_inf", "the greedy tree has log-likelihood -inf (its root split is impossible)"
+    return "ok", ""
 
 
 @register(
@@ -82,17 +102,7 @@ def greedy(jet: Jet | CostModel, likelihood: str = "symmetric") -> ClusteringRes
     n = leaves.shape[0]
     history, steps, all_inf_step, evals = greedy_kernel(leaves, consts)
     tree, ll = canonical_result(history, steps, n, jet=jet.label)
-    status, message = "ok", ""
-    if all_inf_step >= 0:
-        status = "all_inf"
-        message = (
-            f"at merge {int(all_inf_step) + 1} of {n - 1} ({n - int(all_inf_step)} clusters left) "
-            "every possible merge had log-likelihood -inf; the tree was completed by the reference "
-            "tie rule and has log-likelihood -inf"
-        )
-    elif not math.isfinite(ll):
-        status = "all_inf"
-        message = "the greedy tree has log-likelihood -inf (its root split is impossible)"
+    status, message = greedy_status(int(all_inf_step), n, ll)
     return ClusteringResult(
         tree=tree,
         log_likelihood=ll,

@@ -41,7 +41,9 @@ from ._agglomerative import canonical_result, check_jet, jet_arrays, score_histo
 from .registry import register
 from .result import ClusteringResult
 
-__all__ = ["KT_ALGORITHMS", "kt", "rapidity_phi"]
+__all__ = [
+    "KT_ALGORITHMS", "kt", "kt_history", "minus_inf_message", "rapidity_phi", "rapidity_problem",
+]
 
 #: kt-family names and their exponent ``p``.
 KT_ALGORITHMS = {"kt": 1, "cambridge": 0, "antikt": -1}
@@ -71,8 +73,11 @@ def _delta_r2(rap1, phi1, rap2, phi2):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
-def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
-    """Generalized-kt merge history. Returns (history, number of beam recombinations)."""
+def kt_history(leaves, power, r2):  # pragma: no cover - numba
+    """Generalized-kt merge history of ``leaves`` ``(n, 4)`` with exponent ``power`` and ``R² = r2``.
+
+    Returns ``(history, number of beam recombinations)`` (numba kernel).
+    """
     n = leaves.shape[0]
     p = np.empty((n, 4), dtype=np.float64)
     rap = np.empty(n, dtype=np.float64)
@@ -134,6 +139,12 @@ def _kt_kernel(leaves, power, r2):  # pragma: no cover - numba
     return history, beams
 
 
+def minus_inf_message(algorithm: str) -> str:
+    """The message of a kt-family result whose tree has log-likelihood ``-inf`` (status stays
+    ``"ok"``: the kt family does not search on the likelihood)."""
+    return f"the {algorithm} tree has log-likelihood -inf (a merge impossible in the model)"
+
+
 def rapidity_phi(p: np.ndarray) -> tuple[float, float]:
     """Rapidity and azimuth (in ``[0, 2π)``) of a 4-vector ``(E, px, py, pz)``, FastJet conventions.
 
@@ -147,23 +158,35 @@ def rapidity_phi(p: np.ndarray) -> tuple[float, float]:
     return float(rap), float(phi)
 
 
-def _check_rapidities(leaves: np.ndarray, jet: Jet) -> None:
-    """Every leaf has a rapidity: ``(kt² + m²) / (E + |pz|)²`` does not underflow to 0/0 (a
-    leaf of E ~ 1e-300 GeV), except for a massless leaf along the beam (which FastJet places at
-    its maximal rapidity)."""
-    e, px, py, pz = leaves.T
-    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+@nb.njit(cache=True)
+def rapidity_problem(leaves, a, b):  # pragma: no cover - numba
+    """The first leaf of ``leaves[a:b]`` without a computable rapidity (index within the jet), or
+    ``-1``: ``(kt² + m²) / (E + |pz|)²`` must not underflow to 0/0 (a leaf of E ~ 1e-300 GeV),
+    except for a massless leaf along the beam (which FastJet places at its maximal rapidity)."""
+    for i in range(a, b):
+        e = leaves[i, 0]
+        px = leaves[i, 1]
+        py = leaves[i, 2]
+        pz = leaves[i, 3]
         kt2 = px * px + py * py
-        num = kt2 + np.maximum(0.0, (e + pz) * (e - pz) - kt2)
-        den = (e + np.abs(pz)) ** 2
-        ok = (num > 0.0) & (den > 0.0) & np.isfinite(num / den)
-    along_beam = (e == np.abs(pz)) & (kt2 == 0.0)
-    bad = np.flatnonzero(~along_beam & ~ok)
-    if bad.size:
-        k = int(bad[0])
+        d = (e + pz) * (e - pz) - kt2
+        num = kt2 + (d if (d > 0.0 or d != d) else 0.0)  # np.maximum(0, d): NaN propagates
+        s = e + abs(pz)
+        den = s * s
+        ok = num > 0.0 and den > 0.0 and np.isfinite(num / den)
+        along_beam = e == abs(pz) and kt2 == 0.0
+        if not ok and not along_beam:
+            return i - a
+    return -1
+
+
+def _check_rapidities(leaves: np.ndarray, jet: Jet) -> None:
+    """Every leaf has a rapidity (:func:`rapidity_problem`), or an error naming the leaf."""
+    k = int(rapidity_problem(leaves, 0, leaves.shape[0]))
+    if k >= 0:
         raise InvalidJetError(
-            f"leaf {k} (E = {e[k]:.3g} GeV) has no computable rapidity: its transverse mass and "
-            "E + |pz| underflow (rescale the jet's units)", jet=jet.label, field="leaves",
+            f"leaf {k} (E = {leaves[k, 0]:.3g} GeV) has no computable rapidity: its transverse "
+            "mass and E + |pz| underflow (rescale the jet's units)", jet=jet.label, field="leaves",
         )
 
 
@@ -217,7 +240,7 @@ def kt(
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
     _check_rapidities(leaves, jet)
-    history, beams = _kt_kernel(leaves, power, radius * radius)
+    history, beams = kt_history(leaves, power, radius * radius)
     if beams > 0:
         raise ValueError(
             f"jet {jet.label}: {algorithm} with R={radius:g} leaves {int(beams) + 1} inclusive jets; "
@@ -225,9 +248,7 @@ def kt(
         )
     steps = score_history(leaves, consts, history)
     tree, ll = canonical_result(history, steps, n, jet=jet.label)
-    message = ""
-    if not math.isfinite(ll):
-        message = f"the {algorithm} tree has log-likelihood -inf (a merge impossible in the model)"
+    message = "" if math.isfinite(ll) else minus_inf_message(algorithm)
     return ClusteringResult(
         tree=tree,
         log_likelihood=ll,

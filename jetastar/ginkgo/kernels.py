@@ -44,6 +44,7 @@ __all__ = [
     "split_llh_many",
     "t_of",
     "tree_node_llh",
+    "tree_postorder",
     "truth_llh_kernel",
 ]
 
@@ -354,62 +355,10 @@ def truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, 
             e = leaves[q, 0]
             if ok and t_of(e, leaves[q, 1], leaves[q, 2], leaves[q, 3]) < -tol * e * e:
                 ok = False
-        parent = np.full(m, -1, dtype=np.int64)
-        seen_leaf = np.zeros(n, dtype=np.bool_)
-        for k in range(m):
-            left = children[a + k, 0]
-            right = children[a + k, 1]
-            if left < 0 or right < 0:
-                lf = leaf_of_node[a + k]
-                if left != -1 or right != -1 or lf < 0 or lf >= n or seen_leaf[lf]:
-                    ok = False
-                    break
-                seen_leaf[lf] = True
-            else:
-                if left >= m or right >= m or left == right or left == k or right == k:
-                    ok = False
-                    break
-                if parent[left] != -1 or parent[right] != -1:
-                    ok = False
-                    break
-                parent[left] = k
-                parent[right] = k
         if not ok:
             continue
-        root = -1
-        for k in range(m):
-            if parent[k] == -1:
-                if root != -1:
-                    ok = False
-                root = k
-        if not ok or root < 0:
-            continue
-        # post-order without recursion; a cycle shows up as a wrong visit count
-        order = np.empty(m, dtype=np.int64)
-        stack = np.empty(2 * m + 2, dtype=np.int64)
-        done = np.zeros(m, dtype=np.bool_)
-        top = 0
-        stack[0] = root
-        count = 0
-        while top >= 0 and count <= m:
-            node = stack[top]
-            top -= 1
-            if children[a + node, 0] < 0 or done[node]:
-                if count < m:
-                    order[count] = node
-                count += 1
-            else:
-                done[node] = True
-                if top + 3 >= stack.shape[0]:
-                    count = m + 1
-                    break
-                top += 1
-                stack[top] = node
-                top += 1
-                stack[top] = children[a + node, 1]
-                top += 1
-                stack[top] = children[a + node, 0]
-        if count != m:
+        root, order = tree_postorder(children, leaf_of_node, a, m, n)
+        if root < 0:
             continue
         c = consts[which[j]]
         legacy = c[0, 4] != 0.0
@@ -431,3 +380,69 @@ def truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, 
                 row = 1 if node == root else 0
                 total += split_llh(t[left], t[right], t[node], c[row])
         out[j] = total
+
+
+@nb.njit(cache=True)
+def tree_postorder(children, leaf_of_node, a, m, n):  # pragma: no cover - numba
+    """Check the tree of nodes ``a .. a + m - 1`` of flat ``children`` / ``leaf_of_node`` (local
+    node ids) over ``n`` leaves, and order its nodes children first.
+
+    Returns:
+        ``(root, order)``: the root's local id and the ``m`` local node ids in post-order;
+        ``root = -1`` when the nodes do not form one binary tree with each leaf ``0 .. n-1`` once.
+    """
+    order = np.empty(m, dtype=np.int64)
+    if m != 2 * n - 1 or m <= 0:
+        return -1, order
+    parent = np.full(m, -1, dtype=np.int64)
+    seen_leaf = np.zeros(n, dtype=np.bool_)
+    for k in range(m):
+        left = children[a + k, 0]
+        right = children[a + k, 1]
+        if left < 0 or right < 0:
+            lf = leaf_of_node[a + k]
+            if left != -1 or right != -1 or lf < 0 or lf >= n or seen_leaf[lf]:
+                return -1, order
+            seen_leaf[lf] = True
+        else:
+            if left >= m or right >= m or left == right or left == k or right == k:
+                return -1, order
+            if parent[left] != -1 or parent[right] != -1:
+                return -1, order
+            parent[left] = k
+            parent[right] = k
+    root = -1
+    for k in range(m):
+        if parent[k] == -1:
+            if root != -1:
+                return -1, order
+            root = k
+    if root < 0:
+        return -1, order
+    # post-order without recursion; a cycle shows up as a wrong visit count
+    stack = np.empty(2 * m + 2, dtype=np.int64)
+    done = np.zeros(m, dtype=np.bool_)
+    top = 0
+    stack[0] = root
+    count = 0
+    while top >= 0 and count <= m:
+        node = stack[top]
+        top -= 1
+        if children[a + node, 0] < 0 or done[node]:
+            if count < m:
+                order[count] = node
+            count += 1
+        else:
+            done[node] = True
+            if top + 3 >= stack.shape[0]:
+                count = m + 1
+                break
+            top += 1
+            stack[top] = node
+            top += 1
+            stack[top] = children[a + node, 1]
+            top += 1
+            stack[top] = children[a + node, 0]
+    if count != m:
+        return -1, order
+    return root, order

@@ -1,0 +1,394 @@
+"""The columnar path: whole chunks of jets clustered and scored by one kernel call each.
+
+Jets held as flat columns (a :class:`~jetastar.JetCollection`: leaves with offsets, per-jet
+parameters) go to one numba call per chunk (:mod:`._chunk_kernels`: jets in parallel, each jet
+serially) that checks every jet's leaves with the one leaf validator, clusters every jet with each
+requested algorithm of :data:`COLUMNAR_ALGORITHMS` and scores the trees with the Ginkgo likelihood
+(the kernels of the per-jet functions: results are those of :func:`~jetastar.clustering.greedy`
+and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The answer is flat arrays, a
+:class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
+:class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
+Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
+for these algorithms.
+
+:func:`score_columns` scores one given tree per jet (flat trees, the truth trees by default) the
+way :func:`jetastar.ginkgo.log_likelihood` does, in one call per chunk.
+
+Example:
+    >>> from jetastar.ginkgo import ShowerParams, generate
+    >>> jets = generate(100, ShowerParams.qcd(), seed=1)
+    >>> flat = cluster_columns(jets, {"greedy": {}, "cambridge": {}})
+    >>> flat["greedy"].status[:3].tolist(), flat["cambridge"].result(0).algorithm
+    (['ok', 'ok', 'ok'], 'cambridge')
+    >>> from jetastar.ginkgo import log_likelihood
+    >>> ll, status = score_columns(jets)  # the truth trees
+    >>> status[0], bool(ll[0] == log_likelihood(jets[0]))
+    ('ok', True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from ..ginkgo.likelihood import LIKELIHOODS, likelihood_constants
+from ..jet import JetCollection
+from ..tree import Tree
+from ._chunk_kernels import (
+    ALG_ANTIKT,
+    ALG_CAMBRIDGE,
+    ALG_GREEDY,
+    ALG_KT,
+    DONE,
+    INVALID,
+    NOT_RUN,
+    PER_JET,
+    cluster_chunk,
+    score_chunk,
+)
+from .greedy import greedy_status
+from .kt import minus_inf_message
+from .registry import cluster
+from .result import ClusteringResult
+
+__all__ = [
+    "COLUMNAR_ALGORITHMS",
+    "DONE",
+    "INVALID",
+    "NOT_RUN",
+    "PARALLEL_FROM",
+    "PER_JET",
+    "ChunkResults",
+    "cluster_columns",
+    "columnar_options",
+    "params_valid",
+    "score_columns",
+]
+
+#: the algorithms the columnar path runs (registry names -> kernel codes)
+COLUMNAR_ALGORITHMS = {
+    "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
+}
+
+#: chunks of fewer jets run on one thread (a parallel launch costs more than their work)
+PARALLEL_FROM = 256
+
+
+def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the columnar path runs ``name`` with (``likelihood``, and ``R`` for the kt family), or
+    ``None`` when it does not run ``name`` with these options (another algorithm, an option it
+    does not take, a bad value): those go through the per-jet path, which reports bad values.
+
+    Example:
+        >>> columnar_options("kt", {"R": 1000}), columnar_options("beam", {})
+        ({'likelihood': 'symmetric', 'R': 1000.0}, None)
+    """
+    if name not in COLUMNAR_ALGORITHMS:
+        return None
+    allowed = {"likelihood"} if name == "greedy" else {"likelihood", "R"}
+    if set(options) - allowed:
+        return None
+    likelihood = options.get("likelihood", "symmetric")
+    if likelihood not in LIKELIHOODS:
+        return None
+    out: dict[str, Any] = {"likelihood": likelihood}
+    if name != "greedy":
+        try:
+            radius = float(options.get("R", 1000.0))
+        except (TypeError, ValueError):
+            return None
+        if not (math.isfinite(radius) and radius > 0.0):
+            return None
+        out["R"] = radius
+    return out
+
+
+def params_valid(collection: JetCollection) -> np.ndarray:
+    """Which jets have parameters :class:`~jetastar.ginkgo.ShowerParams` accepts (the checks of
+    its constructor, over the columns at once): ``(J,)`` bool."""
+    prm = collection.params
+    ok = np.ones(len(collection), dtype=bool)
+    with np.errstate(all="ignore"):
+        for name in ("m_hard", "lam", "lam_root", "t_cut", "t_root"):
+            v = prm[name]
+            ok &= np.isfinite(v) & (v > 0.0)
+        ok &= prm["t_cut"] < prm["t_root"]
+        root = prm["root_momentum"]
+        ok &= np.all(np.isfinite(root), axis=1)
+        e, px, py, pz = root[:, 0], root[:, 1], root[:, 2], root[:, 3]
+        ok &= (e > 0.0) & (e * e - (px * px + py * py + pz * pz) > 0.0)
+    return ok
+
+
+def _constants(collection: JetCollection, valid: np.ndarray,
+               forms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(which (len(forms), J), consts (U, 2, 5))``: each jet's constants row per likelihood
+    form, made by :func:`~jetastar.ginkgo.likelihood_constants` once per distinct
+    ``(t_cut, λ, λ_R)``."""
+    n = len(collection)
+    prm = collection.params
+    triples = np.stack([prm["t_cut"], prm["lam"], prm["lam_root"]], axis=1)
+    which = np.full((max(len(forms), 1), n), -1, dtype=np.int64)
+    rows: list[np.ndarray] = []
+    good = np.flatnonzero(valid)
+    if good.size:
+        first = triples[good[0]]
+        if np.all(triples[good] == first):  # the usual case: one set of parameters
+            uniq, inverse = first[None], np.zeros(good.size, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(triples[good], axis=0, return_inverse=True)
+        for f, form in enumerate(forms):
+            start = len(rows)
+            rows.extend(likelihood_constants(float(t), float(lam), float(lr), form)
+                        for t, lam, lr in uniq)
+            which[f, good] = start + inverse.ravel()
+    consts = np.ascontiguousarray(np.stack(rows) if rows else np.zeros((1, 2, 5)))
+    return which, consts
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ChunkResults:
+    """One algorithm over the jets of a chunk, as flat arrays (row ``i`` = jet ``i``).
+
+    Attributes:
+        algorithm: registry name.
+        likelihood: the likelihood form.
+        options: the options a per-jet result of the algorithm records (kt family: ``algorithm``
+            and ``R``; greedy: none).
+        collection: the jets.
+        outcome: ``(J,)`` :data:`DONE` (tree and value below), :data:`INVALID` (the jet's leaves
+            or parameters are invalid), :data:`PER_JET` (needs the per-jet function: a kt leaf
+            without a rapidity, several kt jets at a small ``R``), :data:`NOT_RUN`.
+        log_likelihood: ``(J,)`` the trees' values (NaN where no tree).
+        status: ``(J,)`` str, the per-jet status of :data:`DONE` rows (``""`` elsewhere).
+        message: ``(J,)`` str.
+        node_offsets: ``(J + 1,)``; ``children`` ``(K, 2)`` and ``leaf_of_node`` ``(K,)``: the
+            trees of :data:`DONE` rows in canonical node order (0 nodes elsewhere).
+        counters: numeric stats of the per-jet results (greedy: ``splits_evaluated``), NaN where
+            not :data:`DONE`.
+        work: ``(J,)`` split evaluations / pair distances per jet (how a chunk's run time is
+            shared among its rows).
+    """
+
+    algorithm: str
+    likelihood: str
+    options: dict[str, Any]
+    collection: JetCollection
+    outcome: np.ndarray
+    log_likelihood: np.ndarray
+    status: np.ndarray
+    message: np.ndarray
+    node_offsets: np.ndarray
+    children: np.ndarray
+    leaf_of_node: np.ndarray
+    counters: dict[str, np.ndarray]
+    work: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.outcome.shape[0])
+
+    def tree(self, i: int) -> Tree | None:
+        """Jet ``i``'s tree (``None`` unless :data:`DONE`)."""
+        a, b = int(self.node_offsets[i]), int(self.node_offsets[i + 1])
+        if a == b:
+            return None
+        return Tree(self.children[a:b], self.leaf_of_node[a:b],
+                    jet=int(self.collection.jet_id[i]))
+
+    def result(self, i: int) -> ClusteringResult:
+        """Jet ``i``'s result, as the per-jet function returns it (``stats`` without ``time_s``);
+        a row that is not :data:`DONE` runs the per-jet function now (an invalid jet gives a
+        ``"failed"`` result naming the problem)."""
+        jet_id = int(self.collection.jet_id[i])
+        if self.outcome[i] == DONE:
+            stats = {k: int(v[i]) for k, v in self.counters.items()}
+            return ClusteringResult(
+                self.tree(i), float(self.log_likelihood[i]), self.algorithm,
+                likelihood=self.likelihood, options=dict(self.options), stats=stats,
+                status=str(self.status[i]), message=str(self.message[i]), jet_id=jet_id,
+            )
+        opts = {"likelihood": self.likelihood}
+        if "R" in self.options:
+            opts["R"] = self.options["R"]
+        try:
+            return cluster(self.collection[i], self.algorithm, **opts)
+        except Exception as exc:  # an invalid jet, a small R: recorded as the batch does
+            return ClusteringResult(None, -math.inf, self.algorithm, likelihood=self.likelihood,
+                                    options=dict(self.options), status="failed",
+                                    message=f"{type(exc).__name__}: {exc}", jet_id=jet_id)
+
+    def results(self) -> list[ClusteringResult]:
+        """Every row's :meth:`result`."""
+        return [self.result(i) for i in range(len(self))]
+
+
+def _use_threads(n_jets: int, parallel: bool | None) -> bool:
+    if parallel is None:
+        return n_jets >= PARALLEL_FROM and nb.get_num_threads() > 1
+    return bool(parallel)
+
+
+def cluster_columns(
+    collection: JetCollection,
+    algorithms: Mapping[str, Mapping[str, Any]],
+    *,
+    only: Mapping[str, np.ndarray] | None = None,
+    parallel: bool | None = None,
+) -> dict[str, ChunkResults]:
+    """Cluster every jet of a collection with each algorithm, in one kernel call.
+
+    Args:
+        collection: the jets (flat columns; truth trees are not used).
+        algorithms: registry name (of :data:`COLUMNAR_ALGORITHMS`) -> its options
+            (``likelihood``; ``R`` for the kt family).
+        only: per algorithm, a ``(J,)`` bool mask of the jets to run it on (others are
+            :data:`NOT_RUN`, e.g. over a size limit).
+        parallel: jets on numba's threads (default: for chunks of :data:`PARALLEL_FROM` jets or
+            more) or on this thread.
+
+    Returns:
+        Registry name -> :class:`ChunkResults`.
+
+    Raises:
+        ValueError: an algorithm or option the columnar path does not run (see
+            :func:`columnar_options`).
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> flat = cluster_columns(generate(5, ShowerParams.w(), seed=2), {"kt": {"R": 1000}})
+        >>> flat["kt"].outcome.tolist(), flat["kt"].result(0).options["R"]
+        ([0, 0, 0, 0, 0], 1000.0)
+    """
+    names = list(algorithms)
+    opts = {}
+    for name in names:
+        o = columnar_options(name, algorithms[name])
+        if o is None:
+            raise ValueError(f"the columnar path does not run {name!r} with options "
+                             f"{dict(algorithms[name])}")
+        opts[name] = o
+    n_jets = len(collection)
+    leaves = np.ascontiguousarray(collection.leaves, dtype=np.float64)
+    loff = np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64)
+    counts = np.diff(loff)
+    sizes = np.maximum(2 * counts - 1, 0)
+    noff = np.zeros(n_jets + 1, dtype=np.int64)
+    np.cumsum(sizes, out=noff[1:])
+    forms = sorted({o["likelihood"] for o in opts.values()})
+    which_form, consts = _constants(collection, params_valid(collection), forms)
+    which = np.ascontiguousarray(
+        np.stack([which_form[forms.index(opts[n]["likelihood"])] for n in names])
+        if names else which_form)
+    algs = np.array([COLUMNAR_ALGORITHMS[n] for n in names], dtype=np.int64)
+    run = np.ones((len(names), n_jets), dtype=np.bool_)
+    for q, name in enumerate(names):
+        if only is not None and name in only:
+            run[q] = np.asarray(only[name], dtype=bool)
+    r2 = np.array([opts[n].get("R", 1.0) ** 2 for n in names], dtype=np.float64)
+    if not names or n_jets == 0:
+        children = np.full((len(names), int(noff[-1]), 2), -1, dtype=np.int64)
+        leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
+        ll = np.full((len(names), n_jets), np.nan)
+        outcome = np.full((len(names), n_jets), NOT_RUN, dtype=np.int64)
+        info = np.full((len(names), n_jets), -1, dtype=np.int64)
+        work = np.zeros((len(names), n_jets), dtype=np.int64)
+    else:
+        children, leaf_of_node, ll, outcome, info, work = cluster_chunk(
+            leaves, loff, noff, which, consts, algs, np.ascontiguousarray(run), r2,
+            _use_threads(n_jets, parallel))
+    out = {}
+    for q, name in enumerate(names):
+        out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff, children[q],
+                                   leaf_of_node, ll[q], outcome[q], info[q], work[q])
+    return out
+
+
+def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
+                   counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray, children: np.ndarray,
+                   leaf_of_node: np.ndarray, ll: np.ndarray, outcome: np.ndarray,
+                   info: np.ndarray, work: np.ndarray) -> ChunkResults:
+    """One algorithm's rows of a kernel call: trees kept for :data:`DONE` rows only, statuses
+    and messages as the per-jet functions word them."""
+    done = outcome == DONE
+    n = outcome.shape[0]
+    if done.all():
+        node_offsets, ch, leaf = noff, children, leaf_of_node
+    else:
+        keep = np.repeat(done, sizes)
+        ch, leaf = children[keep], leaf_of_node[keep]
+        node_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.where(done, sizes, 0), out=node_offsets[1:])
+    status = np.where(done, "ok", "").astype(object)
+    message = np.full(n, "", dtype=object)
+    counters: dict[str, np.ndarray] = {}
+    if name == "greedy":
+        options: dict[str, Any] = {}
+        for i in np.flatnonzero(done & ((info >= 0) | ~np.isfinite(ll))):
+            status[i], message[i] = greedy_status(int(info[i]), int(counts[i]), float(ll[i]))
+        if done.any():
+            counters["splits_evaluated"] = np.where(done, work, np.nan).astype(np.float64)
+    else:
+        options = {"algorithm": name, "R": opts["R"]}
+        message[done & ~np.isfinite(ll)] = minus_inf_message(name)
+    return ChunkResults(
+        algorithm=name, likelihood=opts["likelihood"], options=options, collection=collection,
+        outcome=outcome, log_likelihood=np.where(done, ll, np.nan), status=status,
+        message=message, node_offsets=node_offsets, children=ch, leaf_of_node=leaf,
+        counters=counters, work=np.where(done, work, 0).astype(np.float64),
+    )
+
+
+def score_columns(
+    collection: JetCollection,
+    trees: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    likelihood: str = "symmetric",
+    *,
+    parallel: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Log-likelihood of one tree per jet, every jet of a collection in one kernel call.
+
+    The values of :func:`jetastar.ginkgo.log_likelihood` (internal momenta: sums of leaf
+    momenta; the per-node values summed as numpy sums them).
+
+    Args:
+        collection: the jets.
+        trees: ``(children (K, 2), leaf_of_node (K,), node_offsets (J + 1,))`` with local node
+            ids per jet (e.g. an :class:`~jetastar.io.AlgorithmResults` table's); default the
+            collection's truth trees.
+        likelihood: ``"symmetric"`` or ``"legacy"``.
+        parallel: as in :func:`cluster_columns`.
+
+    Returns:
+        ``(log_likelihood, status)``, each ``(J,)``: ``status`` is ``"ok"``, ``"invalid jet"``
+        (leaves or parameters), ``"no tree"`` or ``"bad tree"`` (not one binary tree over the
+        jet's leaves); the value is NaN unless ``"ok"``.
+
+    Raises:
+        ValueError: an unknown likelihood form, or tree columns of the wrong lengths.
+    """
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"unknown likelihood {likelihood!r}; valid: "
+                         f"{', '.join(map(repr, LIKELIHOODS))}")
+    children, leaf_of_node, node_offsets = (
+        (collection.children, collection.leaf_of_node, collection.node_offsets)
+        if trees is None else trees)
+    children = np.ascontiguousarray(children, dtype=np.int64).reshape(-1, 2)
+    leaf_of_node = np.ascontiguousarray(leaf_of_node, dtype=np.int64)
+    noff = np.ascontiguousarray(node_offsets, dtype=np.int64)
+    n_jets = len(collection)
+    if noff.shape != (n_jets + 1,) or noff[-1] != children.shape[0] or \
+            leaf_of_node.shape[0] != children.shape[0]:
+        raise ValueError("the trees' offsets and columns do not match the jets")
+    which, consts = _constants(collection, params_valid(collection), [likelihood])
+    ll, code = score_chunk(
+        np.ascontiguousarray(collection.leaves, dtype=np.float64),
+        np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64), children, leaf_of_node,
+        noff, np.ascontiguousarray(which[0]), consts, _use_threads(n_jets, parallel))
+    names = np.array(["ok", "invalid jet", "no tree", "bad tree"], dtype=object)
+    return ll, names[code]
+

@@ -1,0 +1,110 @@
+"""Benchmark of the columnar path: CPU and wall time per jet of greedy and the kt family on whole
+collections, against FastJet's awkward interface, on the same jets.
+
+Run on demand (not collected by pytest)::
+
+    python tests/benchmarks/bench_columnar.py                 # 3000 jets of ~8 and of ~20 leaves
+    python tests/benchmarks/bench_columnar.py --jets 1000 --repeat 5
+    PYTHONPATH=/path/to/other/checkout python tests/benchmarks/bench_columnar.py --only-cluster
+
+Rows, per algorithm and jet sample (QCD jets with the default parameters, ~7.6 leaves, and with
+``t_cut = 1`` GeV², ~20 leaves):
+
+* ``jetastar.cluster``: ``jetastar.cluster(jets, name)`` on the collection, end to end (a
+  results table with trees, log-likelihoods and statuses);
+* ``columnar kernel``: :func:`jetastar.clustering.columnar.cluster_columns` alone (the kernel call
+  and its flat arrays, without the results table);
+* ``FastJet awkward``: ``fastjet.ClusterSequence(awkward_array, JetDefinition(alg, 1000))`` and
+  its ``inclusive_jets()`` (the clustering of every jet in FastJet's C++ loop; the `fastjet`
+  extra), kt family only.
+
+Each number is the best of ``--repeat`` runs (after a warm-up run, so that numba compilation is
+not counted): ``cpu`` is ``time.process_time`` (all threads of this process), ``wall`` is
+``time.perf_counter``, both divided by the number of jets. ``--only-cluster`` times only
+``jetastar.cluster`` (to measure another checkout of the package, e.g. the one before the
+columnar path, on the same jets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import jetastar
+from jetastar.ginkgo import ShowerParams, generate
+
+ALGORITHMS = ("greedy", "kt", "cambridge", "antikt")
+FJ_NAMES = {"kt": "kt_algorithm", "cambridge": "cambridge_algorithm",
+            "antikt": "antikt_algorithm"}
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    fn()  # warm-up: compilation and caches
+    cpu, wall = [], []
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        fn()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return min(cpu), min(wall)
+
+
+def _fastjet_runner(jets: Any, name: str) -> Callable[[], Any] | None:
+    try:
+        import awkward as ak
+        import fastjet
+    except ImportError:
+        return None
+    leaves = jets.leaves
+    counts = np.diff(jets.leaf_offsets)
+    records = ak.zip({"px": leaves[:, 1], "py": leaves[:, 2], "pz": leaves[:, 3],
+                      "E": leaves[:, 0]}, with_name="Momentum4D")
+    array = ak.unflatten(records, counts)
+    jet_def = fastjet.JetDefinition(getattr(fastjet, FJ_NAMES[name]), 1000.0)
+
+    def run() -> Any:
+        return fastjet.ClusterSequence(array, jet_def).inclusive_jets()
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jets", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only-cluster", action="store_true")
+    args = parser.parse_args()
+    samples = {
+        "QCD default": generate(args.jets, ShowerParams.qcd(), seed=2033),
+        "QCD t_cut=1": generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=2034),
+    }
+    print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
+    print(f"{'sample':<13} {'leaves':>6} {'algorithm':<10} {'what':<17} {'cpu µs/jet':>11} "
+          f"{'wall µs/jet':>11}")
+    for label, jets in samples.items():
+        mean = float(np.mean(jets.n_leaves))
+        for name in ALGORITHMS:
+            rows: list[tuple[str, Callable[[], Any]]] = [
+                ("jetastar.cluster", lambda jets=jets, name=name: jetastar.cluster(jets, name)),
+            ]
+            if not args.only_cluster:
+                from jetastar.clustering.columnar import cluster_columns
+
+                rows.append(("columnar kernel",
+                             lambda jets=jets, name=name: cluster_columns(jets, {name: {}})))
+                if name in FJ_NAMES:
+                    fj = _fastjet_runner(jets, name)
+                    if fj is not None:
+                        rows.append(("FastJet awkward", fj))
+            for what, fn in rows:
+                cpu, wall = _best(fn, args.repeat)
+                print(f"{label:<13} {mean:6.1f} {name:<10} {what:<17} "
+                      f"{1e6 * cpu / len(jets):11.2f} {1e6 * wall / len(jets):11.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

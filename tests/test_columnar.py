@@ -1,0 +1,236 @@
+"""The columnar path (jetastar.clustering.columnar): whole chunks in one kernel call give the results
+of the per-jet path, row for row, on thousands of QCD and W jets, in both likelihood forms,
+including -inf trees and invalid jets; and the per-jet leaf validator it shares with Jet."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers.perjet_algorithms import TWINS
+
+import jetastar
+from jetastar import JetCollection
+from jetastar._columnar import first_leaf_problem, leaf_problems
+from jetastar.batch import BatchConfig, cluster_collection
+from jetastar.clustering import greedy, kt
+from jetastar.clustering.columnar import (
+    DONE,
+    INVALID,
+    PER_JET,
+    cluster_columns,
+    columnar_options,
+    score_columns,
+)
+from jetastar.clustering.estimates import estimate_seconds
+from jetastar.ginkgo import ShowerParams, generate, log_likelihood
+
+ALGS = ("greedy", "kt", "cambridge", "antikt")
+
+
+@pytest.fixture(scope="module")
+def jets():
+    """1000 QCD and 1000 W jets (default parameters, ~8 and ~11 leaves) and 60 larger QCD jets
+    (t_cut 1 GeV², ~20 leaves)."""
+    return JetCollection.concatenate([
+        generate(1000, ShowerParams.qcd(), seed=331),
+        generate(1000, ShowerParams.w(), seed=332),
+        generate(60, ShowerParams.qcd(t_cut=1.0), seed=333),
+    ])
+
+
+def _per_jet(jet, name, likelihood):
+    if name == "greedy":
+        return greedy(jet, likelihood=likelihood)
+    return kt(jet, algorithm=name, likelihood=likelihood)
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_flat_results_are_the_per_jet_results(jets, likelihood):
+    flat = cluster_columns(jets, {name: {"likelihood": likelihood} for name in ALGS})
+    minus_inf = {name: 0 for name in ALGS}
+    for i in range(len(jets)):
+        jet = jets[i]
+        for name in ALGS:
+            ref = _per_jet(jet, name, likelihood)
+            got = flat[name]
+            assert got.outcome[i] == DONE
+            a, b = got.node_offsets[i], got.node_offsets[i + 1]
+            assert np.array_equal(got.children[a:b], ref.tree.children), (name, i)
+            assert np.array_equal(got.leaf_of_node[a:b], ref.tree.leaf_of_node), (name, i)
+            value = got.log_likelihood[i]
+            assert value == ref.log_likelihood or abs(value - ref.log_likelihood) <= 1e-12
+            assert (got.status[i], got.message[i]) == (ref.status, ref.message), (name, i)
+            if name == "greedy":
+                assert got.counters["splits_evaluated"][i] == ref.stats["splits_evaluated"]
+            minus_inf[name] += not math.isfinite(ref.log_likelihood)
+        if i < 3:
+            lazy = flat["greedy"].result(i)
+            assert lazy.tree == ref_tree(jet, likelihood) and lazy.likelihood == likelihood
+    # the kt family's trees are often impossible in the model: -inf rows were compared too
+    assert min(minus_inf[n] for n in ("kt", "cambridge", "antikt")) > 100
+
+
+def ref_tree(jet, likelihood):
+    return greedy(jet, likelihood=likelihood).tree
+
+
+def _broken(jets):
+    """A copy of 300 of the jets with invalid and awkward jets put in: bad leaves of each kind,
+    bad parameters, a leaf without a rapidity, a jet whose every greedy merge is -inf."""
+    sub = jets.take(np.r_[0:150, 1000:1150])
+    leaves = sub.leaves.copy()
+    loff = sub.leaf_offsets
+    params = {k: v.copy() for k, v in sub.params.items()}
+    leaves[loff[3] + 1, 2] = np.nan  # non-finite
+    leaves[loff[10], 0] = -1.0  # non-positive energy
+    leaves[loff[20] + 2, 0] = 0.5 * np.abs(leaves[loff[20] + 2, 3])  # spacelike
+    params["t_cut"][30] = params["t_root"][30] * 2.0  # t_cut above the root
+    params["lam"][40] = -1.0
+    params["root_momentum"][50] = [1.0, 2.0, 0.0, 0.0]  # not timelike
+    leaves[loff[60]] = [1e-300, 1e-301, 0.0, 0.0]  # no computable rapidity (kt family only)
+    # every greedy merge -inf: three light leaves of a jet whose mass is far below t_cut
+    n70 = loff[71] - loff[70]
+    for k in range(n70):
+        leaves[loff[70] + k] = [10.0 + 0.001 * k, 0.001 * k, 0.0, 9.99]
+    broken = JetCollection(
+        leaves=leaves, leaf_offsets=loff, children=sub.children, leaf_of_node=sub.leaf_of_node,
+        node_offsets=sub.node_offsets, jet_id=sub.jet_id + 5000, seed=sub.seed,
+        jet_type=sub.jet_type, params=params,
+    )
+    # a jet of one leaf
+    one = JetCollection(
+        leaves=leaves[:1], leaf_offsets=np.array([0, 1]), children=np.empty((0, 2)),
+        leaf_of_node=np.empty(0), node_offsets=np.array([0, 0]), jet_id=np.array([9999]),
+        seed=np.array([-1]), jet_type=np.array(["QCD"], dtype=object),
+        params={k: v[:1] for k, v in params.items()},
+    )
+    return JetCollection.concatenate([broken, one])
+
+
+def _assert_same_table(a, b, twin):
+    assert len(a) == len(b)
+    assert np.array_equal(a.jet_index, b.jet_index) and np.array_equal(a.jet_id, b.jet_id)
+    assert list(a.status) == list(b.status)
+    assert [m.replace(repr(twin), repr(a.algorithm)) for m in b.message] == list(a.message)
+    assert list(a.options) == list(b.options)
+    assert np.array_equal(a.node_offsets, b.node_offsets)
+    assert np.array_equal(a.children, b.children)
+    assert np.array_equal(a.leaf_of_node, b.leaf_of_node)
+    x, y = a.log_likelihood, b.log_likelihood
+    assert np.array_equal(np.isnan(x), np.isnan(y)) and np.array_equal(np.isinf(x), np.isinf(y))
+    fin = np.isfinite(x)
+    assert np.all(np.abs(x[fin] - y[fin]) <= 1e-12)
+    assert sorted(a.counters) == sorted(b.counters)
+    for k in a.counters:
+        assert np.array_equal(a.counters[k], b.counters[k], equal_nan=True)
+    assert (a.likelihood, a.exact_method) == (b.likelihood, b.exact_method)
+    assert np.array_equal(np.isnan(a.time_s), np.isnan(b.time_s))
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_batch_tables_with_invalid_jets_equal_the_per_jet_path(jets, likelihood):
+    chunk = _broken(jets)
+    names = [*ALGS, *TWINS]
+    config = BatchConfig(names, options={"*": {"likelihood": likelihood}},
+                         max_leaves={"cambridge": 9, "perjet-cambridge": 9},
+                         plugins=["helpers.perjet_algorithms"])
+    tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+    for twin, name in TWINS.items():
+        _assert_same_table(tables[name], tables[twin], twin)
+    greedy_t, kt_t = tables["greedy"], tables["kt"]
+    status = list(greedy_t.status)
+    for i in (3, 10, 20, 30, 40, 50, len(chunk) - 1):
+        assert status[i] == "failed" and greedy_t.message[i].startswith(f"jets.h5: entry {7 + i}:")
+    assert kt_t.status[60] == "failed" and "rapidity" in kt_t.message[60]
+    assert greedy_t.status[60] != "failed"  # greedy needs no rapidity
+    assert greedy_t.status[70] == "all_inf" and "every possible merge" in greedy_t.message[70]
+    assert (tables["cambridge"].status == "skipped").sum() > 50
+    assert status.count("ok") > 250
+
+
+def test_outcomes_of_invalid_jets(jets):
+    chunk = _broken(jets)
+    flat = cluster_columns(chunk, {"greedy": {}, "kt": {}})
+    assert flat["greedy"].outcome[3] == INVALID and flat["kt"].outcome[60] == PER_JET
+    assert flat["greedy"].outcome[60] == DONE
+    assert flat["kt"].result(3).status == "failed"  # the per-jet path, lazily
+    assert "rapidity" in flat["kt"].result(60).message
+    # a small R leaves several jets: the per-jet function says so
+    small = cluster_columns(jets[:5], {"antikt": {"R": 0.01}})["antikt"]
+    assert list(small.outcome) == [PER_JET] * 5
+    assert "inclusive jets" in small.result(0).message
+
+
+def test_time_limits_skip_as_the_per_jet_path(jets):
+    config = BatchConfig(["greedy", "perjet-greedy"], time_limit=5e-6,
+                         plugins=["helpers.perjet_algorithms"])
+    sub = jets[:200]
+    tables = cluster_collection(sub, config)
+    a, b = tables["greedy"], tables["perjet-greedy"]  # the twin has no time estimate
+    hopeless = np.array([estimate_seconds("greedy", n, {}) > 5e-6 for n in sub.n_leaves])
+    assert 0 < hopeless.sum() < 200
+    assert list(a.status[hopeless]) == ["skipped"] * int(hopeless.sum())
+    assert all(m.startswith("not started: 'greedy' is estimated") for m in a.message[hopeless])
+    assert np.array_equal(a.log_likelihood[~hopeless], b.log_likelihood[~hopeless])
+    assert list(a.status[~hopeless]) == list(b.status[~hopeless])
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_scores_of_given_trees_are_log_likelihood(jets, likelihood):
+    sub = jets.take(np.r_[0:300, 1000:1300, 2000:2060])
+    ll, status = score_columns(sub, likelihood=likelihood)  # the truth trees
+    assert set(status) == {"ok"}
+    for i in range(len(sub)):
+        ref = log_likelihood(sub[i], likelihood=likelihood)
+        assert ll[i] == ref or abs(ll[i] - ref) <= 1e-12
+    table = jetastar.cluster(sub, "antikt", likelihood=likelihood)
+    ll2, status2 = score_columns(sub, (table.children, table.leaf_of_node, table.node_offsets),
+                                 likelihood)
+    assert set(status2) == {"ok"}
+    assert np.array_equal(ll2, table.log_likelihood)
+
+
+def test_scores_of_missing_and_broken_trees(jets):
+    sub = jets.take(np.arange(4))
+    children = sub.children.copy()
+    a = sub.node_offsets[1]
+    root = a + int(np.flatnonzero(children[a:sub.node_offsets[2], 0] >= 0)[0])
+    children[root] = children[root, ::-1] * 0  # a node listing node 0 twice
+    sizes = np.diff(sub.node_offsets)
+    sizes[2] = 0
+    keep = np.repeat(np.arange(4) != 2, np.diff(sub.node_offsets))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    ll, status = score_columns(sub, (children[keep], sub.leaf_of_node[keep], offsets))
+    assert list(status) == ["ok", "bad tree", "no tree", "ok"]
+    assert np.isnan(ll[1]) and np.isnan(ll[2]) and ll[3] == log_likelihood(sub[3])
+    with pytest.raises(ValueError, match="likelihood"):
+        score_columns(sub, likelihood="other")
+
+
+def test_columnar_options():
+    assert columnar_options("greedy", {}) == {"likelihood": "symmetric"}
+    assert columnar_options("greedy", {"R": 1.0}) is None
+    assert columnar_options("kt", {"R": -1.0}) is None
+    assert columnar_options("kt", {"likelihood": "x"}) is None
+    with pytest.raises(ValueError, match="columnar path"):
+        cluster_columns(generate(2, ShowerParams.qcd(), seed=1), {"beam": {}})
+
+
+def test_per_jet_leaf_problems_agree_with_the_first_problem():
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 6, 400)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    p = np.abs(rng.normal(size=(offsets[-1], 4))) * [3.0, 1.0, 1.0, 1.0]
+    bad = rng.integers(0, offsets[-1], 60)
+    p[bad, rng.integers(0, 4, 60)] = rng.choice([np.nan, np.inf, -1.0, 0.0, 0.01], 60)
+    kind, leaf, _, value = leaf_problems(p, offsets)
+    names = ("too few", "non-finite", "non-positive energy", "spacelike")
+    for j in range(400):
+        one = first_leaf_problem(p[offsets[j]:offsets[j + 1]], [0, counts[j]])
+        assert (one is None) == (kind[j] == 0)
+        if one is not None:
+            assert (one.kind, one.leaf) == (names[kind[j] - 1], leaf[j])
+            assert one.value == value[j] or (np.isnan(one.value) and np.isnan(value[j]))
+    assert set(kind.tolist()) == {0, 1, 2, 3, 4}
