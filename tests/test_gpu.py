@@ -333,3 +333,34 @@ def test_bound_pruned_map_on_the_gpu_is_the_cpu_engine(likelihood):
             assert np.array_equal(cpu_tab.rec[ok], gpu_tab.rec[ok])
             assert np.array_equal(cpu_tab.best[ok], gpu_tab.best[ok])
             assert np.array_equal(cpu_tab.wq, gpu_tab.wq)
+
+
+def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
+    """A batch chunk's exact trellises with log Z go to the GPU together (one batch call), and the
+    table equals the CPU's; invalid and over-limit jets keep their per-jet rows."""
+    import jetastar.batch.work as work
+    from jetastar import JetCollection
+    from jetastar.batch import BatchConfig, cluster_collection
+
+    jets = _jets(5, count=3, seed=41) + _jets(6, count=2, seed=42) + _jets(9, count=1, seed=43)
+    coll = JetCollection.from_jets(jets)
+    calls = []
+    real = work.exact_trellis_batch
+
+    def spy(batch, *args, **kwargs):
+        calls.append(len(batch))
+        return real(batch, *args, **kwargs)
+
+    monkeypatch.setattr(work, "exact_trellis_batch", spy)
+    opts = {"trellis": {"log_z": True}}
+    limits = {"trellis": 8}
+    gpu = cluster_collection(coll, BatchConfig(["trellis"], options=opts, max_leaves=limits,
+                                               device="gpu"))["trellis"]
+    assert calls == [len(jets) - 2]  # the two 9-leaf jets are over the size limit
+    cpu = cluster_collection(coll, BatchConfig(["trellis"], options=opts, max_leaves=limits,
+                                               device="cpu"))["trellis"]
+    assert calls == [len(jets) - 2]
+    assert list(gpu.status) == list(cpu.status)
+    fin = np.isfinite(cpu.log_likelihood)
+    np.testing.assert_allclose(gpu.log_likelihood[fin], cpu.log_likelihood[fin], rtol=1e-12)
+    np.testing.assert_allclose(gpu.log_z[fin], cpu.log_z[fin], rtol=1e-9)

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda import resolve_device
 from .._jit import Stopwatch
-from ..clustering import ClusteringResult, algorithm_info, cluster
+from ..clustering import ClusteringResult, algorithm_info, cluster, exact_trellis_batch
 from ..clustering.columnar import (
     DONE,
     INVALID,
@@ -33,6 +34,7 @@ from ..clustering.columnar import (
     columnar_options,
 )
 from ..clustering.estimates import estimate_seconds
+from ..clustering.options import as_flag
 from ..errors import InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
 from ..result_tables import AlgorithmResults, to_json
@@ -192,6 +194,7 @@ def cluster_collection(
         warm_up_here(config, opts)
     rows: dict[str, dict[int, ClusteringResult]] = {name: {} for name in config.algorithms}
     flat, seconds = _cluster_columnar(collection, config, opts, n_workers, rows)
+    _cluster_on_gpu(collection, config, opts, rows)
     per_jet = [name for name in config.algorithms if name not in flat]
     need = np.full(n, bool(per_jet))
     for chunk in flat.values():
@@ -211,6 +214,8 @@ def cluster_collection(
                 )
         else:
             for name in config.algorithms:
+                if name in per_jet and i in rows[name]:
+                    continue  # solved with its batch on a GPU
                 if name in per_jet or flat[name].outcome[i] in (INVALID, PER_JET):
                     rows[name][i] = run_one(jet, name, opts[name], config)
         if on_jet is not None:
@@ -231,6 +236,49 @@ def cluster_collection(
                 likelihood=_likelihood_of(results, opts[name]), exact_method=info.exact,
             )
     return tables
+
+
+def _cluster_on_gpu(
+    collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]],
+    rows: dict[str, dict[int, ClusteringResult]],
+) -> None:
+    """The exact trellis with ``log_z`` of the whole chunk on a GPU, many jets per launch
+    (:func:`~jetastar.clustering.exact_trellis_batch`), when its ``device`` resolves to a GPU.
+
+    Jets that are invalid, refused by a size or time limit, or that the batch cannot take (a
+    :class:`~jetastar.TooLargeError`) are left to :func:`run_one`; the others get their rows here.
+    """
+    name = "trellis"
+    if name not in config.algorithms or not len(collection):
+        return
+    o = opts[name]
+    try:
+        if not as_flag(o.get("log_z", False), "log_z") or resolve_device(
+                o.get("device", "auto")) != "gpu":
+            return
+    except Exception:  # a bad option or no GPU: run_one reports it per jet
+        return
+    picked, jets = [], []
+    for i in range(len(collection)):
+        n_leaves = int(collection.leaf_offsets[i + 1] - collection.leaf_offsets[i])
+        if _refusal(n_leaves, None, name, o, config) is not None:
+            continue
+        try:
+            jet = _jet_for_clustering(collection, i)
+        except InvalidJetError:
+            continue
+        picked.append(i)
+        jets.append(jet)
+    if not jets:
+        return
+    try:
+        results = exact_trellis_batch(jets, o.get("likelihood"), device="gpu",
+                                      max_memory=o.get("max_memory"), progress=False)
+    except TooLargeError:
+        return
+    for i, res in zip(picked, results, strict=True):
+        rows[name][i] = dataclasses.replace(res, options={**o, **res.options},
+                                            jet_id=int(collection.jet_id[i]))
 
 
 def _cluster_columnar(
