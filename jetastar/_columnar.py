@@ -27,6 +27,7 @@ __all__ = [
     "COORDINATE_SETS",
     "DEFAULT_LAM",
     "DEFAULT_LAM_ROOT",
+    "DEFAULT_MASS_POLICY",
     "DEFAULT_T_CUT",
     "MASS_POLICIES",
     "SPACELIKE_TOLERANCE",
@@ -50,6 +51,10 @@ DEFAULT_LAM_ROOT = 1.5
 
 #: Named mass policies (a number is also accepted: assign that mass in GeV).
 MASS_POLICIES = ("clamp", "keep")
+
+#: The mass policy of every entry point that converts particles (files, awkward arrays, one jet's
+#: momentum records, the command line) unless the caller names another.
+DEFAULT_MASS_POLICY = "clamp"
 
 #: lower-cased field name -> the vector momentum coordinate it holds.
 _ALIASES = {
@@ -175,7 +180,7 @@ def _policy(mass_policy: Any) -> str | float:
     return m
 
 
-def apply_mass_policy(p4: np.ndarray, mass_policy: Any = "clamp") -> np.ndarray:
+def apply_mass_policy(p4: np.ndarray, mass_policy: Any = DEFAULT_MASS_POLICY) -> np.ndarray:
     """Apply a mass policy (see :mod:`jetastar.momenta`) to ``(n, 4)`` 4-vectors in place.
 
     Returns:
@@ -357,7 +362,7 @@ def flat_columns(
     t_cut: float = DEFAULT_T_CUT,
     lam: float = DEFAULT_LAM,
     lam_root: float = DEFAULT_LAM_ROOT,
-    mass_policy: Any = "clamp",
+    mass_policy: Any = DEFAULT_MASS_POLICY,
     jet_type: str = "data",
     validate: bool = True,
     path: str | None = None,

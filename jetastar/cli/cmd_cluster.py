@@ -12,6 +12,7 @@ from ..batch import BatchConfig, load_registry, parse_limits, parse_options, run
 from ..clustering import algorithms
 from ..comparison import mass_policy_counts
 from ..io import ParticleSource, column_prefix
+from ..momenta import DEFAULT_MASS_POLICY
 from .shared import (
     UsageError,
     add_cluster_options,
@@ -180,7 +181,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--t-cut", type=float, default=16.0, help="Ginkgo t_cut in GeV² (default 16)")
     g.add_argument("--lam", type=float, default=1.5, help="Ginkgo λ (default 1.5)")
     g.add_argument("--lam-root", type=float, default=1.5, help="Ginkgo λ_R (default 1.5)")
-    g.add_argument("--mass-policy", default="clamp", metavar="clamp|keep|MASS",
+    g.add_argument("--mass-policy", default=DEFAULT_MASS_POLICY, metavar="clamp|keep|MASS",
                    help="massless particles: clamp (default: raise E by a few ulps where "
                         "E²−|p|² rounds below 0), keep, or a mass in GeV given to every particle")
     g.add_argument("--entry-start", type=int, default=None, help="first entry to read")

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .._columnar import first_nonfinite_input
+from .._columnar import DEFAULT_MASS_POLICY, first_nonfinite_input
 from ..errors import InvalidJetError
 from ..jet import JetCollection
 from ..jetfinding import find_jets
@@ -118,7 +118,7 @@ class ParticleSource:
     t_cut: float = DEFAULT_T_CUT
     lam: float = DEFAULT_LAM
     lam_root: float = DEFAULT_LAM_ROOT
-    mass_policy: Any = "clamp"
+    mass_policy: Any = DEFAULT_MASS_POLICY
     jet_type: str = "data"
 
     def __post_init__(self) -> None:
