@@ -35,6 +35,7 @@ __all__ = [
     "apply_mass_policy",
     "awkward_columns",
     "canonical_name",
+    "check_mass_policy",
     "dense_columns",
     "detect_coordinates",
     "first_leaf_problem",
@@ -161,7 +162,16 @@ def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
     return out
 
 
-def _policy(mass_policy: Any) -> str | float:
+def check_mass_policy(mass_policy: Any) -> str | float:
+    """A mass policy in its normal form (``"clamp"``, ``"keep"`` or a mass in GeV as a float).
+
+    Raises:
+        InvalidJetError: (field ``mass_policy``) for anything else.
+
+    Example:
+        >>> check_mass_policy(" Clamp"), check_mass_policy("0.13957")
+        ('clamp', 0.13957)
+    """
     if isinstance(mass_policy, str):
         key = mass_policy.strip().lower()
         if key in MASS_POLICIES:
@@ -192,7 +202,7 @@ def apply_mass_policy(p4: np.ndarray, mass_policy: Any = DEFAULT_MASS_POLICY) ->
         >>> apply_mass_policy(p).tolist(), bool(p[0, 0] ** 2 - (p[0, 1:] ** 2).sum() >= 0)
         ([True, False], True)
     """
-    policy = _policy(mass_policy)
+    policy = check_mass_policy(mass_policy)
     n = p4.shape[0]
     changed = np.zeros(n, dtype=bool)
     if n == 0 or policy == "keep":
