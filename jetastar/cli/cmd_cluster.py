@@ -164,7 +164,9 @@ def add_parser(sub: Any) -> None:
                         "`pip install 'jetastar[dask]'`")
     p.add_argument("--fresh", action="store_true",
                    help="recompute: discard partial results of an interrupted run instead of "
-                        "resuming, and redo inputs whose output is already complete")
+                        "resuming, redo inputs whose output is already complete, and replace an "
+                        "output written with other settings (without it such an output is kept "
+                        "and the input fails with the differences)")
     add_cluster_options(p)
     g = p.add_argument_group(
         "particles in your own layout",
