@@ -130,6 +130,20 @@ def test_new_user_messages(tmp_path, capsys, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truncated.root"]
 
 
+def test_generate_rare_leaf_range_says_how_rare_and_what_to_do(tmp_path, capsys):
+    """Issue 35 point 7: the message said "raise max_tries", which the command line could not."""
+    out = str(tmp_path / "g.h5")
+    rare = ["generate", "--t-cut", "1", "--min-leaves", "40", "--max-leaves", "100", "-o", out]
+    assert main([*rare, "--n", "3", "--max-tries", "2000"]) == 1
+    err = capsys.readouterr().err
+    assert "in 2000 tries" in err and "rare at this t_cut" in err and "jets generated had" in err
+    suggested = float(err.split("Try t_cut ")[1].split()[0])
+    assert suggested < 1.0 and "--max-tries" in err and err.count("\n") == 1
+    assert main([*rare, "--n", "1", "--max-tries", "200000"]) == 0  # rare but reachable
+    assert jio.read(out).n_leaves[0] >= 40
+    assert main(["generate", "--max-tries", "0", "-o", out]) == 2
+
+
 def test_demo(capsys):
     assert main(["demo"]) == 0
     lines = capsys.readouterr().out.splitlines()
