@@ -514,7 +514,8 @@ def astar(
         max_vertices: maximum number of trellis vertices explored (``None``: none).
         max_memory: memory budget in bytes for the search arrays (default: a third of the RAM,
             at most 8 GiB).
-        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` once the jet
+            has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="astar"``). ``stats``: ``vertices_explored``,
@@ -703,7 +704,8 @@ def astar_approx(
             does not count).
         max_vertices: cap on the number of trellis vertices recorded (``None``: none).
         max_memory: as for :func:`astar`.
-        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` once the jet
+            has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="astar-approx"``), never below the best seed tree;

@@ -41,6 +41,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._progress import PER_JET_DELAY
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
 from ..jet import Jet
@@ -155,7 +156,8 @@ def exact_map(
             it are skipped, and it is what a budget stop returns (default there: the greedy tree).
         prune: skip splits by their bounds (``False`` scores every split: same result, for checks).
         threads: numba threads (default: all).
-        progress: tqdm progress bar (default: from 21 leaves on).
+        progress: tqdm progress bar (``True``); default: from 21 leaves on, once the jet has
+            taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` with ``algorithm="trellis"`` (the registry key of this engine),
@@ -199,7 +201,8 @@ def exact_map(
     solver = _MapSolver(jet.leaves, consts, threads)
     show = n >= _PROGRESS_FROM if progress is None else bool(progress)
     floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
-    finished = solver.solve(bool(prune), floor, show, watch, max_time, who)
+    delay = PER_JET_DELAY if progress is None else 0.0  # quiet in loops over jets
+    finished = solver.solve(bool(prune), floor, show, watch, max_time, who, delay)
     stats = solver.stats
     stats["memory_bytes"] = memory
     stats["time_s"] = watch.seconds()
@@ -376,7 +379,7 @@ class _MapSolver:
 
     def solve(
         self, prune: bool, floor: float, show: bool, watch: Stopwatch | None,
-        max_time: float | None, who: str,
+        max_time: float | None, who: str, delay: float = 0.0,
     ) -> bool:
         """Run the DP; ``False`` when ``watch`` passed ``max_time`` (run time) first."""
         n = self.n
@@ -387,7 +390,7 @@ class _MapSolver:
         total = n_splits_total(n)
         fine = show or max_time is not None
         finished = True
-        with solving(self.threads, show, total, who, "exact MAP") as bar:
+        with solving(self.threads, show, total, who, "exact MAP", delay) as bar:
             pieces = _PIECES_PER_THREAD * nb.get_num_threads()
             for k in range(2, n):
                 per = (1 << (k - 1)) - 1

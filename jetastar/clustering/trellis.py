@@ -58,6 +58,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import Stopwatch
+from .._progress import PER_JET_DELAY
 from ..costs import CostModel
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import check_likelihood
@@ -173,7 +174,8 @@ class Trellis:
         prune: skip clusters that cannot be split (``t <= t_cut``); the results are identical
             with ``prune=False``, which exists to check that. Ignored for cost models.
         threads: numba threads for the parallel passes (default: numba's setting, all cores).
-        progress: show a tqdm progress bar (default: from 19 leaves on).
+        progress: show a tqdm progress bar (``True``); default: from 19 leaves on, once the jet
+            has taken 10 s (loops over jets stay quiet).
 
     Raises:
         InvalidJetError: ``jet`` is neither a Jet nor a cost model.
@@ -345,7 +347,8 @@ class Trellis:
         t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-        with solving(self.threads, show, n_splits_total(n), self._who, "trellis") as bar:
+        delay = PER_JET_DELAY if progress is None else 0.0  # quiet in loops over jets
+        with solving(self.threads, show, n_splits_total(n), self._who, "trellis", delay) as bar:
             for size in range(2, n + 1):
                 per = (1 << (size - 1)) - 1
                 for start, stop in _chunks(self._offsets, size, n, show):
@@ -685,7 +688,8 @@ def exact_trellis(
         prune: skip clusters that cannot be split (results are identical either way; ignored
             for cost models).
         threads: numba threads (default: all).
-        progress: tqdm progress bar (default: from 19 leaves on).
+        progress: tqdm progress bar (``True``); default: from 19 leaves on, once the jet has
+            taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` with ``tree``, ``log_likelihood``, ``exact=True``, ``log_z``,

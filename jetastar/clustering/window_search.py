@@ -161,7 +161,7 @@ def window_search(
         prove: after the search, run :func:`exact_map` with the tree as incumbent (within the
             remaining ``max_time`` and the memory limit) and report ``exact=True`` if it finishes.
         progress: tqdm bar over the local searches: ``True`` always, ``False`` never, ``None``
-            after 2 s.
+            once the jet has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="window-search"``), never below its best start tree.
