@@ -27,6 +27,7 @@ __all__ = [
     "COORDINATE_SETS",
     "DEFAULT_LAM",
     "DEFAULT_LAM_ROOT",
+    "DEFAULT_MASS_POLICY",
     "DEFAULT_T_CUT",
     "LEAF_OK",
     "MASS_POLICIES",
@@ -35,6 +36,7 @@ __all__ = [
     "apply_mass_policy",
     "awkward_columns",
     "canonical_name",
+    "check_mass_policy",
     "dense_columns",
     "detect_coordinates",
     "first_leaf_problem",
@@ -53,6 +55,10 @@ DEFAULT_LAM_ROOT = 1.5
 
 #: Named mass policies (a number is also accepted: assign that mass in GeV).
 MASS_POLICIES = ("clamp", "keep")
+
+#: The mass policy of every entry point that converts particles (files, awkward arrays, one jet's
+#: momentum records, the command line) unless the caller names another.
+DEFAULT_MASS_POLICY = "clamp"
 
 #: lower-cased field name -> the vector momentum coordinate it holds.
 _ALIASES = {
@@ -159,7 +165,16 @@ def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
     return out
 
 
-def _policy(mass_policy: Any) -> str | float:
+def check_mass_policy(mass_policy: Any) -> str | float:
+    """A mass policy in its normal form (``"clamp"``, ``"keep"`` or a mass in GeV as a float).
+
+    Raises:
+        InvalidJetError: (field ``mass_policy``) for anything else.
+
+    Example:
+        >>> check_mass_policy(" Clamp"), check_mass_policy("0.13957")
+        ('clamp', 0.13957)
+    """
     if isinstance(mass_policy, str):
         key = mass_policy.strip().lower()
         if key in MASS_POLICIES:
@@ -178,7 +193,7 @@ def _policy(mass_policy: Any) -> str | float:
     return m
 
 
-def apply_mass_policy(p4: np.ndarray, mass_policy: Any = "clamp") -> np.ndarray:
+def apply_mass_policy(p4: np.ndarray, mass_policy: Any = DEFAULT_MASS_POLICY) -> np.ndarray:
     """Apply a mass policy (see :mod:`jetastar.momenta`) to ``(n, 4)`` 4-vectors in place.
 
     Returns:
@@ -190,7 +205,7 @@ def apply_mass_policy(p4: np.ndarray, mass_policy: Any = "clamp") -> np.ndarray:
         >>> apply_mass_policy(p).tolist(), bool(p[0, 0] ** 2 - (p[0, 1:] ** 2).sum() >= 0)
         ([True, False], True)
     """
-    policy = _policy(mass_policy)
+    policy = check_mass_policy(mass_policy)
     n = p4.shape[0]
     changed = np.zeros(n, dtype=bool)
     if n == 0 or policy == "keep":
@@ -413,7 +428,7 @@ def flat_columns(
     t_cut: float = DEFAULT_T_CUT,
     lam: float = DEFAULT_LAM,
     lam_root: float = DEFAULT_LAM_ROOT,
-    mass_policy: Any = "clamp",
+    mass_policy: Any = DEFAULT_MASS_POLICY,
     jet_type: str = "data",
     validate: bool = True,
     path: str | None = None,

@@ -4,7 +4,8 @@ All of jetastar's progress bars come from :func:`progress_bar`. The bar it retur
 tqdm's ``update``, ``set_postfix`` and ``close``; it never reads attributes of the tqdm object (a
 disabled tqdm bar lacks most of them), and it is switched off
 
-* by the caller (``show=False``),
+* by the caller (``show=False``); the bars of one jet's search appear only after
+  :data:`PER_JET_DELAY` seconds unless the caller asked for them,
 * by ``TQDM_DISABLE`` in the environment (any value except ``""``, ``0``, ``false``, ``no``,
   ``off``), read when the bar is created — also with tqdm versions that do not read it themselves,
   (tqdm reads it only once, when it is imported),
@@ -24,7 +25,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["ProgressBar", "progress_bar", "tqdm_disabled_by_env"]
+__all__ = ["PER_JET_DELAY", "ProgressBar", "progress_bar", "tqdm_disabled_by_env"]
+
+#: Seconds before the bar of one jet's search appears when the caller did not ask for it
+#: (``progress=None``): a loop over jets that each take less shows no bars; one long jet does.
+#: Collection-level work (files, :func:`jetastar.inmemory.cluster_jets`) shows its bar at once.
+PER_JET_DELAY = 10.0
 
 _FALSE = ("", "0", "false", "no", "off")
 

@@ -201,7 +201,9 @@ def comparison_table(
         has no tree on some compared jets: no statistics), ``d_median``, ``d_lo``, ``d_hi`` (median
         ΔlogL with its ~68 % interval, −∞ included), ``n_minus_inf`` (compared jets where the tree
         is −∞), ``time_median`` (seconds), ``map_known``, ``map_found`` (jets of the band with a
-        proven MAP, and how many of them this algorithm matched) and ``reference``.
+        proven MAP, and how many of them this algorithm matched), ``reference`` and
+        ``exact_method`` (an exact method: its ``budget`` jets were stopped before the proof, their
+        trees are incumbents, not MAPs; :func:`format_comparison` and the plot mark them).
 
     Raises:
         FileFormatError: for a file without results.
@@ -298,9 +300,10 @@ def comparison_table(
                 ref = ll[reference] if forms[reference] == form else np.full(n, np.nan)
             for name, sel in selections:
                 cmp = compared[name]
-                rows.append(_row(jt, label, form, name, sel, cmp, values, have, ref,
-                                 proven[form], status.get(label), times.get(label), tol,
-                                 reference))
+                row = _row(jt, label, form, name, sel, cmp, values, have, ref, proven[form],
+                           status.get(label), times.get(label), tol, reference)
+                row["exact_method"] = bool(label != _TRUTH and tables[label].exact_method)
+                rows.append(row)
     return rows
 
 
@@ -376,9 +379,9 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         return "(no results)"
     ref = reference or rows[0]["reference"]
     ref_text = "best tree" if ref == "best" else f"{ref} tree"
-    head = ["algorithm", "leaves", "jets", "ran", "finite", "cmp", "dlogL", "68% interval",
+    head = ["algorithm", "leaves", "jets", "ran", "finite", "stop", "cmp", "dlogL", "68% interval",
             "MAP found", "time/jet"]
-    right = {2, 3, 4, 5, 6, 8, 9}
+    right = {2, 3, 4, 5, 6, 7, 9, 10}
     out: list[str] = []
     for jt in dict.fromkeys(r["jet_type"] for r in rows):
         sub = [r for r in rows if r["jet_type"] == jt]
@@ -388,15 +391,25 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         out.append(f"{jt} jets ({n_jets}, proven MAP for {known}): "
                    f"dlogL = log L - log L({ref_text} of the jet)")
         lines = []
+        cut_notes = []
         for r in sub:
+            name = r["algorithm"][:13]
+            if r.get("exact_method") and r["budget"]:
+                name += "*"  # an exact method with runs stopped by the budget: not exact there
+                if r["band"] == "all":
+                    attempted = r["jets"] - r["skipped"]
+                    cut_notes.append(f"* {r['algorithm']}: stopped by the time/memory budget on "
+                                     f"{r['budget']} of the {attempted} jets it ran on;\n"
+                                     "  there its trees are incumbents, not proven MAPs")
             interval = "-" if math.isnan(r["d_lo"]) else f"[{_fmt_d(r['d_lo'])}, {_fmt_d(r['d_hi'])}]"
             if r["partial"]:
                 interval = "partial"
             found = "-" if r["map_known"] == 0 or r["algorithm"] == _TRUTH else \
                 f"{r['map_found']}/{r['map_known']}"
             lines.append([
-                r["algorithm"][:14], r["band"], str(r["jets"]), str(r["ran"]), str(r["finite"]),
-                str(r["compared"]), _fmt_d(r["d_median"]), interval, found,
+                name, r["band"], str(r["jets"]), str(r["ran"]), str(r["finite"]),
+                str(r["budget"]) if r["budget"] else "-", str(r["compared"]),
+                _fmt_d(r["d_median"]), interval, found,
                 _fmt_time(r["time_median"]) if r["algorithm"] != _TRUTH else "-",
             ])
         widths = [max(len(h), *(len(x[k]) for x in lines)) for k, h in enumerate(head)]
@@ -409,17 +422,19 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         out.append(" ".join("-" * w for w in widths))
         prev = None
         for cells in lines:
-            if prev is not None and cells[0] != prev:
+            if prev is not None and cells[0].rstrip("*") != prev:
                 out.append("")
-            prev = cells[0]
+            prev = cells[0].rstrip("*")
             out.append(fmt(cells))
+        out.extend(cut_notes)
         out.append("")
     out.append(
-        "ran = jets with a tree, finite = of which with non-zero likelihood. cmp = jets the dlogL\n"
-        "and time columns are over: every algorithm that ran on the band has a tree for them (the\n"
-        "same jets in every row of a band; 'all' = the union of the bands' cmp jets; 'partial' =\n"
-        "no tree on some of them). dlogL = median of log L - log L(reference) with -inf trees\n"
-        "included (-inf when more than half are impossible under the model), 68% interval of\n"
-        "the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
+        "ran = jets with a tree, finite = of which with non-zero likelihood, stop = of which stopped\n"
+        "by the time/memory budget (the best tree so far; * = an exact method, not exact there).\n"
+        "cmp = jets the dlogL and time columns are over: every algorithm that ran on the band has a\n"
+        "tree for them (the same jets in every row of a band; 'all' = the union of the bands' cmp\n"
+        "jets; 'partial' = no tree on some of them). dlogL = median of log L - log L(reference)\n"
+        "with -inf trees included (-inf when more than half are impossible under the model), 68%\n"
+        "interval of the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
         "best tree = the proven MAP where an exact method finished, else the highest log L found.")
     return "\n".join(out)

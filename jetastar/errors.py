@@ -35,11 +35,15 @@ class InvalidJetError(JetastarError, ValueError):
         message: what is wrong.
         jet: index or id of the jet, when known.
         field: name of the offending field (``"leaves"``, ``"params.t_cut"``, ...).
+
+    Attributes:
+        jet, field: as given; reason: the message without the jet and field prefix.
     """
 
     def __init__(self, message: str, *, jet: object = None, field: str | None = None) -> None:
         self.jet = jet
         self.field = field
+        self.reason = message
         where = []
         if jet is not None:
             where.append(f"jet {jet}")

@@ -32,7 +32,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._columnar import awkward_columns, dense_columns, first_leaf_problem
+from ._columnar import DEFAULT_MASS_POLICY, awkward_columns, dense_columns, first_leaf_problem
 from .errors import InvalidJetError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
@@ -211,7 +211,7 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
         raise InvalidJetError(
             f"one jet's particles as an awkward array must be 1-D records of momentum "
             f"coordinates, got type {arr.type}", jet=label, field="leaves")
-    one = awkward_columns(ak.Array([arr]), mass_policy="keep", validate=False)
+    one = awkward_columns(ak.Array([arr]), mass_policy=DEFAULT_MASS_POLICY, validate=False)
     return np.ascontiguousarray(one["leaves"], dtype=np.float64).reshape(-1, 4)
 
 
@@ -458,7 +458,7 @@ class JetCollection(Sequence[Jet]):
         t_cut: float = 16.0,
         lam: float = 1.5,
         lam_root: float = 1.5,
-        mass_policy: Any = "clamp",
+        mass_policy: Any = DEFAULT_MASS_POLICY,
         jet_type: str = "data",
         jet_id: Any = None,
         validate: bool = True,

@@ -281,8 +281,12 @@ def plot_comparison(
     −∞ included in the median), markers side by side so that algorithms at the same value stay
     visible. Values below ``−clip`` nats are drawn as arrows at the bottom edge with their value
     written next to them, so that a far-off algorithm does not flatten the differences near 0.
-    Middle: fraction of the band's jets with a tree of non-zero likelihood (filled) and with any
-    tree (open). Bottom: median time per jet. Tick labels give each band's compared jet count.
+    An exact method stopped by its budget on some jets of a band is marked "k stopped" (those
+    trees are incumbents, not MAPs) and its legend entry says on how many jets.
+    Middle: fraction of the jets a method ran on (those it did not skip for their size) with a
+    tree of non-zero likelihood (filled) and with any tree (open); a band it skipped entirely
+    says "skipped" instead of a marker at 0. Bottom: median time per jet. Tick labels give each
+    band's compared jet count.
 
     Args:
         rows: the comparison rows.
@@ -332,12 +336,27 @@ def plot_comparison(
                 else:
                     ax_d.text(xb, -clip * 0.78, f"{value:.0f}", color=color, fontsize=6.5,
                               ha="center", va="bottom", rotation=90)
-            fin = [by_band[b]["finite"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
-                   else np.nan for b in bands]
-            ran = [by_band[b]["ran"] / by_band[b]["jets"] if b in by_band and by_band[b]["jets"]
-                   else np.nan for b in bands]
+            # exact runs stopped by the budget: their trees are incumbents, not MAPs: say so
+            for xb, b, value in zip(xs, bands, med, strict=True):
+                row = by_band.get(b, {})
+                if row.get("exact_method") and row.get("budget") and np.isfinite(value):
+                    ax_d.annotate(f"{row['budget']} stopped", (xb, max(value, -clip)),
+                                  textcoords="offset points", xytext=(0, -7), ha="center",
+                                  va="top", fontsize=6, color=color, rotation=90)
+            # fractions of the jets the method ran on: a method skipped on a band (its size
+            # limit) has no marker there, not one at 0 ("found no tree")
+            attempted = [by_band[b]["jets"] - by_band[b].get("skipped", 0) if b in by_band else 0
+                         for b in bands]
+            fin = [by_band[b]["finite"] / a if a > 0 else np.nan
+                   for b, a in zip(bands, attempted, strict=True)]
+            ran = [by_band[b]["ran"] / a if a > 0 else np.nan
+                   for b, a in zip(bands, attempted, strict=True)]
             ax_c.plot(xs, fin, marker, color=color, ms=5)
             ax_c.plot(xs, ran, marker, color=color, ms=7, mfc="none", alpha=0.6)
+            for xb, b, a in zip(xs, bands, attempted, strict=True):
+                if b in by_band and by_band[b]["jets"] and a == 0:
+                    ax_c.text(xb, 0.5, "skipped", color=color, fontsize=6, rotation=90,
+                              ha="center", va="center")
             if alg != "truth":
                 tm = [by_band.get(b, {}).get("time_median", np.nan) for b in bands]
                 ax_t.plot(xs, tm, marker, color=color, ms=5)
@@ -363,14 +382,20 @@ def plot_comparison(
             ax_t.set_ylabel("median time per jet [s]")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     seen = dict(zip(labels, handles, strict=True))
+    stopped = {}  # exact methods stopped by the budget: how often, over every jet type
+    for r in rows:
+        if r["band"] == "all" and r.get("exact_method") and r.get("budget"):
+            done = stopped.get(r["algorithm"], (0, 0))
+            stopped[r["algorithm"]] = (done[0] + r["budget"], done[1] + r["jets"] - r["skipped"])
     for k, alg in enumerate(algs):  # algorithms whose every value is off the axis
         if alg not in seen:
             from matplotlib.lines import Line2D
 
             color = "0.35" if alg == "truth" else colors[k % len(colors)]
             seen[alg] = Line2D([], [], marker=_MARKERS[k % len(_MARKERS)], color=color, ls="")
-    fig.legend(list(seen.values()), list(seen), loc="center right", fontsize="small",
-               frameon=False)
+    names = [f"{alg}\n(stopped by budget on\n{stopped[alg][0]} of {stopped[alg][1]} jets:\nnot exact there)"
+             if alg in stopped else alg for alg in seen]
+    fig.legend(list(seen.values()), names, loc="center right", fontsize="small", frameon=False)
     fig.suptitle("best = the proven MAP where an exact method finished, else the best tree found; "
                  f"arrows: below −{clip:g} nats", fontsize="small")
     fig.tight_layout(rect=(0, 0, 1 - 1.5 / fig.get_figwidth(), 0.97))

@@ -182,7 +182,9 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
     Args:
         jets: a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets, or an
             awkward array of jets (records with a ``leaves`` field, or ``n_jets * var * momentum``
-            in any coordinates: read with ``mass_policy="keep"``, not validated).
+            in any coordinates: converted like :meth:`JetCollection.from_momenta
+            <jetastar.JetCollection.from_momenta>` with its default mass policy, ``"clamp"``; not
+            validated, so that a bad jet is reported per jet).
 
     Returns:
         ``(collection, single)``: ``single`` is true for one :class:`~jetastar.Jet` (the functions
@@ -202,7 +204,7 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
     if ak is not None and isinstance(jets, ak.Array):
         if "leaves" in ak.fields(jets):
             return JetCollection.from_awkward(jets), False
-        return JetCollection.from_momenta(jets, mass_policy="keep", validate=False), False
+        return JetCollection.from_momenta(jets, validate=False), False
     if isinstance(jets, Sequence) and all(isinstance(j, Jet) for j in jets):
         return JetCollection.from_jets(jets), False
     raise TypeError(

@@ -364,3 +364,29 @@ def test_small_cluster_table_holds_the_exact_value_of_every_small_cluster():
     np.testing.assert_array_equal(table[small], exact[small])
     assert np.all(np.isneginf(table[sizes > 5]))
     assert ctr[kernels.C_SPLITS] > 0
+
+
+def test_exact_astar_on_a_jet_whose_root_cannot_be_expanded():
+    """Issue 35 point 6: astar(max_time=2) on an 81-leaf jet returned at once with "stopped by
+    memory after 0 explored vertices" and no bound. Now it says why no exact search can start,
+    uses the time for astar_approx, and returns h0 of the whole jet as the proven bound (valid when
+    λ_R = λ, as for QCD jets)."""
+    from jetastar.ginkgo import heuristic
+
+    jet = generate(1, ShowerParams.qcd(t_cut=0.5), seed=7, min_leaves=40, max_leaves=50)[0]
+    res = astar(jet, max_time=0.3)
+    assert res.status == "budget" and not res.exact
+    assert "exact A* cannot start" in res.message and "explored vertices" not in res.message
+    assert "astar_approx within max_time=0.3 s" in res.message and "(proven)" in res.message
+    h0 = heuristic(jet, range(jet.n_leaves), kind="h0")
+    assert res.upper_bound == pytest.approx(max(h0, res.log_likelihood), rel=1e-12)
+    assert res.log_likelihood <= res.upper_bound
+    assert res.log_likelihood >= greedy(jet).log_likelihood
+    assert res.log_likelihood == pytest.approx(log_likelihood(jet, res.tree))
+    quick = astar(jet)  # no time budget: at once, the root does not fit in memory
+    assert "above max_memory" in quick.message and quick.upper_bound == res.upper_bound
+    # W jets have λ_R ≠ λ: h0 (inner λ) is no bound of the root split, and none is claimed
+    w = generate(1, ShowerParams.w(t_cut=0.5), seed=7, min_leaves=40, max_leaves=50)[0]
+    res_w = astar(w)
+    assert res_w.status == "budget" and res_w.upper_bound is None
+    assert "no proven bound" in res_w.message

@@ -289,6 +289,7 @@ def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path
     assert proc.returncode == code, err
     assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop (work left: ~10 s)"
     assert f"jetastar: {word}:" in err and "kept in" in err and "rerun" in err, err
+    assert "Traceback" not in err and "InvalidStateError" not in err, err
     parts = _parts(out)
     assert kept_before <= len(parts) < 24
     assert f"{2 * len(parts)} of 48 jets" in err
@@ -297,6 +298,26 @@ def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path
     assert done.returncode == 0, done.stderr
     assert f"{len(parts)}/24 chunks resumed" in done.stdout
     _check_complete(out, 48)
+
+
+def test_interrupted_shutdown_after_cancelling_futures_raises_nothing(monkeypatch):
+    """Issue 35 point 5: cancelled futures still queued in a process pool made its manager thread
+    raise InvalidStateError (a traceback next to "interrupted") once the workers were killed."""
+    import concurrent.futures as cf
+    import threading
+
+    from jetastar.batch.executors import shutdown_executor
+
+    errors: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: errors.append(a.exc_value))
+    pool = cf.ProcessPoolExecutor(2)
+    futures = [pool.submit(time.sleep, 0.5) for _ in range(20)]
+    futures[0].result()  # the workers run; most of the rest wait in the pool's table
+    assert sum(f.cancel() for f in futures) >= 10
+    shutdown_executor(pool, interrupted=True)
+    time.sleep(0.5)  # the manager thread notices the killed workers
+    assert errors == []
+    assert all(f.done() for f in futures)
 
 
 def test_progress_moves_per_jet_with_workers(tmp_path, jets_file, monkeypatch):

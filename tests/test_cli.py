@@ -101,6 +101,49 @@ def test_errors_are_one_line(tmp_path, capsys):
         main(["info", str(tmp_path / "missing.h5"), "--debug"])
 
 
+NANOAOD = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
+
+
+def test_new_user_messages(tmp_path, capsys, monkeypatch):
+    """Issue 35 point 5: bad particle options are usage errors before any work (no manifest left
+    behind), a truncated ROOT file says so (and ``info`` fails on it), no friend-tree line after a
+    failed file, and a near-miss algorithm name gets a suggestion."""
+    monkeypatch.chdir(tmp_path)
+    base = ["cluster", str(NANOAOD), "--particles", "PFCands", "--algorithms", "greedy",
+            "--no-progress"]
+    for option, value in (("--t-cut", "-4"), ("--mass-policy", "banana"), ("--lam", "nan")):
+        assert main([*base, option, value, "-o", "bad.root"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"jetastar: error: {option}: ") and err.count("\n") == 1, err
+        assert list(tmp_path.iterdir()) == []
+    assert main([*base[:-3], "--algorithms", "anti-kt", "-o", "x.root"]) == 1
+    assert "unknown algorithm 'anti-kt' (did you mean 'antikt'?)" in capsys.readouterr().err
+    truncated = tmp_path / "truncated.root"
+    truncated.write_bytes(NANOAOD.read_bytes()[:60000])
+    assert main(["info", str(truncated)]) == 1
+    err = capsys.readouterr().err
+    assert "truncated ROOT file" in err and "Traceback" not in err
+    assert main(["cluster", str(truncated), *base[2:], "-o", "t.root"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED" in captured.out and "truncated ROOT file" in captured.out
+    assert "friend tree" not in captured.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["truncated.root"]
+
+
+def test_generate_rare_leaf_range_says_how_rare_and_what_to_do(tmp_path, capsys):
+    """Issue 35 point 7: the message said "raise max_tries", which the command line could not."""
+    out = str(tmp_path / "g.h5")
+    rare = ["generate", "--t-cut", "1", "--min-leaves", "40", "--max-leaves", "100", "-o", out]
+    assert main([*rare, "--n", "3", "--max-tries", "2000"]) == 1
+    err = capsys.readouterr().err
+    assert "in 2000 tries" in err and "rare at this t_cut" in err and "jets generated had" in err
+    suggested = float(err.split("Try t_cut ")[1].split()[0])
+    assert suggested < 1.0 and "--max-tries" in err and err.count("\n") == 1
+    assert main([*rare, "--n", "1", "--max-tries", "200000"]) == 0  # rare but reachable
+    assert jio.read(out).n_leaves[0] >= 40
+    assert main(["generate", "--max-tries", "0", "-o", out]) == 2
+
+
 def test_demo(capsys):
     assert main(["demo"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -152,3 +152,54 @@ def test_median_interval() -> None:
     assert med == 50.0 and 42 <= lo < 50 < hi <= 58
     assert median_interval([-np.inf, 1.0])[0] == -np.inf
     assert median_interval([1.0, 3.0])[0] == 2.0
+
+
+def test_budget_stopped_exact_runs_and_skipped_methods_are_marked(tmp_path) -> None:
+    """Issue 35 point 3: exact runs stopped by their budget were shown as exact (a "trellis" row
+    below the window search with nothing saying so), and a skipped method was drawn at fraction 0
+    in the "finite / any tree" panel (reading as "found no tree")."""
+    from jetastar.plotting import plot_comparison
+
+    jets = generate(12, ShowerParams.qcd(), seed=23, max_leaves=11)
+    idx = np.arange(len(jets))
+    exact_rows, big_only = [], []
+    for j in jets:
+        res = dataclasses.replace(exact_map(j), algorithm="exact")
+        if j.n_leaves >= 6:  # cut off by the budget: the greedy tree as its incumbent
+            g = greedy(j)
+            res = dataclasses.replace(res, tree=g.tree, log_likelihood=g.log_likelihood,
+                                      exact=False, status="budget", upper_bound=None)
+        exact_rows.append(res)
+        big_only.append(ClusteringResult(None, -math.inf, "big", status="skipped", jet_id=j.jet_id)
+                        if j.n_leaves < 6 else dataclasses.replace(kt(j), algorithm="big"))
+    n_cut = sum(r.status == "budget" for r in exact_rows)
+    n_small = int((jets.n_leaves < 6).sum())
+    assert 0 < n_cut < len(jets) and n_small > 0
+    tables = {
+        "exact": AlgorithmResults.from_results("exact", exact_rows, jet_index=idx,
+                                               jet_id=jets.jet_id, exact_method=True),
+        "greedy": AlgorithmResults.from_results("greedy", [greedy(j) for j in jets],
+                                                jet_index=idx, jet_id=jets.jet_id),
+        "big": AlgorithmResults.from_results("big", big_only, jet_index=idx, jet_id=jets.jet_id),
+    }
+    path = tmp_path / "res.h5"
+    jio.write(path, jets, tables)
+    rows = comparison_table(path, bands=(2, 6))
+    [every] = _rows(rows, algorithm="exact", band="all")
+    assert every["exact_method"] and every["budget"] == n_cut
+    text = format_comparison(rows)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert f"* exact: stopped by the time/memory budget on {n_cut} of the {len(jets)} jets" in text
+    cut_lines = [line for line in text.splitlines() if line.startswith("exact*")]
+    assert cut_lines and all(f" {n_cut} " in line or "6+" in line for line in cut_lines)
+    assert not any(line.startswith("greedy*") for line in text.splitlines())
+    fig = plot_comparison(rows, tmp_path / "c.png")
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any(t.startswith("exact\n(stopped by budget on") and f"{n_cut} of {len(jets)}" in t
+               for t in legend), legend
+    assert any(t.get_text().endswith("stopped") for t in fig.axes[0].texts)
+    ax_c = fig.axes[1]  # coverage panel: "big" skipped on the 2-5 band
+    assert any(t.get_text() == "skipped" for t in ax_c.texts)
+    big_k = list(dict.fromkeys(r["algorithm"] for r in rows)).index("big")
+    fin_line = ax_c.get_lines()[2 * big_k]
+    assert math.isnan(fin_line.get_ydata()[0]) and fin_line.get_ydata()[1] > 0

@@ -287,3 +287,15 @@ def test_leaf_order_does_not_matter():
     for _ in range(3):
         other = Jet(jet.leaves[rng.permutation(11)], jet.params)
         assert close(exact_map(other).log_likelihood, base, 1e-12)
+
+
+def test_max_time_below_the_table_setup_stops_at_once():
+    """Issue 35 point 6: the solver checked max_time only once its tables were set up, so a
+    budget shorter than allocating them (hundreds of MB at 22-24 leaves) was overrun."""
+    from jetastar.clustering import greedy
+
+    jet = generate(1, ShowerParams.qcd(t_cut=0.5), seed=3, min_leaves=22, max_leaves=22)[0]
+    res = exact_map(jet, max_time=0.01)
+    assert res.status == "budget" and not res.exact
+    assert "setting up the tables" in res.message and "memory_bytes" in res.stats
+    assert res.tree == greedy(jet).tree

@@ -301,10 +301,16 @@ def test_cluster_root_results_are_a_friend_tree(tmp_path, capsys):
                                   table.log_likelihood)
     msg = table.message[7]
     assert msg.startswith(f"{path}: entry 7: jet 7, field 'leaves'") and "at least 2" in msg
-    # a rerun is recognised as done; different reading settings are not reused
+    # a rerun is recognised as done; different reading settings do not silently replace the
+    # finished result (issue 35 point 4): refused, naming the difference and --fresh
     assert main(args) == 0
     assert "already done" in capsys.readouterr().out
-    assert main([*args, "--mass-policy", "keep"]) == 0
+    before = out.read_bytes()
+    assert main([*args, "--mass-policy", "keep"]) == 1
+    text = capsys.readouterr().out
+    assert "mass_policy: clamp -> keep" in text and "--fresh" in text
+    assert out.read_bytes() == before
+    assert main([*args, "--mass-policy", "keep", "--fresh"]) == 0
     text = capsys.readouterr().out
     assert "already done" not in text
     assert "have E² − |p|² < 0, which makes every tree of those jets −∞" in text

@@ -83,3 +83,57 @@ def test_disabled_bars_print_nothing(monkeypatch, capsys):
     astar(small, progress=True)
     exact_trellis(small, progress=True)
     assert capsys.readouterr().err == ""
+
+
+def _record_bars(monkeypatch) -> list[dict]:
+    """Replace tqdm by a recorder of the bars created (their keyword arguments)."""
+    made: list[dict] = []
+
+    class Recorder:
+        def __init__(self, **kw):
+            made.append(kw)
+
+        def update(self, k=1):
+            pass
+
+        def set_postfix(self, **kw):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    return made
+
+
+def test_single_jets_in_a_loop_show_no_bars_by_default(monkeypatch):
+    """Issue 35 point 9: the Python API showed a bar per jet (after 2 s, or at once for exact
+    engines from 19 leaves). A jet's own bar now appears only once that jet took PER_JET_DELAY
+    seconds; asked for (progress=True) at once; collection-level work at once."""
+    import jetastar
+    import jetastar.clustering.trellis as trellis_module
+    from jetastar._progress import PER_JET_DELAY
+    from jetastar.ginkgo import ShowerParams, generate
+    from jetastar.inmemory import cluster_jets
+
+    assert PER_JET_DELAY >= 5.0
+    jets = generate(3, ShowerParams.qcd(), seed=4, min_leaves=6, max_leaves=8)
+    monkeypatch.setattr(trellis_module, "_PROGRESS_FROM", 2)  # these small jets count as large
+    made = _record_bars(monkeypatch)
+    for jet in jets:
+        for name in ("astar", "astar-approx", "window-search", "trellis"):
+            jetastar.cluster(jet, name)
+    assert made and all(kw.get("delay", 0.0) >= PER_JET_DELAY for kw in made), made
+    made.clear()
+    astar(jets[0], progress=True)
+    exact_trellis(jets[0], progress=True)
+    assert len(made) == 2 and all(kw.get("delay", 0.0) == 0.0 for kw in made)
+    made.clear()
+    cluster_jets(jets, ["greedy"])  # work over a collection: its bar at once
+    assert [kw["desc"] for kw in made] == ["clustering"] and made[0].get("delay", 0.0) == 0.0
+    made.clear()
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    cluster_jets(jets, ["greedy"])
+    astar(jets[0], progress=True)
+    assert made == []

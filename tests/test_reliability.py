@@ -26,7 +26,7 @@ import pytest
 from jetastar import Jet
 from jetastar import io as jio
 from jetastar.batch import BatchConfig, BatchError, check_config, run_batch
-from jetastar.batch.resume import input_identity, is_complete_output, jets_digest
+from jetastar.batch.resume import input_identity, is_complete_output, jets_digest, parts_dir
 from jetastar.cli import main
 from jetastar.clustering import cluster
 from jetastar.errors import InvalidJetError, TooLargeError
@@ -75,6 +75,25 @@ def test_regenerated_input_is_clustered_again(tmp_path):
     [again] = run_batch([a], _greedy(), output=out, progress=False)
     assert not again.already_done
     assert jets_digest(jio.read(out)) == jets_digest(jio.read(a))
+
+
+def test_finished_output_of_other_settings_is_not_replaced(tmp_path):
+    """Issue 35 point 4: rerunning into the same output with other algorithms (or options, time
+    limit, reading settings) replaced the finished result; now the file is kept and the input
+    fails naming the differences and how to replace it."""
+    a = _jets(tmp_path, "a.h5")
+    out = tmp_path / "out.h5"
+    [first] = run_batch([a], _greedy(), output=out, progress=False)
+    assert first.ok
+    before = out.read_bytes()
+    other = BatchConfig(algorithms=["kt"], chunk_size=4, time_limit=5.0)
+    [second] = run_batch([a], other, output=out, progress=False)
+    assert not second.ok and out.read_bytes() == before
+    assert "algorithms: greedy -> kt" in second.error and "time_limit: (none) -> 5.0" in second.error
+    assert "--fresh" in second.error
+    assert not parts_dir(out).exists()
+    [third] = run_batch([a], other, output=out, progress=False, fresh=True)
+    assert third.ok and list(jio.read_results(out)) == ["kt"]
 
 
 def test_reuse_needs_the_same_jets_hash(tmp_path):

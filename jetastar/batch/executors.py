@@ -154,6 +154,16 @@ def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
         interrupted: stop now instead of waiting for running work.
     """
     if interrupted:
+        # Futures the caller cancelled are still in the pool's table of pending work; killing the
+        # workers makes the pool's manager thread fail every pending future with BrokenProcessPool,
+        # and on Python < 3.12 a cancelled one raises InvalidStateError there (a traceback next to
+        # "interrupted"). Give those work items a fresh future nobody waits for instead (the table
+        # itself belongs to the manager thread, which still reads it).
+        table = getattr(executor, "_pending_work_items", None)
+        if isinstance(table, dict):
+            for item in list(table.values()):
+                if getattr(item, "future", None) is not None and item.future.cancelled():
+                    item.future = cf.Future()
         processes = getattr(executor, "_processes", None) or {}
         for proc in list(processes.values()):
             try:

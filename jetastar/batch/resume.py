@@ -24,6 +24,10 @@ are only found while clustering, a hash of the file's bytes (:func:`file_digest`
 * skips an input whose output is already complete (:func:`is_complete_output`: same identity, same
   settings — the chunk size aside — and every algorithm with a row per jet); ``fresh=True``
   (``--fresh``) recomputes it;
+* refuses to replace a finished output of this input written by a run with other settings
+  (other algorithms, options, time limit, ``t_cut``, mass policy...; :func:`output_differences`): the
+  ``BatchError`` lists the differences; write to another output, or pass ``fresh=True``
+  (``--fresh``) to replace it;
 * otherwise reuses the part folder when its manifest matches in every field but the jetastar
   version (:func:`prepare_parts`): the chunks whose part file can be read and holds every
   algorithm are kept, damaged parts are deleted and computed again (:func:`done_parts`);
@@ -78,6 +82,7 @@ __all__ = [
     "is_complete_output",
     "jets_digest",
     "manifest_for",
+    "output_differences",
     "parse_part",
     "part_name",
     "parts_dir",
@@ -259,36 +264,67 @@ def is_complete_output(output: Path, n_jets: int, config: BatchConfig,
                        identity: dict[str, Any] | None = None) -> bool:
     """Whether ``output`` is a finished result of this input (same path, size, time and jets)
     with these settings."""
+    return output_differences(output, n_jets, config, reading, identity) == []
+
+
+def output_differences(output: Path, n_jets: int, config: BatchConfig,
+                       reading: dict[str, Any] | None = None,
+                       identity: dict[str, Any] | None = None) -> list[str] | None:
+    """How a finished result file differs from what this run would write.
+
+    Returns:
+        ``None`` when ``output`` is not a finished jetastar result of this input (missing,
+        unreadable, no record of the run that wrote it, or the result of another input or of an
+        input regenerated since: stale, to be computed again); otherwise the differing settings, each as
+        ``"name: stored -> this run"`` (``[]``: the file is this run's result, nothing to do).
+
+    Example:
+        >>> output_differences(Path("no-such-file.h5"), 3, BatchConfig(["kt"])) is None
+        True
+    """
     if not output.is_file():
-        return False
+        return None
     try:
         info = io.file_info(output)
     except (OSError, ValueError):
-        return False
-    if info.get("n_jets") != n_jets:
-        return False
-    if identity is not None and not same_identity(
-            info.get("attrs", {}).get("input_identity"), identity):
-        return False
-    batch = info.get("attrs", {}).get("batch")
-    if isinstance(batch, str):
-        try:
-            batch = json.loads(batch)
-        except ValueError:
-            return False
+        return None
+    attrs = info.get("attrs", {})
+    batch = _json_attr(attrs.get("batch"))
     if not isinstance(batch, dict):
-        return False
+        return None
+    if info.get("n_jets") != n_jets or (
+            identity is not None and not same_identity(attrs.get("input_identity"), identity)):
+        return None  # results of another (or a regenerated) input: stale, computed again
+    diff = []
     want = config.fingerprint()
-    if any(unit_options(batch.get(k)) != unit_options(want[k]) for k in want if k != "chunk_size"):
-        return False
+    for k in want:
+        if k != "chunk_size" and unit_options(batch.get(k)) != unit_options(want[k]):
+            diff.append(f"{k}: {_show(batch.get(k))} -> {_show(want[k])}")
     for key, value in (reading or {}).items():
-        stored = info.get("attrs", {}).get(key)
-        if isinstance(stored, str):
-            try:
-                stored = json.loads(stored)
-            except ValueError:
-                return False
-        if unit_options(stored) != unit_options(value):
-            return False
-    res = info.get("results", {})
-    return all(a in res and res[a]["rows"] == n_jets for a in config.algorithms)
+        stored = _json_attr(attrs.get(key))
+        if isinstance(stored, dict) and isinstance(value, dict):
+            diff += [f"{k}: {_show(stored.get(k))} -> {_show(value.get(k))}"
+                     for k in sorted(set(stored) | set(value))
+                     if unit_options(stored.get(k)) != unit_options(value.get(k))]
+        elif unit_options(stored) != unit_options(value):
+            diff.append(f"{key}: {_show(stored)} -> {_show(value)}")
+    if not diff:
+        res = info.get("results", {})
+        if not all(a in res and res[a]["rows"] == n_jets for a in config.algorithms):
+            diff.append("results: incomplete")
+    return diff
+
+
+def _json_attr(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "(none)"
+    return "(none)" if value in (None, {}) else str(value)

@@ -38,8 +38,8 @@ from .merge import merge_parts, status_counts_of
 from .resume import (
     done_parts,
     input_identity,
-    is_complete_output,
     manifest_for,
+    output_differences,
     parts_dir,
     prepare_parts,
     write_part,
@@ -246,11 +246,19 @@ def _run_file(
         parts = parts_dir(out)
         if fresh and parts.exists():
             shutil.rmtree(parts)
-        if not fresh and is_complete_output(out, n, config, reading, identity):
-            shutil.rmtree(parts, ignore_errors=True)
-            summary.already_done = True
-            summary.status_counts = status_counts_of(out)
-            return summary
+        if not fresh:
+            diff = output_differences(out, n, config, reading, identity)
+            if diff == []:
+                shutil.rmtree(parts, ignore_errors=True)
+                summary.already_done = True
+                summary.status_counts = status_counts_of(out)
+                return summary
+            if diff:  # a finished result of another run: never replaced silently
+                raise BatchError(
+                    f"{out} holds the finished result of a run with other settings "
+                    f"({'; '.join(diff)}); write to another output, or pass --fresh "
+                    "(fresh=True) to replace it"
+                )
         done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading))
         chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
         summary.chunks_total = len(chunks)

@@ -11,7 +11,9 @@ from typing import Any
 from ..batch import BatchConfig, load_registry, parse_limits, parse_options, run_batch
 from ..clustering import algorithms
 from ..comparison import mass_policy_counts
+from ..errors import InvalidJetError
 from ..io import ParticleSource, column_prefix
+from ..momenta import DEFAULT_MASS_POLICY
 from .shared import (
     UsageError,
     add_cluster_options,
@@ -69,6 +71,19 @@ def _particle_source(args: argparse.Namespace) -> ParticleSource | None:
     layout = args.layout or ("event" if args.jet_r is not None else "jet")
     if layout == "event" and args.jet_r is None:
         raise UsageError("--layout event finds jets with FastJet: give --jet-r (e.g. 0.4)")
+    try:
+        return _checked_source(args, mapping, layout)
+    except InvalidJetError as exc:  # a bad --t-cut / --lam / --mass-policy: before any work
+        option = _OPTION_OF_FIELD.get(exc.field or "", exc.field)
+        raise UsageError(f"{option}: {exc.reason}") from None
+
+
+#: ParticleSource's error field -> the command-line option that sets it
+_OPTION_OF_FIELD = {"params.t_cut": "--t-cut", "params.lam": "--lam",
+                    "params.lam_root": "--lam-root", "mass_policy": "--mass-policy"}
+
+
+def _checked_source(args: argparse.Namespace, mapping: dict[str, str], layout: str) -> ParticleSource:
     return ParticleSource(
         path="", tree=args.tree, particles=args.particles, mapping=mapping or None,
         components=args.components, mask=args.mask, padding=args.padding, layout=layout,
@@ -122,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
                 text = _mass_summary(s.output)
                 if text:
                     echo(f"{text} [{source.mass_policy}]")
-        echo(_friend_tree_note(config.algorithms))
+        if any(not s.error for s in summaries):  # only when a file was written
+            echo(_friend_tree_note(config.algorithms))
     return code
 
 
@@ -148,7 +164,9 @@ def add_parser(sub: Any) -> None:
                         "`pip install 'jetastar[dask]'`")
     p.add_argument("--fresh", action="store_true",
                    help="recompute: discard partial results of an interrupted run instead of "
-                        "resuming, and redo inputs whose output is already complete")
+                        "resuming, redo inputs whose output is already complete, and replace an "
+                        "output written with other settings (without it such an output is kept "
+                        "and the input fails with the differences)")
     add_cluster_options(p)
     g = p.add_argument_group(
         "particles in your own layout",
@@ -180,7 +198,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--t-cut", type=float, default=16.0, help="Ginkgo t_cut in GeV² (default 16)")
     g.add_argument("--lam", type=float, default=1.5, help="Ginkgo λ (default 1.5)")
     g.add_argument("--lam-root", type=float, default=1.5, help="Ginkgo λ_R (default 1.5)")
-    g.add_argument("--mass-policy", default="clamp", metavar="clamp|keep|MASS",
+    g.add_argument("--mass-policy", default=DEFAULT_MASS_POLICY, metavar="clamp|keep|MASS",
                    help="massless particles: clamp (default: raise E by a few ulps where "
                         "E²−|p|² rounds below 0), keep, or a mass in GeV given to every particle")
     g.add_argument("--entry-start", type=int, default=None, help="first entry to read")

@@ -31,9 +31,12 @@ def run(args: argparse.Namespace) -> int:
         overrides[key.strip()] = parse_option_value(value)
     if args.n < 0:
         raise UsageError("--n must be >= 0")
+    if args.max_tries < 1:
+        raise UsageError("--max-tries must be >= 1")
     io.file_format(args.output, sniff=False)
     collection = generate_collection(
-        args.type, args.n, args.seed, args.min_leaves, args.max_leaves, overrides
+        args.type, args.n, args.seed, args.min_leaves, args.max_leaves, overrides,
+        max_tries=args.max_tries,
     )
     params = collection.jet_params(0).to_dict() if len(collection) else {}
     io.write(args.output, collection, attrs={
@@ -61,6 +64,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=1, help="master seed (default 1)")
     p.add_argument("--min-leaves", type=int, default=None, help="keep jets with >= this many leaves")
     p.add_argument("--max-leaves", type=int, default=None, help="keep jets with <= this many leaves")
+    p.add_argument("--max-tries", type=int, default=10_000,
+                   help="showers tried per jet for the leaf range before giving up (default "
+                        "10000; a rare range is better reached with another --t-cut)")
     p.add_argument("--t-cut", type=float, default=None,
                    help="t_cut in GeV² (smaller = larger jets: 1.0 ~20 leaves, 0.25 ~30)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",

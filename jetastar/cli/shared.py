@@ -56,13 +56,14 @@ def command_line() -> str:
 
 def generate_collection(
     jet_type: str, n: int, seed: int, min_leaves: int | None, max_leaves: int | None,
-    overrides: dict[str, Any], first_id: int = 0,
+    overrides: dict[str, Any], first_id: int = 0, max_tries: int = 10_000,
 ) -> JetCollection:
     """Ginkgo jets of a preset (``"qcd"`` / ``"w"``) with their generator details (``deltas``,
     ``draws`` per node) as extra columns; jet ids start at ``first_id``."""
     params = ShowerParams.preset(jet_type, **overrides)
     collection, details = generate(
-        n, params, seed=seed, min_leaves=min_leaves, max_leaves=max_leaves, return_details=True
+        n, params, seed=seed, min_leaves=min_leaves, max_leaves=max_leaves, return_details=True,
+        max_tries=max_tries,
     )
     if first_id:
         collection.jet_id = collection.jet_id + first_id

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import ProgressBar, progress_bar
+from .._progress import PER_JET_DELAY, ProgressBar, progress_bar
 from ..errors import TooLargeError
 from ..ginkgo.likelihood import check_likelihood
 from ..tree import Tree
@@ -152,29 +152,33 @@ def check_memory(
 
 
 # ---------------------------------------------------------------------- progress and threads
-def split_progress(show: bool, total: int, who: str, what: str = "trellis") -> ProgressBar:
-    """A bar over split counts (``show=False``: a bar that shows nothing)."""
-    return progress_bar(total=total, unit="split", unit_scale=True, desc=f"{what} {who}", show=show)
+def split_progress(show: bool, total: int, who: str, what: str = "trellis",
+                   delay: float = 0.0) -> ProgressBar:
+    """A bar over split counts (``show=False``: a bar that shows nothing), appearing after
+    ``delay`` seconds."""
+    return progress_bar(total=total, unit="split", unit_scale=True, desc=f"{what} {who}", show=show,
+                        delay=delay)
 
 
 @contextlib.contextmanager
 def solving(
-    threads: int | None, show: bool, total: int, who: str, what: str
+    threads: int | None, show: bool, total: int, who: str, what: str, delay: float = 0.0
 ) -> Iterator[ProgressBar]:
     """The pass of an exact engine over all splits: ``threads`` numba threads and a bar over the
-    ``total`` splits, both restored / closed on exit."""
-    with Threads(threads), split_progress(show, total, who, what) as bar:
+    ``total`` splits (appearing after ``delay`` seconds), both restored / closed on exit."""
+    with Threads(threads), split_progress(show, total, who, what, delay) as bar:
         yield bar
 
 
 def search_progress(
     show: bool | None, desc: str, unit: str, total: int | None = None
 ) -> ProgressBar | None:
-    """The bar of a search: ``True`` at once, ``None`` after 2 s, ``False`` (or switched off) none.
+    """The bar of a search: ``True`` at once, ``None`` after :data:`PER_JET_DELAY` seconds (so that
+    loops over jets stay quiet), ``False`` (or switched off) none.
     """
     if show is False:
         return None
-    bar = progress_bar(total=total, desc=desc, unit=unit, delay=0.0 if show else 2.0)
+    bar = progress_bar(total=total, desc=desc, unit=unit, delay=0.0 if show else PER_JET_DELAY)
     return bar if bar.shown else None
 
 

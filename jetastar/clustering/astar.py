@@ -76,8 +76,8 @@ from ..ginkgo.likelihood import check_likelihood, log_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _astar_kernels as _k
-from ._engine import check_budget, search_progress
-from .beam import beam_search
+from ._engine import check_budget, format_bytes, search_progress
+from .beam import beam_search, default_beam_size
 from .cost_baselines import average_linkage
 from .greedy import greedy
 from .registry import register
@@ -90,6 +90,20 @@ MAX_ASTAR_LEAVES = 128
 
 #: Split evaluations between two returns of the kernel to Python (time checks, progress).
 _QUOTA = 1 << 18
+#: Time kept back from a ``max_time`` for reading the result out (:meth:`_Search.finish_seconds`):
+#: a share of the budget plus, per recorded vertex, a little more than best_known takes (0.5 µs
+#: of CPU per vertex measured on 20-65 leaves; twice that wall time on a busy node)
+_FINISH_SHARE = 0.03
+_FINISH_PER_VERTEX = 1.0e-6
+#: ... and per split of the local DPs of small unexplored clusters (1-2 ns of CPU measured, an
+#: upper estimate: not every such cluster is reached)
+_FINISH_PER_DP_SPLIT = 4.0e-9
+#: A lower estimate of the seconds exact A* spends per split of the root when it expands it (each
+#: child is scored with h0: 10-60 µs per subset measured, docs/heuristics.md; allocating the
+#: entries alone takes ~0.1 µs per split on a busy node).
+_ROOT_SECONDS_PER_SPLIT = 1.0e-6
+#: The smallest quota when a time budget shortens the calls.
+_MIN_QUOTA = 1 << 10
 #: Exact searches on at most this many leaves use a direct mask -> vertex table (8 * 2**n bytes).
 _DIRECT_MAX = 24
 #: Bytes per heap entry: ``ef`` (f) float64, ``ei`` (left, right, complete) and ``hp`` int32.
@@ -128,6 +142,39 @@ JET_DEFAULTS = {"top_k": DEFAULT_TOP_K, "n_samples": DEFAULT_N_SAMPLES, "rounds"
                 "patience": DEFAULT_PATIENCE, "weight": DEFAULT_WEIGHT, "rank": "split"}
 _ROOT_ALL_MAX = 16
 _SMALL_JET_ALL_PAIRS = 12
+
+
+#: With a ``max_time`` (and no ``beam_size``), the share of it that seeding with beam search may use.
+_SEED_SHARE = 0.25
+#: Beam size of the timing probe of :func:`_beam_size_within`.
+_PROBE_BEAM = 8
+
+
+def _beam_size_within(problem: _Problem, seconds: float) -> int:
+    """The largest beam size (at most the default) whose seeding (beam search and reading the
+    splits of its trees) should take about ``seconds``, from a probe with a small beam: a beam of
+    1000 on 80 leaves takes seconds, more than a short ``max_time``."""
+    n = problem.n
+    full = default_beam_size(n)
+    if full <= _PROBE_BEAM:
+        return full
+    watch = Stopwatch()
+    probe = beam_search(problem.jet, beam_size=_PROBE_BEAM, likelihood=problem.likelihood)
+    for r in probe.beam or [probe]:
+        if r.tree is not None:
+            _tree_splits(r.tree)
+    per_tree = max(watch.seconds(), 1e-6) / _PROBE_BEAM
+    return int(min(full, max(_PROBE_BEAM, seconds / per_tree)))
+
+
+def _quota_within(quota: int, done: int, seconds: float, left: float, max_time: float) -> int:
+    """The split quota of the next kernel call under a time budget: at the measured rate, a call
+    takes at most 5 % of ``max_time`` and half of what is ``left`` (kernel calls of large jets
+    otherwise take tenths of a second, past a short budget)."""
+    if done <= 0 or seconds <= 0.0:
+        return quota
+    target = min(0.05 * max_time, 0.5 * max(left, 0.0))
+    return int(min(_QUOTA, max(_MIN_QUOTA, done / seconds * target)))
 
 
 def _default_memory() -> int:
@@ -396,9 +443,11 @@ class _Search:
         ``bar`` gets the search counters after every kernel return, and one step each when
         ``tick`` (exact A*: a step per update; approximate A* counts rounds itself).
         """
+        quota = _QUOTA if max_time is None else _MIN_QUOTA  # grows at the measured rate
         while True:
+            splits_before, t_before = int(self.ctr[_k.C_SPLITS]), watch.seconds()
             st = _k.run(
-                _QUOTA, self.vf, self.vi, self.ht, self.ef, self.ei, self.hp, self.cp, self.ctr,
+                quota, self.vf, self.vi, self.ht, self.ef, self.ei, self.hp, self.cp, self.ctr,
                 self.walk, self.front, self.ip, *self.tables, self.scratch, self.elems,
                 self.small_table,
             )
@@ -408,6 +457,9 @@ class _Search:
                 return "all_inf"
             if st == _k.ST_EXPLORE:
                 return "explore"
+            if max_time is not None:
+                done, took = int(self.ctr[_k.C_SPLITS]) - splits_before, watch.seconds() - t_before
+                quota = _quota_within(quota, done, took, max_time - watch.seconds(), max_time)
             need = int(self.ctr[_k.C_NEED])
             ok = True
             if st == _k.ST_NEED_V:
@@ -432,9 +484,24 @@ class _Search:
                 )
                 if tick:
                     bar.update(1)
-            if max_time is not None and watch.seconds() > max_time:
+            if max_time is not None and (
+                    watch.seconds() + self.finish_seconds(max_time) > max_time):
                 self.budget_reason = "max_time"
                 return "budget"
+
+    def finish_seconds(self, max_time: float) -> float:
+        """Time kept back from a ``max_time`` for what follows the search: reading the best tree
+        out of the trellis (:meth:`best_known`: a walk over the vertices recorded, and a local DP
+        over the ~3^k/2 splits of each unexplored cluster of k <= ``all_pairs_max_size`` leaves)
+        and scoring it."""
+        nv = int(self.ctr[_k.C_NV])
+        seconds = _FINISH_SHARE * max_time + _FINISH_PER_VERTEX * nv
+        dp_max = int(self.ip[_k.P_DPMAX])
+        if dp_max > 1:
+            size = self.vi[:nv, _k.V_SIZE]
+            small = (size > 1) & (size <= dp_max) & (self.vi[:nv, _k.V_STATE] == _k.UNEXPLORED)
+            seconds += float(np.sum(3.0 ** size[small])) / 2.0 * _FINISH_PER_DP_SPLIT
+        return seconds
 
     def lower_bound(self) -> float:
         return float(_k.root_bound(self.vf, self.vi, self.ef, self.hp, self.ctr))
@@ -514,7 +581,8 @@ def astar(
         max_vertices: maximum number of trellis vertices explored (``None``: none).
         max_memory: memory budget in bytes for the search arrays (default: a third of the RAM,
             at most 8 GiB).
-        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` once the jet
+            has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="astar"``). ``stats``: ``vertices_explored``,
@@ -558,6 +626,17 @@ def astar(
     if problem.n == 1:
         return _single_leaf(problem, "astar", options, watch, exact=exact_kind)
     search = _Search(problem, -1, 0, 0, None, max_memory)
+    root_bytes = _root_bytes(problem.n)
+    splits = f"its 2^{problem.n - 1}-1 splits"
+    if root_bytes > max_memory - search.memory():
+        why = (f"expanding the root of {problem.n} {problem.unit} needs {splits} "
+               f"(~{format_bytes(root_bytes)}), above max_memory={format_bytes(max_memory)}")
+        return _root_does_not_fit(jet, problem, search, options, watch, max_time, why)
+    root_seconds = root_bytes / _ENTRY_BYTES * _ROOT_SECONDS_PER_SPLIT
+    if max_time is not None and root_seconds > max_time:
+        why = (f"expanding the root of {problem.n} {problem.unit} scores {splits} (at least "
+               f"~{root_seconds:.3g} s), beyond max_time={max_time:g} s")
+        return _root_does_not_fit(jet, problem, search, options, watch, max_time, why)
     if max_vertices is not None:
         search.ip[_k.P_EXPLORE_MAX] = max_vertices
     bar = search_progress(progress, f"A* {problem.who}", " updates")
@@ -606,6 +685,63 @@ def astar(
     return ClusteringResult(
         tree, ll, "astar", exact=exact, likelihood=problem.likelihood, options=options,
         stats=stats, upper_bound=upper, status=status, message=message, jet_id=problem.jet_id,
+    )
+
+
+def _root_bytes(n: int) -> float:
+    """Bytes of the heap entries exact A* needs to expand the root of ``n`` leaves (every one of
+    its ``2^(n-1) - 1`` splits)."""
+    return float((1 << (n - 1)) - 1) * _ENTRY_BYTES
+
+
+def _root_does_not_fit(
+    target: Any, problem: _Problem, search: _Search, options: dict[str, Any], watch: Stopwatch,
+    max_time: float | None, why: str,
+) -> ClusteringResult:
+    """Exact A* on a jet whose root alone does not fit in memory (e.g. 81 leaves: 2^80 splits) or
+    cannot be expanded within ``max_time`` (``why`` says which).
+
+    No exact search can start, so this says so instead of "stopped by memory after 0 explored
+    vertices" (or stopping long after ``max_time``, allocating the root's entries). The tree is
+    the best of the cheap baselines and, with a ``max_time``, of :func:`astar_approx` run within
+    it. The upper bound is the admissible heuristic of the whole jet: h0 bounds every
+    sub-hierarchy scored with the inner rate λ, so it is a proven bound of the jet when its root
+    rate λ_R equals λ (and for a cost model); otherwise none is claimed.
+    """
+    best = max((r for r in problem.baselines() if r.tree is not None),
+               key=lambda r: r.log_likelihood, default=None)
+    tree, ll = (best.tree, best.log_likelihood) if best is not None else (None, -math.inf)
+    used = "the greedy baselines"
+    left = None if max_time is None else max_time - watch.seconds()
+    if left is not None and left > 0.0:
+        approx = astar_approx(target, likelihood=problem.likelihood if problem.jet is not None
+                              else None, max_time=left, progress=False)
+        used = f"astar_approx within max_time={max_time:g} s"
+        if approx.tree is not None and approx.log_likelihood > ll:
+            tree, ll = approx.tree, approx.log_likelihood
+    tables = problem.tables
+    same_rates = problem.cost_model is not None or bool(np.array_equal(tables[5][0], tables[5][1]))
+    upper = None
+    bound_note = ("no proven bound: the root rate λ_R differs from λ and the root's splits cannot "
+                  "be scored")
+    if problem.kind == 0 and same_rates:
+        root = int(search.ctr[_k.C_ROOT])
+        h_root = float(search.vf[root, _k.V_H])  # a lower bound on the cost (minus log-likelihood)
+        if math.isfinite(h_root):
+            upper = max(-h_root, ll)
+            whole = "jet" if problem.jet is not None else "set of points"
+            bound_note = f"upper_bound {upper:.6g} is h0 of the whole {whole} (proven)"
+    elif problem.kind != 0:
+        bound_note = f"no proven bound with heuristic={problem.heuristic!r}"
+    stats = search.stats()
+    stats["time_s"] = watch.seconds()
+    message = (
+        f"exact A* cannot start: {why}; exact A* proves the MAP up to ~18 leaves. The tree is the "
+        f"best of {used}; {bound_note}"
+    )
+    return ClusteringResult(
+        tree, ll, "astar", exact=False, likelihood=problem.likelihood, options=options,
+        stats=stats, upper_bound=upper, status="budget", message=message, jet_id=problem.jet_id,
     )
 
 
@@ -703,7 +839,8 @@ def astar_approx(
             does not count).
         max_vertices: cap on the number of trellis vertices recorded (``None``: none).
         max_memory: as for :func:`astar`.
-        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` after 2 s.
+        progress: tqdm progress bar: ``True`` always, ``False`` never, ``None`` once the jet
+            has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="astar-approx"``), never below the best seed tree;
@@ -773,11 +910,14 @@ def astar_approx(
     seeds: list[tuple[Tree, float]] = []
     seed_stats: dict[str, float] = {}
     if problem.jet is not None:
+        if beam_size is None and max_time is not None:
+            beam_size = _beam_size_within(problem, max_time * _SEED_SHARE)
         beam = beam_search(problem.jet, beam_size=beam_size, likelihood=problem.likelihood)
         for r in beam.beam or [beam]:
             if r.tree is not None:
                 seeds.append((r.tree, r.log_likelihood))
         seed_stats["beam_log_likelihood"] = beam.log_likelihood
+        seed_stats["beam_size"] = float(beam_size or default_beam_size(n))
     baselines = problem.baselines()
     for res in baselines:
         if res.tree is not None:

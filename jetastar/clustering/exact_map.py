@@ -42,6 +42,7 @@ import numpy as np
 
 from .._cuda import resolve_device
 from .._jit import Stopwatch
+from .._progress import PER_JET_DELAY
 from ..errors import InvalidJetError
 from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
 from ..jet import Jet
@@ -73,12 +74,37 @@ MAX_MAP_LEAVES = 31
 _MAX_PARTS = 24
 #: bytes per cluster: (t, V) float64, W int16 (fixed point), arg-max int32
 _BYTES_PER_CLUSTER = 16 + 2 + 4
+#: Seconds per byte of tables to allocate and fill them before the solver starts (2.5 ns measured
+#: at 22-24 leaves on a busy 2-core node): a ``max_time`` that this alone exceeds stops at once.
+_SETUP_SECONDS_PER_BYTE = 2.0e-9
+#: ... unless the setup is this short (jets up to ~17 leaves)
+_SETUP_ALWAYS = 0.01
+
 #: Show a progress bar from this many leaves on when ``progress=None``.
 _PROGRESS_FROM = 21
 #: Work slices of about this fraction of all splits when a bar shows or a time budget is set.
 _SLICE_FRACTION = 0.005
 #: Parallel pieces per thread within one call (balances uneven clusters).
 _PIECES_PER_THREAD = 16
+
+
+def _budget_result(
+    jet: Jet, likelihood: str, options: dict[str, Any], inc_tree: Tree | None,
+    inc_ll: float | None, watch: Stopwatch, max_time: float | None, stats: dict[str, Any],
+    why: str,
+) -> ClusteringResult:
+    """The result of a run stopped by ``max_time``: the incumbent (default the greedy tree)."""
+    if inc_tree is None:
+        inc_tree = greedy(jet, likelihood).tree
+        inc_ll = log_likelihood(jet, inc_tree, likelihood)
+    stats["time_s"] = watch.seconds()
+    return ClusteringResult(
+        tree=inc_tree, log_likelihood=inc_ll, algorithm=ALGORITHM, exact=False,
+        likelihood=likelihood, options=options, stats=stats, status="budget",
+        message=f"stopped by max_time={max_time:g} s after {stats['time_s']:.3g} s{why}; the tree "
+                "is the incumbent, not proven optimal",
+        jet_id=jet.jet_id,
+    )
 
 
 def estimate_map_memory(n_leaves: int) -> int:
@@ -158,7 +184,8 @@ def exact_map(
             it are skipped, and it is what a budget stop returns (default there: the greedy tree).
         prune: skip splits by their bounds (``False`` scores every split: same result, for checks).
         threads: numba threads (default: all).
-        progress: tqdm progress bar (default: from 21 leaves on).
+        progress: tqdm progress bar (``True``); default: from 21 leaves on, once the jet has
+            taken 10 s (loops over jets stay quiet).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
             :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable). The GPU
             runs this engine's own bound-pruned per-cluster scan
@@ -207,6 +234,14 @@ def exact_map(
         "device": "gpu" if on_gpu else "cpu",
     }
     consts = jet.likelihood_constants(likelihood)
+    setup = memory * _SETUP_SECONDS_PER_BYTE
+    if max_time is not None and setup > max(max_time - watch.seconds(), _SETUP_ALWAYS):
+        # allocating and filling the tables alone would overrun the budget (the solver checks the
+        # time only once they are set up): stop now with the incumbent. Small tables are always
+        # set up: a spent budget still runs one slice (warm-ups compile the DP that way)
+        return _budget_result(jet, likelihood, options, inc_tree, inc_ll, watch, max_time,
+                              {"memory_bytes": memory, "setup_estimate_s": setup},
+                              f"; setting up the tables (~{setup:.2g} s) does not fit in it")
     solver = _MapSolver(jet.leaves, consts, threads)
     show = n >= _PROGRESS_FROM if progress is None else bool(progress)
     floor = -math.inf if inc_ll is None else inc_ll - _k.MARGIN * (1.0 + abs(inc_ll))
@@ -219,23 +254,15 @@ def exact_map(
         )
         solver.stats.update(gpu_stats)
     else:
-        finished = solver.solve(bool(prune), floor, show, watch, max_time, who)
+        delay = PER_JET_DELAY if progress is None else 0.0  # quiet in loops over jets
+        finished = solver.solve(bool(prune), floor, show, watch, max_time, who, delay)
         solver.stats["device"] = "cpu"
     stats = solver.stats
     stats["memory_bytes"] = memory
     stats["time_s"] = watch.seconds()
     if not finished:
-        if inc_tree is None:
-            inc_tree = greedy(jet, likelihood).tree
-            inc_ll = log_likelihood(jet, inc_tree, likelihood)
-        stats["time_s"] = watch.seconds()
-        return ClusteringResult(
-            tree=inc_tree, log_likelihood=inc_ll, algorithm=ALGORITHM, exact=False,
-            likelihood=likelihood, options=options, stats=stats, status="budget",
-            message=f"stopped by max_time={max_time:g} s after {stats['time_s']:.3g} s; the tree "
-                    "is the incumbent, not proven optimal",
-            jet_id=jet.jet_id,
-        )
+        return _budget_result(jet, likelihood, options, inc_tree, inc_ll, watch, max_time, stats,
+                              "")
     value = solver.map_value()
     if inc_ll is not None and not value > -math.inf:
         # no tree beats the incumbent by more than the margin: the incumbent is a MAP tree
@@ -397,7 +424,7 @@ class _MapSolver:
 
     def solve(
         self, prune: bool, floor: float, show: bool, watch: Stopwatch | None,
-        max_time: float | None, who: str,
+        max_time: float | None, who: str, delay: float = 0.0,
     ) -> bool:
         """Run the DP; ``False`` when ``watch`` passed ``max_time`` (run time) first."""
         n = self.n
@@ -408,20 +435,25 @@ class _MapSolver:
         total = n_splits_total(n)
         fine = show or max_time is not None
         finished = True
-        with solving(self.threads, show, total, who, "exact MAP") as bar:
+        with solving(self.threads, show, total, who, "exact MAP", delay) as bar:
             pieces = _PIECES_PER_THREAD * nb.get_num_threads()
+            # splits per slice: ~0.5 % of the work, and under a max_time at most what takes 5 % of
+            # it at the measured rate (a slice of a 22-leaf jet can take tenths of a second)
+            slice_splits = int(total * _SLICE_FRACTION)
             for k in range(2, n):
                 per = (1 << (k - 1)) - 1
                 n_k = int(self.binom[n, k])
-                step = n_k if not fine else max(1, int(total * _SLICE_FRACTION) // per)
-                for lo in range(0, n_k, step):
+                lo = 0
+                while lo < n_k:
                     # the first slice always runs, so that even a spent budget compiles (or
                     # loads) the kernels: batch warm-ups pass a tiny max_time
                     if (max_time is not None and watch is not None and counts[0] > 0
                             and watch.seconds() > max_time):
                         finished = False
                         break
+                    step = n_k if not fine else max(1, slice_splits // per)
                     hi = min(n_k, lo + step)
+                    started = clock.seconds()
                     if parallel_worth_it((hi - lo) * per):
                         out = _k.solve_size(
                             k, lo, hi, min(pieces, hi - lo), self.binom, self.rec, self.wq,
@@ -434,6 +466,13 @@ class _MapSolver:
                         )
                     counts += np.asarray(out, dtype=np.int64)
                     bar.update((hi - lo) * per)
+                    took = clock.seconds() - started
+                    if max_time is not None and watch is not None and took > 0.0:
+                        left = max_time - watch.seconds()
+                        target = min(0.05 * max_time, 0.5 * max(left, 0.0))
+                        slice_splits = int(min(total * _SLICE_FRACTION,
+                                               max(per, (hi - lo) * per / took * target)))
+                    lo = hi
                 if not finished:
                     break
             if finished and n >= 2:

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -105,8 +106,24 @@ def algorithm_info(name: str) -> AlgorithmInfo:
         return _REGISTRY[name]
     except KeyError:
         raise ValueError(
-            f"unknown algorithm {name!r}; valid: {', '.join(algorithms())}"
+            f"unknown algorithm {name!r}{_did_you_mean(name)}; valid: {', '.join(algorithms())}"
         ) from None
+
+
+def _did_you_mean(name: str) -> str:
+    """`` (did you mean 'antikt'?)`` for a name close to a registered one or to an alias
+    (spelling with or without ``-`` / ``_`` counts as the same)."""
+    def squash(text: str) -> str:
+        return str(text).lower().replace("-", "").replace("_", "")
+
+    key = squash(name)
+    names = {squash(n): n for n in algorithms()}
+    names.update({squash(a): k for a, k in ALIASES.items() if k in _REGISTRY and squash(a) not in names})
+    if key in names:
+        return f" (did you mean {names[key]!r}?)"
+    close = difflib.get_close_matches(key, list(names), n=2, cutoff=0.75)
+    found = list(dict.fromkeys(names[c] for c in close))
+    return f" (did you mean {' or '.join(map(repr, found))}?)" if found else ""
 
 
 def canonical_name(name: str) -> str:

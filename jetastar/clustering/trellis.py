@@ -59,7 +59,7 @@ import numpy as np
 
 from .._cuda import resolve_device
 from .._jit import Stopwatch
-from .._progress import progress_bar
+from .._progress import PER_JET_DELAY, progress_bar
 from ..costs import CostModel
 from ..errors import InvalidJetError, OptionError
 from ..ginkgo.likelihood import check_likelihood
@@ -177,7 +177,8 @@ class Trellis:
         prune: skip clusters that cannot be split (``t <= t_cut``); the results are identical
             with ``prune=False``, which exists to check that. Ignored for cost models.
         threads: numba threads for the parallel passes (default: numba's setting, all cores).
-        progress: show a tqdm progress bar (default: from 19 leaves on).
+        progress: show a tqdm progress bar (``True``); default: from 19 leaves on, once the jet
+            has taken 10 s (loops over jets stay quiet).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default): where the dynamic programme and the
             marginal pass run. ``"auto"`` uses a GPU (:mod:`jetastar.clustering.gpu`) from
             ``GPU_MIN_LEAVES`` leaves on when one is usable, else the CPU. Results are the same
@@ -367,7 +368,8 @@ class Trellis:
         t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
-        with solving(self.threads, show, n_splits_total(n), self._who, "trellis") as bar:
+        delay = PER_JET_DELAY if progress is None else 0.0  # quiet in loops over jets
+        with solving(self.threads, show, n_splits_total(n), self._who, "trellis", delay) as bar:
             for size in range(2, n + 1):
                 per = (1 << (size - 1)) - 1
                 for start, stop in _chunks(self._offsets, size, n, show):
@@ -740,7 +742,8 @@ def exact_trellis(
         prune: skip clusters that cannot be split (results are identical either way; ignored
             for cost models).
         threads: numba threads (default: all).
-        progress: tqdm progress bar (default: from 19 leaves on).
+        progress: tqdm progress bar (``True``); default: from 19 leaves on, once the jet has
+            taken 10 s (loops over jets stay quiet).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
             :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
             :class:`Trellis`. ``stats["device"]`` says where it ran.

@@ -161,7 +161,7 @@ def window_search(
         prove: after the search, run :func:`exact_map` with the tree as incumbent (within the
             remaining ``max_time`` and the memory limit) and report ``exact=True`` if it finishes.
         progress: tqdm bar over the local searches: ``True`` always, ``False`` never, ``None``
-            after 2 s.
+            once the jet has taken 10 s (loops over jets stay quiet).
 
     Returns:
         :class:`ClusteringResult` (``algorithm="window-search"``), never below its best start tree.
@@ -245,8 +245,8 @@ def window_search(
     status, message = "ok", ""
     if search.stopped:
         status = "budget"
-        message = (f"stopped by max_time={max_time:g} s after {watch.seconds():.3g} s; the tree is "
-                   "the best found so far, not window optimal")
+        message = (f"stopped by max_time={max_time:g} s after {watch.seconds():.3g} s"
+                   f"{search.stop_note}; the tree is the best found so far, not window optimal")
     stats["proved"] = False
     if prove and not exact:
         proof = _prove(jet, likelihood, best_tree, watch, max_time)
@@ -283,6 +283,7 @@ class _Search:
         self.seed = seed
         self.watch = watch
         self.max_time = max_time
+        self.stop_note = ""  # why the search stopped before max_time ran out, if it did
         self.max_sweeps = max_sweeps
         self.stopped = False
         self.stats: dict[str, Any] = {
@@ -356,6 +357,12 @@ class _Search:
                 k = int(_wk.common_frontier(best.root, best.common_with(group), self.top_size,
                                             best.left, best.right, work.parts))
                 if k > self.window_size:  # smaller ones were solved by the recombination
+                    if self.max_time is not None and work.split_seconds * 3.0**k / 2.0 > (
+                            self.max_time - self.watch.seconds()):
+                        self.stopped = True  # this window alone would overrun the budget
+                        self.stop_note = (f" (a root window of {k} parts, ~"
+                                          f"{work.split_seconds * 3.0**k / 2.0:.2g} s, would not fit)")
+                        return
                     changed += work.solve(best, best.root, k, self.stats)
                     self.stats["top_windows"] += 1
             if not changed:
@@ -509,6 +516,9 @@ class _Workspace:
         self.part_t = np.empty(max(k_max, 2), dtype=np.float64)
         self.mark = np.zeros(max(2 * n - 1, 1), dtype=np.int64)
         self.slack_root = root_slack(self.consts)
+        #: seconds per split of the window DPs of >= 8 parts solved so far (a running mean; 0
+        #: before any): the cost of a top window of k parts is about this times 3^k / 2
+        self.split_seconds = 0.0
         #: parts' codes (frozenset) -> the best value of the window's interior, when known
         self.solved: dict[frozenset[int], float] = {}
 
@@ -557,11 +567,16 @@ class _Workspace:
         _wk.window_parts(parts, k, st.p, st.t, self.part_p, self.part_t)
         at_root = top == st.root
         floor = cur + _MARGIN * (1.0 + abs(cur)) if cur_inf == 0 else _NEG_INF
+        clock = Stopwatch()
         counts = _mk.solve_parts(
             self.part_p[:k], self.part_t[:k], self.psum, self.rec, self.wq, self.best,
             self.consts[0], self.consts[1 if at_root else 0],
             self.slack_root if at_root else 0.0, floor,
         )
+        if k >= 8:
+            rate = clock.seconds() / (3.0**k / 2.0)
+            self.split_seconds = rate if self.split_seconds == 0.0 else (
+                0.7 * self.split_seconds + 0.3 * rate)
         stats["windows_solved"] += 1
         stats["splits_evaluated"] += int(counts[2])
         value = float(self.rec[(1 << k) - 1, _mk.V])

@@ -30,6 +30,7 @@ __all__ = [
     "FileFormatError",
     "InvalidJetInFileError",
     "check_exists",
+    "check_tree_extent",
     "entry_range",
     "generator_params",
     "get_extras",
@@ -43,6 +44,41 @@ __all__ = [
     "validate_columns",
 ]
 
+
+
+def check_tree_extent(tree: Any, name: str, path: str | os.PathLike[str]) -> None:
+    """Refuse a truncated ROOT file: every basket of the TTree ``tree`` must lie inside the file.
+
+    uproot opens a truncated file and fails only when a missing basket is read (``OSError: expected
+    Chunk of length ...``); this check names the problem before anything is read.
+
+    Args:
+        tree: an uproot TTree (RNTuples are not checked).
+        name: the tree's name (for the message).
+        path: the file.
+
+    Raises:
+        FileFormatError: ``truncated ROOT file (tree ... needs N bytes, the file has M)``, or a
+            corrupt file whose basket table cannot be read.
+    """
+    if "RNTuple" in type(tree).__name__:
+        return
+    size = os.path.getsize(path)
+    end = 0
+    try:
+        for b in tree.itervalues(recursive=True):
+            seeks = b.member("fBasketSeek")
+            for i in range(b.num_baskets):
+                end = max(end, int(seeks[i]) + int(b.basket_compressed_bytes(i)))
+    except Exception as exc:  # (uproot raises many types on damage)
+        raise FileFormatError(
+            f"{path}: corrupt or truncated ROOT file, tree '{name}' cannot be read "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
+        ) from None
+    if end > size:
+        raise FileFormatError(
+            f"{path}: truncated ROOT file (tree '{name}' needs {end} bytes, the file has {size})"
+        )
 
 
 def check_exists(path: str | os.PathLike[str]) -> Path:

@@ -51,8 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from .._columnar import first_nonfinite_input
+from .._columnar import DEFAULT_MASS_POLICY, check_mass_policy, first_nonfinite_input
 from ..errors import InvalidJetError
+from ..ginkgo.params import ShowerParams
 from ..jet import JetCollection
 from ..jetfinding import find_jets
 from ..momenta import (
@@ -66,7 +67,7 @@ from ..momenta import (
     nonfinite_problems,
     to_cartesian,
 )
-from ._common import FileFormatError, InvalidJetInFileError, check_exists
+from ._common import FileFormatError, InvalidJetInFileError, check_exists, check_tree_extent
 from .formats import file_format
 
 __all__ = [
@@ -118,7 +119,7 @@ class ParticleSource:
     t_cut: float = DEFAULT_T_CUT
     lam: float = DEFAULT_LAM
     lam_root: float = DEFAULT_LAM_ROOT
-    mass_policy: Any = "clamp"
+    mass_policy: Any = DEFAULT_MASS_POLICY
     jet_type: str = "data"
 
     def __post_init__(self) -> None:
@@ -129,6 +130,9 @@ class ParticleSource:
             object.__setattr__(self, "mapping", dict(self.mapping))
         if isinstance(self.components, (list, tuple)):
             object.__setattr__(self, "components", ",".join(self.components))
+        # bad Ginkgo parameters or mass policy fail here, before any file is read or written
+        ShowerParams(t_cut=self.t_cut, lam=self.lam, lam_root=self.lam_root, m_hard=1e150)
+        check_mass_policy(self.mass_policy)
 
     def settings(self) -> dict[str, Any]:
         """Everything but the path, as plain values (recorded in output files)."""
@@ -180,6 +184,7 @@ class _RootParticles:
         self.tree_name = name
         self.tree = self.file[name]
         self.rntuple = "RNTuple" in type(self.tree).__name__
+        check_tree_extent(self.tree, name, self.path)
         keys = list(self.tree.keys(recursive=True))
         self.all_keys = keys
         if src.mapping:
@@ -803,6 +808,7 @@ def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]
                 if cls not in ("TTree", "ROOT::RNTuple"):
                     continue
                 tree = f[key]
+                check_tree_extent(tree, key.split(";")[0], p)
                 groups: dict[str, list[str]] = {}
                 for k in tree.keys(recursive=True):
                     last = k.split("/")[-1]

@@ -51,6 +51,7 @@ from ._checks import check_counts
 from ._common import (
     FileFormatError,
     check_exists,
+    check_tree_extent,
     entry_range,
     generator_params,
     get_extras,
@@ -324,7 +325,7 @@ class _RootFile:
             self.meta = self._meta()
             if need_jets and "jets" not in self.f:
                 raise FileFormatError(f"{self.path}: holds no 'jets' tree")
-            self._check_extent(os.path.getsize(p))
+            self._check_extent()
         except BaseException:
             self.f.close()
             raise
@@ -355,29 +356,12 @@ class _RootFile:
             )
         return meta
 
-    def _check_extent(self, size: int) -> None:
+    def _check_extent(self) -> None:
         """Every basket of every tree lies inside the file (a truncated file is refused before
         anything else is read)."""
         for name in ("jets", "results", "clusters", "clusters_events"):
-            if name not in self.f:
-                continue
-            try:
-                branches = list(self.f[name].itervalues(recursive=True))
-                end = 0
-                for b in branches:
-                    seeks = b.member("fBasketSeek")
-                    for i in range(b.num_baskets):
-                        end = max(end, int(seeks[i]) + int(b.basket_compressed_bytes(i)))
-            except Exception as exc:  # (uproot raises many types on damage)
-                raise FileFormatError(
-                    f"{self.path}: corrupt or truncated ROOT file, tree '{name}' cannot be read "
-                    f"({type(exc).__name__}: {_short(str(exc))})"
-                ) from None
-            if end > size:
-                raise FileFormatError(
-                    f"{self.path}: truncated ROOT file (tree '{name}' needs {end} bytes, the file "
-                    f"has {size})"
-                )
+            if name in self.f:
+                check_tree_extent(self.f[name], name, self.path)
 
     def arrays(self, tree: str, start: int | None = None, stop: int | None = None,
                filter_name: Any = None) -> Any:

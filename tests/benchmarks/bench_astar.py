@@ -8,6 +8,7 @@ Usage::
     python tests/benchmarks/bench_astar.py approx [--jets 10]
     python tests/benchmarks/bench_astar.py prune [--sizes 12,14] [--jets 6]
     python tests/benchmarks/bench_astar.py explore [--sizes 12,14] [--jets 6]
+    python tests/benchmarks/bench_astar.py budgets [--jets 2] [--limits 0.2,0.5,1,2]
 
 * ``heuristics``: every subset of every reference jet with at most ``--max-leaves`` leaves plus
   random QCD and W jets: violations of h0 / h1 / the reference "proof" bound (a violation is a subset
@@ -21,6 +22,9 @@ Usage::
   ``x = λ t_child / T`` (the floor of a bound that does not know the parent masses). (2) The
   fraction of the root's 2-partitions that A* cannot discard (``ψ + h(L) + h(R) ≥ MAP``) with h0 and
   with oracle bounds ``MAP(S) + g·(|S| − 2)`` (exact up to EXACT_MAX_LEAVES leaves, like h0).
+* ``budgets``: wall and CPU time of ``astar`` / ``astar_approx`` / ``window_search`` /
+  ``exact_map`` with ``max_time`` on 20-30 and 60-100-leaf jets (``--limits 0.2,0.5,1,2``): the
+  budget holds within ~10 %.
 * ``explore``: the fraction of the trellis's splits exact A* scores, measured and estimated from the
   subsets it can reach with ``f ≤ C*`` (the estimate matches the measurement for h0), for h0, for h0
   whose shape DP knows the exact least mass of every subset size, for h0 with exact values of every
@@ -386,6 +390,35 @@ def explore(args: argparse.Namespace) -> None:
               flush=True)
 
 
+def budgets(args: argparse.Namespace) -> None:
+    """Wall and CPU time of ``astar`` / ``astar_approx`` / ``window_search`` / ``exact_map`` under
+    ``max_time`` on large jets (the budget must hold within ~10 %, the seeding, table set-up and
+    reading the result out included)."""
+    from jetastar.clustering import astar, astar_approx, exact_map, window_search
+    from jetastar.ginkgo import ShowerParams, generate
+
+    warm = generate(1, ShowerParams.qcd(), seed=1, max_leaves=6)[0]
+    astar(warm)
+    astar_approx(warm, max_time=0.1)
+    jets = [*generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=41, min_leaves=20, max_leaves=30),
+            *generate(args.jets, ShowerParams.qcd(t_cut=0.1), seed=42, min_leaves=60, max_leaves=100)]
+    limits = [float(x) for x in args.limits.split(",")]
+    print(f"{'method':>13} {'leaves':>6} " + " ".join(f"{'wall/cpu @' + str(m):>20}" for m in limits))
+    methods = (("astar_approx", astar_approx), ("astar", astar), ("window_search", window_search),
+               ("exact_map", exact_map))
+    for name, fn in methods:
+        for jet in jets:
+            if name == "exact_map" and jet.n_leaves > 24:  # its tables: 41 bytes x 2^N
+                continue
+            cells = []
+            for m in limits:
+                t, c = time.perf_counter(), time.process_time()
+                res = fn(jet, max_time=m)
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                cells.append(f"{wall:8.3f}/{cpu:6.3f} {res.status[0]:>4}")
+            print(f"{name:>13} {jet.n_leaves:6d} " + " ".join(f"{c:>20}" for c in cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -406,8 +439,11 @@ def main() -> None:
     ex = sub.add_parser("explore")
     ex.add_argument("--sizes", default="12,14")
     ex.add_argument("--jets", type=int, default=6)
+    bu = sub.add_parser("budgets")
+    bu.add_argument("--jets", type=int, default=2)
+    bu.add_argument("--limits", default="0.2,0.5,1,2")
     args = parser.parse_args()
-    {"heuristics": heuristics, "exact": exact, "approx": approx, "prune": prune,
+    {"budgets": budgets, "heuristics": heuristics, "exact": exact, "approx": approx, "prune": prune,
      "explore": explore}[args.what](args)
 
 
