@@ -75,6 +75,7 @@ from . import _window_kernels as _wk
 from ._engine import check_budget, search_progress, valid_likelihood
 from .astar import astar_approx
 from .beam import beam_search, default_beam_size
+from .estimates import expected_cpu_seconds
 from .exact_map import exact_map, root_slack
 from .greedy import greedy
 from .kt import kt
@@ -91,9 +92,6 @@ MAX_WINDOW_SIZE = 20
 STAGES = (11,)
 #: The first start tree (option ``start``).
 START_TREES = ("beam", "greedy", "astar-approx")
-#: Default beam size of the seeding beam search: the paper's default, at most this (only its best
-#: tree is a start; 1000 at 100 leaves would cost more than the search).
-BEAM_CAP = 100
 #: Local optima (best first, distinct) that a ``widen`` search polishes.
 WIDEN_TOP = 3
 #: most parts of a recombination window at the top of the tree (``top_size=None``) for jets of at
@@ -126,6 +124,7 @@ def window_search(
     max_time: float | None = None,
     max_sweeps: int | None = None,
     prove: bool = False,
+    exact_first: bool | None = None,
     progress: bool | None = None,
 ) -> ClusteringResult:
     """Approximate MAP hierarchy by exact-window search (see the module docstring).
@@ -149,10 +148,11 @@ def window_search(
             ``window_size`` parts and at most ``top_size``; the local optima mostly differ at the
             top of the tree, and these windows join them there (24 leaves: exact MAP of 89 %
             instead of 77 % of jets). An 18-part window costs about 0.1–0.5 s of one core.
-        start: the first start tree: ``"beam"`` (default: the best tree of :func:`beam_search`),
+        start: the first start tree: ``"beam"`` (default: the tree of :func:`beam_search` with its
+            default settings, so the result is never below plain beam search),
             ``"greedy"`` (no beam search) or ``"astar-approx"`` (the tree of
             :func:`astar_approx`, within ``max_time``).
-        beam_size: beam size of the seeding beam search (``None``: its default, at most 100).
+        beam_size: beam size of the seeding beam search (``None``: beam search's default).
         trees: extra start trees (each searched too, besides the ``n_starts`` others).
         seed: random seed of the random frontiers (same seed, same tree).
         max_time: run-time budget in seconds (``None``: search until done). The start trees are
@@ -160,6 +160,11 @@ def window_search(
         max_sweeps: most sweeps per local search (``None``: until a sweep improves nothing).
         prove: after the search, run :func:`exact_map` with the tree as incumbent (within the
             remaining ``max_time`` and the memory limit) and report ``exact=True`` if it finishes.
+        exact_first: prove the MAP with :func:`exact_map` instead of searching (``None``, the
+            default: where it is expected to cost less CPU time than the search,
+            :func:`jetastar.clustering.estimates.expected_cpu_seconds`, which with the defaults
+            is up to 17 leaves; ``True``: whenever its tables fit in memory; ``False``: never).
+            If it does not finish within ``max_time`` the search runs in the time left.
         progress: tqdm bar over the local searches: ``True`` always, ``False`` never, ``None``
             after 2 s.
 
@@ -169,11 +174,15 @@ def window_search(
         ``improvements``, ``sweeps``, ``starts`` (local searches from start trees),
         ``recombined`` (improvements by recombination windows), ``top_windows`` (root windows of
         more than ``window_size`` parts solved), ``window_optimal`` (the final tree
-        survived a full sweep), ``window_size``, ``start_log_likelihood`` (the best start tree),
-        ``splits_evaluated`` (ψ computed in window solves), ``proved`` and ``time_s``.
-        ``exact=True`` only when the whole jet was one window (at most ``window_size`` leaves) or
-        ``prove`` finished. ``status="budget"`` when ``max_time`` cut the search short,
-        ``"all_inf"`` when no tree with a finite likelihood was found.
+        survived a full sweep, or is proven), ``window_size``, ``start_log_likelihood`` (the best
+        start tree; NaN when none was built), ``splits_evaluated`` (ψ computed in window solves or
+        by :func:`exact_map`), ``path`` (``"exact_map"``: proven directly; ``"one_window"``: the
+        jet was one window; ``"search"``), ``proved`` (:func:`exact_map` finished, on the
+        ``exact_map`` path or by ``prove``) and ``time_s``.
+        ``exact=True`` only when the MAP is proven: the ``exact_map`` path, the whole jet as one
+        window (at most ``window_size`` leaves) or ``prove`` finished. ``status="budget"`` when
+        ``max_time`` cut the search short, ``"all_inf"`` when no tree with a finite likelihood was
+        found.
 
     Raises:
         InvalidJetError: not a Jet, or a start tree over other leaves.
@@ -183,8 +192,11 @@ def window_search(
         >>> from jetastar.ginkgo import ShowerParams, generate
         >>> jet = generate(1, ShowerParams.w(), seed=3, min_leaves=12, max_leaves=12)[0]
         >>> res = window_search(jet)
-        >>> res.exact, res.stats["windows_solved"]
-        (True, 1)
+        >>> res.exact, res.stats["path"]
+        (True, 'exact_map')
+        >>> res = window_search(jet, exact_first=False)
+        >>> res.exact, res.stats["path"], res.stats["windows_solved"]
+        (True, 'one_window', 1)
     """
     watch = Stopwatch()
     if not isinstance(jet, Jet):
@@ -207,22 +219,29 @@ def window_search(
     max_time = check_budget(max_time, "max_time")
     if start not in START_TREES:
         raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
-    for name, flag in (("prove", prove), ("progress", progress)):
-        if not (isinstance(flag, (bool, np.bool_)) or (name == "progress" and flag is None)):
+    for name, flag in (("prove", prove), ("progress", progress), ("exact_first", exact_first)):
+        if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts, "widen": widen,
         "top_size": top_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
-        "max_sweeps": max_sweeps, "prove": bool(prove),
+        "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
     }
     n = jet.n_leaves
+    _check_trees(jet, trees)
+    if _exact_first(n, exact_first, options):
+        proof = _prove(jet, likelihood, None, watch, max_time)
+        if proof is not None:
+            return _proven(jet, likelihood, proof, options, watch)
     starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees)
     best_tree, best_ll = starts[0]
     work = _Workspace(jet, likelihood, min(max(window_size + widen, top_size), n), seed)
     search = _Search(work, window_size, n_random, seed, watch, max_time, max_sweeps, widen,
                      top_size)
     exact = n <= window_size
+    stats = search.stats
+    stats["path"] = "one_window" if exact else "search"
     if exact:
         # one window: the whole jet over its leaves, solved exactly (the start tree as the floor)
         best = work.load(best_tree)
@@ -241,7 +260,6 @@ def window_search(
         ll = log_likelihood(jet, tree, likelihood)
         if ll >= best_ll:
             best_tree, best_ll = tree, ll
-    stats = search.stats
     status, message = "ok", ""
     if search.stopped:
         status = "budget"
@@ -623,7 +641,7 @@ def _start_trees(
                            max_time=max_time, progress=False)
         first.append((res.tree, res.log_likelihood))
     elif start == "beam":
-        size = min(default_beam_size(jet.n_leaves), BEAM_CAP) if beam_size is None else beam_size
+        size = default_beam_size(jet.n_leaves) if beam_size is None else beam_size
         beam = beam_search(jet, beam_size=size, likelihood=likelihood)
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
         first.extend(found[:1])
@@ -634,11 +652,6 @@ def _start_trees(
     other = "legacy" if likelihood == "symmetric" else "symmetric"
     first.append((greedy(jet, other).tree, _NEG_INF))
     for tree in trees or ():
-        if not isinstance(tree, Tree) or tree.n_leaves != jet.n_leaves:
-            raise InvalidJetError(
-                f"start trees must be Trees over the jet's {jet.n_leaves} leaves, got {tree!r}",
-                jet=jet.label, field="trees",
-            )
         first.append((tree, _NEG_INF))
     out: list[tuple[Tree, float]] = []
     seen: set[Tree] = set()
@@ -650,10 +663,48 @@ def _start_trees(
     return [*head, *out[len(first):]]
 
 
+def _check_trees(jet: Jet, trees: Sequence[Tree] | None) -> None:
+    for tree in trees or ():
+        if not isinstance(tree, Tree) or tree.n_leaves != jet.n_leaves:
+            raise InvalidJetError(
+                f"start trees must be Trees over the jet's {jet.n_leaves} leaves, got {tree!r}",
+                jet=jet.label, field="trees",
+            )
+
+
+def _exact_first(n: int, exact_first: bool | None, options: dict[str, Any]) -> bool:
+    """Whether to prove the MAP with :func:`exact_map` before (instead of) searching."""
+    if exact_first is not None:
+        return bool(exact_first) and n >= 2
+    exact_s = expected_cpu_seconds("trellis", n, options)
+    search_s = expected_cpu_seconds("window-search", n, options)
+    return n >= 2 and exact_s is not None and search_s is not None and exact_s <= search_s
+
+
+def _proven(
+    jet: Jet, likelihood: str, proof: ClusteringResult, options: dict[str, Any], watch: Stopwatch
+) -> ClusteringResult:
+    """The result of the ``exact_map`` path: the proven MAP, no window solved."""
+    stats: dict[str, Any] = {
+        "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
+        "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0,
+        "splits_evaluated": int(proof.stats.get("splits_evaluated", 0)),
+        "path": "exact_map", "proved": True, "window_optimal": True,
+        "window_size": options["window_size"], "start_log_likelihood": math.nan,
+        "time_s": watch.seconds(),
+    }
+    return ClusteringResult(
+        proof.tree, proof.log_likelihood, "window-search", exact=True, likelihood=likelihood,
+        options=options, stats=stats, upper_bound=proof.log_likelihood, status=proof.status,
+        message=proof.message, jet_id=jet.jet_id,
+    )
+
+
 def _prove(
-    jet: Jet, likelihood: str, tree: Tree, watch: Stopwatch, max_time: float | None
+    jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None
 ) -> ClusteringResult | None:
-    """:func:`exact_map` with ``tree`` as incumbent, or ``None`` if it cannot run or finish."""
+    """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` if it cannot run or
+    finish."""
     left = None if max_time is None else max_time - watch.seconds()
     if left is not None and left <= 0:
         return None
