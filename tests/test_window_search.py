@@ -299,6 +299,37 @@ def test_never_worse_than_its_start_trees():
         assert res.stats["improvements"] > 0 and res.stats["windows_cached"] > 0
 
 
+def test_never_below_default_beam_search_on_particle_jets():
+    """Issue: on collider-like jets (massless particles, t_cut 16 GeV²) the search ended below
+    plain beam_search, having started from a beam of 100 instead of beam_search's default (1000
+    above 40 leaves). On these two jets of the NanoAOD-like sample a short search from the small
+    beam's tree still ends below beam_search; the search now starts from beam_search's own tree,
+    so neither a short nor a full search ends below it or below any of its starts."""
+    from pathlib import Path
+
+    from jetastar.io import read_particles
+
+    path = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
+    jets = read_particles(path, tree="Events", particles="PFCands", entry_start=22,
+                          entry_stop=26)
+    short = {"window_size": 4, "n_random": 0, "n_starts": 1, "max_sweeps": 1}
+    for i in (0, 3):  # entries 22 and 25: 42 and 43 particles
+        jet = jets[i]
+        beam = beam_search(jet)
+        old = window_search(jet, beam_size=100, **short)  # the former start
+        assert old.log_likelihood < beam.log_likelihood
+        for options in (short, {}):
+            res = window_search(jet, **options)
+            assert res.stats["start_log_likelihood"] == beam.log_likelihood
+            assert res.log_likelihood >= beam.log_likelihood
+            assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+        # extra start trees are starts too: never ended below
+        start = kt(jet, "cambridge")
+        extra = window_search(jet, trees=[beam.tree], beam_size=10, **short)
+        assert extra.log_likelihood >= max(beam.log_likelihood, start.log_likelihood,
+                                           beam_search(jet, beam_size=10).log_likelihood)
+
+
 def test_reproducible_for_a_seed():
     jet = _jet("qcd", 28, 9)
     a = window_search(jet, seed=4)
