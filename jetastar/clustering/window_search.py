@@ -116,6 +116,7 @@ def window_search(
     n_random: int = 4,
     n_starts: int = 6,
     widen: int = 0,
+    widen_unsure: int = 0,
     top_size: int | None = None,
     start: str = "beam",
     beam_size: int | None = None,
@@ -141,6 +142,9 @@ def window_search(
             ``window_size + widen`` parts per window (default 0: no). With ``widen=3`` and
             ``n_random=8`` the search finds the exact MAP of 97 % of 24-leaf jets instead of 89 %,
             at about four times the CPU time (2–3 s).
+        widen_unsure: like ``widen``, but only on jets where no other start's local optimum
+            reached the value of the best tree (the search is then less sure of it); ignored
+            when ``widen`` is set (default 0: no).
         top_size: most parts of a root window over shared clusters (``None``, the default: 18
             for jets of 23 leaves or more, else 0 = none). After the recombination, the root
             window whose parts are the largest clusters the best tree shares with all the other
@@ -176,9 +180,10 @@ def window_search(
         more than ``window_size`` parts solved), ``window_optimal`` (the final tree
         survived a full sweep, or is proven), ``window_size``, ``start_log_likelihood`` (the best
         start tree; NaN when none was built), ``splits_evaluated`` (ψ computed in window solves or
-        by :func:`exact_map`), ``path`` (``"exact_map"``: proven directly; ``"one_window"``: the
-        jet was one window; ``"search"``), ``proved`` (:func:`exact_map` finished, on the
-        ``exact_map`` path or by ``prove``) and ``time_s``.
+        by :func:`exact_map`), ``agreeing_optima`` (other starts' local optima as good as the
+        best tree), ``widened`` (the ``widen`` stage ran), ``path`` (``"exact_map"``: proven
+        directly; ``"one_window"``: the jet was one window; ``"search"``), ``proved``
+        (:func:`exact_map` finished, on the ``exact_map`` path or by ``prove``) and ``time_s``.
         ``exact=True`` only when the MAP is proven: the ``exact_map`` path, the whole jet as one
         window (at most ``window_size`` leaves) or ``prove`` finished. ``status="budget"`` when
         ``max_time`` cut the search short, ``"all_inf"`` when no tree with a finite likelihood was
@@ -208,6 +213,7 @@ def window_search(
     n_random = _check_int(n_random, "n_random", 0, None)
     n_starts = _check_int(n_starts, "n_starts", 1, None)
     widen = _check_int(widen, "widen", 0, MAX_WINDOW_SIZE - window_size)
+    widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
     if top_size is None:
         top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
     top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
@@ -224,6 +230,7 @@ def window_search(
             raise ValueError(f"{name} must be True or False, got {flag!r}")
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts, "widen": widen,
+        "widen_unsure": widen_unsure,
         "top_size": top_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
         "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
@@ -236,9 +243,10 @@ def window_search(
             return _proven(jet, likelihood, proof, options, watch)
     starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees)
     best_tree, best_ll = starts[0]
-    work = _Workspace(jet, likelihood, min(max(window_size + widen, top_size), n), seed)
+    work = _Workspace(jet, likelihood,
+                      min(max(window_size + max(widen, widen_unsure), top_size), n), seed)
     search = _Search(work, window_size, n_random, seed, watch, max_time, max_sweeps, widen,
-                     top_size)
+                     top_size, widen_unsure)
     exact = n <= window_size
     stats = search.stats
     stats["path"] = "one_window" if exact else "search"
@@ -292,9 +300,10 @@ class _Search:
 
     def __init__(self, work: _Workspace, window_size: int, n_random: int, seed: int,
                  watch: Stopwatch, max_time: float | None, max_sweeps: int | None,
-                 widen: int = 0, top_size: int = 0) -> None:
+                 widen: int = 0, top_size: int = 0, widen_unsure: int = 0) -> None:
         self.work = work
         self.widen = widen
+        self.widen_unsure = widen_unsure
         self.top_size = min(top_size, work.k_cap)
         self.window_size = window_size
         self.n_random = n_random
@@ -306,6 +315,7 @@ class _Search:
         self.stats: dict[str, Any] = {
             "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
             "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0, "splits_evaluated": 0,
+            "agreeing_optima": 0, "widened": False,
         }
 
     def run(self, starts: list[tuple[Tree, float]], bar: ProgressBar | None) -> _State:
@@ -337,7 +347,13 @@ class _Search:
         if self.top_size > self.window_size and len(optima) > 1:
             self._top(best, [set(st.hsh[n:].tolist()) for st in optima[1:]],
                       salt=len(starts) + rounds)
+        top = best.log_likelihood()
+        self.stats["agreeing_optima"] = sum(
+            abs(st.log_likelihood() - top) <= _MARGIN * (1.0 + abs(top)) for st in optima[1:])
+        if self.widen_unsure and not self.widen and self.stats["agreeing_optima"] == 0:
+            self.widen = self.widen_unsure
         if self.widen and not self.stopped:
+            self.stats["widened"] = True
             best = self._widen(best, optima, salt=len(starts) + rounds)
         if bar is not None:
             bar.update(1)
@@ -689,6 +705,7 @@ def _proven(
         "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
         "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0,
         "splits_evaluated": int(proof.stats.get("splits_evaluated", 0)),
+        "agreeing_optima": 0, "widened": False,
         "path": "exact_map", "proved": True, "window_optimal": True,
         "window_size": options["window_size"], "start_log_likelihood": math.nan,
         "time_s": watch.seconds(),

@@ -62,7 +62,11 @@ LARGE_BASE = 63_000
 TINY_BASE = 74_000
 TYPES = ("w", "qcd")
 FORMS = ("symmetric", "legacy")
-SETS = {"tune": TUNE_BASE, "report": REPORT_BASE}
+#: the older benchmark's jets (``bench_window_search.py``: W seed offset 1, QCD 0), whose exact MAPs
+#: (symmetric form) are in the repository: tuning data too
+OLD_BASE = 23_000
+SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE}
+OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
 def default_cache() -> Path:
@@ -80,7 +84,8 @@ def params_for(kind: str, n: int) -> ShowerParams:
 
 
 def jets_for(base: int, kind: str, n: int, count: int) -> Any:
-    seed = base + 100 * n + (0 if kind == "w" else 1)
+    seed = base + 100 * n + ((0 if kind == "w" else 1) if base != OLD_BASE else
+                             (1 if kind == "w" else 0))
     return generate(count, params_for(kind, n), seed=seed, min_leaves=n, max_leaves=n,
                     max_tries=2_000_000)
 
@@ -129,58 +134,65 @@ def cmd_maps(args: argparse.Namespace) -> None:
     path = Path(args.cache)
     cache = json.loads(path.read_text()) if path.exists() else {}
     _warm_up()
-    for n in args.sizes:
-        for kind in TYPES:
-            jets = jets_for(SETS[args.set], kind, n, args.jets)
-            for form in args.forms:
-                key = _key(args.set, kind, n, form)
-                have = cache.get(key, [])
-                for i, jet in enumerate(jets):
-                    if i < len(have):
-                        continue
-                    res, cpu = _cpu(exact_map, jet, form, progress=False)
-                    assert res.exact and res.status == "ok"
-                    have.append({"map": res.log_likelihood, "cpu_s": cpu})
-                    cache[key] = have
-                    print(f"{key} jet {i}: {res.log_likelihood:.9f} ({cpu:.1f} CPU-s)", flush=True)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = path.with_suffix(".tmp")
-                    tmp.write_text(json.dumps(cache, indent=1))
-                    tmp.replace(path)
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+        if set_name == "tune0":
+            continue  # in the repository already
+        jets = jets_for(SETS[set_name], kind, n, args.jets)
+        for form in args.forms:
+            key = _key(set_name, kind, n, form)
+            have = cache.get(key, [])
+            for i, jet in enumerate(jets):
+                if i < len(have):
+                    continue
+                res, cpu = _cpu(exact_map, jet, form, progress=False)
+                assert res.exact and res.status == "ok"
+                have.append({"map": res.log_likelihood, "cpu_s": cpu})
+                cache[key] = have
+                print(f"{key} jet {i}: {res.log_likelihood:.9f} ({cpu:.1f} CPU-s)", flush=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(cache, indent=1))
+                tmp.replace(path)
+
+
+def _load_maps(path: str) -> dict[str, Any]:
+    cache = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    for key, values in json.loads(OLD_MAPS.read_text()).items():
+        cache[f"tune0/{key}/symmetric"] = [{"map": v} for v in values]
+    return cache
 
 
 def cmd_small(args: argparse.Namespace) -> None:
-    cache = json.loads(Path(args.cache).read_text())
+    cache = _load_maps(args.cache)
     opts = _options(args.option)
     _warm_up()
     total_hit = total = 0
     all_cpu: list[float] = []
-    for n in args.sizes:
-        for kind in TYPES:
-            for form in args.forms:
-                refs = cache.get(_key(args.set, kind, n, form), [])[: args.jets]
-                if not refs:
-                    continue
-                jets = jets_for(SETS[args.set], kind, n, len(refs))
-                hits, cpus, gaps, verdicts = 0, [], [], {}
-                for jet, ref in zip(jets, refs, strict=True):
-                    res, cpu = _cpu(window_search, jet, form, progress=False, **opts)
-                    hit = _hit(res.log_likelihood, ref["map"])
-                    hits += hit
-                    cpus.append(cpu)
-                    gaps.append(ref["map"] - res.log_likelihood)
-                    v = verdict(res)
-                    verdicts[v] = verdicts.get(v, 0) + 1
-                    if args.verbose and not hit:
-                        print(f"    miss {kind}{n} {form}: gap {gaps[-1]:.4f} ({v})")
-                total_hit += hits
-                total += len(refs)
-                all_cpu.extend(cpus)
-                print(f"{args.set} {kind}{n:<3} {form:<9}: MAP {hits:2d}/{len(refs)}  median CPU "
-                      f"{statistics.median(cpus):.3f} s  max {max(cpus):.3f} s  worst gap "
-                      f"{max(gaps):.3f}  {verdicts}", flush=True)
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+        for form in args.forms:
+            refs = cache.get(_key(set_name, kind, n, form), [])[: args.jets]
+            if not refs:
+                continue
+            jets = jets_for(SETS[set_name], kind, n, len(refs))
+            hits, cpus, gaps, verdicts = 0, [], [], {}
+            for jet, ref in zip(jets, refs, strict=True):
+                res, cpu = _cpu(window_search, jet, form, progress=False, **opts)
+                hit = _hit(res.log_likelihood, ref["map"])
+                hits += hit
+                cpus.append(cpu)
+                gaps.append(ref["map"] - res.log_likelihood)
+                v = verdict(res)
+                verdicts[v] = verdicts.get(v, 0) + 1
+                if args.verbose and not hit:
+                    print(f"    miss {kind}{n} {form}: gap {gaps[-1]:.4f} ({v})")
+            total_hit += hits
+            total += len(refs)
+            all_cpu.extend(cpus)
+            print(f"{set_name:>6} {kind}{n:<3} {form:<9}: MAP {hits:2d}/{len(refs)}  median CPU "
+                  f"{statistics.median(cpus):.3f} s  max {max(cpus):.3f} s  worst gap "
+                  f"{max(gaps):.3f}  {verdicts}", flush=True)
     if total:
-        print(f"{args.set}, options {opts}: exact MAP on {total_hit}/{total} "
+        print(f"{'+'.join(args.set)}, options {opts}: exact MAP on {total_hit}/{total} "
               f"({100.0 * total_hit / total:.1f} %), median CPU {statistics.median(all_cpu):.3f} s "
               f"per jet")
 
@@ -208,22 +220,32 @@ def cmd_tiny(args: argparse.Namespace) -> None:
 
 def cmd_large(args: argparse.Namespace) -> None:
     opts = _options(args.option)
+    base = _options(args.baseline) if args.baseline else None
     _warm_up()
     for n in args.sizes:
         for kind in TYPES:
             jets = jets_for(LARGE_BASE, kind, n, args.jets)
-            gains, wcpu, acpu, lower = [], [], [], 0
+            runs: dict[str, dict[str, list[float]]] = {}
+            lower = 0
             for jet in jets:
                 a, ac = _cpu(astar_approx, jet, seed=0, progress=False)
-                w, wc = _cpu(window_search, jet, progress=False, **opts)
-                gains.append(w.log_likelihood - a.log_likelihood)
-                lower += w.log_likelihood < a.log_likelihood - 1e-9 * abs(a.log_likelihood)
-                wcpu.append(wc)
-                acpu.append(ac)
-            print(f"{kind}{n:<4}: mean gain over approx. A* {statistics.fmean(gains):+.3f} nats "
-                  f"(min {min(gains):+.3f}), lower on {lower}/{len(jets)}; CPU window "
-                  f"{statistics.fmean(wcpu):.2f} s mean / {statistics.median(wcpu):.2f} median, "
-                  f"approx. A* {statistics.fmean(acpu):.2f} mean", flush=True)
+                runs.setdefault("approx. A*", {}).setdefault("cpu", []).append(ac)
+                for name, o in (("window", opts), ("baseline", base)):
+                    if o is None:
+                        continue
+                    w, wc = _cpu(window_search, jet, progress=False, **o)
+                    r = runs.setdefault(name, {})
+                    r.setdefault("gain", []).append(w.log_likelihood - a.log_likelihood)
+                    r.setdefault("cpu", []).append(wc)
+                    if name == "window":
+                        lower += w.log_likelihood < a.log_likelihood - 1e-9 * abs(a.log_likelihood)
+            cells = []
+            for name, r in runs.items():
+                gain = f"gain {statistics.fmean(r['gain']):+.3f} " if "gain" in r else ""
+                cells.append(f"{name}: {gain}CPU {statistics.fmean(r['cpu']):.2f} s mean "
+                             f"({statistics.median(r['cpu']):.2f} median)")
+            print(f"{kind}{n:<4}({len(jets)} jets, window lower than approx. A* on {lower}): "
+                  + "; ".join(cells), flush=True)
 
 
 def cmd_beam(args: argparse.Namespace) -> None:
@@ -245,13 +267,16 @@ def cmd_beam(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["maps", "small", "tiny", "large", "beam"])
-    parser.add_argument("--set", choices=sorted(SETS), default="report")
+    parser.add_argument("--set", choices=sorted(SETS), nargs="+", default=["report"],
+                        help="jet sets (small: several are pooled in the total)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--jets", type=int, default=None)
     parser.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
     parser.add_argument("--cache", default=str(default_cache()))
     parser.add_argument("--option", action="append", default=[],
                         help="window_search option key=value (JSON value), repeatable")
+    parser.add_argument("--baseline", action="append", default=[],
+                        help="large: also run the window search with these options (key=value)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     defaults = {"maps": ([20, 22], 8), "small": ([20, 22], 1000), "tiny": ([6, 9, 12, 14, 16, 17, 18], 4),
