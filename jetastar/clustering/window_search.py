@@ -92,6 +92,10 @@ MAX_WINDOW_SIZE = 20
 STAGES = (11,)
 #: The first start tree (option ``start``).
 START_TREES = ("beam", "greedy", "astar-approx")
+#: Beam width from which the greedy tree is no start of its own (beam search's default above 40
+#: leaves): such a beam (greedy-guarded) holds the greedy tree's basin, and the search from the
+#: greedy tree cost about as much as the wide beam itself
+GREEDY_IN_BEAM = 1000
 #: Local optima (best first, distinct) that a ``widen`` search polishes.
 WIDEN_TOP = 3
 #: most parts of a recombination window at the top of the tree (``top_size=None``) for jets of at
@@ -652,6 +656,7 @@ def _start_trees(
     """
     first: list[tuple[Tree, float]] = []
     rest: list[tuple[Tree, float]] = []
+    size = 0
     if start == "astar-approx":
         res = astar_approx(jet, beam_size=beam_size, seed=seed, likelihood=likelihood,
                            max_time=max_time, progress=False)
@@ -662,7 +667,8 @@ def _start_trees(
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
         first.extend(found[:1])
         rest.extend(found[1:])
-    first.append((greedy(jet, likelihood).tree, _NEG_INF))
+    if start != "beam" or size < GREEDY_IN_BEAM:
+        first.append((greedy(jet, likelihood).tree, _NEG_INF))
     for name in ("kt", "cambridge", "antikt"):
         first.append((kt(jet, name, likelihood).tree, _NEG_INF))
     other = "legacy" if likelihood == "symmetric" else "symmetric"
