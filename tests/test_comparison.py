@@ -188,6 +188,11 @@ def test_verdicts_proven_window_optimal_budget(tmp_path) -> None:
     back = jio.read_results(path)
     assert tree_verdicts(back["window-search"]).tolist() == expected
     assert set(tree_verdicts(back["greedy"]).tolist()) == {""}
+    from jetastar.cli.shared import finite_counts
+
+    line = finite_counts(str(path))
+    assert "; proven 3, window optimal 1" in line["window-search"]
+    assert "proven" not in line["greedy"]
     counts = status_counts(path)["window-search"]
     assert counts["proven"] == expected.count("proven")
     assert counts["window_optimal"] == expected.count("window optimal")
