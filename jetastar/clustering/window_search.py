@@ -245,7 +245,7 @@ def window_search(
         proof = _prove(jet, likelihood, None, watch, max_time)
         if proof is not None:
             return _proven(jet, likelihood, proof, options, watch)
-    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees)
+    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts)
     best_tree, best_ll = starts[0]
     work = _Workspace(jet, likelihood,
                       min(max(window_size + max(widen, widen_unsure), top_size), n), seed)
@@ -644,7 +644,7 @@ class _Workspace:
 # ---------------------------------------------------------------------- helpers
 def _start_trees(
     jet: Jet, likelihood: str, start: str, beam_size: int | None, seed: int,
-    max_time: float | None, trees: Sequence[Tree] | None,
+    max_time: float | None, trees: Sequence[Tree] | None, n_starts: int,
 ) -> list[tuple[Tree, float]]:
     """Distinct start trees with their log-likelihoods.
 
@@ -666,7 +666,8 @@ def _start_trees(
         beam = beam_search(jet, beam_size=size, likelihood=likelihood)
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
         first.extend(found[:1])
-        rest.extend(found[1:])
+        # only as many as can be searched (hashing a 1000-wide beam's trees cost a second)
+        rest.extend(found[1:n_starts])
     if start != "beam" or size < GREEDY_IN_BEAM:
         first.append((greedy(jet, likelihood).tree, _NEG_INF))
     for name in ("kt", "cambridge", "antikt"):
