@@ -380,6 +380,23 @@ def test_top_windows_join_the_local_optima():
     assert small.options["top_size"] == 0 and small.stats["top_windows"] == 0
 
 
+def test_widen_only_where_unsure():
+    """``widen_unsure`` widens the windows only where no other start's optimum reached the best
+    value; ``widen`` always."""
+    for seed in range(3):
+        jet = _jet("w", 19, 60 + seed)
+        plain = window_search(jet, exact_first=False)
+        res = window_search(jet, exact_first=False, widen_unsure=2)
+        assert res.stats["agreeing_optima"] == plain.stats["agreeing_optima"]
+        unsure = plain.stats["agreeing_optima"] == 0
+        assert res.stats["widened"] == unsure and not plain.stats["widened"]
+        assert res.log_likelihood >= plain.log_likelihood
+        if not unsure:
+            assert res.log_likelihood == plain.log_likelihood
+        assert window_search(jet, exact_first=False, widen=1, max_sweeps=2).stats["widened"]
+    assert cluster(jet, "window-search", widen_unsure="1").options["widen_unsure"] == 1
+
+
 def test_budget_stops_with_a_valid_tree():
     jet = generate(1, ShowerParams.qcd(t_cut=0.25), seed=1, min_leaves=40, max_leaves=40)[0]
     res = window_search(jet, max_time=1e-3)
