@@ -32,17 +32,21 @@ random frontiers. From 23 leaves on, the root window over the clusters the best 
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
 root. The result is never worse than the start trees.
 
-A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it. A jet
-of at most ``window_size`` leaves is one window, the whole jet, solved exactly (``exact=True``);
+A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
+Where :func:`exact_map` is expected to cost less CPU time than the search
+(:func:`jetastar.clustering.estimates.expected_cpu_seconds`: up to 17 leaves with the defaults) the
+MAP is proven with it instead (``exact=True``, ``stats["path"] == "exact_map"``). A jet of at most
+``window_size`` leaves is otherwise one window, the whole jet, solved exactly (``exact=True``);
 ``prove=True`` runs :func:`exact_map` with the tree as incumbent when the jet fits, and says
 ``exact=True`` only when that finishes.
 
 Measured (``tests/benchmarks/bench_window_search.py``, symmetric form, CPU time of one core): on
 default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reaches the exact MAP of 119 of
 120 jets of 16–22 leaves (98 % over three more seeds) at a median of 0.11–0.28 CPU-s per jet, and of
-28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). At 30, 50 and 100
-leaves it is never below approximate A* and above it by 0.4–0.7, 3.6–5.1 and 42–46 nats on average,
-in half its CPU time.
+28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). On fresh jets
+(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 62 of 64 jets of
+20–22 leaves (97 %). At 30, 50 and 100 leaves it is never below approximate A* and above it by
+0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate
