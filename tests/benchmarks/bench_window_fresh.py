@@ -7,7 +7,6 @@ Run on demand (not collected by pytest)::
     python tests/benchmarks/bench_window_fresh.py small --set tune --option n_random=6
     python tests/benchmarks/bench_window_fresh.py tiny              # small jets vs exact_map
     python tests/benchmarks/bench_window_fresh.py large             # 30-100 leaves vs approx. A*
-    python tests/benchmarks/bench_window_fresh.py beam              # never below beam_search
 
 Jet sets (both jet types, exactly ``N`` leaves, both likelihood forms; every set is generated from
 its own seeds, written here):
@@ -24,9 +23,19 @@ time, so an interrupted run resumes. 20-22 leaves take 2-30 CPU-s a jet, 24 leav
 per size, type and form, how many reach the MAP, the median and largest CPU-s per jet and the
 verdicts (proven / window optimal / budget). ``tiny`` times the window search against
 :func:`exact_map` on jets of 6-18 leaves. ``large`` compares with approximate A* at 30, 50 and 100
-leaves (t_cut of ``analysis/paper_jets.py``). ``beam`` checks that the window search never ends
-below default :func:`beam_search` on larger jets. CPU seconds are those of the process
+leaves (t_cut of ``analysis/paper_jets.py``; ``--baseline key=value`` runs a second configuration on
+the same jets). CPU seconds are those of the process
 (``time.process_time``: all threads), compilation excluded.
+
+The numbers of ``docs/window_search.md`` (*Small jets*, *Never below plain beam search*, *Jets nobody
+tuned on*) come from::
+
+    maps --set report --sizes 20 22 --jets 8         # 64 exact MAPs, both forms
+    maps --set report --sizes 24 --jets 1 --forms symmetric
+    small --set tune0 --sizes 20 22 [--option widen_unsure=2 | widen_unsure=3 | n_random=6]
+    small --set report --sizes 20 22 24              # once, with the final defaults
+    tiny
+    large --jets 3 --baseline beam_size=100
 """
 
 from __future__ import annotations
@@ -48,7 +57,6 @@ from paper_jets import t_cut_for  # noqa: E402
 
 from jetastar.clustering import (  # noqa: E402
     astar_approx,
-    beam_search,
     exact_map,
     window_search,
 )
@@ -248,25 +256,9 @@ def cmd_large(args: argparse.Namespace) -> None:
                   + "; ".join(cells), flush=True)
 
 
-def cmd_beam(args: argparse.Namespace) -> None:
-    opts = _options(args.option)
-    _warm_up()
-    for n in args.sizes:
-        for kind in TYPES:
-            for form in args.forms:
-                below = 0
-                jets = jets_for(LARGE_BASE + 7, kind, n, args.jets)
-                for jet in jets:
-                    b = beam_search(jet, likelihood=form)
-                    w = window_search(jet, form, progress=False, **opts)
-                    below += w.log_likelihood < b.log_likelihood
-                print(f"{kind}{n:<4} {form:<9}: window search below beam_search on {below}/"
-                      f"{len(jets)}", flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["maps", "small", "tiny", "large", "beam"])
+    parser.add_argument("command", choices=["maps", "small", "tiny", "large"])
     parser.add_argument("--set", choices=sorted(SETS), nargs="+", default=["report"],
                         help="jet sets (small: several are pooled in the total)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
@@ -280,12 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     defaults = {"maps": ([20, 22], 8), "small": ([20, 22], 1000), "tiny": ([6, 9, 12, 14, 16, 17, 18], 4),
-                "large": ([30, 50, 100], 5), "beam": ([41, 64], 6)}
+                "large": ([30, 50, 100], 5)}
     sizes, jets = defaults[args.command]
     args.sizes = args.sizes or sizes
     args.jets = args.jets or jets
-    {"maps": cmd_maps, "small": cmd_small, "tiny": cmd_tiny, "large": cmd_large,
-     "beam": cmd_beam}[args.command](args)
+    {"maps": cmd_maps, "small": cmd_small, "tiny": cmd_tiny, "large": cmd_large}[args.command](args)
     return 0
 
 
