@@ -21,9 +21,12 @@ leaf-count band. The rules that make it honest:
   apart; averaging over finite trees only would rank an algorithm by the jets where it happens to
   produce a possible tree (a selection effect).
 
-:func:`format_comparison` prints the table (under 100 columns),
-:func:`jetastar.plotting.plot_comparison` draws it, :func:`status_counts` gives the per-algorithm
-counts of a results file (ran / finite / −∞ / skipped / failed / budget).
+:func:`format_comparison` prints the table (under 100 columns), :func:`jetastar.plotting.
+plot_comparison` draws it, :func:`status_counts` gives the per-algorithm counts of a results file
+(ran / finite / −∞ / skipped / failed / budget / proven / window optimal). :func:`tree_verdicts`
+says per jet what an algorithm's tree is: ``"proven"`` (the proven MAP), ``"window optimal"`` (the
+window search converged: no window it tried improves the tree, no proof), ``"budget"`` (stopped by
+the time budget) or ``""`` (none of these: a heuristic's tree, or no tree).
 
 Example:
     >>> from jetastar.comparison import comparison_table  # doctest: +SKIP
@@ -50,6 +53,7 @@ __all__ = [
     "mass_policy_counts",
     "median_interval",
     "status_counts",
+    "tree_verdicts",
 ]
 
 #: leaf-count band edges (a band is ``[edge_k, edge_{k+1})``, the last one open).
@@ -110,9 +114,35 @@ def _median_with_inf(v: np.ndarray) -> float:
     return float(0.5 * (a + b))
 
 
+def tree_verdicts(table: Any) -> np.ndarray:
+    """Per row of an algorithm's results: what its tree is.
+
+    Args:
+        table: an :class:`~jetastar.io.AlgorithmResults`.
+
+    Returns:
+        ``(R,)`` str: ``"proven"`` (``exact`` and finished: the MAP), ``"budget"`` (stopped by the
+        time budget; not proven), ``"window optimal"`` (the window search's ``window_optimal``
+        counter: no window it tried improves the tree, not proven) or ``""``.
+
+    Example:
+        >>> tree_verdicts(io.read_results("results.h5")["window-search"])  # doctest: +SKIP
+        array(['proven', 'window optimal', ...], dtype=object)
+    """
+    n = len(table.status)
+    out = np.full(n, "", dtype=object)
+    wopt = table.counters.get("window_optimal")
+    if wopt is not None:
+        out[np.nan_to_num(np.asarray(wopt, dtype=np.float64)) > 0] = "window optimal"
+    out[table.status == "budget"] = "budget"
+    out[np.asarray(table.exact, dtype=bool) & np.isin(table.status, ["ok", "all_inf"])] = "proven"
+    return out
+
+
 def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """Per algorithm of a results file: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``,
-    ``skipped``, ``failed``, ``budget``.
+    ``skipped``, ``failed``, ``budget``, ``proven`` and ``window_optimal``
+    (:func:`tree_verdicts`).
 
     Example:
         >>> status_counts("results.h5")["kt"]  # doctest: +SKIP
@@ -127,8 +157,16 @@ def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
             "minus_inf": int((tree & ~fin).sum()),
             "skipped": int((t.status == "skipped").sum()), "failed": int((t.status == "failed").sum()),
             "budget": int((t.status == "budget").sum()),
+            **_verdict_counts(tree_verdicts(t)),
         }
     return out
+
+
+def _verdict_counts(verdicts: np.ndarray | None) -> dict[str, int]:
+    if verdicts is None:
+        return {"proven": 0, "window_optimal": 0}
+    return {"proven": int((verdicts == "proven").sum()),
+            "window_optimal": int((verdicts == "window optimal").sum())}
 
 
 def mass_policy_counts(path: str | os.PathLike[str]) -> dict[str, int] | None:
@@ -196,7 +234,9 @@ def comparison_table(
     Returns:
         One dict per row with ``jet_type``, ``algorithm`` (``"truth"`` for the truth trees),
         ``likelihood``, ``band``, ``jets`` (of the band), ``ran``, ``finite``, ``skipped``,
-        ``failed``, ``budget`` (coverage over all jets of the band), ``compared`` (the jets the
+        ``failed``, ``budget`` (coverage over all jets of the band), ``proven``,
+        ``window_optimal`` (jets of the band whose tree is proven / window optimal,
+        :func:`tree_verdicts`), ``compared`` (the jets the
         statistics are over: the same for every algorithm of the band), ``partial`` (the algorithm
         has no tree on some compared jets: no statistics), ``d_median``, ``d_lo``, ``d_hi`` (median
         ΔlogL with its ~68 % interval, −∞ included), ``n_minus_inf`` (compared jets where the tree
@@ -228,6 +268,7 @@ def comparison_table(
     has: dict[str, np.ndarray] = {}
     status: dict[str, np.ndarray] = {}
     times: dict[str, np.ndarray] = {}
+    verdicts: dict[str, np.ndarray] = {}
     for label, t in tables.items():
         tree = np.isin(t.status, TREE_STATUSES)
         v = np.full(n, np.nan)
@@ -240,6 +281,9 @@ def comparison_table(
         tm = np.full(n, np.nan)
         tm[t.jet_index] = t.time_s
         times[label] = tm
+        vd = np.full(n, "", dtype=object)
+        vd[t.jet_index] = tree_verdicts(t)
+        verdicts[label] = vd
     forms = {label: t.likelihood for label, t in tables.items()}
     # per likelihood form: proven MAP where known, best found, truth
     proven: dict[str, np.ndarray] = {}
@@ -303,6 +347,8 @@ def comparison_table(
                 row = _row(jt, label, form, name, sel, cmp, values, have, ref, proven[form],
                            status.get(label), times.get(label), tol, reference)
                 row["exact_method"] = bool(label != _TRUTH and tables[label].exact_method)
+                vd = verdicts.get(label)
+                row.update(_verdict_counts(None if vd is None else vd[sel]))
                 rows.append(row)
     return rows
 
@@ -368,6 +414,13 @@ def _fmt_time(t: float) -> str:
     return f"{t:.2f} s"
 
 
+def _fmt_verdicts(r: dict[str, Any]) -> str:
+    proven, wopt = r.get("proven", 0), r.get("window_optimal", 0)
+    if r["algorithm"] == _TRUTH or not (proven or wopt):
+        return "-"
+    return f"{proven}/{wopt}"
+
+
 def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = None) -> str:
     """The comparison table as aligned text (one section per jet type, under 100 columns).
 
@@ -380,8 +433,8 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
     ref = reference or rows[0]["reference"]
     ref_text = "best tree" if ref == "best" else f"{ref} tree"
     head = ["algorithm", "leaves", "jets", "ran", "finite", "stop", "cmp", "dlogL", "68% interval",
-            "MAP found", "time/jet"]
-    right = {2, 3, 4, 5, 6, 7, 9, 10}
+            "MAP found", "time/jet", "prov/wopt"]
+    right = {2, 3, 4, 5, 6, 7, 9, 10, 11}
     out: list[str] = []
     for jt in dict.fromkeys(r["jet_type"] for r in rows):
         sub = [r for r in rows if r["jet_type"] == jt]
@@ -411,6 +464,7 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
                 str(r["budget"]) if r["budget"] else "-", str(r["compared"]),
                 _fmt_d(r["d_median"]), interval, found,
                 _fmt_time(r["time_median"]) if r["algorithm"] != _TRUTH else "-",
+                _fmt_verdicts(r),
             ])
         widths = [max(len(h), *(len(x[k]) for x in lines)) for k, h in enumerate(head)]
 
@@ -436,5 +490,7 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         "jets; 'partial' = no tree on some of them). dlogL = median of log L - log L(reference)\n"
         "with -inf trees included (-inf when more than half are impossible under the model), 68%\n"
         "interval of the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
+        "prov/wopt = jets whose tree is proven the MAP / window optimal (the window search\n"
+        "converged, no proof); stopped by the time budget: neither (see the stop column).\n"
         "best tree = the proven MAP where an exact method finished, else the highest log L found.")
     return "\n".join(out)

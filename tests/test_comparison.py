@@ -203,3 +203,54 @@ def test_budget_stopped_exact_runs_and_skipped_methods_are_marked(tmp_path) -> N
     big_k = list(dict.fromkeys(r["algorithm"] for r in rows)).index("big")
     fin_line = ax_c.get_lines()[2 * big_k]
     assert math.isnan(fin_line.get_ydata()[0]) and fin_line.get_ydata()[1] > 0
+
+
+def test_verdicts_proven_window_optimal_budget(tmp_path) -> None:
+    """Per jet: proven, window optimal or stopped by the budget; the table and the counts say how
+    many of each."""
+    from jetastar.clustering import window_search
+    from jetastar.comparison import tree_verdicts
+
+    params = ShowerParams.qcd(t_cut=1.0)
+    jets = JetCollection.concatenate([
+        generate(3, params, seed=32, min_leaves=19, max_leaves=19),
+        generate(3, params, seed=31, min_leaves=12, max_leaves=12)])
+    jets.jet_id = np.arange(len(jets))
+    rows = []
+    for i, j in enumerate(jets):
+        if i == 0:
+            rows.append(window_search(j, max_time=1e-6))  # stopped by the budget
+        elif i == 2:
+            rows.append(ClusteringResult(None, -math.inf, "window-search", status="failed",
+                                         jet_id=j.jet_id))
+        else:
+            rows.append(window_search(j))
+    idx = np.arange(len(jets))
+    table = AlgorithmResults.from_results("window-search", rows, jet_index=idx,
+                                          jet_id=jets.jet_id)
+    greedy_table = AlgorithmResults.from_results("greedy", [greedy(j) for j in jets],
+                                                 jet_index=idx, jet_id=jets.jet_id)
+    expected = ["budget", "window optimal", "", "proven", "proven", "proven"]
+    assert [r.status for r in rows] == ["budget", "ok", "failed", "ok", "ok", "ok"]
+    assert [r.exact for r in rows] == [False, False, False, True, True, True]
+    assert rows[1].stats["window_optimal"] and not rows[0].stats["window_optimal"]
+    path = tmp_path / "v.h5"
+    jio.write(path, jets, {"window-search": table, "greedy": greedy_table})
+    back = jio.read_results(path)
+    assert tree_verdicts(back["window-search"]).tolist() == expected
+    assert set(tree_verdicts(back["greedy"]).tolist()) == {""}
+    from jetastar.cli.shared import finite_counts
+
+    line = finite_counts(str(path))
+    assert "; proven 3, window optimal 1" in line["window-search"]
+    assert "proven" not in line["greedy"]
+    counts = status_counts(path)["window-search"]
+    assert counts["proven"] == expected.count("proven")
+    assert counts["window_optimal"] == expected.count("window optimal")
+    assert counts["budget"] == 1
+    all_row = _rows(comparison_table(path), algorithm="window-search", band="all")[0]
+    assert (all_row["proven"], all_row["window_optimal"], all_row["budget"]) == (
+        expected.count("proven"), expected.count("window optimal"), 1)
+    text = format_comparison(comparison_table(path))
+    assert "prov/wopt" in text and max(len(line) for line in text.splitlines()) <= 100
+    assert f"{expected.count('proven')}/{expected.count('window optimal')}" in text

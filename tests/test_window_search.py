@@ -29,6 +29,7 @@ from jetastar.clustering import (
     map_over_parts,
     window_search,
 )
+from jetastar.clustering.estimates import expected_cpu_seconds
 from jetastar.clustering.window_search import _Search, _seed64, _Workspace
 from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
@@ -226,11 +227,47 @@ def test_small_jets_are_one_exact_window(likelihood):
     for kind in ("w", "qcd"):
         for n in (2, 3, 9, 13):
             jet = _jet(kind, n, n)
-            res = window_search(jet, likelihood)
+            res = window_search(jet, likelihood, exact_first=False)
             ref = exact_map(jet, likelihood)
             assert res.exact and res.stats["window_optimal"] and res.upper_bound is not None
+            assert res.stats["path"] == "one_window" and res.stats["windows_solved"] == 1
             assert _close(res.log_likelihood, ref.log_likelihood)
             assert _close(log_likelihood(jet, res.tree, likelihood), res.log_likelihood)
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_cheap_jets_are_proven_with_exact_map(likelihood):
+    """Where exact_map is expected to cost less than the search (up to 17 leaves with the
+    defaults) the window search proves the MAP with it and builds no start tree."""
+    for kind, n in (("qcd", 2), ("qcd", 9), ("w", 14), ("qcd", 16), ("w", 17)):
+        jet = _jet(kind, n, n)
+        res = window_search(jet, likelihood)
+        ref = exact_map(jet, likelihood)
+        assert res.exact and res.status == "ok" and res.upper_bound == res.log_likelihood
+        assert res.stats["path"] == "exact_map" and res.stats["proved"]
+        assert res.stats["window_optimal"] and res.stats["starts"] == 0
+        assert res.stats["windows_solved"] == 0 and math.isnan(res.stats["start_log_likelihood"])
+        assert res.algorithm == "window-search" and res.likelihood == likelihood
+        assert res.log_likelihood == ref.log_likelihood and res.tree == ref.tree
+    # beyond, the search is the cheaper path (unless asked); more effort moves the line up
+    jet = _jet("w", 18, 19)
+    assert window_search(jet, likelihood, max_sweeps=1).stats["path"] == "search"
+    forced = window_search(jet, likelihood, exact_first=True)
+    assert forced.stats["path"] == "exact_map" and forced.exact
+    assert _close(forced.log_likelihood, exact_map(jet, likelihood).log_likelihood)
+    assert expected_cpu_seconds("trellis", 18, {}) > expected_cpu_seconds("window-search", 18, {})
+    assert expected_cpu_seconds("trellis", 18, {}) < expected_cpu_seconds(
+        "window-search", 18, {"widen": 3, "n_random": 8})
+
+
+def test_exact_path_out_of_time_searches_instead():
+    """exact_map stopped by max_time: the search runs in the time left (its start trees are
+    always built), and the result says it was stopped."""
+    jet = _jet("w", 17, 18)
+    res = window_search(jet, exact_first=True, max_time=1e-6)
+    assert res.stats["path"] == "search" and not res.exact
+    assert res.status == "budget" and not res.stats["window_optimal"]
+    assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
 
 
 @pytest.mark.parametrize("likelihood", FORMS)
@@ -240,11 +277,11 @@ def test_search_finds_the_exact_map_of_these_jets(likelihood):
     for kind, n, seed in (("w", 16, 1), ("qcd", 17, 2), ("w", 18, 3)):
         jet = _jet(kind, n, seed)
         ref = exact_map(jet, likelihood)
-        res = window_search(jet, likelihood)
-        assert not res.exact and res.stats["window_optimal"]
+        res = window_search(jet, likelihood, exact_first=False)
+        assert not res.exact and res.stats["window_optimal"] and res.stats["path"] == "search"
         assert _close(res.log_likelihood, ref.log_likelihood)
         assert _close(log_likelihood(jet, res.tree, likelihood), res.log_likelihood)
-    proved = window_search(jet, likelihood, prove=True)
+    proved = window_search(jet, likelihood, prove=True, exact_first=False)
     assert proved.exact and proved.stats["proved"] and proved.upper_bound == proved.log_likelihood
     assert _close(proved.log_likelihood, ref.log_likelihood)
 
@@ -255,12 +292,42 @@ def test_never_worse_than_its_start_trees():
         truth = jet.truth
         res = window_search(jet, trees=[truth], window_size=10)
         assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
-        for other in (greedy(jet), beam_search(jet, beam_size=100), *(kt(jet, a) for a in
-                                                                       ("kt", "antikt"))):
+        for other in (greedy(jet), beam_search(jet), *(kt(jet, a) for a in ("kt", "antikt"))):
             assert res.log_likelihood >= other.log_likelihood
         assert res.log_likelihood >= log_likelihood(jet, truth)
         assert res.log_likelihood >= res.stats["start_log_likelihood"]
         assert res.stats["improvements"] > 0 and res.stats["windows_cached"] > 0
+
+
+def test_never_below_default_beam_search_on_particle_jets():
+    """Issue: on collider-like jets (massless particles, t_cut 16 GeV²) the search ended below
+    plain beam_search, having started from a beam of 100 instead of beam_search's default (1000
+    above 40 leaves). On these two jets of the NanoAOD-like sample a short search from the small
+    beam's tree still ends below beam_search; the search now starts from beam_search's own tree,
+    so neither a short nor a full search ends below it or below any of its starts."""
+    from pathlib import Path
+
+    from jetastar.io import read_particles
+
+    path = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
+    jets = read_particles(path, tree="Events", particles="PFCands", entry_start=22,
+                          entry_stop=26)
+    short = {"window_size": 4, "n_random": 0, "n_starts": 1, "max_sweeps": 1}
+    for i in (0, 3):  # entries 22 and 25: 42 and 43 particles
+        jet = jets[i]
+        beam = beam_search(jet)
+        old = window_search(jet, beam_size=100, **short)  # the former start
+        assert old.log_likelihood < beam.log_likelihood
+        for options in (short, {}):
+            res = window_search(jet, **options)
+            assert res.stats["start_log_likelihood"] == beam.log_likelihood
+            assert res.log_likelihood >= beam.log_likelihood
+            assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+        # extra start trees are starts too: never ended below
+        start = kt(jet, "cambridge")
+        extra = window_search(jet, trees=[beam.tree], beam_size=10, **short)
+        assert extra.log_likelihood >= max(beam.log_likelihood, start.log_likelihood,
+                                           beam_search(jet, beam_size=10).log_likelihood)
 
 
 def test_reproducible_for_a_seed():
@@ -300,8 +367,9 @@ def test_top_windows_join_the_local_optima():
     """On this 24-leaf jet the local optima differ at the top; the root window over the clusters
     they share (17–18 parts) finds a better tree than the search without it."""
     jet = _jet("qcd", 24, 4)
-    without = window_search(jet, top_size=0)
-    res = window_search(jet)
+    # from a 100-wide beam's tree (beam search's default, 276, leads the search to the MAP's basin)
+    without = window_search(jet, top_size=0, beam_size=100)
+    res = window_search(jet, beam_size=100)
     assert res.options["top_size"] == 18 and without.options["top_size"] == 0
     assert res.stats["top_windows"] > 0 and without.stats["top_windows"] == 0
     assert res.log_likelihood > without.log_likelihood + 0.1
@@ -310,6 +378,23 @@ def test_top_windows_join_the_local_optima():
     # below 23 leaves the default has no top windows
     small = window_search(_jet("qcd", 20, 4))
     assert small.options["top_size"] == 0 and small.stats["top_windows"] == 0
+
+
+def test_widen_only_where_unsure():
+    """``widen_unsure`` widens the windows only where no other start's optimum reached the best
+    value; ``widen`` always."""
+    for seed in range(3):
+        jet = _jet("w", 19, 60 + seed)
+        plain = window_search(jet, exact_first=False)
+        res = window_search(jet, exact_first=False, widen_unsure=2)
+        assert res.stats["agreeing_optima"] == plain.stats["agreeing_optima"]
+        unsure = plain.stats["agreeing_optima"] == 0
+        assert res.stats["widened"] == unsure and not plain.stats["widened"]
+        assert res.log_likelihood >= plain.log_likelihood
+        if not unsure:
+            assert res.log_likelihood == plain.log_likelihood
+        assert window_search(jet, exact_first=False, widen=1, max_sweeps=2).stats["widened"]
+    assert cluster(jet, "window-search", widen_unsure="1").options["widen_unsure"] == 1
 
 
 def test_budget_stops_with_a_valid_tree():
@@ -345,6 +430,7 @@ def test_registry_and_options():
     ({"seed": 1.5}, "seed must be an integer"),
     ({"start": "kt"}, "unknown start 'kt'"),
     ({"prove": "yes"}, "prove must be True or False"),
+    ({"exact_first": 1}, "exact_first must be True or False"),
     ({"progress": 1}, "progress must be True or False"),
     ({"max_time": 0}, "max_time"),
     ({"likelihood": "other"}, "unknown likelihood"),

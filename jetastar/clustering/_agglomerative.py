@@ -96,7 +96,10 @@ def canonical_results(
     totals = full.sum(axis=1)  # numpy's pairwise sum per row, as in log_likelihood
     leaf_of_node = np.full(2 * n - 1, -1, dtype=np.int64)
     leaf_of_node[:n] = np.arange(n)
-    trees = [Tree.from_children(children[q], leaf_of_node, jet=jet) for q in range(len(children))]
+    # the kernel's children arrays are trees by construction (canonical order: the root is the
+    # last node); validating each of a 1000-wide beam's trees took a fifth of beam search's time
+    root = 2 * n - 2
+    trees = [Tree._trusted(children[q], leaf_of_node, root) for q in range(len(children))]
     return trees, totals
 
 

@@ -32,17 +32,21 @@ random frontiers. From 23 leaves on, the root window over the clusters the best 
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
 root. The result is never worse than the start trees.
 
-A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it. A jet
-of at most ``window_size`` leaves is one window, the whole jet, solved exactly (``exact=True``);
+A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
+Where :func:`exact_map` is expected to cost less CPU time than the search
+(:func:`jetastar.clustering.estimates.expected_cpu_seconds`: up to 17 leaves with the defaults) the
+MAP is proven with it instead (``exact=True``, ``stats["path"] == "exact_map"``). A jet of at most
+``window_size`` leaves is otherwise one window, the whole jet, solved exactly (``exact=True``);
 ``prove=True`` runs :func:`exact_map` with the tree as incumbent when the jet fits, and says
 ``exact=True`` only when that finishes.
 
 Measured (``tests/benchmarks/bench_window_search.py``, symmetric form, CPU time of one core): on
 default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reaches the exact MAP of 119 of
 120 jets of 16–22 leaves (98 % over three more seeds) at a median of 0.11–0.28 CPU-s per jet, and of
-28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). At 30, 50 and 100
-leaves it is never below approximate A* and above it by 0.4–0.7, 3.6–5.1 and 42–46 nats on average,
-in half its CPU time.
+28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). On fresh jets
+(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 62 of 64 jets of
+20–22 leaves (97 %). At 30, 50 and 100 leaves it is never below approximate A* and above it by
+0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate
@@ -75,6 +79,7 @@ from . import _window_kernels as _wk
 from ._engine import check_budget, search_progress, valid_likelihood
 from .astar import astar_approx
 from .beam import beam_search, default_beam_size
+from .estimates import expected_cpu_seconds
 from .exact_map import exact_map, root_slack
 from .greedy import greedy
 from .kt import kt
@@ -91,9 +96,10 @@ MAX_WINDOW_SIZE = 20
 STAGES = (11,)
 #: The first start tree (option ``start``).
 START_TREES = ("beam", "greedy", "astar-approx")
-#: Default beam size of the seeding beam search: the paper's default, at most this (only its best
-#: tree is a start; 1000 at 100 leaves would cost more than the search).
-BEAM_CAP = 100
+#: Beam width from which the greedy tree is no start of its own (beam search's default above 40
+#: leaves): such a beam (greedy-guarded) holds the greedy tree's basin, and the search from the
+#: greedy tree cost about as much as the wide beam itself
+GREEDY_IN_BEAM = 1000
 #: Local optima (best first, distinct) that a ``widen`` search polishes.
 WIDEN_TOP = 3
 #: most parts of a recombination window at the top of the tree (``top_size=None``) for jets of at
@@ -118,6 +124,7 @@ def window_search(
     n_random: int = 4,
     n_starts: int = 6,
     widen: int = 0,
+    widen_unsure: int = 0,
     top_size: int | None = None,
     start: str = "beam",
     beam_size: int | None = None,
@@ -126,6 +133,7 @@ def window_search(
     max_time: float | None = None,
     max_sweeps: int | None = None,
     prove: bool = False,
+    exact_first: bool | None = None,
     progress: bool | None = None,
 ) -> ClusteringResult:
     """Approximate MAP hierarchy by exact-window search (see the module docstring).
@@ -142,6 +150,9 @@ def window_search(
             ``window_size + widen`` parts per window (default 0: no). With ``widen=3`` and
             ``n_random=8`` the search finds the exact MAP of 97 % of 24-leaf jets instead of 89 %,
             at about four times the CPU time (2–3 s).
+        widen_unsure: like ``widen``, but only on jets where no other start's local optimum
+            reached the value of the best tree (the search is then less sure of it); ignored
+            when ``widen`` is set (default 0: no).
         top_size: most parts of a root window over shared clusters (``None``, the default: 18
             for jets of 23 leaves or more, else 0 = none). After the recombination, the root
             window whose parts are the largest clusters the best tree shares with all the other
@@ -149,10 +160,11 @@ def window_search(
             ``window_size`` parts and at most ``top_size``; the local optima mostly differ at the
             top of the tree, and these windows join them there (24 leaves: exact MAP of 89 %
             instead of 77 % of jets). An 18-part window costs about 0.1–0.5 s of one core.
-        start: the first start tree: ``"beam"`` (default: the best tree of :func:`beam_search`),
+        start: the first start tree: ``"beam"`` (default: the tree of :func:`beam_search` with its
+            default settings, so the result is never below plain beam search),
             ``"greedy"`` (no beam search) or ``"astar-approx"`` (the tree of
             :func:`astar_approx`, within ``max_time``).
-        beam_size: beam size of the seeding beam search (``None``: its default, at most 100).
+        beam_size: beam size of the seeding beam search (``None``: beam search's default).
         trees: extra start trees (each searched too, besides the ``n_starts`` others).
         seed: random seed of the random frontiers (same seed, same tree).
         max_time: run-time budget in seconds (``None``: search until done). The start trees are
@@ -160,6 +172,11 @@ def window_search(
         max_sweeps: most sweeps per local search (``None``: until a sweep improves nothing).
         prove: after the search, run :func:`exact_map` with the tree as incumbent (within the
             remaining ``max_time`` and the memory limit) and report ``exact=True`` if it finishes.
+        exact_first: prove the MAP with :func:`exact_map` instead of searching (``None``, the
+            default: where it is expected to cost less CPU time than the search,
+            :func:`jetastar.clustering.estimates.expected_cpu_seconds`, which with the defaults
+            is up to 17 leaves; ``True``: whenever its tables fit in memory; ``False``: never).
+            If it does not finish within ``max_time`` the search runs in the time left.
         progress: tqdm bar over the local searches: ``True`` always, ``False`` never, ``None``
             once the jet has taken 10 s (loops over jets stay quiet).
 
@@ -169,11 +186,16 @@ def window_search(
         ``improvements``, ``sweeps``, ``starts`` (local searches from start trees),
         ``recombined`` (improvements by recombination windows), ``top_windows`` (root windows of
         more than ``window_size`` parts solved), ``window_optimal`` (the final tree
-        survived a full sweep), ``window_size``, ``start_log_likelihood`` (the best start tree),
-        ``splits_evaluated`` (ψ computed in window solves), ``proved`` and ``time_s``.
-        ``exact=True`` only when the whole jet was one window (at most ``window_size`` leaves) or
-        ``prove`` finished. ``status="budget"`` when ``max_time`` cut the search short,
-        ``"all_inf"`` when no tree with a finite likelihood was found.
+        survived a full sweep, or is proven), ``window_size``, ``start_log_likelihood`` (the best
+        start tree; NaN when none was built), ``splits_evaluated`` (ψ computed in window solves or
+        by :func:`exact_map`), ``agreeing_optima`` (other starts' local optima as good as the
+        best tree), ``widened`` (the ``widen`` stage ran), ``path`` (``"exact_map"``: proven
+        directly; ``"one_window"``: the jet was one window; ``"search"``), ``proved``
+        (:func:`exact_map` finished, on the ``exact_map`` path or by ``prove``) and ``time_s``.
+        ``exact=True`` only when the MAP is proven: the ``exact_map`` path, the whole jet as one
+        window (at most ``window_size`` leaves) or ``prove`` finished. ``status="budget"`` when
+        ``max_time`` cut the search short, ``"all_inf"`` when no tree with a finite likelihood was
+        found.
 
     Raises:
         InvalidJetError: not a Jet, or a start tree over other leaves.
@@ -183,8 +205,11 @@ def window_search(
         >>> from jetastar.ginkgo import ShowerParams, generate
         >>> jet = generate(1, ShowerParams.w(), seed=3, min_leaves=12, max_leaves=12)[0]
         >>> res = window_search(jet)
-        >>> res.exact, res.stats["windows_solved"]
-        (True, 1)
+        >>> res.exact, res.stats["path"]
+        (True, 'exact_map')
+        >>> res = window_search(jet, exact_first=False)
+        >>> res.exact, res.stats["path"], res.stats["windows_solved"]
+        (True, 'one_window', 1)
     """
     watch = Stopwatch()
     if not isinstance(jet, Jet):
@@ -196,6 +221,7 @@ def window_search(
     n_random = _check_int(n_random, "n_random", 0, None)
     n_starts = _check_int(n_starts, "n_starts", 1, None)
     widen = _check_int(widen, "widen", 0, MAX_WINDOW_SIZE - window_size)
+    widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
     if top_size is None:
         top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
     top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
@@ -207,22 +233,31 @@ def window_search(
     max_time = check_budget(max_time, "max_time")
     if start not in START_TREES:
         raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
-    for name, flag in (("prove", prove), ("progress", progress)):
-        if not (isinstance(flag, (bool, np.bool_)) or (name == "progress" and flag is None)):
+    for name, flag in (("prove", prove), ("progress", progress), ("exact_first", exact_first)):
+        if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts, "widen": widen,
+        "widen_unsure": widen_unsure,
         "top_size": top_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
-        "max_sweeps": max_sweeps, "prove": bool(prove),
+        "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
     }
     n = jet.n_leaves
-    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees)
+    _check_trees(jet, trees)
+    if _exact_first(n, exact_first, options):
+        proof = _prove(jet, likelihood, None, watch, max_time)
+        if proof is not None:
+            return _proven(jet, likelihood, proof, options, watch)
+    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts)
     best_tree, best_ll = starts[0]
-    work = _Workspace(jet, likelihood, min(max(window_size + widen, top_size), n), seed)
+    work = _Workspace(jet, likelihood,
+                      min(max(window_size + max(widen, widen_unsure), top_size), n), seed)
     search = _Search(work, window_size, n_random, seed, watch, max_time, max_sweeps, widen,
-                     top_size)
+                     top_size, widen_unsure)
     exact = n <= window_size
+    stats = search.stats
+    stats["path"] = "one_window" if exact else "search"
     if exact:
         # one window: the whole jet over its leaves, solved exactly (the start tree as the floor)
         best = work.load(best_tree)
@@ -241,7 +276,6 @@ def window_search(
         ll = log_likelihood(jet, tree, likelihood)
         if ll >= best_ll:
             best_tree, best_ll = tree, ll
-    stats = search.stats
     status, message = "ok", ""
     if search.stopped:
         status = "budget"
@@ -274,9 +308,10 @@ class _Search:
 
     def __init__(self, work: _Workspace, window_size: int, n_random: int, seed: int,
                  watch: Stopwatch, max_time: float | None, max_sweeps: int | None,
-                 widen: int = 0, top_size: int = 0) -> None:
+                 widen: int = 0, top_size: int = 0, widen_unsure: int = 0) -> None:
         self.work = work
         self.widen = widen
+        self.widen_unsure = widen_unsure
         self.top_size = min(top_size, work.k_cap)
         self.window_size = window_size
         self.n_random = n_random
@@ -289,6 +324,7 @@ class _Search:
         self.stats: dict[str, Any] = {
             "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
             "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0, "splits_evaluated": 0,
+            "agreeing_optima": 0, "widened": False,
         }
 
     def run(self, starts: list[tuple[Tree, float]], bar: ProgressBar | None) -> _State:
@@ -320,7 +356,13 @@ class _Search:
         if self.top_size > self.window_size and len(optima) > 1:
             self._top(best, [set(st.hsh[n:].tolist()) for st in optima[1:]],
                       salt=len(starts) + rounds)
+        top = best.log_likelihood()
+        self.stats["agreeing_optima"] = sum(
+            abs(st.log_likelihood() - top) <= _MARGIN * (1.0 + abs(top)) for st in optima[1:])
+        if self.widen_unsure and not self.widen and self.stats["agreeing_optima"] == 0:
+            self.widen = self.widen_unsure
         if self.widen and not self.stopped:
+            self.stats["widened"] = True
             best = self._widen(best, optima, salt=len(starts) + rounds)
         if bar is not None:
             bar.update(1)
@@ -621,7 +663,7 @@ class _Workspace:
 # ---------------------------------------------------------------------- helpers
 def _start_trees(
     jet: Jet, likelihood: str, start: str, beam_size: int | None, seed: int,
-    max_time: float | None, trees: Sequence[Tree] | None,
+    max_time: float | None, trees: Sequence[Tree] | None, n_starts: int,
 ) -> list[tuple[Tree, float]]:
     """Distinct start trees with their log-likelihoods.
 
@@ -633,27 +675,25 @@ def _start_trees(
     """
     first: list[tuple[Tree, float]] = []
     rest: list[tuple[Tree, float]] = []
+    size = 0
     if start == "astar-approx":
         res = astar_approx(jet, beam_size=beam_size, seed=seed, likelihood=likelihood,
                            max_time=max_time, progress=False)
         first.append((res.tree, res.log_likelihood))
     elif start == "beam":
-        size = min(default_beam_size(jet.n_leaves), BEAM_CAP) if beam_size is None else beam_size
+        size = default_beam_size(jet.n_leaves) if beam_size is None else beam_size
         beam = beam_search(jet, beam_size=size, likelihood=likelihood)
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
         first.extend(found[:1])
-        rest.extend(found[1:])
-    first.append((greedy(jet, likelihood).tree, _NEG_INF))
+        # only as many as can be searched (hashing a 1000-wide beam's trees cost a second)
+        rest.extend(found[1:n_starts])
+    if start != "beam" or size < GREEDY_IN_BEAM:
+        first.append((greedy(jet, likelihood).tree, _NEG_INF))
     for name in ("kt", "cambridge", "antikt"):
         first.append((kt(jet, name, likelihood).tree, _NEG_INF))
     other = "legacy" if likelihood == "symmetric" else "symmetric"
     first.append((greedy(jet, other).tree, _NEG_INF))
     for tree in trees or ():
-        if not isinstance(tree, Tree) or tree.n_leaves != jet.n_leaves:
-            raise InvalidJetError(
-                f"start trees must be Trees over the jet's {jet.n_leaves} leaves, got {tree!r}",
-                jet=jet.label, field="trees",
-            )
         first.append((tree, _NEG_INF))
     out: list[tuple[Tree, float]] = []
     seen: set[Tree] = set()
@@ -665,10 +705,49 @@ def _start_trees(
     return [*head, *out[len(first):]]
 
 
+def _check_trees(jet: Jet, trees: Sequence[Tree] | None) -> None:
+    for tree in trees or ():
+        if not isinstance(tree, Tree) or tree.n_leaves != jet.n_leaves:
+            raise InvalidJetError(
+                f"start trees must be Trees over the jet's {jet.n_leaves} leaves, got {tree!r}",
+                jet=jet.label, field="trees",
+            )
+
+
+def _exact_first(n: int, exact_first: bool | None, options: dict[str, Any]) -> bool:
+    """Whether to prove the MAP with :func:`exact_map` before (instead of) searching."""
+    if exact_first is not None:
+        return bool(exact_first) and n >= 2
+    exact_s = expected_cpu_seconds("trellis", n, options)
+    search_s = expected_cpu_seconds("window-search", n, options)
+    return n >= 2 and exact_s is not None and search_s is not None and exact_s <= search_s
+
+
+def _proven(
+    jet: Jet, likelihood: str, proof: ClusteringResult, options: dict[str, Any], watch: Stopwatch
+) -> ClusteringResult:
+    """The result of the ``exact_map`` path: the proven MAP, no window solved."""
+    stats: dict[str, Any] = {
+        "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
+        "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0,
+        "splits_evaluated": int(proof.stats.get("splits_evaluated", 0)),
+        "agreeing_optima": 0, "widened": False,
+        "path": "exact_map", "proved": True, "window_optimal": True,
+        "window_size": options["window_size"], "start_log_likelihood": math.nan,
+        "time_s": watch.seconds(),
+    }
+    return ClusteringResult(
+        proof.tree, proof.log_likelihood, "window-search", exact=True, likelihood=likelihood,
+        options=options, stats=stats, upper_bound=proof.log_likelihood, status=proof.status,
+        message=proof.message, jet_id=jet.jet_id,
+    )
+
+
 def _prove(
-    jet: Jet, likelihood: str, tree: Tree, watch: Stopwatch, max_time: float | None
+    jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None
 ) -> ClusteringResult | None:
-    """:func:`exact_map` with ``tree`` as incumbent, or ``None`` if it cannot run or finish."""
+    """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` if it cannot run or
+    finish."""
     left = None if max_time is None else max_time - watch.seconds()
     if left is not None and left <= 0:
         return None
