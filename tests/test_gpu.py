@@ -364,3 +364,17 @@ def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
     fin = np.isfinite(cpu.log_likelihood)
     np.testing.assert_allclose(gpu.log_likelihood[fin], cpu.log_likelihood[fin], rtol=1e-12)
     np.testing.assert_allclose(gpu.log_z[fin], cpu.log_z[fin], rtol=1e-9)
+
+
+def test_window_search_proves_on_the_gpu():
+    """The window search's exact_map (prove, exact_first) runs where ``device`` says."""
+    from jetastar.clustering import window_search
+
+    jet = _jets(9, count=1, seed=51)[1]
+    cpu = window_search(jet, exact_first=True, device="cpu")
+    gpu = window_search(jet, exact_first=True, device="gpu")
+    assert gpu.exact and gpu.stats["path"] == "exact_map" and gpu.options["device"] == "gpu"
+    assert gpu.log_likelihood == cpu.log_likelihood and gpu.tree == cpu.tree
+    proved = window_search(jet, exact_first=False, prove=True, device="gpu")
+    assert proved.exact and proved.log_likelihood == pytest.approx(cpu.log_likelihood, rel=1e-12)
+    assert cluster(jet, "window-search", exact_first=True, device="gpu").exact

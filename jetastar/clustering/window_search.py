@@ -68,6 +68,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda import check_device
 from .._jit import Stopwatch
 from .._progress import ProgressBar
 from ..errors import InvalidJetError, TooLargeError
@@ -135,6 +136,7 @@ def window_search(
     prove: bool = False,
     exact_first: bool | None = None,
     progress: bool | None = None,
+    device: str = "auto",
 ) -> ClusteringResult:
     """Approximate MAP hierarchy by exact-window search (see the module docstring).
 
@@ -179,6 +181,8 @@ def window_search(
             If it does not finish within ``max_time`` the search runs in the time left.
         progress: tqdm bar over the local searches: ``True`` always, ``False`` never, ``None``
             once the jet has taken 10 s (loops over jets stay quiet).
+        device: where :func:`exact_map` runs for ``prove`` and ``exact_first`` (``"cpu"``,
+            ``"gpu"`` or ``"auto"``; see :func:`exact_map`). The windows are solved on the CPU.
 
     Returns:
         :class:`ClusteringResult` (``algorithm="window-search"``), never below its best start tree.
@@ -242,11 +246,12 @@ def window_search(
         "top_size": top_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
         "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
+        "device": check_device(device),
     }
     n = jet.n_leaves
     _check_trees(jet, trees)
     if _exact_first(n, exact_first, options):
-        proof = _prove(jet, likelihood, None, watch, max_time)
+        proof = _prove(jet, likelihood, None, watch, max_time, options["device"])
         if proof is not None:
             return _proven(jet, likelihood, proof, options, watch)
     starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts)
@@ -283,7 +288,7 @@ def window_search(
                    f"{search.stop_note}; the tree is the best found so far, not window optimal")
     stats["proved"] = False
     if prove and not exact:
-        proof = _prove(jet, likelihood, best_tree, watch, max_time)
+        proof = _prove(jet, likelihood, best_tree, watch, max_time, options["device"])
         if proof is not None:
             exact = True
             stats["proved"] = True
@@ -744,7 +749,8 @@ def _proven(
 
 
 def _prove(
-    jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None
+    jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None,
+    device: str = "auto",
 ) -> ClusteringResult | None:
     """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` if it cannot run or
     finish."""
@@ -752,7 +758,8 @@ def _prove(
     if left is not None and left <= 0:
         return None
     try:
-        res = exact_map(jet, likelihood, incumbent=tree, max_time=left, progress=False)
+        res = exact_map(jet, likelihood, incumbent=tree, max_time=left, progress=False,
+                        device=device)
     except TooLargeError:
         return None
     return res if res.exact else None
