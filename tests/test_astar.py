@@ -385,8 +385,66 @@ def test_exact_astar_on_a_jet_whose_root_cannot_be_expanded():
     assert res.log_likelihood == pytest.approx(log_likelihood(jet, res.tree))
     quick = astar(jet)  # no time budget: at once, the root does not fit in memory
     assert "above max_memory" in quick.message and quick.upper_bound == res.upper_bound
-    # W jets have λ_R ≠ λ: h0 (inner λ) is no bound of the root split, and none is claimed
+    # W jets have λ_R ≠ λ: h0 (inner λ) plus the root-rate slack is the bound
+    from jetastar.ginkgo.heuristics import root_rate_slack
+
     w = generate(1, ShowerParams.w(t_cut=0.5), seed=7, min_leaves=40, max_leaves=50)[0]
     res_w = astar(w)
-    assert res_w.status == "budget" and res_w.upper_bound is None
-    assert "no proven bound" in res_w.message
+    slack = root_rate_slack(w.likelihood_constants("symmetric"))
+    assert res_w.status == "budget" and slack > 0.9
+    h0_w = heuristic(w, range(w.n_leaves), kind="h0")
+    assert res_w.upper_bound == pytest.approx(max(h0_w + slack, res_w.log_likelihood), rel=1e-12)
+    assert "for the root rate λ_R (proven)" in res_w.message
+    # the legacy form with λ_R < λ: no bound is claimed
+    low = generate(1, ShowerParams.w(t_cut=0.5, lam_root=1.0), seed=7, min_leaves=40,
+                   max_leaves=50)[0]
+    res_low = astar(low, likelihood="legacy")
+    assert res_low.upper_bound is None and "no proven bound" in res_low.message
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("lam_root", [0.7, 1.5, 3.0, 6.0])
+def test_root_rate_slack_bounds_every_split_and_the_map(likelihood, lam_root):
+    """ψ with λ_R minus ψ with λ is at most root_rate_slack on every split of every cluster of
+    W-like jets, so h0(jet) + slack bounds the exact MAP (scored with λ_R at the root)."""
+    from jetastar.clustering import exact_map
+    from jetastar.ginkgo import heuristic, likelihood_constants
+    from jetastar.ginkgo.heuristics import root_rate_slack
+    from jetastar.ginkgo.kernels import split_llh
+
+    c = likelihood_constants(4.0, 1.5, lam_root, likelihood)
+    slack = root_rate_slack(c)
+    if slack is None:
+        assert likelihood == "legacy" and lam_root < 1.5
+        return
+    worst = -math.inf
+    for jet in generate(6, ShowerParams.w(t_cut=4.0, lam_root=lam_root), seed=13,
+                        min_leaves=5, max_leaves=8):
+        p = jet.leaves
+        n = jet.n_leaves
+        sums = [p[[i for i in range(n) if m >> i & 1]].sum(axis=0) for m in range(1 << n)]
+        ts = [0.0 if likelihood == "legacy" and bin(m).count("1") == 1
+              else float(v[0] ** 2 - v[1:] @ v[1:]) for m, v in enumerate(sums)]
+        for s in range(3, 1 << n):
+            if s & (s - 1) == 0:
+                continue
+            low_bit = s & -s
+            rest = s ^ low_bit
+            sub = (rest - 1) & rest
+            while True:
+                a, b = low_bit | sub, rest ^ sub
+                inner = split_llh(ts[a], ts[b], ts[s], c[0])
+                root = split_llh(ts[a], ts[b], ts[s], c[1])
+                assert np.isneginf(inner) == np.isneginf(root)
+                if np.isfinite(inner):
+                    worst = max(worst, root - inner)
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+        best = exact_map(jet, likelihood, device="cpu").log_likelihood
+        h0 = heuristic(jet, range(n), likelihood=likelihood, kind="h0")
+        if np.isfinite(best):
+            assert best <= h0 + slack + 1e-9
+    assert worst <= slack
+    if lam_root == 1.5:
+        assert slack == 0.0

@@ -71,7 +71,12 @@ from .._jit import Stopwatch
 from .._progress import ProgressBar
 from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
-from ..ginkgo.heuristics import EXACT_MAX_LEAVES, check_heuristic, heuristic_tables
+from ..ginkgo.heuristics import (
+    EXACT_MAX_LEAVES,
+    check_heuristic,
+    heuristic_tables,
+    root_rate_slack,
+)
 from ..ginkgo.likelihood import check_likelihood, log_likelihood
 from ..jet import Jet
 from ..tree import Tree
@@ -705,8 +710,10 @@ def _root_does_not_fit(
     vertices" (or stopping long after ``max_time``, allocating the root's entries). The tree is
     the best of the cheap baselines and, with a ``max_time``, of :func:`astar_approx` run within
     it. The upper bound is the admissible heuristic of the whole jet: h0 bounds every
-    sub-hierarchy scored with the inner rate λ, so it is a proven bound of the jet when its root
-    rate λ_R equals λ (and for a cost model); otherwise none is claimed.
+    sub-hierarchy scored with the inner rate λ, and
+    :func:`~jetastar.ginkgo.heuristics.root_rate_slack` bounds what the root rate λ_R adds to the
+    jet's own split, so their sum is a proven bound (for a cost model h0 alone); none is claimed in
+    the legacy form with λ_R < λ.
     """
     best = max((r for r in problem.baselines() if r.tree is not None),
                key=lambda r: r.log_likelihood, default=None)
@@ -720,17 +727,19 @@ def _root_does_not_fit(
         if approx.tree is not None and approx.log_likelihood > ll:
             tree, ll = approx.tree, approx.log_likelihood
     tables = problem.tables
-    same_rates = problem.cost_model is not None or bool(np.array_equal(tables[5][0], tables[5][1]))
+    # h0 scores the jet's own split with λ; with λ_R it can score at most `slack` more
+    slack = 0.0 if problem.cost_model is not None else root_rate_slack(tables[5])
     upper = None
-    bound_note = ("no proven bound: the root rate λ_R differs from λ and the root's splits cannot "
-                  "be scored")
-    if problem.kind == 0 and same_rates:
+    bound_note = ("no proven bound: the root rate λ_R is below λ in the legacy form and the "
+                  "root's splits cannot be scored")
+    if problem.kind == 0 and slack is not None:
         root = int(search.ctr[_k.C_ROOT])
         h_root = float(search.vf[root, _k.V_H])  # a lower bound on the cost (minus log-likelihood)
         if math.isfinite(h_root):
-            upper = max(-h_root, ll)
+            upper = max(-h_root + slack, ll)
             whole = "jet" if problem.jet is not None else "set of points"
-            bound_note = f"upper_bound {upper:.6g} is h0 of the whole {whole} (proven)"
+            plus = f" + {slack:.3g} for the root rate λ_R" if slack else ""
+            bound_note = f"upper_bound {upper:.6g} is h0 of the whole {whole}{plus} (proven)"
     elif problem.kind != 0:
         bound_note = f"no proven bound with heuristic={problem.heuristic!r}"
     stats = search.stats()

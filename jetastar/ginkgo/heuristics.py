@@ -71,7 +71,7 @@ from ..errors import InvalidJetError
 from .likelihood import check_likelihood, cluster_t, split_llh, t_of
 from .small_clusters import subset_dp
 
-__all__ = ["HEURISTICS", "check_heuristic", "heuristic", "heuristic_tables"]
+__all__ = ["HEURISTICS", "check_heuristic", "heuristic", "heuristic_tables", "root_rate_slack"]
 
 #: Names of the heuristics, in the order of their integer codes.
 HEURISTICS = ("h0", "h1", "paper")
@@ -81,6 +81,58 @@ _LOG_4PI = math.log(4.0 * math.pi)
 _LOG_2 = math.log(2.0)
 _SLACK = 1e-9
 _NEG_INF = -np.inf
+
+
+def root_rate_slack(consts: Any) -> float | None:
+    """How much more a split can score with the root rate λ_R than with the inner rate λ.
+
+    ``h0`` of a whole jet bounds its trees scored with λ at every split; the jet's own split is
+    scored with λ_R. This is an upper bound ``Δ`` on ``ψ_{λ_R}(A, B) − ψ_λ(A, B)`` over every split
+    of every parent, so ``h0(jet) + Δ`` bounds the jet's trees (the proven bound exact A* gives when
+    it cannot expand the root).
+
+    Why: ψ is ``−log 4π`` plus, per child, a continuing term ``N + log λ − log T − λ t/T`` or a
+    stopping term ``N + log(1 − e^{−λ x})`` (``x = cut/T > 0``), combined by the two orderings'
+    ½-mixture (symmetric form) or in one ordering (legacy); a mixture or a sum of terms that each
+    grow by at most ``δ`` grows by at most ``2δ``. With ``N = −log(1 − e^{−aλ})`` (``a`` = 0.999
+    symmetric, 1 legacy), ``ΔN = N(λ_R) − N(λ)``, ``r = log(λ_R/λ)``:
+
+    * continuing child: ``ΔN + r − (λ_R − λ) t/T``, at most ``ΔN + r`` when ``λ_R ≥ λ``, and at
+      most ``ΔN + r + (λ − λ_R)`` when ``λ_R < λ`` because ``t < T`` (symmetric form:
+      ``t_child < 0.999 t_P`` and ``√t_l + √t_r ≤ √t_P``; the legacy form does not enforce it for
+      the second child, so no slack is claimed there for ``λ_R < λ``);
+    * stopping child: ``ΔN + log(f(λ_R x)/f(λ x))`` with ``f(y) = 1 − e^{−y}`` concave,
+      ``f(0) = 0``, so ``f(y)/y`` decreases and the ratio is at most ``max(1, λ_R/λ)``;
+    * the legacy case of a vanished second scale adds one more ``ΔN ≤ δ``.
+
+    So ``Δ = 2 max(0, ΔN + max(cont, stop))``: 0 for QCD jets (λ_R = λ), 0.98 nats for W jets
+    (λ = 1.5, λ_R = 3).
+
+    Args:
+        consts: ``(2, 5)`` likelihood constants (:func:`jetastar.ginkgo.likelihood_constants`).
+
+    Returns:
+        ``Δ`` in nats, or ``None`` where no bound is proven (legacy form with λ_R < λ).
+
+    Example:
+        >>> from jetastar.ginkgo import likelihood_constants
+        >>> root_rate_slack(likelihood_constants(16.0, 1.5))
+        0.0
+        >>> round(root_rate_slack(likelihood_constants(16.0, 1.5, 3.0)), 3)
+        0.983
+    """
+    c = np.asarray(consts, dtype=np.float64)
+    lam, lam_root = float(c[0, 1]), float(c[1, 1])
+    if lam_root == lam:
+        return 0.0
+    legacy = c[0, 4] != 0.0
+    if legacy and lam_root < lam:
+        return None
+    d_norm = float(c[1, 3] - c[0, 3])
+    r = math.log(lam_root / lam)
+    cont = r + max(0.0, lam - lam_root)
+    stop = max(0.0, r)
+    return 2.0 * max(0.0, d_norm + max(cont, stop)) + _SLACK * (1.0 + abs(d_norm) + abs(r))
 
 
 def check_heuristic(kind: str) -> int:
