@@ -396,3 +396,46 @@ def test_both_readers_are_jet_sources(tmp_path, jets_file):
         assert source.reading() == {"particles": source.settings()}
     finally:
         source.close()
+
+
+def test_pool_workers_exit_when_the_master_is_killed(tmp_path):
+    """SIGKILL of the process that owns a local pool (nothing can run in it then) leaves no worker
+    behind: each worker watches its parent and leaves within a second of it going."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    code = textwrap.dedent("""
+        import os, sys, time
+        from jetastar.batch import make_executor
+        pool, _ = make_executor(2, None)
+        futures = [pool.submit(time.sleep, 60) for _ in range(2)]
+        time.sleep(0.5)
+        print(" ".join(str(p) for p in pool._processes), flush=True)
+        time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+        def alive(pid: int) -> bool:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    state = next(line for line in f if line.startswith("State:"))
+            except (FileNotFoundError, ProcessLookupError, StopIteration):
+                return False
+            return "Z" not in state.split()[1]  # a zombie has exited
+
+        deadline = time.monotonic() + 5.0
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(p) for p in pids), [p for p in pids if alive(p)]
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()

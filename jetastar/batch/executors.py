@@ -22,6 +22,8 @@ import functools
 import multiprocessing
 import os
 import signal
+import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -74,8 +76,32 @@ def _worker_setup(plugins: Sequence[str], progress_queue: Any = None,
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus[index % len(gpus)])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _progress_queue = progress_queue
+    parent = multiprocessing.parent_process()  # the master, known from the spawn itself
+    _exit_with_parent(parent.pid if parent is not None and parent.pid else os.getppid())
     if not plugins:
         skip_numba_extensions()
+
+
+#: how often a pool worker checks that the process that started it is alive (seconds)
+_PARENT_POLL_S = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker process as soon as ``parent`` (the master) is gone, whatever killed it.
+
+    A master killed with SIGKILL cannot stop its pool: its workers would be reparented and live on
+    (one blocked writing a result nobody reads). A daemon thread polls the parent's pid and leaves
+    with ``os._exit``, which works while the main thread is inside a kernel or a blocked write.
+    ``parent`` comes from the spawn, so a master killed while the worker was still starting is
+    noticed too (the worker is then reparented already).
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="jetastar-parent-watch", daemon=True).start()
 
 
 def _report_jet(source: str, first_index: int, count: int = 1) -> None:
