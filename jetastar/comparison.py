@@ -23,10 +23,11 @@ leaf-count band. The rules that make it honest:
 
 :func:`format_comparison` prints the table (under 100 columns),
 :func:`jetastar.plotting.plot_comparison` draws it, :func:`status_counts` gives the per-algorithm
-counts of a results file (ran / finite / −∞ / skipped / failed / budget / proven / window optimal). :func:`tree_verdicts`
-says per jet what an algorithm's tree is: ``"proven"`` (the proven MAP), ``"window optimal"`` (the
-window search converged: no window it tried improves the tree, no proof), ``"budget"`` (stopped by
-the time budget) or ``""`` (none of these: a heuristic's tree, or no tree).
+counts of a results file (ran / finite / −∞ / skipped / failed / budget / proven / window
+optimal). :func:`tree_verdicts` says per jet what an algorithm's tree is: ``"proven"`` (the proven
+MAP), ``"window optimal"`` (the window search converged: no window it tried improves the tree, no
+proof), ``"budget"`` (stopped by the time budget) or ``""`` (none of these: a heuristic's tree, or
+no tree).
 
 Example:
     >>> from jetastar.comparison import comparison_table  # doctest: +SKIP

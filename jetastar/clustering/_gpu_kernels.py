@@ -79,6 +79,15 @@ def unrank(i, k, n, binom):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
+def _work_item(tid, n_parts, n_clusters, i0, k, n, binom):  # pragma: no cover - device code
+    """Thread ``tid``'s ``(part, jet, cluster mask)``: part ``tid % n_parts`` of cluster
+    ``i0 + (tid // n_parts) % n_clusters`` (size ``k``) of jet ``tid // (n_parts * n_clusters)``."""
+    q = tid // n_parts
+    j = q // n_clusters
+    return tid % n_parts, j, unrank(i0 + q - j * n_clusters, k, n, binom)
+
+
+@cuda.jit(device=True)
 def _lowest_bits(rest, g):  # pragma: no cover - device code
     """Mask of the ``g`` lowest set bits of ``rest``."""
     out = np.int64(0)
@@ -172,10 +181,7 @@ def solve_parts(
     c = cuda.local.array(_N_CONST, nb.float64)
     start, stride = cuda.grid(1), cuda.gridsize(1)
     for tid in range(start, n_jets * n_clusters * n_parts, stride):
-        p = tid % n_parts
-        q = tid // n_parts
-        j = q // n_clusters
-        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        p, j, s = _work_item(tid, n_parts, n_clusters, i0, k, n, binom)
         row = 1 if s == full else 0
         for x in range(_N_CONST):
             c[x] = consts[j, row, x]
@@ -306,10 +312,7 @@ def pull_marginals(
     cst = cuda.local.array(_N_CONST, nb.float64)
     start, stride = cuda.grid(1), cuda.gridsize(1)
     for tid in range(start, n_jets * n_clusters * n_parts, stride):
-        p = tid % n_parts
-        q = tid // n_parts
-        j = q // n_clusters
-        s = unrank(i0 + q - j * n_clusters, k, n, binom)
+        p, j, s = _work_item(tid, n_parts, n_clusters, i0, k, n, binom)
         comp = full ^ s
         lz_s = node[j, s, _LOG_Z]
         total = 0.0
