@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import io
+from .._progress import progress_bar
 from ..errors import BatchError
 from ..io.hdf5 import read_hdf5_results
 from ..jet import JetCollection
@@ -27,7 +28,7 @@ __all__ = ["check_unchanged", "merge_parts", "status_counts_of"]
 
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
-    attrs: dict[str, Any] | None,
+    attrs: dict[str, Any] | None, *, progress: bool = False,
 ) -> None:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
@@ -38,18 +39,23 @@ def merge_parts(
         chunks: every chunk ``(start, stop)`` of the input, in order.
         config: the run's settings.
         attrs: attributes of the output (``input_identity``: the identity taken at the start).
+        progress: a bar over the part files read, shown when the merge takes over 2 s (after the
+            clustering bar has reached 100 %, a long merge is then not silent).
 
     Raises:
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
             changed while it was clustered.
     """
     tables: dict[str, list[AlgorithmResults]] = {a: [] for a in config.algorithms}
-    for a, b in chunks:
-        part = read_hdf5_results(parts / part_name(a, b))
-        for name in config.algorithms:
-            if name not in part:
-                raise BatchError(f"{parts / part_name(a, b)}: has no results for {name!r}")
-            tables[name].append(part[name])
+    with progress_bar(total=len(chunks), desc=f"merging {out.name}", unit="part", show=progress,
+                      delay=2.0) as bar:
+        for a, b in chunks:
+            part = read_hdf5_results(parts / part_name(a, b))
+            for name in config.algorithms:
+                if name not in part:
+                    raise BatchError(f"{parts / part_name(a, b)}: has no results for {name!r}")
+                tables[name].append(part[name])
+            bar.update(1)
     n = reader.n_jets
     merged = {}
     for name, pieces in tables.items():

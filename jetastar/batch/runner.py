@@ -280,7 +280,7 @@ def _run_file(
             kept = sum(b - a for a, b in done_parts(parts))
             raise BatchInterrupted(str(inp), str(parts), kept, n) from None
         merge_parts(reader, out, parts, chunks, config,
-                    {**reading, **(attrs or {}), "input_identity": identity})
+                    {**reading, **(attrs or {}), "input_identity": identity}, progress=progress)
         summary.status_counts = status_counts_of(out)
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
