@@ -69,6 +69,7 @@ import numpy as np
 
 from .. import __version__, io
 from .._atomic import atomic_write_text, remove_stale_temporaries
+from .._progress import progress_bar
 from ..errors import BatchError, JetastarError
 from ..io.hdf5 import read_hdf5_results, write_hdf5
 from ..result_tables import AlgorithmResults, to_json, unit_options
@@ -195,8 +196,10 @@ def manifest_for(inp: Path, n_jets: int, identity: dict[str, Any], config: Batch
     }
 
 
-def prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]]:
-    """Create or check the part folder; return the chunks already done.
+def prepare_parts(parts: Path, manifest: dict[str, Any], *,
+                  progress: bool = False) -> set[tuple[int, int]]:
+    """Create or check the part folder; return the chunks already done (``progress``: a bar over
+    the part files checked, shown when that takes over 2 s).
 
     Raises:
         BatchError: a part folder of a run with other settings.
@@ -223,18 +226,25 @@ def prepare_parts(parts: Path, manifest: dict[str, Any]) -> set[tuple[int, int]]
     if not parts.exists():
         parts.mkdir(parents=True)
         atomic_write_text(mpath, to_json(manifest))
-    return done_parts(parts, manifest.get("algorithms", []))
+    return done_parts(parts, manifest.get("algorithms", []), progress=progress)
 
 
-def done_parts(parts: Path, algorithms: Sequence[str] | None = None) -> set[tuple[int, int]]:
+def done_parts(parts: Path, algorithms: Sequence[str] | None = None, *,
+               progress: bool = False) -> set[tuple[int, int]]:
     """The chunks ``(start, stop)`` whose part file is in the folder; with ``algorithms``, only
-    parts that can be read and hold all of them (damaged ones are removed)."""
+    parts that can be read and hold all of them (damaged ones are removed). ``progress``: a bar
+    over the files checked, shown when checking takes over 2 s (a resume is then not silent)."""
     done = set()
     if parts.is_dir():
-        for p in parts.iterdir():
-            rng = parse_part(p.name)
-            if rng is not None and (algorithms is None or readable_part(p, algorithms)):
-                done.add(rng)
+        files = [(p, parse_part(p.name)) for p in parts.iterdir()]
+        files = [(p, rng) for p, rng in files if rng is not None]
+        show = progress and algorithms is not None
+        with progress_bar(total=len(files), desc=f"checking finished parts in {parts.name}",
+                          unit="part", show=show, delay=2.0) as bar:
+            for p, rng in files:
+                if algorithms is None or readable_part(p, algorithms):
+                    done.add(rng)
+                bar.update(1)
     return done
 
 

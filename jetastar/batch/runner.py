@@ -259,7 +259,8 @@ def _run_file(
                     f"({'; '.join(diff)}); write to another output, or pass --fresh "
                     "(fresh=True) to replace it"
                 )
-        done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading))
+        done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading),
+                             progress=progress)
         chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
         summary.chunks_total = len(chunks)
         summary.chunks_reused = sum(1 for c in chunks if c in done)
