@@ -439,3 +439,39 @@ def test_pool_workers_exit_when_the_master_is_killed(tmp_path):
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def test_an_interrupt_inside_a_weakref_callback_is_latched_not_printed():
+    """A signal handled while a weakref callback or a __del__ runs: Python would print the
+    exception there ("Exception ignored in ...") and swallow it; the latch keeps it for the chunk
+    loop instead, without raising in that frame."""
+    import sys
+    import weakref
+
+    from jetastar.batch.runner import _InterruptLatch, _swallowed_there
+
+    frames = []
+
+    class Probe:
+        def __del__(self):
+            frames.append(sys._getframe())
+
+    Probe()
+    assert frames and _swallowed_there(frames[0])
+    assert not _swallowed_there(sys._getframe())
+    # weakref's removal callbacks live in weakref.py / _weakrefset.py
+    weak = weakref.WeakValueDictionary()
+    assert _swallowed_there(type("F", (), {"f_code": weak._remove.__code__})())
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    latch = _InterruptLatch()
+    handler = latch._latched(interrupt)
+    assert handler(2, frames[0]) is None  # in a __del__: latched, not raised
+    assert isinstance(latch.raised, KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt):
+        latch.check()
+    latch.raised = None
+    with pytest.raises(KeyboardInterrupt):
+        handler(2, sys._getframe())  # anywhere else: raised at once

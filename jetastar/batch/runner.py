@@ -346,6 +346,10 @@ class _InterruptLatch:
                 return handler(signum, frame)
             except BaseException as exc:
                 self.raised = exc
+                if frame is not None and _swallowed_there(frame):
+                    # raised here, Python would only print it (a traceback on the terminal next
+                    # to the "interrupted" line); check() raises it at the next wait instead
+                    return None
                 raise
 
         return latched
@@ -358,6 +362,14 @@ class _InterruptLatch:
     def __exit__(self, *exc_info: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+
+def _swallowed_there(frame: Any) -> bool:
+    """Whether an exception raised in ``frame`` is swallowed (and printed) by Python: a weakref
+    callback or a ``__del__`` method."""
+    code = frame.f_code
+    return code.co_name == "__del__" or os.path.basename(code.co_filename) in (
+        "weakref.py", "_weakrefset.py")
 
 
 def _process_chunks(
