@@ -35,7 +35,7 @@ from ..clustering.columnar import (
 )
 from ..clustering.estimates import estimate_seconds
 from ..clustering.options import as_flag
-from ..errors import InvalidJetError, TooLargeError
+from ..errors import GpuUnavailableError, InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
 from ..result_tables import AlgorithmResults, to_json
 from .config import TIME_OPTIONS, BatchConfig, accepted_options, load_registry, options_for, size_limit
@@ -256,7 +256,7 @@ def _cluster_on_gpu(
         if not as_flag(o.get("log_z", False), "log_z") or resolve_device(
                 o.get("device", "auto")) != "gpu":
             return
-    except Exception:  # a bad option or no GPU: run_one reports it per jet
+    except (ValueError, GpuUnavailableError):  # a bad option or no GPU: run_one reports it per jet
         return
     picked, jets = [], []
     for i in range(len(collection)):

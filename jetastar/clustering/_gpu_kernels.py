@@ -38,6 +38,7 @@ from .._cuda import load_cuda, simulator_enabled
 from ..ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
 from ._map_kernels import finish_cluster, scan_splits, warm_start
 from ._subsets import popcount, unsplittable
+from ._trellis_kernels import lse_add, lse_value
 
 cuda = load_cuda()
 
@@ -163,6 +164,23 @@ def init_leaves(n, node, best, count_i, exact_count):  # pragma: no cover - devi
             count_i[j, s] = 0 if i == n else 1
 
 
+@cuda.jit(device=True)
+def _write_cluster(
+    node, count_i, best, j, s, best_v, best_a, z_max, z_acc, n_f, n_i, want_z, exact_count,
+):  # pragma: no cover - device code
+    """Store cluster ``s`` of jet ``j``: MAP, arg-max part, and with ``want_z`` log Z and the tree
+    count (int64 in ``count_i`` when ``exact_count``, else the float64 column)."""
+    node[j, s, _MAP] = best_v
+    best[j, s] = best_a
+    if want_z:
+        node[j, s, _LOG_Z] = lse_value(z_max, z_acc)
+        if exact_count:
+            count_i[j, s] = n_i
+            node[j, s, _COUNT] = 0.0
+        else:
+            node[j, s, _COUNT] = n_f
+
+
 @cuda.jit
 def solve_parts(
     k, n, g, i0, n_clusters, binom, node, count_i, best, consts, want_z, exact_count, prune,
@@ -217,12 +235,9 @@ def solve_parts(
                                 best_v = v
                                 best_a = a
                             if want_z:
-                                z = psi + node[j, a, _LOG_Z] + node[j, b, _LOG_Z]
-                                if z > z_max:
-                                    z_acc = z_acc * math.exp(z_max - z) + 1.0
-                                    z_max = z
-                                else:
-                                    z_acc += math.exp(z - z_max)
+                                z_max, z_acc = lse_add(
+                                    z_max, z_acc, psi + node[j, a, _LOG_Z] + node[j, b, _LOG_Z]
+                                )
                                 if exact_count:
                                     n_i += count_i[j, a] * count_i[j, b]
                                 else:
@@ -231,15 +246,8 @@ def solve_parts(
                     break
                 h = (h - 1) & free
         if n_parts == 1:
-            node[j, s, _MAP] = best_v
-            best[j, s] = best_a
-            if want_z:
-                node[j, s, _LOG_Z] = z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
-                if exact_count:
-                    count_i[j, s] = n_i
-                    node[j, s, _COUNT] = 0.0
-                else:
-                    node[j, s, _COUNT] = n_f
+            _write_cluster(node, count_i, best, j, s, best_v, best_a, z_max, z_acc, n_f, n_i,
+                           want_z, exact_count)
         else:
             part_v[tid] = best_v
             part_a[tid] = best_a
@@ -273,24 +281,18 @@ def combine_parts(
                 best_a = a
             if part_zmax[idx] > z_max:
                 z_max = part_zmax[idx]
-        node[j, s, _MAP] = best_v
-        best[j, s] = best_a
+        z_acc = 0.0
+        n_f = 0.0
+        n_i = np.int64(0)
         if want_z:
-            z_acc = 0.0
-            n_f = 0.0
-            n_i = np.int64(0)
             for p in range(n_parts):
                 idx = q * n_parts + p
                 if part_zmax[idx] != _NEG_INF:
                     z_acc += part_zacc[idx] * math.exp(part_zmax[idx] - z_max)
                 n_f += part_cf[idx]
                 n_i += part_ci[idx]
-            node[j, s, _LOG_Z] = z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
-            if exact_count:
-                count_i[j, s] = n_i
-                node[j, s, _COUNT] = 0.0
-            else:
-                node[j, s, _COUNT] = n_f
+        _write_cluster(node, count_i, best, j, s, best_v, best_a, z_max, z_acc, n_f, n_i,
+                       want_z, exact_count)
 
 
 @cuda.jit

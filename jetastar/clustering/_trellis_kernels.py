@@ -80,6 +80,21 @@ def _split_score(node, a, b, s, pt, c, code):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
+def lse_add(z_max, z_acc, z):  # pragma: no cover - numba
+    """One term ``z`` added to a streaming log-sum-exp held as ``(z_max, z_acc)``
+    (``log Σ = z_max + log z_acc``; start from ``(-inf, 0)``); returns the new pair."""
+    if z > z_max:
+        return z, z_acc * math.exp(z_max - z) + 1.0
+    return z_max, z_acc + math.exp(z - z_max)
+
+
+@nb.njit(cache=True)
+def lse_value(z_max, z_acc):  # pragma: no cover - numba
+    """The log of the sum a streaming log-sum-exp ``(z_max, z_acc)`` holds (``-inf`` if empty)."""
+    return z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
+
+
+@nb.njit(cache=True)
 def fill_part_values(code, feat, out):  # pragma: no cover - numba
     """``out[s] = β(s)`` (:func:`jetastar.costs.part_value_kernel`) for every mask ``s``."""
     for s in range(feat.shape[0]):
@@ -133,11 +148,7 @@ def _solve_cluster(
                     best_v = v
                     best_a = a
                 z = psi + node[a, LOG_Z] + node[b, LOG_Z]
-                if z > z_max:
-                    z_acc = z_acc * math.exp(z_max - z) + 1.0
-                    z_max = z
-                else:
-                    z_acc += math.exp(z - z_max)
+                z_max, z_acc = lse_add(z_max, z_acc, z)
                 if exact_count:
                     n_i += node_i[a, COUNT] * node_i[b, COUNT]
                 else:
@@ -147,7 +158,7 @@ def _solve_cluster(
         sub = (sub - 1) & rest
     node[s, MAP] = best_v
     best[s] = best_a
-    node[s, LOG_Z] = z_max + math.log(z_acc) if z_max != _NEG_INF else _NEG_INF
+    node[s, LOG_Z] = lse_value(z_max, z_acc)
     if exact_count:
         node_i[s, COUNT] = n_i
     else:

@@ -333,8 +333,8 @@ def gpu_marginals(
 
     n_jets, m = node.shape[0], node.shape[1]
     n = m.bit_length() - 1
-    need = node.nbytes + n_jets * m * 8 + _scratch_items(n, n_jets, target_threads,
-                                                         min_free_bits) * 8
+    n_scratch = max(1, _scratch_items(n, n_jets, target_threads, min_free_bits))
+    need = node.nbytes + n_jets * m * 8 + n_scratch * 8
     _check_gpu_memory(need, who, f"the marginals of {n} leaves")
     d_node = cuda.to_device(np.ascontiguousarray(node))
     marg = np.zeros((n_jets, m), dtype=np.float64)
@@ -342,8 +342,7 @@ def gpu_marginals(
     d_marg = cuda.to_device(marg)
     d_binom = cuda.to_device(_binomials(n))
     d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5))
-    d_part = cuda.device_array(max(1, _scratch_items(n, n_jets, target_threads, min_free_bits)),
-                               dtype=np.float64)
+    d_part = cuda.device_array(n_scratch, dtype=np.float64)
     for k in range(n - 1, 0, -1):
         launches = _launches(n, n - k + 1, n_jets, target_threads, min_free_bits,
                              splits_per=1 << (n - k), clusters=math.comb(n, k))

@@ -411,6 +411,20 @@ class Trellis:
                            max_memory=self.max_memory, progress=show)
         self._adopt(sol.node[0], sol.best[0], sol.exact_count, sol.stats)
 
+    @classmethod
+    def _solved_on_gpu(
+        cls, jet: Jet, likelihood: str, consts: np.ndarray, max_memory: int | None,
+        node: np.ndarray, best: np.ndarray, exact_count: bool, stats: dict[str, Any],
+    ) -> Trellis:
+        """A Trellis of ``jet`` over tables already solved on the GPU (one jet of a batch)."""
+        self = cls.__new__(cls)
+        self.jet, self.cost_model, self.likelihood = jet, None, likelihood
+        self.max_memory, self.prune, self.threads, self.device = max_memory, True, None, "gpu"
+        self.n_leaves, self._label, self._who = jet.n_leaves, jet.label, f"jet {jet.label}"
+        self._consts, self._marg = consts, None
+        self._adopt(node, best, exact_count, stats)
+        return self
+
     def _adopt(self, node: np.ndarray, best: np.ndarray, exact_count: bool,
                stats: dict[str, Any]) -> None:
         """Take over tables solved elsewhere (the GPU) in this class's layout."""
@@ -857,12 +871,8 @@ def exact_trellis_batch(
                 stats = dict(sol.stats, batch_jets=len(part))
                 stats["time_s"] = sol.stats["time_s"] / len(part)
                 for b, i in enumerate(part):
-                    tr = Trellis.__new__(Trellis)
-                    tr.jet, tr.cost_model, tr.likelihood = jets[i], None, likelihood
-                    tr.max_memory, tr.prune, tr.threads, tr.device = max_memory, True, None, "gpu"
-                    tr.n_leaves, tr._label, tr._who = n, jets[i].label, f"jet {jets[i].label}"
-                    tr._consts, tr._marg = consts[b], None
-                    tr._adopt(sol.node[b], sol.best[b], sol.exact_count, stats)
+                    tr = Trellis._solved_on_gpu(jets[i], likelihood, consts[b], max_memory,
+                                                sol.node[b], sol.best[b], sol.exact_count, stats)
                     out[i] = tr.result()
                 bar.update(len(part))
     return [r for r in out if r is not None]
