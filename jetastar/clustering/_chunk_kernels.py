@@ -24,7 +24,7 @@ import numba as nb
 import numpy as np
 
 from .._columnar import jet_leaf_problem
-from ..ginkgo.kernels import split_llh, t_of, tree_postorder
+from ..ginkgo.kernels import tree_postorder, tree_split_terms
 from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
 from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
 from .kt import kt_history, rapidity_problem
@@ -181,24 +181,8 @@ def _score_jet(j, leaves, loff, children, leaf_of_node, noff, which, consts, out
     if root < 0:
         status[j] = SCORE_BAD_TREE
         return
-    c = consts[which[j]]
-    legacy = c[0, 4] != 0.0
-    p = np.empty((m, 4), dtype=np.float64)
-    t = np.empty(m, dtype=np.float64)
     full = np.zeros(m, dtype=np.float64)
-    for idx in range(m):
-        node = order[idx]
-        left = children[a + node, 0]
-        if left < 0:
-            for d in range(4):
-                p[node, d] = leaves[la + leaf_of_node[a + node], d]
-            t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-        else:
-            right = children[a + node, 1]
-            for d in range(4):
-                p[node, d] = p[left, d] + p[right, d]
-            t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-            full[node] = split_llh(t[left], t[right], t[node], c[1 if node == root else 0])
+    tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, consts[which[j]], full)
     out[j] = numpy_sum(full, 0, m)
     status[j] = SCORE_OK
 

@@ -45,6 +45,7 @@ __all__ = [
     "t_of",
     "tree_node_llh",
     "tree_postorder",
+    "tree_split_terms",
     "truth_llh_kernel",
 ]
 
@@ -360,26 +361,42 @@ def truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, 
         root, order = tree_postorder(children, leaf_of_node, a, m, n)
         if root < 0:
             continue
-        c = consts[which[j]]
-        legacy = c[0, 4] != 0.0
-        p = np.empty((m, 4))
-        t = np.empty(m)
+        terms = np.zeros(m)
+        tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, consts[which[j]],
+                         terms)
         total = 0.0
-        for idx in range(m):
-            node = order[idx]
-            left = children[a + node, 0]
-            if left < 0:
-                for q in range(4):
-                    p[node, q] = leaves[la + leaf_of_node[a + node], q]
-                t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-            else:
-                right = children[a + node, 1]
-                for q in range(4):
-                    p[node, q] = p[left, q] + p[right, q]
-                t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-                row = 1 if node == root else 0
-                total += split_llh(t[left], t[right], t[node], c[row])
+        for idx in range(m):  # post-order, as the nodes were scored
+            total += terms[order[idx]]
         out[j] = total
+
+
+@nb.njit(cache=True)
+def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
+                     terms):  # pragma: no cover - numba
+    """ψ of every internal node of one flat tree into ``terms`` (indexed by node; leaves untouched).
+
+    The tree's nodes are ``children[a:a + m]`` / ``leaf_of_node[a:a + m]`` with leaf ``i`` at
+    ``leaves[la + i]``; ``order`` / ``root`` are :func:`tree_postorder`'s. Internal momenta are sums
+    of leaf momenta, ``t`` as the form uses it (0 for a leaf in the legacy form); the root is
+    scored with the ``λ_R`` row of ``c`` (``(2, N_CONSTANTS)``), every other node with row 0.
+    """
+    m = order.shape[0]
+    legacy = c[0, 4] != 0.0
+    p = np.empty((m, 4))
+    t = np.empty(m)
+    for idx in range(m):
+        node = order[idx]
+        left = children[a + node, 0]
+        if left < 0:
+            for q in range(4):
+                p[node, q] = leaves[la + leaf_of_node[a + node], q]
+            t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+        else:
+            right = children[a + node, 1]
+            for q in range(4):
+                p[node, q] = p[left, q] + p[right, q]
+            t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+            terms[node] = split_llh(t[left], t[right], t[node], c[1 if node == root else 0])
 
 
 @nb.njit(cache=True)
