@@ -41,7 +41,8 @@ _LOWER: dict[str, tuple[float, bool]] = {
     "top_k": (1, True), "n_samples": (1, True), "rounds": (1, True), "patience": (1, True),
     "all_pairs_max_size": (1, True), "max_explored": (1, True), "weight": (1, True),
     "R": (0, False), "window_size": (2, True), "n_random": (0, True), "n_starts": (1, True),
-    "widen": (0, True), "widen_unsure": (0, True), "top_size": (0, True), "max_sweeps": (1, True),
+    "widen": (0, True), "widen_unsure": (0, True), "top_size": (0, True), "root_size": (0, True),
+    "max_sweeps": (1, True),
     "n_rollouts": (0, True),
     "n_mc_target": (0, True), "n_mc_min": (0, True), "c_puct": (0, True),
 }

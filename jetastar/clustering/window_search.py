@@ -30,7 +30,10 @@ local optimum is then recombined with the others (windows whose parts are the la
 trees share, which can build either tree's structure between them) and searched once more with fresh
 random frontiers. From 23 leaves on, the root window over the clusters the best optimum shares with
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
-root. The result is never worse than the start trees.
+root. Last, the root window over the ``root_size`` largest clusters below the root (16 parts; 17
+from 23 leaves) is solved: trees that every start agrees on can still differ from the MAP at the
+top, down to clusters of a few leaves, which 13-part windows do not reach. The result is never worse
+than the start trees.
 
 A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
 Where :func:`exact_map` is expected to cost less CPU time than the search
@@ -108,6 +111,11 @@ WIDEN_TOP = 3
 #: (175 vs 176 of 180 jets of 20–22 leaves) and cost a quarter more
 DEFAULT_TOP_SIZE = 18
 TOP_FROM_LEAVES = 23
+#: parts of the root window solved after the search (``root_size=None``; one more from
+#: ``TOP_FROM_LEAVES`` leaves on): the frontier of the largest clusters below the root, which holds
+#: the top of the tree, where window-optimal trees that every start agrees on can still differ from
+#: the MAP (a 16-part window costs about 50 ms of one core, a 17-part one about 150 ms)
+DEFAULT_ROOT_SIZE = 16
 _MARGIN = _mk.MARGIN
 _NEG_INF = -math.inf
 
@@ -127,6 +135,7 @@ def window_search(
     widen: int = 0,
     widen_unsure: int = 0,
     top_size: int | None = None,
+    root_size: int | None = None,
     start: str = "beam",
     beam_size: int | None = None,
     trees: Sequence[Tree] | None = None,
@@ -162,6 +171,12 @@ def window_search(
             ``window_size`` parts and at most ``top_size``; the local optima mostly differ at the
             top of the tree, and these windows join them there (24 leaves: exact MAP of 89 %
             instead of 77 % of jets). An 18-part window costs about 0.1–0.5 s of one core.
+        root_size: parts of the root window solved once the search has settled (``None``, the
+            default: 16, or 17 for jets of 23 leaves or more; 0 = none): the frontier grown from
+            the root by always expanding the part with the most leaves, so the window holds the
+            top of the tree down to clusters of a few leaves. After an improvement the tree is
+            searched locally and the window solved again. A 16-part window costs about 50 ms of
+            one core, a 17-part one about 150 ms.
         start: the first start tree: ``"beam"`` (default: the tree of :func:`beam_search` with its
             default settings, so the result is never below plain beam search),
             ``"greedy"`` (no beam search) or ``"astar-approx"`` (the tree of
@@ -229,6 +244,9 @@ def window_search(
     if top_size is None:
         top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
     top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
+    if root_size is None:
+        root_size = DEFAULT_ROOT_SIZE + (jet.n_leaves >= TOP_FROM_LEAVES)
+    root_size = _check_int(root_size, "root_size", 0, MAX_WINDOW_SIZE)
     seed = _check_int(seed, "seed", None, None)
     if beam_size is not None:
         beam_size = _check_int(beam_size, "beam_size", 1, None)
@@ -243,7 +261,7 @@ def window_search(
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts, "widen": widen,
         "widen_unsure": widen_unsure,
-        "top_size": top_size,
+        "top_size": top_size, "root_size": root_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
         "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
         "device": check_device(device),
@@ -257,9 +275,10 @@ def window_search(
     starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts)
     best_tree, best_ll = starts[0]
     work = _Workspace(jet, likelihood,
-                      min(max(window_size + max(widen, widen_unsure), top_size), n), seed)
+                      min(max(window_size + max(widen, widen_unsure), top_size, root_size), n),
+                      seed)
     search = _Search(work, window_size, n_random, seed, watch, max_time, max_sweeps, widen,
-                     top_size, widen_unsure)
+                     top_size, widen_unsure, root_size)
     exact = n <= window_size
     stats = search.stats
     stats["path"] = "one_window" if exact else "search"
@@ -313,8 +332,10 @@ class _Search:
 
     def __init__(self, work: _Workspace, window_size: int, n_random: int, seed: int,
                  watch: Stopwatch, max_time: float | None, max_sweeps: int | None,
-                 widen: int = 0, top_size: int = 0, widen_unsure: int = 0) -> None:
+                 widen: int = 0, top_size: int = 0, widen_unsure: int = 0,
+                 root_size: int = 0) -> None:
         self.work = work
+        self.root_size = min(root_size, work.k_cap)
         self.widen = widen
         self.widen_unsure = widen_unsure
         self.top_size = min(top_size, work.k_cap)
@@ -328,7 +349,8 @@ class _Search:
         self.stopped = False
         self.stats: dict[str, Any] = {
             "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
-            "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0, "splits_evaluated": 0,
+            "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0, "root_windows": 0,
+            "splits_evaluated": 0,
             "agreeing_optima": 0, "widened": False,
         }
 
@@ -361,6 +383,8 @@ class _Search:
         if self.top_size > self.window_size and len(optima) > 1:
             self._top(best, [set(st.hsh[n:].tolist()) for st in optima[1:]],
                       salt=len(starts) + rounds)
+        if self.root_size > self.window_size:
+            self._root(best, salt=len(starts) + rounds + 1)
         top = best.log_likelihood()
         self.stats["agreeing_optima"] = sum(
             abs(st.log_likelihood() - top) <= _MARGIN * (1.0 + abs(top)) for st in optima[1:])
@@ -404,11 +428,7 @@ class _Search:
                 k = int(_wk.common_frontier(best.root, best.common_with(group), self.top_size,
                                             best.left, best.right, work.parts))
                 if k > self.window_size:  # smaller ones were solved by the recombination
-                    if self.max_time is not None and work.split_seconds * 3.0**k / 2.0 > (
-                            self.max_time - self.watch.seconds()):
-                        self.stopped = True  # this window alone would overrun the budget
-                        self.stop_note = (f" (a root window of {k} parts, ~"
-                                          f"{work.split_seconds * 3.0**k / 2.0:.2g} s, would not fit)")
+                    if not self._fits(k):
                         return
                     changed += work.solve(best, best.root, k, self.stats)
                     self.stats["top_windows"] += 1
@@ -417,6 +437,31 @@ class _Search:
             self.stats["recombined"] += changed
             self.local(best, salt=salt)
             salt += 1
+
+    def _root(self, best: _State, salt: int) -> None:
+        """The root window of up to ``root_size`` parts, grown by the largest part; after an
+        improvement, a local search and again (a window with the same parts is skipped)."""
+        work = self.work
+        while not self._out_of_time():
+            k = int(_wk.grow_frontier(best.root, self.root_size, _wk.LARGEST, np.uint64(0),
+                                      best.left, best.right, best.size, best.t, best.hsh,
+                                      work.parts))
+            if k <= self.window_size or not self._fits(k):
+                return
+            self.stats["root_windows"] += 1
+            if not work.solve(best, best.root, k, self.stats):
+                return
+            self.local(best, salt=salt)
+            salt += 1
+
+    def _fits(self, k: int) -> bool:
+        """Whether a window of ``k`` parts fits in the time left (else the search stops)."""
+        seconds = self.work.split_seconds * 3.0**k / 2.0
+        if self.max_time is not None and seconds > self.max_time - self.watch.seconds():
+            self.stopped = True  # this window alone would overrun the budget
+            self.stop_note = f" (a root window of {k} parts, ~{seconds:.2g} s, would not fit)"
+            return False
+        return True
 
     def _out_of_time(self) -> bool:
         # the first window always runs, so that even a spent budget compiles (or loads) the
