@@ -45,6 +45,7 @@ __all__ = [
     "jet_leaf_problem",
     "leaf_problems",
     "nonfinite_problems",
+    "offset_ranges",
     "to_cartesian",
 ]
 
@@ -326,6 +327,25 @@ def first_leaf_problem(
 _KINDS = ("too few", "non-finite", "non-positive energy", "spacelike")
 #: :func:`leaf_problems` code of a jet whose leaves pass every check
 LEAF_OK = 0
+
+
+def offset_ranges(offsets: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The concatenated rows ``offsets[i]:offsets[i + 1]`` of the entries ``idx``, in order (the
+    rows of a ragged column: a jet's leaves or nodes, a results table's tree nodes).
+
+    Example:
+        >>> offset_ranges(np.array([0, 2, 3, 6]), np.array([2, 0])).tolist()
+        [3, 4, 5, 0, 1]
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    start = offsets[idx]
+    count = offsets[idx + 1] - start
+    total = int(count.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    first = np.zeros(idx.shape[0], dtype=np.int64)
+    np.cumsum(count[:-1], out=first[1:])
+    return np.repeat(start - first, count) + np.arange(total, dtype=np.int64)
 
 
 def _component_name(kind: int, comp: int) -> str:

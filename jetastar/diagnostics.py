@@ -43,6 +43,7 @@ import dataclasses
 import math
 from typing import Any
 
+import numba as nb
 import numpy as np
 
 from ._progress import progress_bar
@@ -50,7 +51,7 @@ from .clustering import beam_search, exact_map, greedy
 from .clustering.result import ClusteringResult
 from .ginkgo.kernels import tree_node_llh
 from .ginkgo.likelihood import check_likelihood, likelihood_constants, node_log_likelihoods
-from .tree_arrays import as_collection, flat_trees
+from .tree_arrays import FlatTrees, as_collection, flat_trees
 
 __all__ = [
     "REASONS",
@@ -144,6 +145,19 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
 
     check_likelihood(likelihood)
     b = flat_trees(jets, trees)
+    rec = _reason_arrays(b, likelihood)
+    reason = [REASONS[c] if c else "" for c in rec["first_reason"].tolist()]
+    return b.finish(ak.zip({
+        "has_tree": b.has_tree, "finite": rec["finite"], "n_impossible": rec["n_impossible"],
+        "first_reason": rec["first_reason"], "reason": reason, "node": rec["node"],
+        "node_leaves": rec["node_leaves"], "node_mass": rec["node_mass"],
+        "counts": ak.from_regular(ak.unflatten(rec["counts"].ravel(), len(REASONS))),
+    }, depth_limit=1))
+
+
+def _reason_arrays(b: FlatTrees, likelihood: str) -> dict[str, np.ndarray]:
+    """The columns of :func:`tree_reasons` as numpy arrays, one entry per jet of ``b``
+    (``counts``: ``(J, len(REASONS))``)."""
     coll = b.collection
     legacy = likelihood == "legacy"
     n_jets = b.n_jets
@@ -167,13 +181,9 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
     t_cut = coll.params["t_cut"][node_jet[internal]]
     codes = split_reasons(tl, tr, tp, t_cut, likelihood)
     # the likelihood itself decides what is −∞: splits it scores −∞ without a listed reason are
-    # "other" (never expected; kept honest rather than hidden)
-    psi = np.zeros(ch.shape[0])
-    for j in np.flatnonzero(b.has_tree):
-        a, z = b.node_offsets[j], b.node_offsets[j + 1]
-        consts = _constants(coll, j, likelihood)
-        psi[a:z] = tree_node_llh(np.ascontiguousarray(ch[a:z]), np.ascontiguousarray(p[a:z]),
-                                  int(b.root[j]), consts)
+    # "other" (never expected; kept honest rather than hidden); one kernel call for all the trees
+    which, consts = _constant_rows(coll, b.has_tree, likelihood)
+    psi = _node_log_likelihoods(ch, p, b.node_offsets, b.root, which, consts)
     minus_inf = psi[internal] == -np.inf
     codes = np.where(minus_inf & (codes == 0), 6, codes)
     codes = np.where(~minus_inf, 0, codes)
@@ -198,19 +208,38 @@ def tree_reasons(jets: Any, trees: Any = None, likelihood: str = "symmetric") ->
     node_mass = np.full(n_jets, np.nan)
     if has.any():
         node_mass[has] = np.sqrt(np.clip(t(first_node[has]), 0.0, None))
-    reason = [REASONS[c] if c else "" for c in first_code]
-    return b.finish(ak.zip({
-        "has_tree": b.has_tree, "finite": b.has_tree & (n_bad == 0), "n_impossible": n_bad,
-        "first_reason": first_code, "reason": reason, "node": node_local,
-        "node_leaves": node_leaves, "node_mass": node_mass,
-        "counts": ak.Array(counts.tolist()),
-    }, depth_limit=1))
+    return {
+        "finite": b.has_tree & (n_bad == 0), "n_impossible": n_bad, "first_reason": first_code,
+        "node": node_local, "node_leaves": node_leaves, "node_mass": node_mass, "counts": counts,
+    }
 
 
-def _constants(coll: Any, j: int, likelihood: str) -> np.ndarray:
+def _constant_rows(coll: Any, has_tree: np.ndarray, likelihood: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(which (J,), consts (U, 2, N))``: each jet's row of likelihood constants, made once per
+    distinct ``(t_cut, λ, λ_R)`` of the jets with a tree (``which = -1`` for the others)."""
     prm = coll.params
-    return likelihood_constants(float(prm["t_cut"][j]), float(prm["lam"][j]),
-                                float(prm["lam_root"][j]), likelihood)
+    triples = np.stack([prm["t_cut"], prm["lam"], prm["lam_root"]], axis=1)
+    which = np.full(len(has_tree), -1, dtype=np.int64)
+    jets = np.flatnonzero(has_tree)
+    if jets.size == 0:
+        return which, np.zeros((1, 2, 1))
+    unique, inverse = np.unique(triples[jets], axis=0, return_inverse=True)
+    which[jets] = inverse.ravel()
+    consts = np.stack([likelihood_constants(float(a), float(b), float(c), likelihood)
+                       for a, b, c in unique])
+    return which, np.ascontiguousarray(consts, dtype=np.float64)
+
+
+@nb.njit(cache=True)
+def _node_log_likelihoods(children, node_p, node_offsets, root, which, consts):  # pragma: no cover
+    """Per node of every tree its split log-likelihood (0 for leaves and jets without a tree)."""
+    out = np.zeros(children.shape[0], dtype=np.float64)
+    for j in range(root.shape[0]):
+        if root[j] < 0 or which[j] < 0:
+            continue
+        a, z = node_offsets[j], node_offsets[j + 1]
+        out[a:z] = tree_node_llh(children[a:z], node_p[a:z], root[j], consts[which[j]])
+    return out
 
 
 @dataclasses.dataclass
@@ -453,16 +482,17 @@ def result_reasons(collection: Any, table: Any) -> tuple[np.ndarray, np.ndarray]
     if inf.any():
         sub_rows = rows[inf]
         sub_jets = jets_of[inf]
-        sub = collection.take(sub_jets)
-        trees = [table.tree(int(r)) for r in sub_rows]
+        # flat arrays throughout: the rows' trees go to one kernel call, no Tree per jet
+        sub_table = table.take(sub_rows)
+        sub_table.jet_index = np.arange(sub_rows.shape[0], dtype=np.int64)
         likelihood = table.likelihood if table.likelihood in ("symmetric", "legacy") else "symmetric"
-        rec = tree_reasons(sub, trees, likelihood)
-        for k, j in enumerate(sub_jets):
-            name = str(rec.reason[k])
-            if not name:  # -inf without an impossible split of its own tree: say so
+        rec = _reason_arrays(flat_trees(collection.take(sub_jets), sub_table), likelihood)
+        for j, code, leaves, mass, count in zip(
+                sub_jets.tolist(), rec["first_reason"].tolist(), rec["node_leaves"].tolist(),
+                rec["node_mass"].tolist(), rec["n_impossible"].tolist(), strict=True):
+            if not code:  # -inf without an impossible split of its own tree: say so
                 reason[j] = "log-likelihood -inf"
                 continue
-            reason[j] = (f"{name}: cluster of {int(rec.node_leaves[k])} leaves, "
-                         f"m = {float(rec.node_mass[k]):.4g} GeV ({int(rec.n_impossible[k])} "
-                         "impossible split(s))")
+            reason[j] = (f"{REASONS[code]}: cluster of {leaves} leaves, m = {mass:.4g} GeV "
+                         f"({count} impossible split(s))")
     return finite, reason

@@ -32,7 +32,13 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._columnar import DEFAULT_MASS_POLICY, awkward_columns, dense_columns, first_leaf_problem
+from ._columnar import (
+    DEFAULT_MASS_POLICY,
+    awkward_columns,
+    dense_columns,
+    first_leaf_problem,
+    offset_ranges,
+)
 from .errors import InvalidJetError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
@@ -253,18 +259,6 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- collections
-def _ranges(offsets: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """The concatenated rows ``offsets[i]:offsets[i + 1]`` of the jets ``idx``, in order."""
-    start = offsets[idx]
-    count = offsets[idx + 1] - start
-    total = int(count.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    first = np.zeros(idx.shape[0], dtype=np.int64)
-    np.cumsum(count[:-1], out=first[1:])
-    return np.repeat(start - first, count) + np.arange(total, dtype=np.int64)
-
-
 _PARAM_COLUMNS = ("m_hard", "lam", "lam_root", "t_cut", "t_root")
 
 
@@ -533,8 +527,8 @@ class JetCollection(Sequence[Jet]):
         idx = np.where(idx < 0, idx + len(self), idx)
         if idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1):
             return self._copy_range(int(idx[0]), int(idx[-1]) + 1)
-        lsel = _ranges(self.leaf_offsets, idx)
-        nsel = _ranges(self.node_offsets, idx)
+        lsel = offset_ranges(self.leaf_offsets, idx)
+        nsel = offset_ranges(self.node_offsets, idx)
         return JetCollection(
             leaves=self.leaves[lsel],
             leaf_offsets=np.concatenate([[0], np.cumsum(np.diff(self.leaf_offsets)[idx])]),

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._columnar import offset_ranges
 from .clustering.registry import canonical_name
 from .clustering.result import STATUSES, ClusteringResult
 from .tree import Tree
@@ -243,8 +244,7 @@ class AlgorithmResults:
     def take(self, rows: Any) -> AlgorithmResults:
         """A new table with the given rows (in that order)."""
         rows = np.asarray(rows, dtype=np.int64).ravel()
-        sel = [np.arange(self.node_offsets[r], self.node_offsets[r + 1]) for r in rows]
-        nsel = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        nsel = offset_ranges(self.node_offsets, rows)
         return AlgorithmResults(
             self.algorithm,
             jet_index=self.jet_index[rows],

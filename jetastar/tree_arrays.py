@@ -21,6 +21,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from ._columnar import offset_ranges
 from .clustering.result import ClusteringResult
 from .errors import InvalidTreeError
 from .jet import Jet, JetCollection
@@ -235,8 +236,7 @@ def _as_trees(trees: Any, collection: Any, single: bool) -> tuple[np.ndarray, ..
         have = rows >= 0
         sizes[have] = np.diff(trees.node_offsets)[rows[have]]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        sel = [np.arange(trees.node_offsets[r], trees.node_offsets[r + 1]) for r in rows if r >= 0]
-        idx = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        idx = offset_ranges(trees.node_offsets, rows[have])
         return trees.children[idx], trees.leaf_of_node[idx], offsets
     if isinstance(trees, (Tree, ClusteringResult)):
         if not single and n != 1:

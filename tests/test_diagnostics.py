@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import awkward as ak
@@ -10,10 +11,12 @@ import pytest
 
 from jetastar import Jet, JetCollection, Tree
 from jetastar.clustering import exact_map, kt
+from jetastar.io import AlgorithmResults
 from jetastar.diagnostics import (
     REASONS,
     impossible_splits,
     model_check,
+    result_reasons,
     split_reasons,
     tree_reasons,
 )
@@ -61,6 +64,39 @@ def test_tree_reasons_match_the_log_likelihood(jets: JetCollection, algorithm: s
         assert report.reasons[0] == rec.reason[i]
         assert "impossible" in str(report)
     assert ak.all(rec.reason[finite] == "")
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_result_reasons_per_jet(likelihood: str) -> None:
+    """The reasons of a results table (one kernel call over every -inf tree, jets of several
+    ``t_cut``) name each jet's own impossible split nearest the root, as :func:`impossible_splits`
+    does jet by jet; rows without a tree say their status, jets without a row ``missing``."""
+    jets = JetCollection.concatenate([
+        generate(40, ShowerParams.qcd(), seed=21), generate(40, ShowerParams.w(), seed=22),
+        generate(40, ShowerParams.qcd(t_cut=4.0, lam_root=2.0), seed=23),
+    ])
+    results = [kt(j, algorithm="cambridge", likelihood=likelihood) for j in jets]
+    results[3] = dataclasses.replace(results[3], tree=None, log_likelihood=-math.inf,
+                                     status="skipped", message="too large")
+    table = AlgorithmResults.from_results("cambridge", results[:-1],
+                                          jet_index=np.arange(len(jets) - 1))
+    finite, reason = result_reasons(jets, table)
+    assert reason[3] == "skipped: too large" and not finite[3]
+    assert reason[-1] == "missing" and not finite[-1]
+    n_inf = 0
+    for i in range(len(jets) - 1):
+        if i == 3:
+            continue
+        report = impossible_splits(jets[i], results[i].tree, likelihood)
+        assert finite[i] == report.finite == math.isfinite(results[i].log_likelihood)
+        if report.finite:
+            assert reason[i] == ""
+            continue
+        n_inf += 1
+        assert reason[i] == (f"{report.reasons[0]}: cluster of {report.leaves[0]} leaves, "
+                             f"m = {report.masses[0]:.4g} GeV ({len(report.nodes)} impossible "
+                             "split(s))")
+    assert 10 < n_inf < len(jets) - 10
 
 
 def test_kt_trees_fail_on_pairs_below_the_cut() -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import offset_ranges
 from ..diagnostics import result_reasons
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
@@ -83,8 +84,7 @@ def by_entry_columns(
         exact[have] = t.exact[rows]
         sizes = np.zeros(n, np.int64)
         sizes[have] = np.diff(t.node_offsets)[rows]
-        sel = [np.arange(t.node_offsets[r], t.node_offsets[r + 1]) for r in row_of if r >= 0]
-        nsel = np.concatenate(sel) if sel else np.empty(0, np.int64)
+        nsel = offset_ranges(t.node_offsets, rows)
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         finite, reason = result_reasons(collection, t)
