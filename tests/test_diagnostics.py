@@ -11,7 +11,6 @@ import pytest
 
 from jetastar import Jet, JetCollection, Tree
 from jetastar.clustering import exact_map, kt
-from jetastar.io import AlgorithmResults
 from jetastar.diagnostics import (
     REASONS,
     impossible_splits,
@@ -21,6 +20,7 @@ from jetastar.diagnostics import (
     tree_reasons,
 )
 from jetastar.ginkgo import ShowerParams, generate, node_log_likelihoods, split_log_likelihood_t
+from jetastar.io import AlgorithmResults
 
 
 @pytest.fixture(scope="module")

@@ -394,7 +394,8 @@ def test_root_window_reaches_the_top_of_the_tree():
     assert res.log_likelihood > without.log_likelihood + 0.01
     assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
     assert without.stats["agreeing_optima"] == 3
-    # 17 parts from 23 leaves on; none for a jet the search solves as one window
+    # 17 parts from 23 leaves on, none from 30 on; none for a jet the search solves as one window
+    assert window_search(_jet("qcd", 30, 1), max_sweeps=1).options["root_size"] == 0
     assert window_search(_jet("qcd", 24, 4), beam_size=100).options["root_size"] == 17
     tiny = window_search(_jet("qcd", 12, 1), exact_first=False)
     assert tiny.stats["root_windows"] == 0 and tiny.exact

@@ -97,7 +97,7 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
         n_leaves: size of the jet.
         options: the window search's options (``window_size``, ``n_random``, ``widen``: more
             effort, more time; ``root_size``: its root window, ``None`` for the window search's
-            default, ``DEFAULT_ROOT_SIZE`` parts and one more from 23 leaves); ignored for
+            default: 16 parts, 17 from 23 leaves, none from 30); ignored for
             ``"trellis"``.
 
     Returns:
@@ -120,7 +120,7 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
         # the root window after the search (``root_size``; default 16 parts, 17 from 23 leaves):
         # enumerated like an exact MAP of that many leaves (measured 50-80 ms at 16, 0.15-0.2 s at 17)
         root = options.get("root_size")
-        root = (16 + (n >= 23)) if root is None else int(root)
+        root = (0 if n >= 30 else 16 + (n >= 23)) if root is None else int(root)
         root_s = _MAP_CPU_PER_SPLIT * 3.0 ** min(root, n) / 2.0 if window < root < n else 0.0
         return _WINDOW_CPU_PER_LEAF * n * effort + root_s
     return None

@@ -30,8 +30,8 @@ local optimum is then recombined with the others (windows whose parts are the la
 trees share, which can build either tree's structure between them) and searched once more with fresh
 random frontiers. From 23 leaves on, the root window over the clusters the best optimum shares with
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
-root. Last, the root window over the ``root_size`` largest clusters below the root (16 parts; 17
-from 23 leaves) is solved: trees that every start agrees on can still differ from the MAP at the
+root. Last, below 30 leaves, the root window over the ``root_size`` largest clusters below the
+root (16 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ from the MAP at the
 top, down to clusters of a few leaves, which 13-part windows do not reach. The result is never worse
 than the start trees.
 
@@ -112,10 +112,12 @@ WIDEN_TOP = 3
 DEFAULT_TOP_SIZE = 18
 TOP_FROM_LEAVES = 23
 #: parts of the root window solved after the search (``root_size=None``; one more from
-#: ``TOP_FROM_LEAVES`` leaves on): the frontier of the largest clusters below the root, which holds
-#: the top of the tree, where window-optimal trees that every start agrees on can still differ from
-#: the MAP (a 16-part window costs about 50 ms of one core, a 17-part one about 150 ms)
+#: ``TOP_FROM_LEAVES`` leaves on, none from ``ROOT_BELOW_LEAVES`` on): the frontier of the largest
+#: clusters below the root, which holds the top of the tree, where window-optimal trees that every
+#: start agrees on can still differ from the MAP (a 16-part window costs about 50 ms of one core, a
+#: 17-part one about 150 ms). At 30-100 leaves it found nothing (18 jets) for 3-20 % more CPU time.
 DEFAULT_ROOT_SIZE = 16
+ROOT_BELOW_LEAVES = 30
 _MARGIN = _mk.MARGIN
 _NEG_INF = -math.inf
 
@@ -172,11 +174,11 @@ def window_search(
             top of the tree, and these windows join them there (24 leaves: exact MAP of 89 %
             instead of 77 % of jets). An 18-part window costs about 0.1–0.5 s of one core.
         root_size: parts of the root window solved once the search has settled (``None``, the
-            default: 16, or 17 for jets of 23 leaves or more; 0 = none): the frontier grown from
-            the root by always expanding the part with the most leaves, so the window holds the
-            top of the tree down to clusters of a few leaves. After an improvement the tree is
-            searched locally and the window solved again. A 16-part window costs about 50 ms of
-            one core, a 17-part one about 150 ms.
+            default: 16 parts, 17 for jets of 23-29 leaves, none from 30 leaves on; 0 = none):
+            the frontier grown from the root by always expanding the part with the most leaves,
+            so the window holds the top of the tree down to clusters of a few leaves. After an
+            improvement the tree is searched locally and the window solved again. A 16-part
+            window costs about 50 ms of one core, a 17-part one about 150 ms.
         start: the first start tree: ``"beam"`` (default: the tree of :func:`beam_search` with its
             default settings, so the result is never below plain beam search),
             ``"greedy"`` (no beam search) or ``"astar-approx"`` (the tree of
@@ -245,7 +247,8 @@ def window_search(
         top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
     top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
     if root_size is None:
-        root_size = DEFAULT_ROOT_SIZE + (jet.n_leaves >= TOP_FROM_LEAVES)
+        root_size = 0 if jet.n_leaves >= ROOT_BELOW_LEAVES else (
+            DEFAULT_ROOT_SIZE + (jet.n_leaves >= TOP_FROM_LEAVES))
     root_size = _check_int(root_size, "root_size", 0, MAX_WINDOW_SIZE)
     seed = _check_int(seed, "seed", None, None)
     if beam_size is not None:
