@@ -36,6 +36,7 @@ from .config import BatchConfig, check_config
 from .executors import make_executor, progress_queue_of, shutdown_executor, warm_up_for
 from .merge import merge_parts, status_counts_of
 from .resume import (
+    PartWriter,
     done_parts,
     input_identity,
     manifest_for,
@@ -381,13 +382,23 @@ def _process_chunks(
     Interrupted (``KeyboardInterrupt``), it writes the parts of chunks that had finished, cancels
     the rest and re-raises.
     """
+    # parts are written by a thread (write_part looked up on this module at each call)
+    with PartWriter(lambda *args: write_part(*args)) as writer:
+        _cluster_chunks(reader, todo, parts, config, executor, n_workers, bar, writer)
+
+
+def _cluster_chunks(
+    reader: JetSource, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
+    executor: cf.Executor | None, n_workers: int, bar: Any, writer: PartWriter,
+) -> None:
+    """The chunk loop of :func:`_process_chunks`; finished chunks go to ``writer``."""
     source = str(reader.path)
     if executor is None:
         for a, b in todo:
             tables = cluster_collection(reader.chunk(a, b), config, first_index=a,
                                         source=source, on_jet=bar.update)
             _note_problems(reader, tables, a, b)
-            write_part(parts, a, b, tables)
+            writer.put(parts, a, b, tables)
         return
     progress = progress_queue_of(executor)
     seen: dict[int, int] = {}  # chunk start -> jets the bar already counts
@@ -400,7 +411,7 @@ def _process_chunks(
         a, b = pending.pop(fut)
         _, tables = fut.result()
         _note_problems(reader, tables, a, b)
-        write_part(parts, a, b, tables)
+        writer.put(parts, a, b, tables)
         closed.add(a)
         bar.update(b - a - seen.pop(a, 0))
 
