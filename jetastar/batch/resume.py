@@ -370,32 +370,44 @@ def write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmRe
     """
     import h5py
 
-    with atomic_path(parts / part_name(start, stop)) as tmp, h5py.File(tmp, "w") as f:
-        f.attrs["format"] = _PART_FORMAT
-        f.attrs["part_version"] = _PART_VERSION
-        f.attrs["chunk_start"] = start
-        f.attrs["chunk_stop"] = stop
-        for label, t in tables.items():
-            g = f.create_group(label.replace("/", "_"))
-            g.attrs["label"] = label
-            g.attrs["algorithm"] = t.algorithm
-            g.attrs["likelihood"] = t.likelihood
-            g.attrs["exact_method"] = bool(t.exact_method)
-            g.attrs["n_rows"] = len(t)
-            g.attrs["counters"] = json.dumps(sorted(t.counters))
-            for k in ("jet_index", "jet_id", "node_offsets", "leaf_of_node"):
-                g.create_dataset(k, data=_narrow(getattr(t, k)))
-            g.create_dataset("children", data=_narrow(t.children))
-            for k in ("log_likelihood", "log_z", "upper_bound", "n_trees", "time_s"):
-                g.create_dataset(k, data=np.asarray(getattr(t, k), dtype=np.float64))
-            g.create_dataset("exact", data=np.asarray(t.exact, dtype=np.uint8))
-            for k in ("status", "message", "options"):
-                codes, values = _codes(getattr(t, k))
-                g.create_dataset(f"{k}_code", data=codes)
-                g.create_dataset(f"{k}_values", data=np.array(values, dtype=object),
-                                 dtype=h5py.string_dtype("utf-8"))
-            for k, v in t.counters.items():
-                g.create_dataset(f"counter_{k}", data=np.asarray(v, dtype=np.float64))
+    # built in memory and written with one write(): a full disk is a clean OSError, never a
+    # crash inside HDF5
+    with h5py.File(f"part-{start}", "w", driver="core", backing_store=False) as f:
+        _fill_part(f, start, stop, tables)
+        f.flush()
+        image = f.id.get_file_image()
+    with atomic_path(parts / part_name(start, stop)) as tmp, open(tmp, "wb") as fh:
+        fh.write(image)
+
+
+def _fill_part(f: Any, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
+    import h5py
+
+    f.attrs["format"] = _PART_FORMAT
+    f.attrs["part_version"] = _PART_VERSION
+    f.attrs["chunk_start"] = start
+    f.attrs["chunk_stop"] = stop
+    for label, t in tables.items():
+        g = f.create_group(label.replace("/", "_"))
+        g.attrs["label"] = label
+        g.attrs["algorithm"] = t.algorithm
+        g.attrs["likelihood"] = t.likelihood
+        g.attrs["exact_method"] = bool(t.exact_method)
+        g.attrs["n_rows"] = len(t)
+        g.attrs["counters"] = json.dumps(sorted(t.counters))
+        for k in ("jet_index", "jet_id", "node_offsets", "leaf_of_node"):
+            g.create_dataset(k, data=_narrow(getattr(t, k)))
+        g.create_dataset("children", data=_narrow(t.children))
+        for k in ("log_likelihood", "log_z", "upper_bound", "n_trees", "time_s"):
+            g.create_dataset(k, data=np.asarray(getattr(t, k), dtype=np.float64))
+        g.create_dataset("exact", data=np.asarray(t.exact, dtype=np.uint8))
+        for k in ("status", "message", "options"):
+            codes, values = _codes(getattr(t, k))
+            g.create_dataset(f"{k}_code", data=codes)
+            g.create_dataset(f"{k}_values", data=np.array(values, dtype=object),
+                             dtype=h5py.string_dtype("utf-8"))
+        for k, v in t.counters.items():
+            g.create_dataset(f"counter_{k}", data=np.asarray(v, dtype=np.float64))
 
 
 def read_part(path: Path, algorithms: Sequence[str] | None = None) -> dict[str, AlgorithmResults]:
