@@ -250,6 +250,37 @@ def test_dask_local_cluster(tmp_path, jets_file):
     _check_complete(tmp_path / "dask2.root", 60, ("test-chain", "test-exact"))
 
 
+def test_dask_says_when_a_worker_was_lost(tmp_path, capfd):
+    import threading
+
+    distributed = pytest.importorskip("distributed")
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(60, ShowerParams.w(), seed=12))
+    out = tmp_path / "out.h5"
+    config = BatchConfig(["test-chain"], options={"test-chain": {"delay": 0.1}}, plugins=[PLUGIN],
+                         chunk_size=4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+
+        def kill() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not _parts(out):
+                time.sleep(0.05)
+            os.kill(pids[victim], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        (s,) = run_batch([inp], config, output=out, executor=client.get_executor(),
+                         progress=False)
+        killer.join()
+    assert s.ok, s.error
+    assert f"Dask worker {victim} was lost" in capfd.readouterr().err
+    _check_complete(out, 60)
+
+
 def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(BatchError, match=r"pip install 'jetastar\[dask\]'"):

@@ -18,6 +18,7 @@ import os
 import queue as _queue
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,13 @@ from .._lock import OutputLock
 from ..errors import BatchError, BatchInterrupted, JetastarError
 from ..io import AlgorithmResults, file_format
 from .config import BatchConfig, check_config
-from .executors import make_executor, progress_queue_of, shutdown_executor, warm_up_for
+from .executors import (
+    WorkerWatch,
+    make_executor,
+    progress_queue_of,
+    shutdown_executor,
+    warm_up_for,
+)
 from .merge import merge_parts, status_counts_of
 from .resume import (
     PartWriter,
@@ -406,6 +413,7 @@ def _cluster_chunks(
     pending: dict[cf.Future, tuple[int, int]] = {}
     queue = list(todo)
     max_inflight = 2 * n_workers + 1
+    watch = WorkerWatch(executor)
 
     def finish(fut: cf.Future) -> None:
         a, b = pending.pop(fut)
@@ -425,6 +433,9 @@ def _cluster_chunks(
                     pending[fut] = (a, b)
                 finished, _ = cf.wait(list(pending), timeout=0.25, return_when=cf.FIRST_COMPLETED)
                 latch.check()
+                for address in watch.lost():
+                    print(f"jetastar: Dask worker {address} was lost; its chunks of {reader.path.name} "
+                          "are computed again on the other workers", file=sys.stderr, flush=True)
                 _drain_progress(progress, source, seen, closed, bar)
                 for fut in finished:
                     finish(fut)
