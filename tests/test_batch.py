@@ -725,3 +725,54 @@ def test_reader_reads_ahead(tmp_path):
     from jetastar.jet import JetCollection
 
     assert jets_digest(JetCollection.concatenate(got)) == jets_digest(jets)
+
+
+def test_chunks_sized_by_cost_and_a_resume_with_other_chunks_is_exact(tmp_path, monkeypatch):
+    import jetastar.batch.resume as resume
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(200, ShowerParams.qcd(), seed=13))
+    (clean,) = run_batch([inp], BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN],
+                                            chunk_size=200), output=tmp_path / "clean.h5",
+                         progress=False)
+    out = tmp_path / "out.h5"
+    real = batch.write_part
+    sizes = []
+
+    def flaky(parts, a, b, tables):
+        sizes.append(b - a)
+        if len(sizes) == 4:
+            raise KeyboardInterrupt
+        real(parts, a, b, tables)
+
+    monkeypatch.setattr(resume, "CHUNK_SECONDS", 1e-9)  # cheap jets: the smallest chunks
+    monkeypatch.setattr(batch, "write_part", flaky)
+    config = BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN], chunk_size=None)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([inp], config, output=out, progress=False)
+    assert sizes[0] == 50 and sizes[1:] == [10, 10, 10], "sized by the first chunk's cost"
+    monkeypatch.setattr(resume, "CHUNK_SECONDS", 1e9)  # now the largest
+    monkeypatch.setattr(batch, "write_part", real)
+    config = BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN], chunk_size=None)
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 3 and s.chunks_total == 5, s
+    a, b = jio.read_results(clean.output), jio.read_results(out)
+    for name in a:
+        assert np.array_equal(a[name].jet_index, b[name].jet_index)
+        assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood, equal_nan=True)
+        assert list(a[name].status) == list(b[name].status)
+
+
+def test_chunk_plan_keeps_parts_that_do_not_overlap():
+    from jetastar.batch.resume import ChunkPlan
+
+    plan = ChunkPlan(100, {(0, 30), (20, 40), (40, 50), (90, 120)}, 25)
+    assert plan.kept == [(0, 30), (40, 50)]
+    got = []
+    while (c := plan.next()) is not None:
+        got.append(c)
+    assert got == [(30, 40), (50, 75), (75, 100)]
+    assert plan.chunks == [(0, 30), (30, 40), (40, 50), (50, 75), (75, 100)]
+    tail = ChunkPlan(100, set(), 80, adaptive=True, n_workers=2)
+    assert tail.next() == (0, 50) and tail.next() == (50, 75)

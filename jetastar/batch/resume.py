@@ -85,6 +85,7 @@ from .config import BatchConfig
 
 __all__ = [
     "PART_DIR_SUFFIX",
+    "ChunkPlan",
     "PartWriter",
     "done_parts",
     "file_digest",
@@ -536,6 +537,93 @@ class PartWriter:
                 self.flush()
         finally:
             self.close()
+
+
+#: seconds of work per chunk that :class:`ChunkPlan` aims at when it sizes chunks by their cost
+CHUNK_SECONDS = 2.0
+#: the largest chunk :class:`ChunkPlan` makes (jets; bounds the memory of the chunks in flight)
+MAX_CHUNK = 20_000
+
+
+class ChunkPlan:
+    """The chunks of an input still to cluster: the gaps between its finished parts, cut into
+    chunks of a fixed size or, with ``adaptive``, of the size whose measured cost is about
+    :data:`CHUNK_SECONDS` of work.
+
+    Finished parts are reused when they do not overlap (the first by position wins), whatever
+    chunking made them, so a resume with another chunking is still exact: the merge takes
+    :attr:`chunks`, the kept parts and the new chunks, which cover every jet once.
+
+    Args:
+        n_jets: the input's jets.
+        done: chunks whose part file is complete (:func:`done_parts`).
+        size: jets per chunk (``adaptive``: the first chunks' size).
+        adaptive: size later chunks by the cost of the finished ones (:meth:`record`).
+        n_workers: processes clustering at once (the last chunks are cut so that all get work).
+
+    Example:
+        >>> plan = ChunkPlan(10, {(0, 4)}, 3)
+        >>> plan.kept, [plan.next() for _ in range(3)], plan.chunks
+        ([(0, 4)], [(4, 7), (7, 10), None], [(0, 4), (4, 7), (7, 10)])
+    """
+
+    def __init__(self, n_jets: int, done: set[tuple[int, int]] | Sequence[tuple[int, int]],
+                 size: int, *, adaptive: bool = False, n_workers: int = 1) -> None:
+        self.kept: list[tuple[int, int]] = []
+        end = 0
+        for a, b in sorted(done):
+            if a >= end and a < b <= n_jets:
+                self.kept.append((a, b))
+                end = b
+        self._gaps: list[tuple[int, int]] = []
+        cursor = 0
+        for a, b in [*self.kept, (n_jets, n_jets)]:
+            if a > cursor:
+                self._gaps.append((cursor, a))
+            cursor = b
+        self.size = max(1, int(size))
+        self.adaptive = adaptive
+        self.n_workers = max(1, n_workers)
+        self.made: list[tuple[int, int]] = []
+        self._jets = 0
+        self._seconds = 0.0
+
+    @property
+    def remaining(self) -> int:
+        """Jets not yet handed out."""
+        return sum(b - a for a, b in self._gaps)
+
+    @property
+    def chunks(self) -> list[tuple[int, int]]:
+        """Every chunk of the input, in order: the kept parts and those handed out."""
+        return sorted(self.kept + self.made)
+
+    def next(self) -> tuple[int, int] | None:
+        """The next chunk to cluster (``None``: none left)."""
+        if not self._gaps:
+            return None
+        a, b = self._gaps[0]
+        size = self.size
+        if self.adaptive and self.n_workers > 1:
+            # the last chunks are cut smaller so that every worker has one
+            size = min(size, max(1, -(-self.remaining // self.n_workers)))
+        stop = min(b, a + size)
+        if stop == b:
+            self._gaps.pop(0)
+        else:
+            self._gaps[0] = (stop, b)
+        self.made.append((a, stop))
+        return a, stop
+
+    def record(self, jets: int, seconds: float) -> None:
+        """A chunk of ``jets`` took ``seconds`` of work: size the next chunks (``adaptive``)."""
+        if not self.adaptive or jets <= 0 or not seconds >= 0:
+            return
+        self._jets += jets
+        self._seconds += seconds
+        per_jet = self._seconds / self._jets
+        want = int(CHUNK_SECONDS / per_jet) if per_jet > 0 else MAX_CHUNK
+        self.size = max(10, min(MAX_CHUNK, want))
 
 
 # ---------------------------------------------------------------------- finished outputs
