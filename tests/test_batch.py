@@ -776,3 +776,16 @@ def test_chunk_plan_keeps_parts_that_do_not_overlap():
     assert plan.chunks == [(0, 30), (30, 40), (40, 50), (50, 75), (75, 100)]
     tail = ChunkPlan(100, set(), 80, adaptive=True, n_workers=2)
     assert tail.next() == (0, 50) and tail.next() == (50, 75)
+
+
+def test_the_merge_counts_statuses_as_the_output_holds(tmp_path):
+    from jetastar.batch.merge import status_counts_of
+
+    inp = tmp_path / "jets.root"
+    jio.write(inp, generate(40, ShowerParams.qcd(), seed=14))
+    (s,) = run_batch([inp], BatchConfig(["greedy", "test-exact"], plugins=[PLUGIN],
+                                        max_leaves={"test-exact": 6}, chunk_size=15),
+                     output=tmp_path / "out.root", progress=False)
+    assert s.ok, s.error
+    assert s.status_counts == status_counts_of(tmp_path / "out.root")
+    assert s.status_counts["test-exact"].get("skipped", 0) > 0

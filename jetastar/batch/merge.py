@@ -36,7 +36,7 @@ MERGE_BLOCK = 20_000
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     attrs: dict[str, Any] | None, *, progress: bool = False,
-) -> None:
+) -> dict[str, dict[str, int]]:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
     Args:
@@ -48,6 +48,9 @@ def merge_parts(
         attrs: attributes of the output (``input_identity``: the identity taken at the start).
         progress: a bar over the jets and result rows written, shown when the merge takes over
             2 s (after the clustering bar has reached 100 %, a long merge is then not silent).
+
+    Returns:
+        Per algorithm, status -> number of jets (as :func:`status_counts_of` the output).
 
     Raises:
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
@@ -61,23 +64,26 @@ def merge_parts(
     n = reader.n_jets
     if n == 0 or "entry" in reader.chunk(0, 1).jet_columns:
         _merge_in_memory(reader, out, parts, chunks, config, meta, progress)
+        counts = status_counts_of(out)
     else:
-        _merge_streaming(reader, out, parts, chunks, config, meta, progress)
+        counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress)
     shutil.rmtree(parts, ignore_errors=True)
+    return counts
 
 
 def _merge_streaming(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     meta: dict[str, Any], progress: bool,
-) -> None:
+) -> dict[str, dict[str, int]]:
     """The output written block by block: the jets, then each algorithm's rows part by part (the
     layout of :func:`jetastar.io.write`); at most one block of jets or one part's table in
-    memory."""
+    memory. Returns the status counts of each algorithm."""
     n = reader.n_jets
     files = [parts / part_name(a, b) for a, b in chunks]
     need = _size(reader.path) + sum(_size(f) for f in files)
     writer = stream_writer(out, meta, need=2 * need)
     names = list(config.algorithms)
+    statuses: dict[str, dict[str, int]] = {}
     try:
         with progress_bar(total=n * (1 + len(names)), desc=f"merging {out.name}", unit="row",
                           show=progress, delay=2.0) as bar:
@@ -94,6 +100,11 @@ def _merge_streaming(
                     if table is None:
                         raise BatchError(f"{f}: has no results for {name!r}")
                     counts.add(table.jet_index)
+                    seen = statuses.setdefault(name, {})
+                    values, number = np.unique(np.asarray(table.status, dtype=str),
+                                               return_counts=True)
+                    for v, c in zip(values.tolist(), number.tolist(), strict=True):
+                        seen[v] = seen.get(v, 0) + c
                     writer.add_results(name, table)
                     bar.update(b - a)
                 counts.check(out, name)
@@ -102,6 +113,7 @@ def _merge_streaming(
         writer.abort(exc)
         raise
     writer.close()
+    return {name: dict(sorted(c.items())) for name, c in statuses.items()}
 
 
 class _Coverage:

@@ -291,9 +291,10 @@ def _run_file(
             raise BatchInterrupted(str(inp), str(parts), kept, n) from None
         chunks = plan.chunks
         summary.chunks_total = len(chunks)
-        merge_parts(reader, out, parts, chunks, config,
-                    {**reading, **(attrs or {}), "input_identity": identity}, progress=progress)
-        summary.status_counts = status_counts_of(out)
+        counts = merge_parts(reader, out, parts, chunks, config,
+                             {**reading, **(attrs or {}), "input_identity": identity},
+                             progress=progress)
+        summary.status_counts = counts if counts is not None else status_counts_of(out)
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
     finally:
