@@ -30,7 +30,7 @@ from .sources import JetSource
 __all__ = ["MERGE_BLOCK", "check_unchanged", "merge_parts", "status_counts_of"]
 
 #: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
-MERGE_BLOCK = 20_000
+MERGE_BLOCK = 10_000
 
 
 def merge_parts(

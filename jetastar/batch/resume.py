@@ -485,7 +485,7 @@ class PartWriter:
     """
 
     def __init__(self, write: Callable[[Path, int, int, dict[str, AlgorithmResults]], None],
-                 max_queued: int = 8) -> None:
+                 max_queued: int = 2) -> None:
         self._write = write
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queued)
         self._error: BaseException | None = None
