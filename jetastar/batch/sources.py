@@ -102,6 +102,7 @@ class JetFileReader:
         self.n_jets = len(self._whole) if self._whole is not None else io.n_jets(self.path)
         self.read_ahead = int(read_ahead)
         self._window: tuple[int, int, JetCollection] | None = None
+        self._columns: Any = None  # the file, open across reads
         self.reads = 0
 
     def chunk(self, start: int, stop: int) -> JetCollection:
@@ -111,7 +112,9 @@ class JetFileReader:
         w = self._window
         if w is None or not (w[0] <= start and stop <= w[1]):
             end = max(stop, min(self.n_jets, start + self.read_ahead))
-            self._window = w = (start, end, io.read(self.path, slice(start, end), validate=False))
+            if self._columns is None:
+                self._columns = columns(self.path)
+            self._window = w = (start, end, self._columns.collection(start, end))
             self.reads += 1
         if (start, stop) == (w[0], w[1]):
             return w[2]
@@ -139,8 +142,11 @@ class JetFileReader:
         return jets_digest(self.whole() if jets is None else jets)
 
     def close(self) -> None:
-        """Drop the jets read ahead (every read opens and closes the file)."""
+        """Drop the jets read ahead and close the file."""
         self._window = None
+        if self._columns is not None:
+            self._columns.close()
+            self._columns = None
 
 
 class ParticleFileSource(ParticleReader):

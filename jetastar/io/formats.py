@@ -67,8 +67,12 @@ class ColumnReader:
 
     def read(self, names: list[str], start: int, stop: int) -> dict[str, Any]:
         """The columns ``names`` of jets ``start:stop``."""
-        collection = self.fmt.read(self.path, slice(start, stop), validate=False)
+        collection = self.collection(start, stop)
         return {name: column_of(collection, name) for name in names}
+
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        return self.fmt.read(self.path, slice(start, stop), validate=False)
 
     def close(self) -> None:
         """Release the file."""

@@ -746,6 +746,11 @@ class HDF5Columns(ColumnReader):
                 raise KeyError(name)
         return out
 
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
+        return _read_range(self._f, start, stop)
+
     def close(self) -> None:
         """Close the file."""
         self._f.f.close()

@@ -496,7 +496,8 @@ class _RootFile:
             if fh.read(4) != b"root":
                 raise FileFormatError(f"{p}: not a ROOT file")
         try:
-            self.f = uproot.open(p)
+            # no array cache: every file is opened for one read (or reads each range once)
+            self.f = uproot.open(p, array_cache=None)
         except Exception as exc:  # uproot raises many types for non-ROOT / damaged files
             raise FileFormatError(_open_error(self.path, exc)) from None
         try:
@@ -747,6 +748,13 @@ class RootColumns(ColumnReader):
             else:
                 out[name] = _np(arr[name], np.int64)
         return out
+
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
+        if stop <= start:
+            return set_extras(JetCollection.from_jets([]))
+        return _collection_from_arrays(self._f.arrays("jets", start, stop), self._f.path, start)
 
     def close(self) -> None:
         """Close the file."""
