@@ -789,3 +789,16 @@ def test_the_merge_counts_statuses_as_the_output_holds(tmp_path):
     assert s.ok, s.error
     assert s.status_counts == status_counts_of(tmp_path / "out.root")
     assert s.status_counts["test-exact"].get("skipped", 0) > 0
+
+
+def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):
+    from jetastar.batch.runner import timed_file_chunk_task
+
+    config = BatchConfig(["greedy", "kt"], chunk_size=10)
+    first, tables, seconds = timed_file_chunk_task(str(jets_file), 10, 25, config, 1)
+    want = cluster_collection(jio.read(jets_file, slice(10, 25)), config, first_index=10)
+    assert first == 10 and seconds >= 0
+    for name in want:
+        assert np.array_equal(tables[name].jet_index, np.arange(10, 25))
+        assert np.array_equal(tables[name].log_likelihood, want[name].log_likelihood,
+                              equal_nan=True)

@@ -56,7 +56,8 @@ from .resume import (
 from .sources import JetFileReader, JetSource, ParticleFileSource
 from .work import chunk_task, cluster_collection
 
-__all__ = ["FileSummary", "output_path_for", "run_batch", "timed_chunk_task"]
+__all__ = ["FileSummary", "output_path_for", "run_batch", "timed_chunk_task",
+           "timed_file_chunk_task"]
 
 #: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
 #: ``<name>.parts``)
@@ -421,6 +422,9 @@ def _cluster_chunks(
     pending: dict[cf.Future, tuple[int, int]] = {}
     max_inflight = 2 * n_workers + 1
     watch = WorkerWatch(executor)
+    # workers of the local pool share this file system: they read jetastar files themselves
+    by_path = progress is not None and isinstance(reader, JetFileReader) and \
+        reader.fmt != "legacy"
 
     def finish(fut: cf.Future) -> None:
         a, b = pending.pop(fut)
@@ -436,8 +440,12 @@ def _cluster_chunks(
             while True:
                 while len(pending) < max_inflight and (chunk := plan.next()) is not None:
                     a, b = chunk
-                    fut = executor.submit(timed_chunk_task, reader.chunk(a, b), config, a,
-                                          source, n_workers)
+                    if by_path:  # the worker reads its chunk: decoding is shared out too
+                        fut = executor.submit(timed_file_chunk_task, source, a, b, config,
+                                              n_workers)
+                    else:
+                        fut = executor.submit(timed_chunk_task, reader.chunk(a, b), config, a,
+                                              source, n_workers)
                     pending[fut] = (a, b)
                 if not pending:
                     break
@@ -469,6 +477,25 @@ def timed_chunk_task(
     watch = time.perf_counter()
     first, tables = chunk_task(collection, config, first_index, source, n_workers)
     return first, tables, time.perf_counter() - watch
+
+
+#: in a worker of the local pool: the input it reads its chunks from (one open file at a time)
+_WORKER_READER: dict[str, JetFileReader] = {}
+
+
+def timed_file_chunk_task(
+    path: str, start: int, stop: int, config: BatchConfig, n_workers: int
+) -> tuple[int, dict[str, AlgorithmResults], float]:
+    """:func:`timed_chunk_task` of jets ``start:stop`` of a jetastar file, read in the worker
+    (workers of a local pool share the master's file system; the file stays open, and its chunks
+    are sliced from reads ahead, between calls)."""
+    reader = _WORKER_READER.get(path)
+    if reader is None:
+        for old in _WORKER_READER.values():
+            old.close()
+        _WORKER_READER.clear()
+        reader = _WORKER_READER[path] = JetFileReader(path)
+    return timed_chunk_task(reader.chunk(start, stop), config, start, path, n_workers)
 
 
 def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],
