@@ -802,3 +802,23 @@ def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):
         assert np.array_equal(tables[name].jet_index, np.arange(10, 25))
         assert np.array_equal(tables[name].log_likelihood, want[name].log_likelihood,
                               equal_nan=True)
+
+
+def test_the_streaming_merge_refuses_missing_and_duplicated_jets(tmp_path):
+    from jetastar.batch.merge import merge_parts
+    from jetastar.batch.resume import write_part
+
+    inp = tmp_path / "jets.h5"
+    jets = generate(20, ShowerParams.qcd(), seed=15)
+    jio.write(inp, jets)
+    config = BatchConfig(["greedy"], chunk_size=10)
+    parts = tmp_path / "out.h5.parts"
+    parts.mkdir()
+    first = cluster_collection(jets.take(np.arange(10)), config)
+    second = cluster_collection(jets.take(np.arange(10)), config, first_index=5)  # 5..14
+    write_part(parts, 0, 10, first)
+    write_part(parts, 10, 20, second)
+    with pytest.raises(BatchError, match="5 jets missing, 5 duplicated"):
+        merge_parts(JetFileReader(inp), tmp_path / "out.h5", parts, [(0, 10), (10, 20)], config,
+                    None)
+    assert not (tmp_path / "out.h5").exists() and not list(tmp_path.glob(".out.h5*"))

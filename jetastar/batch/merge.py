@@ -127,8 +127,12 @@ class _Coverage:
         idx = np.asarray(idx, dtype=np.int64)
         inside = (idx >= 0) & (idx < self.counts.shape[0])
         self.outside += int(np.count_nonzero(~inside))
-        np.add.at(self.counts, idx[inside], 1)
-        np.minimum(self.counts, 2, out=self.counts)
+        idx = idx[inside]
+        if idx.size:
+            lo, hi = int(idx.min()), int(idx.max()) + 1
+            window = self.counts[lo:hi]
+            window += np.minimum(np.bincount(idx - lo, minlength=hi - lo), 2).astype(np.uint8)
+            np.minimum(window, 2, out=window)
 
     def check(self, out: Path, name: str) -> None:
         missing = int(np.count_nonzero(self.counts == 0))
