@@ -26,6 +26,7 @@ from jetastar.batch import (
     parse_options,
     run_batch,
 )
+from jetastar.batch.sources import JetFileReader
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 TESTS = Path(__file__).parent
@@ -249,6 +250,37 @@ def test_dask_local_cluster(tmp_path, jets_file):
     _check_complete(tmp_path / "dask2.root", 60, ("test-chain", "test-exact"))
 
 
+def test_dask_says_when_a_worker_was_lost(tmp_path, capfd):
+    import threading
+
+    distributed = pytest.importorskip("distributed")
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(60, ShowerParams.w(), seed=12))
+    out = tmp_path / "out.h5"
+    config = BatchConfig(["test-chain"], options={"test-chain": {"delay": 0.1}}, plugins=[PLUGIN],
+                         chunk_size=4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+
+        def kill() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not _parts(out):
+                time.sleep(0.05)
+            os.kill(pids[victim], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        (s,) = run_batch([inp], config, output=out, executor=client.get_executor(),
+                         progress=False)
+        killer.join()
+    assert s.ok, s.error
+    assert f"Dask worker {victim} was lost" in capfd.readouterr().err
+    _check_complete(out, 60)
+
+
 def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(BatchError, match=r"pip install 'jetastar\[dask\]'"):
@@ -371,7 +403,7 @@ def test_both_readers_are_jet_sources(tmp_path, jets_file):
 
     from jetastar.batch import JetSource
     from jetastar.batch.resume import file_digest, jets_digest
-    from jetastar.batch.sources import JetFileReader, ParticleFileSource
+    from jetastar.batch.sources import ParticleFileSource
     from jetastar.io import ParticleSource
 
     reader = JetFileReader(jets_file)
@@ -475,3 +507,318 @@ def test_an_interrupt_inside_a_weakref_callback_is_latched_not_printed():
     latch.raised = None
     with pytest.raises(KeyboardInterrupt):
         handler(2, sys._getframe())  # anywhere else: raised at once
+
+
+# ---------------------------------------------------------------------- the streaming pipeline
+def _mixed_jets(n_w: int = 25, n_qcd: int = 40):
+    """W jets first (type 'W'), then QCD jets (a wider type): the merge widens ``jet_type``."""
+    from jetastar.jet import JetCollection
+
+    return JetCollection.concatenate([generate(n_w, ShowerParams.w(), seed=3),
+                                      generate(n_qcd, ShowerParams.qcd(), seed=4)])
+
+
+def _h5_content(path: Path) -> dict:
+    import h5py
+
+    out = {}
+    with h5py.File(path, "r") as f:
+        out["/"] = {k: v for k, v in f.attrs.items() if k not in ("created", "command")}
+
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = (obj.dtype.str, obj.shape, repr(obj[()].tolist()))
+            out[name + "@"] = dict(obj.attrs.items())
+
+        f.visititems(visit)
+    return out
+
+
+def _root_content(path: Path) -> dict:
+    import json
+
+    import awkward as ak
+    import uproot
+
+    out = {}
+    with uproot.open(path) as f:
+        meta = json.loads(str(f["meta"]))
+        out["meta"] = {k: v for k, v in meta.items() if k not in ("created", "command")}
+        for name in ("jets", "results"):
+            tree = f[name]
+            out[name] = {b.name: (b.typename, repr(ak.to_list(b.array()))) for b in tree.branches}
+            out[name + "#"] = tree.num_entries
+    return out
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
+    import shutil
+
+    import jetastar.batch.merge as merge
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / f"jets.{ext}"
+    jio.write(inp, _mixed_jets())
+    config = BatchConfig(["greedy", "kt", "test-chain"], plugins=[PLUGIN], chunk_size=9)
+    monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # many blocks of jets
+    real = batch.merge_parts
+    memory = tmp_path / f"memory.{ext}"
+
+    def both(reader, out, parts, *args, **kwargs):
+        copy = tmp_path / "copy.parts"
+        shutil.copytree(parts, copy)
+        real(reader, out, parts, *args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(merge, "_merge_streaming", merge._merge_in_memory)
+            real(reader, memory, copy, *args, **kwargs)
+
+    monkeypatch.setattr(batch, "merge_parts", both)
+    (s,) = run_batch([inp], config, output=tmp_path / f"streamed.{ext}", progress=False)
+    assert s.ok, s.error
+    content = _h5_content if ext == "h5" else _root_content
+    assert content(tmp_path / f"streamed.{ext}") == content(memory)
+    jets = jio.read(tmp_path / f"streamed.{ext}")
+    assert list(jets.jet_type[:2]) == ["W", "W"] and jets.jet_type[-1] == "QCD"
+
+
+def test_merge_holds_one_part_and_one_block_at_a_time(tmp_path, monkeypatch):
+    import weakref
+
+    import jetastar.batch.merge as merge
+    import jetastar.batch.sources as sources
+
+    inp = tmp_path / "jets.root"
+    jio.write(inp, generate(200, ShowerParams.qcd(), seed=5))
+    monkeypatch.setattr(merge, "MERGE_BLOCK", 30)
+    alive: list = []
+    real_read = merge.read_part
+
+    def counted(path, algorithms=None):
+        tables = real_read(path, algorithms)
+        alive[:] = [r for r in alive if r() is not None]
+        assert len(alive) <= 1, "the merge holds the tables of at most one part"
+        alive.extend(weakref.ref(t) for t in tables.values())
+        return tables
+
+    biggest = []
+    real_chunk = sources.JetFileReader.chunk
+
+    def chunk(self, a, b):
+        biggest.append(b - a)
+        return real_chunk(self, a, b)
+
+    def whole(self):
+        raise AssertionError("the streaming merge never reads the whole input")
+
+    monkeypatch.setattr(merge, "read_part", counted)
+    monkeypatch.setattr(sources.JetFileReader, "chunk", chunk)
+    monkeypatch.setattr(sources.JetFileReader, "whole", whole)
+    config = BatchConfig(["greedy", "antikt"], chunk_size=20)
+    (s,) = run_batch([inp], config, output=tmp_path / "out.root", progress=False)
+    assert s.ok, s.error
+    assert max(biggest) <= 30 and len(alive) >= 1
+    _check_complete(tmp_path / "out.root", 200, ("greedy", "antikt"))
+
+
+def test_streamed_digest_equals_the_digest_of_the_whole_collection(tmp_path):
+    from jetastar.batch.resume import jets_digest, stream_jets_digest
+    from jetastar.io.dispatch import columns
+
+    jets = _mixed_jets(7, 12)
+    for ext in ("h5", "root"):
+        path = tmp_path / f"j.{ext}"
+        jio.write(path, jets)
+        want = jets_digest(jets)
+        for block in (1, 5, 100):
+            with columns(path) as cols:
+                assert stream_jets_digest(cols, len(jets), block) == want
+        assert JetFileReader(path).digest() == want
+
+
+def test_generator_params_streamed_equal_the_whole(tmp_path):
+    from jetastar.io._common import GeneratorParamsStream, generator_params
+    from jetastar.jet import JetCollection
+
+    jets = _mixed_jets(6, 9)
+    measured = generate(8, ShowerParams.qcd(), seed=9)
+    measured.params["root_momentum"] = measured.params["root_momentum"] * np.linspace(
+        1, 2, 8).reshape(-1, 1)  # every jet its own 4-vector: one "per_jet" set
+    both = JetCollection.concatenate([jets, measured])
+    for block in (1, 4, 100):
+        stream = GeneratorParamsStream()
+        for a in range(0, len(both), block):
+            stream.add(both.take(np.arange(a, min(len(both), a + block))))
+        assert stream.result() == generator_params(both)
+
+
+def test_a_torn_part_is_not_trusted_and_a_resume_equals_a_clean_run(tmp_path, monkeypatch):
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(50, ShowerParams.qcd(), seed=6))
+    config = BatchConfig(["greedy", "cambridge"], chunk_size=10)
+    (clean,) = run_batch([inp], config, output=tmp_path / "clean.h5", progress=False)
+    out = tmp_path / "out.h5"
+    monkeypatch.setattr(batch, "merge_parts", lambda *a, **k: (_ for _ in ()).throw(
+        KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([inp], config, output=out, progress=False)
+    monkeypatch.undo()
+    parts = sorted(_parts(out))
+    assert len(parts) == 5
+    data = parts[1].read_bytes()
+    parts[1].write_bytes(data[: len(data) // 2])  # a part torn by a crash of the disk
+    (tmp_path / "out.h5.parts" / ".part-x.123.abcd.tmp").write_bytes(b"half")  # a killed write
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 4, s
+    a, b = jio.read_results(clean.output), jio.read_results(out)
+    for name in a:
+        assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood, equal_nan=True)
+        assert a[name].tree(3) == b[name].tree(3)
+
+
+def test_the_part_folder_is_smaller_than_the_output(tmp_path, monkeypatch):
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / "jets.root"
+    jio.write(inp, generate(3000, ShowerParams.qcd(), seed=7))
+    config = BatchConfig(["greedy", "kt", "cambridge", "antikt"], chunk_size=500)
+    out = tmp_path / "out.root"
+    real = batch.merge_parts
+    sizes = {}
+
+    def measured(reader, out_, parts, *args, **kwargs):
+        sizes["parts"] = sum(p.stat().st_size for p in parts.iterdir())
+        real(reader, out_, parts, *args, **kwargs)
+
+    monkeypatch.setattr(batch, "merge_parts", measured)
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok, s.error
+    assert sizes["parts"] < out.stat().st_size
+
+
+def test_part_writer_raises_a_write_error_in_the_caller():
+    from jetastar.batch.resume import PartWriter
+
+    done = []
+
+    def write(parts, a, b, tables):
+        if a == 1:
+            raise OSError("disk full")
+        done.append(a)
+
+    with pytest.raises(OSError, match="disk full"), PartWriter(write) as w:
+        for a in range(4):
+            w.put(Path("."), a, a + 1, {})
+    assert done == [0], "nothing is written after a failed part"
+
+
+def test_reader_reads_ahead(tmp_path):
+    path = tmp_path / "jets.root"
+    jets = generate(100, ShowerParams.qcd(), seed=8)
+    jio.write(path, jets)
+    reader = JetFileReader(path, read_ahead=40)
+    got = [reader.chunk(a, min(100, a + 10)) for a in range(0, 100, 10)]
+    assert reader.reads == 3
+    from jetastar.batch.resume import jets_digest
+    from jetastar.jet import JetCollection
+
+    assert jets_digest(JetCollection.concatenate(got)) == jets_digest(jets)
+
+
+def test_chunks_sized_by_cost_and_a_resume_with_other_chunks_is_exact(tmp_path, monkeypatch):
+    import jetastar.batch.resume as resume
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(200, ShowerParams.qcd(), seed=13))
+    (clean,) = run_batch([inp], BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN],
+                                            chunk_size=200), output=tmp_path / "clean.h5",
+                         progress=False)
+    out = tmp_path / "out.h5"
+    real = batch.write_part
+    sizes = []
+
+    def flaky(parts, a, b, tables):
+        sizes.append(b - a)
+        if len(sizes) == 4:
+            raise KeyboardInterrupt
+        real(parts, a, b, tables)
+
+    monkeypatch.setattr(resume, "CHUNK_SECONDS", 1e-9)  # cheap jets: the smallest chunks
+    monkeypatch.setattr(batch, "write_part", flaky)
+    config = BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN], chunk_size=None)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch([inp], config, output=out, progress=False)
+    assert sizes[0] == 50 and sizes[1:] == [10, 10, 10], "sized by the first chunk's cost"
+    monkeypatch.setattr(resume, "CHUNK_SECONDS", 1e9)  # now the largest
+    monkeypatch.setattr(batch, "write_part", real)
+    config = BatchConfig(["test-chain", "greedy"], plugins=[PLUGIN], chunk_size=None)
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 3 and s.chunks_total == 5, s
+    a, b = jio.read_results(clean.output), jio.read_results(out)
+    for name in a:
+        assert np.array_equal(a[name].jet_index, b[name].jet_index)
+        assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood, equal_nan=True)
+        assert list(a[name].status) == list(b[name].status)
+
+
+def test_chunk_plan_keeps_parts_that_do_not_overlap():
+    from jetastar.batch.resume import ChunkPlan
+
+    plan = ChunkPlan(100, {(0, 30), (20, 40), (40, 50), (90, 120)}, 25)
+    assert plan.kept == [(0, 30), (40, 50)]
+    got = []
+    while (c := plan.next()) is not None:
+        got.append(c)
+    assert got == [(30, 40), (50, 75), (75, 100)]
+    assert plan.chunks == [(0, 30), (30, 40), (40, 50), (50, 75), (75, 100)]
+    tail = ChunkPlan(100, set(), 80, adaptive=True, n_workers=2)
+    assert tail.next() == (0, 50) and tail.next() == (50, 75)
+
+
+def test_the_merge_counts_statuses_as_the_output_holds(tmp_path):
+    from jetastar.batch.merge import status_counts_of
+
+    inp = tmp_path / "jets.root"
+    jio.write(inp, generate(40, ShowerParams.qcd(), seed=14))
+    (s,) = run_batch([inp], BatchConfig(["greedy", "test-exact"], plugins=[PLUGIN],
+                                        max_leaves={"test-exact": 6}, chunk_size=15),
+                     output=tmp_path / "out.root", progress=False)
+    assert s.ok, s.error
+    assert s.status_counts == status_counts_of(tmp_path / "out.root")
+    assert s.status_counts["test-exact"].get("skipped", 0) > 0
+
+
+def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):
+    from jetastar.batch.runner import timed_file_chunk_task
+
+    config = BatchConfig(["greedy", "kt"], chunk_size=10)
+    first, tables, seconds = timed_file_chunk_task(str(jets_file), 10, 25, config, 1)
+    want = cluster_collection(jio.read(jets_file, slice(10, 25)), config, first_index=10)
+    assert first == 10 and seconds >= 0
+    for name in want:
+        assert np.array_equal(tables[name].jet_index, np.arange(10, 25))
+        assert np.array_equal(tables[name].log_likelihood, want[name].log_likelihood,
+                              equal_nan=True)
+
+
+def test_the_streaming_merge_refuses_missing_and_duplicated_jets(tmp_path):
+    from jetastar.batch.merge import merge_parts
+    from jetastar.batch.resume import write_part
+
+    inp = tmp_path / "jets.h5"
+    jets = generate(20, ShowerParams.qcd(), seed=15)
+    jio.write(inp, jets)
+    config = BatchConfig(["greedy"], chunk_size=10)
+    parts = tmp_path / "out.h5.parts"
+    parts.mkdir()
+    first = cluster_collection(jets.take(np.arange(10)), config)
+    second = cluster_collection(jets.take(np.arange(10)), config, first_index=5)  # 5..14
+    write_part(parts, 0, 10, first)
+    write_part(parts, 10, 20, second)
+    with pytest.raises(BatchError, match="5 jets missing, 5 duplicated"):
+        merge_parts(JetFileReader(inp), tmp_path / "out.h5", parts, [(0, 10), (10, 20)], config,
+                    None)
+    assert not (tmp_path / "out.h5").exists() and not list(tmp_path.glob(".out.h5*"))

@@ -77,7 +77,9 @@ class BatchConfig:
         plugins: modules to import (in the master and every worker) before running, e.g. modules
             that register extra algorithms.
         chunk_size: jets per work unit (and per part file); ``None``: chosen by
-            :func:`check_config` from the algorithms' cost (:func:`auto_chunk_size`).
+            :func:`check_config` from the algorithms' cost (:func:`auto_chunk_size`), and in
+            :func:`~jetastar.batch.run_batch` only for the first chunks: later chunks are sized by
+            the measured cost of the finished ones (about two seconds of work each).
         threads: numba threads per process for the algorithms with a ``threads`` option (the exact
             engines); default: all cores with one worker, one per worker with several. Results do
             not depend on it, so it is not part of the settings a resumed run must repeat.

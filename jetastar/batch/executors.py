@@ -35,6 +35,7 @@ from ..result_tables import to_json
 from .config import BatchConfig, load_registry, options_for, size_limit
 
 __all__ = [
+    "WorkerWatch",
     "jet_reporter",
     "make_executor",
     "progress_queue_of",
@@ -207,6 +208,45 @@ def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
     if queue is not None:
         queue.close()
         queue.cancel_join_thread()
+
+
+class WorkerWatch:
+    """Notices the Dask workers that left a cluster (killed, out of memory, a lost node): Dask
+    computes their tasks again on other workers, silently; the chunk loop says so.
+
+    Other executors have no workers to watch (:meth:`lost` is always empty): a local pool that
+    loses a worker fails the run's remaining chunks with a one-line error instead.
+
+    Args:
+        executor: the executor of the run (a ``distributed`` client's ``get_executor()``).
+    """
+
+    def __init__(self, executor: cf.Executor | None) -> None:
+        self._client = getattr(executor, "_client", None)
+        self._known = self._workers()
+
+    def _workers(self) -> set[str]:
+        if self._client is None:
+            return set()
+        try:
+            return set(self._client.scheduler_info().get("workers", {}))
+        except Exception:  # a closing client: nothing to report
+            return set()
+
+    def lost(self) -> list[str]:
+        """The addresses of the workers gone since the last call (at most every 0.5 s asked)."""
+        if self._client is None:
+            return []
+        now = time.monotonic()
+        if now - getattr(self, "_asked", 0.0) < 0.5:
+            return []
+        self._asked = now
+        current = self._workers()
+        if not current:
+            return []
+        gone = sorted(self._known - current)
+        self._known = current
+        return gone
 
 
 def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],

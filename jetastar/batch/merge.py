@@ -2,7 +2,11 @@
 
 :func:`merge_parts` follows the protocol of :mod:`jetastar.batch.resume`: every jet exactly once
 per algorithm, the input unchanged since its hash was taken, one atomic write, then the part folder
-is removed. :func:`status_counts_of` reads back what an output holds.
+is removed. It streams: the output is written block by block (the input's jets
+:data:`MERGE_BLOCK` at a time, then each algorithm's rows one part at a time), so its memory does
+not grow with the number of jets. Jets read from particle files (whose output also holds a table
+by input entry, made from every jet at once) are merged in memory. :func:`status_counts_of`
+reads back what an output holds.
 """
 
 from __future__ import annotations
@@ -16,20 +20,23 @@ import numpy as np
 from .. import io
 from .._progress import progress_bar
 from ..errors import BatchError
-from ..io.hdf5 import read_hdf5_results
+from ..io.dispatch import stream_writer
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from .config import BatchConfig
-from .resume import part_name
+from .resume import part_counters, part_name, read_part
 from .sources import JetSource
 
-__all__ = ["check_unchanged", "merge_parts", "status_counts_of"]
+__all__ = ["MERGE_BLOCK", "check_unchanged", "merge_parts", "status_counts_of"]
+
+#: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
+MERGE_BLOCK = 10_000
 
 
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     attrs: dict[str, Any] | None, *, progress: bool = False,
-) -> None:
+) -> dict[str, dict[str, int]]:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
     Args:
@@ -39,18 +46,120 @@ def merge_parts(
         chunks: every chunk ``(start, stop)`` of the input, in order.
         config: the run's settings.
         attrs: attributes of the output (``input_identity``: the identity taken at the start).
-        progress: a bar over the part files read, shown when the merge takes over 2 s (after the
-            clustering bar has reached 100 %, a long merge is then not silent).
+        progress: a bar over the jets and result rows written, shown when the merge takes over
+            2 s (after the clustering bar has reached 100 %, a long merge is then not silent).
+
+    Returns:
+        Per algorithm, status -> number of jets (as :func:`status_counts_of` the output).
 
     Raises:
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
             changed while it was clustered.
     """
+    meta = {
+        "input": str(reader.path),
+        "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
+        **(attrs or {}),
+    }
+    n = reader.n_jets
+    if n == 0 or "entry" in reader.chunk(0, 1).jet_columns:
+        _merge_in_memory(reader, out, parts, chunks, config, meta, progress)
+        counts = status_counts_of(out)
+    else:
+        counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress)
+    shutil.rmtree(parts, ignore_errors=True)
+    return counts
+
+
+def _merge_streaming(
+    reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
+    meta: dict[str, Any], progress: bool,
+) -> dict[str, dict[str, int]]:
+    """The output written block by block: the jets, then each algorithm's rows part by part (the
+    layout of :func:`jetastar.io.write`); at most one block of jets or one part's table in
+    memory. Returns the status counts of each algorithm."""
+    n = reader.n_jets
+    files = [parts / part_name(a, b) for a, b in chunks]
+    need = _size(reader.path) + sum(_size(f) for f in files)
+    writer = stream_writer(out, meta, need=2 * need)
+    names = list(config.algorithms)
+    statuses: dict[str, dict[str, int]] = {}
+    try:
+        with progress_bar(total=n * (1 + len(names)), desc=f"merging {out.name}", unit="row",
+                          show=progress, delay=2.0) as bar:
+            for a in range(0, n, MERGE_BLOCK):
+                b = min(n, a + MERGE_BLOCK)
+                writer.add_jets(reader.chunk(a, b))
+                bar.update(b - a)
+            if hasattr(writer, "set_counters"):
+                writer.set_counters({k for f in files for k in part_counters(f)})
+            for name in names:
+                counts = _Coverage(n)
+                for (a, b), f in zip(chunks, files, strict=True):
+                    table = read_part(f, [name]).get(name)
+                    if table is None:
+                        raise BatchError(f"{f}: has no results for {name!r}")
+                    counts.add(table.jet_index)
+                    seen = statuses.setdefault(name, {})
+                    values, number = np.unique(np.asarray(table.status, dtype=str),
+                                               return_counts=True)
+                    for v, c in zip(values.tolist(), number.tolist(), strict=True):
+                        seen[v] = seen.get(v, 0) + c
+                    writer.add_results(name, table)
+                    bar.update(b - a)
+                counts.check(out, name)
+        check_unchanged(reader, None, meta.get("input_identity"))
+    except BaseException as exc:
+        writer.abort(exc)
+        raise
+    writer.close()
+    return {name: dict(sorted(c.items())) for name, c in statuses.items()}
+
+
+class _Coverage:
+    """How often each jet appears in an algorithm's rows, counted part by part."""
+
+    def __init__(self, n: int) -> None:
+        self.counts = np.zeros(n, dtype=np.uint8)
+        self.outside = 0
+
+    def add(self, idx: np.ndarray) -> None:
+        idx = np.asarray(idx, dtype=np.int64)
+        inside = (idx >= 0) & (idx < self.counts.shape[0])
+        self.outside += int(np.count_nonzero(~inside))
+        idx = idx[inside]
+        if idx.size:
+            lo, hi = int(idx.min()), int(idx.max()) + 1
+            window = self.counts[lo:hi]
+            window += np.minimum(np.bincount(idx - lo, minlength=hi - lo), 2).astype(np.uint8)
+            np.minimum(window, 2, out=window)
+
+    def check(self, out: Path, name: str) -> None:
+        missing = int(np.count_nonzero(self.counts == 0))
+        duplicated = int(np.count_nonzero(self.counts > 1)) + self.outside
+        if missing or duplicated:
+            raise BatchError(f"{out}: results of {name!r} are inconsistent: {missing} jets "
+                             f"missing, {duplicated} duplicated")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _merge_in_memory(
+    reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
+    meta: dict[str, Any], progress: bool,
+) -> None:
+    """Every part and every jet read, then one write (jets of particle files: the table by input
+    entry is made from all of them at once)."""
     tables: dict[str, list[AlgorithmResults]] = {a: [] for a in config.algorithms}
     with progress_bar(total=len(chunks), desc=f"merging {out.name}", unit="part", show=progress,
                       delay=2.0) as bar:
         for a, b in chunks:
-            part = read_hdf5_results(parts / part_name(a, b))
+            part = read_part(parts / part_name(a, b))
             for name in config.algorithms:
                 if name not in part:
                     raise BatchError(f"{parts / part_name(a, b)}: has no results for {name!r}")
@@ -71,19 +180,19 @@ def merge_parts(
             )
         merged[name] = table
     collection = reader.whole()
-    check_unchanged(reader, collection, (attrs or {}).get("input_identity"))
-    meta = {
-        "input": str(reader.path),
-        "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
-        **(attrs or {}),
-    }
+    check_unchanged(reader, collection, meta.get("input_identity"))
     io.write(out, collection, merged, attrs=meta)
-    shutil.rmtree(parts, ignore_errors=True)
 
 
-def check_unchanged(reader: JetSource, collection: JetCollection,
+def check_unchanged(reader: JetSource, collection: JetCollection | None,
                     identity: dict[str, Any] | None) -> None:
     """The jets written with the results are the jets whose hash was taken at the start.
+
+    Args:
+        reader: the input.
+        collection: its jets when they were read whole (else its hash is taken by reading it
+            again, column by column).
+        identity: the identity taken at the start (``None``: nothing to check).
 
     Raises:
         BatchError: the input's content hash differs from ``identity["sha256"]``.

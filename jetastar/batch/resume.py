@@ -6,8 +6,12 @@ This module is the one place that defines it; :mod:`jetastar.batch.runner` follo
 **Part files.** An input is clustered in chunks of ``chunk_size`` jets (positions ``start:stop``
 in the input's jets). The results of a chunk, one table per algorithm, are written atomically to
 ``<output>.parts/part-<start>-<stop>.h5`` (both numbers with ten digits) next to the output file,
-so a part is either complete or absent. The part folder also holds ``manifest.json``, written
-before any part: the input's identity (below), its number of jets, the settings of the run
+so a part is either complete or absent: it is written under a temporary name, flushed to disk
+(fsync) and only then renamed, by a background thread of the master (:class:`PartWriter`), so the
+chunk loop never waits for the disk. A part holds results only, uncompressed and compact
+(:func:`write_part`), so the part folder is smaller than the output. The part folder also holds
+``manifest.json``, written before any part: the input's identity (below), its number of jets,
+the settings of the run
 (:meth:`BatchConfig.fingerprint <jetastar.batch.BatchConfig.fingerprint>`: algorithms, options,
 time limit, size limits, chunk size) and, for particle files, how they are read. Only the master
 process writes; workers return results and need no shared file system.
@@ -60,23 +64,29 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
 import shutil
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import __version__, io
-from .._atomic import atomic_write_text, remove_stale_temporaries
+from .._atomic import atomic_path, atomic_write_text, remove_stale_temporaries
 from .._progress import progress_bar
 from ..errors import BatchError, JetastarError
-from ..io.hdf5 import read_hdf5_results, write_hdf5
+from ..io.formats import ColumnReader
+from ..io.hdf5 import read_hdf5_results
+from ..io.schema import PARAM_COLUMNS
 from ..result_tables import AlgorithmResults, to_json, unit_options
 from .config import BatchConfig
 
 __all__ = [
     "PART_DIR_SUFFIX",
+    "ChunkPlan",
+    "PartWriter",
     "done_parts",
     "file_digest",
     "input_identity",
@@ -85,11 +95,14 @@ __all__ = [
     "manifest_for",
     "output_differences",
     "parse_part",
+    "part_counters",
     "part_name",
     "parts_dir",
     "prepare_parts",
+    "read_part",
     "readable_part",
     "same_identity",
+    "stream_jets_digest",
     "write_part",
 ]
 
@@ -122,6 +135,66 @@ def jets_digest(collection: Any) -> str:
     for name in sorted(collection.params):
         _feed(h, f"params.{name}", np.asarray(collection.params[name], dtype=np.float64))
     h.update("\x1f".join(str(t) for t in collection.jet_type).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+#: jets per read of :func:`stream_jets_digest`
+DIGEST_BLOCK = 100_000
+
+
+def stream_jets_digest(columns: ColumnReader, n_jets: int, block: int = DIGEST_BLOCK) -> str:
+    """:func:`jets_digest` of a file's jets, read column by column in blocks of ``block`` jets
+    (memory bounded by one block's column, whatever the number of jets).
+
+    Args:
+        columns: the file (:func:`jetastar.io.dispatch.columns`).
+        n_jets: its number of jets.
+        block: jets per read.
+
+    Returns:
+        The same 64 hex digits as :func:`jets_digest` of the whole collection.
+    """
+    ranges = [(a, min(n_jets, a + block)) for a in range(0, n_jets, block)]
+
+    def blocks(name: str) -> Iterator[np.ndarray]:
+        for a, b in ranges:
+            yield columns.read([name], a, b)[name]
+
+    m = k = 0
+    for a, b in ranges:
+        got = columns.read(["leaf_offsets", "node_offsets"], a, b)
+        m += int(got["leaf_offsets"][-1])
+        k += int(got["node_offsets"][-1])
+    h = hashlib.sha256(b"jetastar-jets-v1\n")
+
+    def feed(name: str, shape: tuple[int, ...], dtype: Any, parts: Iterator[np.ndarray]) -> None:
+        h.update(f"{name}:{np.dtype(dtype).str}:{tuple(int(x) for x in shape)}:".encode())
+        for part in parts:
+            h.update(np.ascontiguousarray(part, dtype=dtype).tobytes())
+
+    def offsets(name: str) -> Iterator[np.ndarray]:
+        base = 0
+        yield np.zeros(1, np.int64)
+        for part in blocks(name):
+            yield part[1:] + base
+            base += int(part[-1])
+
+    feed("leaves", (m, 4), np.float64, blocks("leaves"))
+    feed("leaf_offsets", (n_jets + 1,), np.int64, offsets("leaf_offsets"))
+    feed("children", (k, 2), np.int64, blocks("children"))
+    feed("leaf_of_node", (k,), np.int64, blocks("leaf_of_node"))
+    feed("node_offsets", (n_jets + 1,), np.int64, offsets("node_offsets"))
+    for name in ("jet_id", "seed"):
+        feed(name, (n_jets,), np.int64, blocks(name))
+    for name in sorted([*PARAM_COLUMNS, "root_momentum"]):
+        shape = (n_jets, 4) if name == "root_momentum" else (n_jets,)
+        feed(f"params.{name}", shape, np.float64, blocks(f"params.{name}"))
+    first = True
+    for part in blocks("jet_type"):
+        text = "\x1f".join(str(t) for t in part)
+        if len(part):
+            h.update(("" if first else "\x1f").encode() + text.encode("utf-8", "surrogatepass"))
+            first = False
     return h.hexdigest()
 
 
@@ -252,9 +325,9 @@ def readable_part(path: Path, algorithms: Sequence[str]) -> bool:
     """Whether a part file can be read and holds every algorithm; a damaged one (truncated by
     a disk error, edited) is removed so that its chunk is computed again."""
     try:
-        tables = read_hdf5_results(path)
+        tables = read_part(path)
         ok = all(name in tables for name in algorithms)
-    except (JetastarError, OSError, ValueError, KeyError, RuntimeError):
+    except (JetastarError, OSError, ValueError, KeyError, RuntimeError, TypeError):
         ok = False
     if not ok:
         with contextlib.suppress(OSError):
@@ -262,10 +335,295 @@ def readable_part(path: Path, algorithms: Sequence[str]) -> bool:
     return ok
 
 
+#: the ``format`` attribute of a part file (results only, uncompressed, small integer types,
+#: texts stored once per distinct value); older part files are jetastar results files
+_PART_FORMAT = "jetastar-part"
+_PART_VERSION = 2
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Integers in the smallest signed type that holds them (read back as int64)."""
+    a = np.asarray(values, dtype=np.int64)
+    if a.size == 0:
+        return a.astype(np.int8)
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(t)
+    return a
+
+
+def _codes(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
+    """Texts as codes into their distinct values (in order of first appearance)."""
+    memo: dict[str, int] = {}
+    codes = [memo.setdefault(str(v), len(memo)) for v in values]
+    return _narrow(np.asarray(codes, dtype=np.int64)), list(memo)
+
+
 def write_part(parts: Path, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
-    """Write the results of chunk ``start:stop`` atomically into the part folder."""
-    write_hdf5(parts / part_name(start, stop), None, tables,
-               attrs={"chunk_start": start, "chunk_stop": stop})
+    """Write the results of chunk ``start:stop`` atomically into the part folder.
+
+    A part holds results only (the merge takes the jets from the input), uncompressed (it is
+    read once), with integers in the smallest type that holds them and each distinct text once:
+    the part folder stays smaller than the output. Like every atomic write, the file is on disk
+    (fsync) before it gets its final name, so a part that exists under its name is complete.
+    """
+    import h5py
+
+    # built in memory and written with one write(): a full disk is a clean OSError, never a
+    # crash inside HDF5
+    with h5py.File(f"part-{start}", "w", driver="core", backing_store=False) as f:
+        _fill_part(f, start, stop, tables)
+        f.flush()
+        image = f.id.get_file_image()
+    with atomic_path(parts / part_name(start, stop)) as tmp, open(tmp, "wb") as fh:
+        fh.write(image)
+
+
+def _fill_part(f: Any, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
+    import h5py
+
+    f.attrs["format"] = _PART_FORMAT
+    f.attrs["part_version"] = _PART_VERSION
+    f.attrs["chunk_start"] = start
+    f.attrs["chunk_stop"] = stop
+    for label, t in tables.items():
+        g = f.create_group(label.replace("/", "_"))
+        g.attrs["label"] = label
+        g.attrs["algorithm"] = t.algorithm
+        g.attrs["likelihood"] = t.likelihood
+        g.attrs["exact_method"] = bool(t.exact_method)
+        g.attrs["n_rows"] = len(t)
+        g.attrs["counters"] = json.dumps(sorted(t.counters))
+        for k in ("jet_index", "jet_id", "node_offsets", "leaf_of_node"):
+            g.create_dataset(k, data=_narrow(getattr(t, k)))
+        g.create_dataset("children", data=_narrow(t.children))
+        for k in ("log_likelihood", "log_z", "upper_bound", "n_trees", "time_s"):
+            g.create_dataset(k, data=np.asarray(getattr(t, k), dtype=np.float64))
+        g.create_dataset("exact", data=np.asarray(t.exact, dtype=np.uint8))
+        for k in ("status", "message", "options"):
+            codes, values = _codes(getattr(t, k))
+            g.create_dataset(f"{k}_code", data=codes)
+            g.create_dataset(f"{k}_values", data=np.array(values, dtype=object),
+                             dtype=h5py.string_dtype("utf-8"))
+        for k, v in t.counters.items():
+            g.create_dataset(f"counter_{k}", data=np.asarray(v, dtype=np.float64))
+
+
+def read_part(path: Path, algorithms: Sequence[str] | None = None) -> dict[str, AlgorithmResults]:
+    """The tables of a part file (only ``algorithms``, when given): label -> table.
+
+    Raises:
+        JetastarError, OSError, ValueError, KeyError: an unreadable or incomplete part.
+    """
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if f.attrs.get("format") == _PART_FORMAT:
+            groups = {str(g.attrs["label"]): g for g in f.values()}
+            return {label: _read_part_table(groups[label])
+                    for label in (groups if algorithms is None else algorithms) if label in groups}
+    return read_hdf5_results(path, algorithms)  # a part of an older jetastar
+
+
+def _read_part_table(g: Any) -> AlgorithmResults:
+    def ints(k: str) -> np.ndarray:
+        return g[k][()].astype(np.int64)
+
+    def texts(k: str) -> np.ndarray:
+        values = np.array([v.decode("utf-8") if isinstance(v, bytes) else str(v)
+                           for v in g[f"{k}_values"][()]], dtype=object)
+        return values[ints(f"{k}_code")]
+
+    n = int(g.attrs["n_rows"])
+    counters = {k: g[f"counter_{k}"][()] for k in json.loads(g.attrs["counters"])}
+    table = AlgorithmResults(
+        str(g.attrs["algorithm"]), jet_index=ints("jet_index"), jet_id=ints("jet_id"),
+        log_likelihood=g["log_likelihood"][()], exact=g["exact"][()].astype(bool),
+        log_z=g["log_z"][()], upper_bound=g["upper_bound"][()], n_trees=g["n_trees"][()],
+        time_s=g["time_s"][()], status=texts("status"), message=texts("message"),
+        options=texts("options"), node_offsets=ints("node_offsets"),
+        children=ints("children").reshape(-1, 2), leaf_of_node=ints("leaf_of_node"),
+        counters=counters, likelihood=str(g.attrs["likelihood"]),
+        exact_method=bool(g.attrs["exact_method"]),
+    )
+    if len(table) != n:
+        raise ValueError(f"{g.file.filename}: {n} rows expected, {len(table)} found")
+    return table
+
+
+def part_counters(path: Path) -> set[str]:
+    """The counter names of every table of a part file (read from its attributes only)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if f.attrs.get("format") != _PART_FORMAT:
+            return {k for t in read_hdf5_results(path).values() for k in t.counters}
+        return {k for g in f.values() for k in json.loads(g.attrs["counters"])}
+
+
+class PartWriter:
+    """Writes part files in a background thread, so that the loop handing out chunks never waits
+    for a part to be written and flushed to disk (the atomic write's fsync).
+
+    Parts are written in the order given, each with ``write(parts, start, stop, tables)`` (a
+    complete file under its final name, or nothing). The first error of a write is raised by the
+    next :meth:`put` or by :meth:`flush`, and no part after it is written.
+
+    Args:
+        write: the function writing one part (:func:`write_part`).
+        max_queued: parts waiting at most (``put`` blocks beyond: memory stays bounded).
+
+    Example:
+        >>> import tempfile
+        >>> written = []
+        >>> with PartWriter(lambda *a: written.append(a[1:3])) as w:
+        ...     w.put(Path("."), 0, 5, {}); w.put(Path("."), 5, 9, {})
+        >>> written
+        [(0, 5), (5, 9)]
+    """
+
+    def __init__(self, write: Callable[[Path, int, int, dict[str, AlgorithmResults]], None],
+                 max_queued: int = 2) -> None:
+        self._write = write
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queued)
+        self._error: BaseException | None = None
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="jetastar-part-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self._write(*item)
+                    self.written += 1
+            except BaseException as exc:  # raised again in the main thread
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def put(self, parts: Path, start: int, stop: int, tables: dict[str, AlgorithmResults]) -> None:
+        """Queue the part of chunk ``start:stop`` (raises the error of an earlier write)."""
+        self._check()
+        self._queue.put((parts, start, stop, tables))
+
+    def flush(self) -> None:
+        """Wait until every queued part is written (raises the error of a write)."""
+        self._queue.join()
+        self._check()
+
+    def close(self) -> None:
+        """Write what is queued and stop the thread (errors are left to :meth:`flush`)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if exc[0] is None:
+                self.flush()
+        finally:
+            self.close()
+
+
+#: seconds of work per chunk that :class:`ChunkPlan` aims at when it sizes chunks by their cost
+CHUNK_SECONDS = 2.0
+#: the largest chunk :class:`ChunkPlan` makes (jets; bounds the memory of the chunks in flight)
+MAX_CHUNK = 20_000
+
+
+class ChunkPlan:
+    """The chunks of an input still to cluster: the gaps between its finished parts, cut into
+    chunks of a fixed size or, with ``adaptive``, of the size whose measured cost is about
+    :data:`CHUNK_SECONDS` of work.
+
+    Finished parts are reused when they do not overlap (the first by position wins), whatever
+    chunking made them, so a resume with another chunking is still exact: the merge takes
+    :attr:`chunks`, the kept parts and the new chunks, which cover every jet once.
+
+    Args:
+        n_jets: the input's jets.
+        done: chunks whose part file is complete (:func:`done_parts`).
+        size: jets per chunk (``adaptive``: the first chunks' size).
+        adaptive: size later chunks by the cost of the finished ones (:meth:`record`).
+        n_workers: processes clustering at once (the last chunks are cut so that all get work).
+
+    Example:
+        >>> plan = ChunkPlan(10, {(0, 4)}, 3)
+        >>> plan.kept, [plan.next() for _ in range(3)], plan.chunks
+        ([(0, 4)], [(4, 7), (7, 10), None], [(0, 4), (4, 7), (7, 10)])
+    """
+
+    def __init__(self, n_jets: int, done: set[tuple[int, int]] | Sequence[tuple[int, int]],
+                 size: int, *, adaptive: bool = False, n_workers: int = 1) -> None:
+        self.kept: list[tuple[int, int]] = []
+        end = 0
+        for a, b in sorted(done):
+            if a >= end and a < b <= n_jets:
+                self.kept.append((a, b))
+                end = b
+        self._gaps: list[tuple[int, int]] = []
+        cursor = 0
+        for a, b in [*self.kept, (n_jets, n_jets)]:
+            if a > cursor:
+                self._gaps.append((cursor, a))
+            cursor = b
+        self.size = max(1, int(size))
+        self.adaptive = adaptive
+        self.n_workers = max(1, n_workers)
+        self.made: list[tuple[int, int]] = []
+        self._jets = 0
+        self._seconds = 0.0
+
+    @property
+    def remaining(self) -> int:
+        """Jets not yet handed out."""
+        return sum(b - a for a, b in self._gaps)
+
+    @property
+    def chunks(self) -> list[tuple[int, int]]:
+        """Every chunk of the input, in order: the kept parts and those handed out."""
+        return sorted(self.kept + self.made)
+
+    def next(self) -> tuple[int, int] | None:
+        """The next chunk to cluster (``None``: none left)."""
+        if not self._gaps:
+            return None
+        a, b = self._gaps[0]
+        size = self.size
+        if self.adaptive and self.n_workers > 1:
+            # the last chunks are cut smaller so that every worker has one
+            size = min(size, max(1, -(-self.remaining // self.n_workers)))
+        stop = min(b, a + size)
+        if stop == b:
+            self._gaps.pop(0)
+        else:
+            self._gaps[0] = (stop, b)
+        self.made.append((a, stop))
+        return a, stop
+
+    def record(self, jets: int, seconds: float) -> None:
+        """A chunk of ``jets`` took ``seconds`` of work: size the next chunks (``adaptive``)."""
+        if not self.adaptive or jets <= 0 or not seconds >= 0:
+            return
+        self._jets += jets
+        self._seconds += seconds
+        per_jet = self._seconds / self._jets
+        want = int(CHUNK_SECONDS / per_jet) if per_jet > 0 else MAX_CHUNK
+        self.size = max(10, min(MAX_CHUNK, want))
 
 
 # ---------------------------------------------------------------------- finished outputs

@@ -18,6 +18,7 @@ import os
 import queue as _queue
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,9 +34,17 @@ from .._lock import OutputLock
 from ..errors import BatchError, BatchInterrupted, JetastarError
 from ..io import AlgorithmResults, file_format
 from .config import BatchConfig, check_config
-from .executors import make_executor, progress_queue_of, shutdown_executor, warm_up_for
+from .executors import (
+    WorkerWatch,
+    make_executor,
+    progress_queue_of,
+    shutdown_executor,
+    warm_up_for,
+)
 from .merge import merge_parts, status_counts_of
 from .resume import (
+    ChunkPlan,
+    PartWriter,
     done_parts,
     input_identity,
     manifest_for,
@@ -47,7 +56,8 @@ from .resume import (
 from .sources import JetFileReader, JetSource, ParticleFileSource
 from .work import chunk_task, cluster_collection
 
-__all__ = ["FileSummary", "output_path_for", "run_batch"]
+__all__ = ["FileSummary", "output_path_for", "run_batch", "timed_chunk_task",
+           "timed_file_chunk_task"]
 
 #: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
 #: ``<name>.parts``)
@@ -131,6 +141,7 @@ def run_batch(
     Raises:
         BatchError: bad settings (unknown algorithm or option, output clash, ...).
     """
+    auto_chunks = config.chunk_size is None  # sized by measured cost
     check_config(config)
     if executor is None and not scheduler and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
@@ -175,7 +186,7 @@ def run_batch(
         try:
             for inp, out in zip(inputs, outputs, strict=True):
                 summary = _run_file(inp, out, config, executor, n_workers, progress, fresh,
-                                    attrs, open_input)
+                                    attrs, open_input, auto_chunks)
                 summaries.append(summary)
                 if on_file_done is not None:
                     on_file_done(summary)
@@ -223,10 +234,11 @@ def _check_outputs(inputs: Sequence[Path], outputs: Sequence[Path]) -> None:
 def _run_file(
     inp: Path, out: Path, config: BatchConfig, executor: cf.Executor | None, n_workers: int,
     progress: bool, fresh: bool, attrs: dict[str, Any] | None,
-    open_input: Callable[[Path], JetSource],
+    open_input: Callable[[Path], JetSource], auto_chunks: bool = False,
 ) -> FileSummary:
     """Cluster one input (read with ``open_input``) into ``out``; every error ends up in the
-    summary's ``error``."""
+    summary's ``error``. ``auto_chunks``: the chunk size was not given, chunks are sized by their
+    measured cost (:class:`~jetastar.batch.resume.ChunkPlan`)."""
     summary = FileSummary(str(inp), str(out))
     t0 = time.perf_counter()
     reader: JetSource | None = None
@@ -261,28 +273,29 @@ def _run_file(
                 )
         done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading),
                              progress=progress)
-        chunks = [(a, min(n, a + config.chunk_size)) for a in range(0, n, config.chunk_size)]
-        summary.chunks_total = len(chunks)
-        summary.chunks_reused = sum(1 for c in chunks if c in done)
-        todo = [c for c in chunks if c not in done]
-        if todo:
+        plan = ChunkPlan(n, done, config.chunk_size, adaptive=auto_chunks, n_workers=n_workers)
+        summary.chunks_reused = len(plan.kept)
+        todo_jets = plan.remaining
+        if todo_jets:
             # compile (or load) the kernels before the bar starts, so that its rate and ETA are
             # those of the clustering
             warm_up_for(config, executor, n_workers)
         # looked up on the module, so that one replacement of the progress helper reaches here
         bar = _progress.progress_bar(
-            total=n, initial=n - sum(b - a for a, b in todo), unit="jet", desc=inp.name,
-            show=progress, leave=True,
+            total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
         )
         try:
             with bar:
-                _process_chunks(reader, todo, parts, config, executor, n_workers, bar)
+                _process_chunks(reader, plan, parts, config, executor, n_workers, bar)
         except KeyboardInterrupt:
             kept = sum(b - a for a, b in done_parts(parts))
             raise BatchInterrupted(str(inp), str(parts), kept, n) from None
-        merge_parts(reader, out, parts, chunks, config,
-                    {**reading, **(attrs or {}), "input_identity": identity}, progress=progress)
-        summary.status_counts = status_counts_of(out)
+        chunks = plan.chunks
+        summary.chunks_total = len(chunks)
+        counts = merge_parts(reader, out, parts, chunks, config,
+                             {**reading, **(attrs or {}), "input_identity": identity},
+                             progress=progress)
+        summary.status_counts = counts if counts is not None else status_counts_of(out)
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
     finally:
@@ -373,47 +386,74 @@ def _swallowed_there(frame: Any) -> bool:
 
 
 def _process_chunks(
-    reader: JetSource, todo: list[tuple[int, int]], parts: Path, config: BatchConfig,
+    reader: JetSource, plan: ChunkPlan, parts: Path, config: BatchConfig,
     executor: cf.Executor | None, n_workers: int, bar: Any,
 ) -> None:
-    """Cluster the chunks ``todo`` and write one part file each; the bar moves per jet.
+    """Cluster the chunks of ``plan`` and write one part file each; the bar moves per jet.
 
     Interrupted (``KeyboardInterrupt``), it writes the parts of chunks that had finished, cancels
     the rest and re-raises.
     """
+    # parts are written by a thread (write_part looked up on this module at each call)
+    with PartWriter(lambda *args: write_part(*args)) as writer:
+        _cluster_chunks(reader, plan, parts, config, executor, n_workers, bar, writer)
+
+
+def _cluster_chunks(
+    reader: JetSource, plan: ChunkPlan, parts: Path, config: BatchConfig,
+    executor: cf.Executor | None, n_workers: int, bar: Any, writer: PartWriter,
+) -> None:
+    """The chunk loop of :func:`_process_chunks`; finished chunks go to ``writer``."""
     source = str(reader.path)
     if executor is None:
-        for a, b in todo:
-            tables = cluster_collection(reader.chunk(a, b), config, first_index=a,
-                                        source=source, on_jet=bar.update)
+        while (chunk := plan.next()) is not None:
+            a, b = chunk
+            jets = reader.chunk(a, b)
+            watch = time.perf_counter()
+            tables = cluster_collection(jets, config, first_index=a, source=source,
+                                        on_jet=bar.update)
+            plan.record(b - a, time.perf_counter() - watch)
             _note_problems(reader, tables, a, b)
-            write_part(parts, a, b, tables)
+            writer.put(parts, a, b, tables)
         return
     progress = progress_queue_of(executor)
     seen: dict[int, int] = {}  # chunk start -> jets the bar already counts
     closed: set[int] = set()  # chunks written (late reports of theirs are ignored)
     pending: dict[cf.Future, tuple[int, int]] = {}
-    queue = list(todo)
     max_inflight = 2 * n_workers + 1
+    watch = WorkerWatch(executor)
+    # workers of the local pool share this file system: they read jetastar files themselves
+    by_path = progress is not None and isinstance(reader, JetFileReader) and \
+        reader.fmt != "legacy"
 
     def finish(fut: cf.Future) -> None:
         a, b = pending.pop(fut)
-        _, tables = fut.result()
+        _, tables, seconds = fut.result()
+        plan.record(b - a, seconds)
         _note_problems(reader, tables, a, b)
-        write_part(parts, a, b, tables)
+        writer.put(parts, a, b, tables)
         closed.add(a)
         bar.update(b - a - seen.pop(a, 0))
 
     try:
         with _InterruptLatch() as latch:
-            while queue or pending:
-                while queue and len(pending) < max_inflight:
-                    a, b = queue.pop(0)
-                    fut = executor.submit(chunk_task, reader.chunk(a, b), config, a, source,
-                                          n_workers)
+            while True:
+                while len(pending) < max_inflight and (chunk := plan.next()) is not None:
+                    a, b = chunk
+                    if by_path:  # the worker reads its chunk: decoding is shared out too
+                        fut = executor.submit(timed_file_chunk_task, source, a, b, config,
+                                              n_workers)
+                    else:
+                        fut = executor.submit(timed_chunk_task, reader.chunk(a, b), config, a,
+                                              source, n_workers)
                     pending[fut] = (a, b)
+                if not pending:
+                    break
                 finished, _ = cf.wait(list(pending), timeout=0.25, return_when=cf.FIRST_COMPLETED)
                 latch.check()
+                for address in watch.lost():
+                    print(f"jetastar: Dask worker {address} was lost; its chunks of {reader.path.name} "
+                          "are computed again on the other workers", file=sys.stderr, flush=True)
                 _drain_progress(progress, source, seen, closed, bar)
                 for fut in finished:
                     finish(fut)
@@ -427,6 +467,35 @@ def _process_chunks(
     finally:
         for fut in pending:
             fut.cancel()
+
+
+def timed_chunk_task(
+    collection: Any, config: BatchConfig, first_index: int, source: str, n_workers: int
+) -> tuple[int, dict[str, AlgorithmResults], float]:
+    """:func:`~jetastar.batch.work.chunk_task` and the seconds it took in the worker (the cost
+    by which later chunks are sized)."""
+    watch = time.perf_counter()
+    first, tables = chunk_task(collection, config, first_index, source, n_workers)
+    return first, tables, time.perf_counter() - watch
+
+
+#: in a worker of the local pool: the input it reads its chunks from (one open file at a time)
+_WORKER_READER: dict[str, JetFileReader] = {}
+
+
+def timed_file_chunk_task(
+    path: str, start: int, stop: int, config: BatchConfig, n_workers: int
+) -> tuple[int, dict[str, AlgorithmResults], float]:
+    """:func:`timed_chunk_task` of jets ``start:stop`` of a jetastar file, read in the worker
+    (workers of a local pool share the master's file system; the file stays open, and its chunks
+    are sliced from reads ahead, between calls)."""
+    reader = _WORKER_READER.get(path)
+    if reader is None:
+        for old in _WORKER_READER.values():
+            old.close()
+        _WORKER_READER.clear()
+        reader = _WORKER_READER[path] = JetFileReader(path)
+    return timed_chunk_task(reader.chunk(start, stop), config, start, path, n_workers)
 
 
 def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import io
+from ..io.dispatch import columns
 from ..io.particle_files import ParticleReader
 from ..jet import JetCollection
-from .resume import file_digest, jets_digest
+from .resume import file_digest, jets_digest, stream_jets_digest
 
 __all__ = ["JetFileReader", "JetSource", "ParticleFileSource"]
 
@@ -77,24 +78,47 @@ class JetSource(Protocol):
         ...
 
 
+#: jets a :class:`JetFileReader` reads at once when asked for fewer: chunks are sliced from one
+#: read, so that a ROOT basket (10 000 jets) or an HDF5 chunk is decompressed once, not once per
+#: chunk of jets
+READ_AHEAD = 20_000
+
+
 class JetFileReader:
     """Reads chunks of a jetastar file (a legacy pickle is imported once and sliced).
 
+    Consecutive chunks are sliced from reads of at least ``read_ahead`` jets (one read holds a
+    few ROOT baskets or HDF5 chunks, each decompressed once); memory is bounded by one such read.
+
     Args:
         path: an HDF5, ROOT or legacy pickle file of jets.
+        read_ahead: jets read at once (default :data:`READ_AHEAD`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], read_ahead: int = READ_AHEAD) -> None:
         self.path = Path(path)
         self.fmt = io.file_format(self.path)
         self._whole = io.read(self.path, validate=False) if self.fmt == "legacy" else None
         self.n_jets = len(self._whole) if self._whole is not None else io.n_jets(self.path)
+        self.read_ahead = int(read_ahead)
+        self._window: tuple[int, int, JetCollection] | None = None
+        self._columns: Any = None  # the file, open across reads
+        self.reads = 0
 
     def chunk(self, start: int, stop: int) -> JetCollection:
         """Jets ``start:stop``, not validated."""
         if self._whole is not None:
             return io.jet_slice(self._whole, start, stop)
-        return io.read(self.path, slice(start, stop), validate=False)
+        w = self._window
+        if w is None or not (w[0] <= start and stop <= w[1]):
+            end = max(stop, min(self.n_jets, start + self.read_ahead))
+            if self._columns is None:
+                self._columns = columns(self.path)
+            self._window = w = (start, end, self._columns.collection(start, end))
+            self.reads += 1
+        if (start, stop) == (w[0], w[1]):
+            return w[2]
+        return io.jet_slice(w[2], start - w[0], stop - w[0])
 
     def whole(self) -> JetCollection:
         """Every jet, not validated."""
@@ -110,11 +134,19 @@ class JetFileReader:
 
     def digest(self, jets: JetCollection | None = None) -> str:
         """:func:`~jetastar.batch.resume.jets_digest` of the jets (two files with the same jets
-        have the same hash whatever their format)."""
+        have the same hash whatever their format); without ``jets``, read column by column
+        (:func:`~jetastar.batch.resume.stream_jets_digest`: bounded memory)."""
+        if jets is None and self._whole is None and self.n_jets:
+            with columns(self.path) as cols:
+                return stream_jets_digest(cols, self.n_jets)
         return jets_digest(self.whole() if jets is None else jets)
 
     def close(self) -> None:
-        """Nothing to release (every read opens and closes the file)."""
+        """Drop the jets read ahead and close the file."""
+        self._window = None
+        if self._columns is not None:
+            self._columns.close()
+            self._columns = None
 
 
 class ParticleFileSource(ParticleReader):

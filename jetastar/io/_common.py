@@ -302,3 +302,79 @@ def entry_range(meta: Mapping[str, Any]) -> tuple[int, int] | None:
             and src.get("entry_stop") is not None:
         return int(src["entry_start"]), int(src["entry_stop"])
     return None
+
+
+class GeneratorParamsStream:
+    """:func:`generator_params` of a collection fed in consecutive blocks of jets (the same list
+    as for the whole collection, in memory bounded by the number of distinct parameter sets).
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(6, ShowerParams.qcd(), seed=1)
+        >>> stream = GeneratorParamsStream()
+        >>> stream.add(jets.take(np.arange(3))); stream.add(jets.take(np.arange(3, 6)))
+        >>> stream.result() == generator_params(jets)
+        True
+    """
+
+    def __init__(self) -> None:
+        # key -> (first row, {kin row with NaN as -1: (m_hard, t_root, root_momentum)} or None
+        # once more than two distinct kinematics were seen)
+        self._keys: dict[tuple[Any, ...], tuple[int, dict[tuple[float, ...], Any] | None]] = {}
+        self._n = 0
+
+    def add(self, collection: JetCollection) -> None:
+        """Take the next jets (in file order)."""
+        n = len(collection)
+        if n == 0:
+            return
+        prm = collection.params
+        model = np.stack([prm["lam"], prm["lam_root"], prm["t_cut"]], axis=1)
+        types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
+        kin = np.concatenate([np.stack([prm["m_hard"], prm["t_root"]], axis=1),
+                              prm["root_momentum"]], axis=1)
+        kin_key = np.nan_to_num(kin, nan=-1.0)
+        groups: list[tuple[int, tuple[Any, ...], np.ndarray]] = []
+        bad = np.isnan(model).any(axis=1)
+        for i in np.flatnonzero(bad).tolist():  # a NaN key is never equal to another: one each
+            groups.append((i, (*model[i].tolist(), types[i]), np.array([i])))
+        good = np.flatnonzero(~bad)
+        if good.size:
+            names, code = np.unique(types[good].astype(str), return_inverse=True)
+            keyed = np.concatenate([model[good], code.reshape(-1, 1).astype(np.float64)], axis=1)
+            _, first, inverse = np.unique(keyed, axis=0, return_index=True, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            order = np.argsort(inverse, kind="stable")
+            bounds = np.searchsorted(inverse[order], np.arange(first.shape[0] + 1))
+            for g, f in enumerate(first.tolist()):
+                rows = good[order[bounds[g]:bounds[g + 1]]]
+                i = int(good[f])
+                groups.append((i, (*model[i].tolist(), str(names[code[f]])), rows))
+        groups.sort(key=lambda t: t[0])
+        for i, key, rows in groups:
+            first_row, seen = self._keys.setdefault(key, (self._n + i, {}))
+            if seen is None:
+                continue
+            distinct, where = np.unique(kin_key[rows], axis=0, return_index=True)
+            for d, w in zip(distinct.tolist(), where.tolist(), strict=True):
+                r = int(rows[w])
+                seen.setdefault(tuple(d), (float(prm["m_hard"][r]), float(prm["t_root"][r]),
+                                           [float(x) for x in prm["root_momentum"][r]]))
+            if len(seen) > 2:
+                self._keys[key] = (first_row, None)
+        self._n += n
+
+    def result(self) -> list[dict[str, Any]]:
+        """The parameter sets of every jet taken so far (:func:`generator_params`)."""
+        out: list[dict[str, Any]] = []
+        for key, (_, seen) in sorted(self._keys.items(), key=lambda kv: kv[1][0]):
+            base = {"lam": key[0], "lam_root": key[1], "t_cut": key[2]}
+            if seen is None:
+                out.append({**base, "jet_type": key[3], "per_jet": "m_hard, t_root, root_momentum "
+                            "(each jet's own: its measured mass and 4-vector)"})
+                continue
+            for d in np.unique(np.array(list(seen), dtype=np.float64), axis=0).tolist():
+                m_hard, t_root, momentum = seen[tuple(d)]
+                out.append({"m_hard": m_hard, **base, "t_root": t_root,
+                            "root_momentum": momentum, "jet_type": key[3]})
+        return out

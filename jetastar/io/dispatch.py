@@ -22,9 +22,10 @@ from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from . import hdf5, legacy, root  # noqa: F401  (importing a format module registers it)
 from ._common import check_exists
-from .formats import format_of, writable_format
+from .formats import ColumnReader, format_of, writable_format
 
-__all__ = ["file_info", "iterate", "n_jets", "read", "read_results", "results_table", "write"]
+__all__ = ["columns", "file_info", "iterate", "n_jets", "read", "read_results", "results_table",
+           "stream_writer", "write"]
 
 
 def read(
@@ -125,6 +126,39 @@ def write(
     if not parent.is_dir():
         raise FileNotFoundError(f"{path}: directory {parent} does not exist")
     fmt.write(path, collection, tables, attrs=attrs)
+
+
+def columns(path: str | os.PathLike[str]) -> ColumnReader:
+    """A :class:`~jetastar.io.formats.ColumnReader` of a jet file: some columns of a range of jets
+    without reading the others (close it when done).
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> path = os.path.join(tempfile.mkdtemp(), "jets.h5")
+        >>> write(path, generate(3, ShowerParams.qcd(), seed=1))
+        >>> with columns(path) as cols:
+        ...     cols.read(["leaf_offsets"], 0, 2)["leaf_offsets"].shape
+        (3,)
+    """
+    return format_of(check_exists(path)).columns(path)
+
+
+def stream_writer(path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                  need: int = 0) -> Any:
+    """A writer of an HDF5 or ROOT file block by block (``add_jets``, ``add_results``, ``close``;
+    see :class:`~jetastar.io.hdf5.HDF5StreamWriter`), atomic like :func:`write`.
+
+    Args:
+        path: the file (``.h5``/``.root``).
+        attrs: provenance to record (as :func:`write`).
+        need: an upper estimate of the file's size, checked against the free space.
+    """
+    fmt = writable_format(path)
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+    return fmt.stream_writer(path, attrs, need)
 
 
 def read_results(

@@ -26,7 +26,62 @@ from ..errors import FileFormatError
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 
-__all__ = ["FORMATS", "Format", "file_format", "format_of", "register_format", "writable_format"]
+__all__ = [
+    "FORMATS",
+    "ColumnReader",
+    "Format",
+    "column_of",
+    "file_format",
+    "format_of",
+    "register_format",
+    "writable_format",
+]
+
+
+def column_of(collection: JetCollection, name: str) -> Any:
+    """A column of a collection by its :class:`ColumnReader` name: an attribute (``"leaves"``,
+    ``"leaf_offsets"``, ``"children"``, ``"jet_type"``, ...) or ``"params.<name>"``."""
+    if name.startswith("params."):
+        return collection.params[name[len("params."):]]
+    return getattr(collection, name)
+
+
+class ColumnReader:
+    """Some columns of the jets ``start:stop`` of an open file, without the others (e.g. to hash
+    a large file column by column in bounded memory).
+
+    A column has the name and the form it has in a :class:`~jetastar.JetCollection` of those
+    jets (:func:`column_of`): ``"leaves"`` ``(m, 4)``, ``"leaf_offsets"`` ``(n + 1,)`` from 0,
+    ``"children"`` ``(k, 2)``, ``"leaf_of_node"``, ``"node_offsets"``, ``"jet_id"``, ``"seed"``,
+    ``"jet_type"`` and ``"params.<name>"``. This generic reader reads every column of the jets
+    and picks; formats override :meth:`read` to read only what is asked.
+
+    Args:
+        fmt: the file's format.
+        path: the file.
+    """
+
+    def __init__(self, fmt: Format, path: str | os.PathLike[str]) -> None:
+        self.fmt = fmt
+        self.path = path
+
+    def read(self, names: list[str], start: int, stop: int) -> dict[str, Any]:
+        """The columns ``names`` of jets ``start:stop``."""
+        collection = self.collection(start, stop)
+        return {name: column_of(collection, name) for name in names}
+
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        return self.fmt.read(self.path, slice(start, stop), validate=False)
+
+    def close(self) -> None:
+        """Release the file."""
+
+    def __enter__(self) -> ColumnReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Format(abc.ABC):
@@ -77,6 +132,17 @@ class Format(abc.ABC):
     @abc.abstractmethod
     def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         """A summary of a file (see :func:`jetastar.io.file_info`)."""
+
+    def columns(self, path: str | os.PathLike[str]) -> ColumnReader:
+        """A :class:`ColumnReader` of a file (close it when done)."""
+        return ColumnReader(self, path)
+
+    def stream_writer(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                      need: int = 0) -> Any:
+        """A writer of jets and results block by block (``add_jets``, ``add_results``,
+        ``close``, ``abort``), atomic like :meth:`write`; ``need``: an upper estimate of the
+        file's size, checked against the free space."""
+        raise FileFormatError(f"{path}: jetastar does not write {self.name} files block by block")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {'/'.join(self.suffixes)}>"

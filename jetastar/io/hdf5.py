@@ -51,6 +51,7 @@ from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
     FileFormatError,
+    GeneratorParamsStream,
     check_exists,
     entry_range,
     generator_params,
@@ -64,7 +65,7 @@ from ._common import (
     validate_columns,
 )
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
-from .formats import Format, register_format
+from .formats import ColumnReader, Format, register_format
 from .schema import (
     FORMAT_NAME,
     P4_COLUMNS,
@@ -75,6 +76,8 @@ from .schema import (
 )
 
 __all__ = [
+    "HDF5Columns",
+    "HDF5StreamWriter",
     "hdf5_info",
     "iterate_hdf5",
     "n_jets_hdf5",
@@ -276,6 +279,223 @@ def _group_name(label: str) -> str:
     return name
 
 
+class HDF5StreamWriter:
+    """An HDF5 file of jets and results written block by block (memory bounded by one block),
+    atomically: the file appears under its name only when :meth:`close` succeeds.
+
+    The layout is that of :func:`write_hdf5` (the same datasets, attributes and types); every
+    dataset is resizable. Jets come in file order (:meth:`add_jets`), the rows of each results
+    table in order (:meth:`add_results`; tables may be interleaved).
+
+    Args:
+        path: destination (``.h5``); replaced when the writer closes.
+        attrs: provenance/extra root attributes (as :func:`write_hdf5`).
+        need: an upper estimate of the file's size, checked against the free space.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(4, ShowerParams.qcd(), seed=1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "jets.h5")
+        >>> with HDF5StreamWriter(path) as w:
+        ...     w.add_jets(jets.take(np.arange(2))); w.add_jets(jets.take(np.arange(2, 4)))
+        >>> n_jets_hdf5(path)
+        4
+    """
+
+    def __init__(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                 need: int = 0) -> None:
+        h5py = _h5py()
+        if need:
+            check_free_space(path, need)
+        self._meta = provenance()
+        self._meta.update(dict(attrs or {}))
+        self._atomic = atomic_path(path)
+        tmp = self._atomic.__enter__()
+        try:
+            self.f = h5py.File(tmp, "w")
+            self.f.attrs["format"] = FORMAT_NAME
+            self.f.attrs["schema_version"] = SCHEMA_VERSION
+        except BaseException as exc:
+            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._jets: Any = None
+        self._n_jets = 0
+        self._leaf_base = 0
+        self._node_base = 0
+        self._params = GeneratorParamsStream()
+        self._type_width = 1
+        self._results: Any = None
+        self._tables: dict[str, dict[str, Any]] = {}
+
+    # -- jets
+    def add_jets(self, collection: JetCollection) -> None:
+        """Append the next jets (their extra columns must be those of the first block)."""
+        if self._jets is None:
+            self._jets = self.f.create_group("jets")
+        g = self._jets
+        first = self._n_jets == 0
+        loff = np.asarray(collection.leaf_offsets, np.int64) + self._leaf_base
+        noff = np.asarray(collection.node_offsets, np.int64) + self._node_base
+        _append(g, "leaf_offsets", loff if first else loff[1:])
+        for j, name in enumerate(P4_COLUMNS):
+            _append(g, name, collection.leaves[:, j])
+        _append(g, "node_offsets", noff if first else noff[1:])
+        _append(g, "left", collection.children[:, 0])
+        _append(g, "right", collection.children[:, 1])
+        _append(g, "leaf_of_node", collection.leaf_of_node)
+        if collection.node_momenta is not None:
+            for j, name in enumerate(P4_COLUMNS):
+                _append(g, f"node_{name}", collection.node_momenta[:, j])
+        _append(g, "jet_id", collection.jet_id)
+        _append(g, "seed", collection.seed)
+        _append(g, "n_leaves", collection.n_leaves)
+        self._append_types(collection.jet_type)
+        for k in PARAM_COLUMNS:
+            _append(g, k, collection.params[k])
+        rm = collection.params["root_momentum"].reshape(-1, 4)
+        for j, name in enumerate(ROOT_MOMENTUM_COLUMNS):
+            _append(g, name, rm[:, j])
+        node_extra, jet_extra = get_extras(collection)
+        for lk in TRUTH_LIKELIHOODS:
+            _append(g, f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
+            jet_extra.pop(f"truth_llh_{lk}", None)
+        for sub, extra in (("node_extra", node_extra), ("jet_extra", jet_extra)):
+            if extra:
+                h = g.require_group(sub)
+                for k, v in extra.items():
+                    _append(h, k, v)
+        self._params.add(collection)
+        self._n_jets += len(collection)
+        self._leaf_base = int(loff[-1])
+        self._node_base = int(noff[-1])
+
+    def _append_types(self, values: Any) -> None:
+        """``jet_type`` is fixed-width bytes as wide as the longest type: a wider one than seen
+        so far rewrites the (small) column with the new width."""
+        data = _fixed_bytes(values)
+        g = self._jets
+        width = max(self._type_width, data.dtype.itemsize)
+        if "jet_type" in g and width > self._type_width:
+            old = g["jet_type"][:].astype(f"S{width}")
+            del g["jet_type"]
+            _append(g, "jet_type", old)
+        self._type_width = width
+        _append(g, "jet_type", data.astype(f"S{width}"))
+
+    # -- results
+    def add_results(self, label: str, table: AlgorithmResults) -> None:
+        """Append rows of the results table ``label`` (its attributes come from its first rows)."""
+        if self._results is None:
+            self._results = self.f.require_group("results")
+        name = _group_name(label)
+        state = self._tables.get(name)
+        if state is None:
+            g = self._results.create_group(name)
+            g.attrs["algorithm"] = table.algorithm
+            g.attrs["likelihood"] = table.likelihood
+            g.attrs["exact_method"] = bool(table.exact_method)
+            g.create_group("counters")
+            state = self._tables[name] = {"group": g, "rows": 0, "nodes": 0}
+        g = state["group"]
+        rows = state["rows"]
+        for k in ("jet_index", "jet_id", "log_likelihood", "log_z", "upper_bound", "n_trees",
+                  "time_s", "leaf_of_node"):
+            _append(g, k, getattr(table, k))
+        off = np.asarray(table.node_offsets, np.int64) + state["nodes"]
+        _append(g, "node_offsets", off if rows == 0 else off[1:])
+        _append(g, "exact", table.exact.astype(np.uint8))
+        _append(g, "status", np.array([s.encode() for s in table.status], dtype="S8"))
+        _append_text(g, "message", table.message)
+        _append_text(g, "options", table.options)
+        _append(g, "left", table.children[:, 0])
+        _append(g, "right", table.children[:, 1])
+        counters = g["counters"]
+        for k in sorted(set(table.counters) | set(counters)):
+            if k not in counters and rows:
+                _append(counters, k, np.full(rows, np.nan))
+            _append(counters, k, table.counters.get(k, np.full(len(table), np.nan)))
+        state["rows"] = rows + len(table)
+        state["nodes"] = int(off[-1])
+
+    # -- end
+    def close(self) -> None:
+        """Write the attributes that depend on every block, close and rename the file."""
+        f = self.f
+        try:
+            jets = self._jets is not None
+            f.attrs["content"] = "jets+results" if jets else "results"
+            meta = dict(self._meta)
+            if jets:
+                meta.setdefault("generator_params", json.dumps(self._params.result()))
+            for k, v in meta.items():
+                plain = isinstance(v, (str, int, float, bool, np.number))
+                f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
+            if jets:
+                f.attrs["n_jets"] = self._n_jets
+                self._jets.attrs["n_jets"] = self._n_jets
+            f.require_group("results")
+            for state in self._tables.values():
+                state["group"].attrs["n_rows"] = state["rows"]
+            f.close()
+        except BaseException as exc:
+            self.abort(exc)
+            raise
+        self._atomic.__exit__(None, None, None)
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        """Close and delete the temporary file (the destination is left as it was)."""
+        try:
+            self.f.close()
+        except Exception:  # already closed, or the file is broken: it is deleted anyway
+            pass
+        exc = exc if exc is not None else RuntimeError("aborted")
+        try:
+            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException as again:
+            if again is not exc:
+                raise
+
+    def __enter__(self) -> HDF5StreamWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self.abort(exc)
+
+
+def _append(group: Any, name: str, data: Any) -> None:
+    """Append rows to a resizable, chunked, compressed dataset (created on first use)."""
+    arr = np.asarray(data)
+    ds = group.get(name)
+    if ds is None:
+        ds = group.create_dataset(
+            name, shape=(0, *arr.shape[1:]), maxshape=(None, *arr.shape[1:]), dtype=arr.dtype,
+            chunks=(_CHUNK, *arr.shape[1:]), compression="gzip", compression_opts=4,
+            shuffle=True,
+        )
+    if arr.shape[0]:
+        n = ds.shape[0]
+        ds.resize(n + arr.shape[0], axis=0)
+        ds[n:] = arr
+
+
+def _append_text(group: Any, name: str, values: Any) -> None:
+    h5py = _h5py()
+    ds = group.get(name)
+    if ds is None:
+        ds = group.create_dataset(name, shape=(0,), maxshape=(None,), chunks=(4096,),
+                                  dtype=h5py.string_dtype("utf-8"), compression="gzip",
+                                  compression_opts=4)
+    data = np.array([_safe_text(str(v)) for v in values], dtype=object)
+    if data.shape[0]:
+        n = ds.shape[0]
+        ds.resize(n + data.shape[0], axis=0)
+        ds[n:] = data
+
+
 # ---------------------------------------------------------------------- reading
 class _File:
     """An open, checked jetastar HDF5 file (context manager)."""
@@ -464,6 +684,78 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
     return set_extras(collection, node_extra, jet_extra)
 
 
+class HDF5Columns(ColumnReader):
+    """:class:`~jetastar.io.formats.ColumnReader` of a jetastar HDF5 file: reads only the
+    datasets of the columns asked for (the file stays open until :meth:`close`).
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> path = os.path.join(tempfile.mkdtemp(), "jets.h5")
+        >>> write_hdf5(path, generate(3, ShowerParams.qcd(), seed=1))
+        >>> with HDF5Columns(path) as cols:
+        ...     cols.read(["jet_id", "leaf_offsets"], 1, 3)["jet_id"].tolist()
+        [1, 2]
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(_FORMAT, path)
+        self._f = _File(path)
+        self.n_jets = self._f.n_jets
+
+    def read(self, names: list[str], start: int, stop: int) -> dict[str, Any]:
+        """The columns ``names`` of jets ``start:stop``."""
+        f, g = self._f, "jets/"
+        out: dict[str, Any] = {}
+        sl = slice(start, stop)
+        offsets: dict[str, np.ndarray] = {}
+
+        def off(which: str) -> np.ndarray:
+            if which not in offsets:
+                offsets[which] = f.read(g + which, slice(start, stop + 1)).astype(np.int64)
+            return offsets[which]
+
+        for name in names:
+            if name in ("leaf_offsets", "node_offsets"):
+                o = off(name)
+                out[name] = o - o[0]
+            elif name == "leaves":
+                o = off("leaf_offsets")
+                rows = slice(int(o[0]), int(o[-1]))
+                out[name] = np.stack([f.read(g + c, rows) for c in P4_COLUMNS],
+                                     axis=1).astype(np.float64).reshape(-1, 4)
+            elif name in ("children", "leaf_of_node"):
+                o = off("node_offsets")
+                rows = slice(int(o[0]), int(o[-1]))
+                if name == "children":
+                    out[name] = np.stack([f.read(g + "left", rows), f.read(g + "right", rows)],
+                                         axis=1).astype(np.int64).reshape(-1, 2)
+                else:
+                    out[name] = f.read(g + name, rows).astype(np.int64)
+            elif name == "jet_type":
+                out[name] = np.array([b.decode("utf-8") if isinstance(b, bytes) else str(b)
+                                      for b in f.read(g + name, sl)], dtype=object)
+            elif name == "params.root_momentum":
+                out[name] = np.stack([f.read(g + c, sl) for c in ROOT_MOMENTUM_COLUMNS],
+                                     axis=1).astype(np.float64).reshape(-1, 4)
+            elif name.startswith("params."):
+                out[name] = f.read(g + name[len("params."):], sl).astype(np.float64)
+            elif name in ("jet_id", "seed"):
+                out[name] = f.read(g + name, sl).astype(np.int64)
+            else:
+                raise KeyError(name)
+        return out
+
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
+        return _read_range(self._f, start, stop)
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.f.close()
+
+
 def iterate_hdf5(
     path: str | os.PathLike[str], step_size: int = 10000, *, validate: bool = True
 ) -> Iterator[JetCollection]:
@@ -604,5 +896,12 @@ class HDF5Format(Format):
     def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         return hdf5_info(path)
 
+    def columns(self, path: str | os.PathLike[str]) -> HDF5Columns:
+        return HDF5Columns(path)
 
-register_format(HDF5Format())
+    def stream_writer(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                      need: int = 0) -> HDF5StreamWriter:
+        return HDF5StreamWriter(path, attrs, need)
+
+
+_FORMAT = register_format(HDF5Format())

@@ -50,6 +50,7 @@ from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (
     FileFormatError,
+    GeneratorParamsStream,
     check_exists,
     check_tree_extent,
     entry_range,
@@ -63,7 +64,8 @@ from ._common import (
     truth_log_likelihoods,
     validate_columns,
 )
-from .formats import Format, register_format
+from ._space import check_free_space
+from .formats import ColumnReader, Format, register_format
 from .schema import (
     FORMAT_NAME,
     P4_COLUMNS,
@@ -73,7 +75,16 @@ from .schema import (
     TRUTH_LIKELIHOODS,
 )
 
-__all__ = ["iterate_root", "n_jets_root", "read_root", "read_root_results", "root_info", "write_root"]
+__all__ = [
+    "RootColumns",
+    "RootStreamWriter",
+    "iterate_root",
+    "n_jets_root",
+    "read_root",
+    "read_root_results",
+    "root_info",
+    "write_root",
+]
 
 _BASKET = 10000
 
@@ -82,6 +93,43 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
     import awkward as ak
 
     return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
+
+
+def _strings(values: Any) -> Any:
+    """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
+    bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000)."""
+    import awkward as ak
+
+    memo: dict[Any, bytes] = {}
+    encoded = []
+    for v in values:
+        e = memo.get(v)
+        if e is None:
+            e = memo[v] = str(v).encode("utf-8")
+        encoded.append(e)
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    chars = ak.contents.NumpyArray(np.frombuffer(b"".join(encoded), np.uint8).copy(),
+                                   parameters={"__array__": "char"})
+    return ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), chars,
+                                                parameters={"__array__": "string"}))
+
+
+def _string_list(arr: Any) -> list[str]:
+    """The strings of an awkward array of strings (``ak.to_list`` converts element by element)."""
+    import awkward as ak
+
+    layout = ak.to_layout(ak.to_packed(arr))
+    if isinstance(layout, ak.contents.ListOffsetArray) and \
+            layout.parameter("__array__") == "string":
+        offsets = np.asarray(layout.offsets)
+        data = np.asarray(layout.content.data).tobytes()
+        base = int(offsets[0])
+        bounds = (offsets - base).tolist()
+        data = data[base:]
+        return [data[bounds[i]:bounds[i + 1]].decode("utf-8", "surrogateescape")
+                for i in range(len(bounds) - 1)]
+    return ak.to_list(arr)
 
 
 def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int, b: int) -> dict:
@@ -107,7 +155,7 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
         "jet_id": collection.jet_id[a:b],
         "seed": collection.seed[a:b],
         "n_leaves": collection.n_leaves[a:b],
-        "jet_type": ak.Array([str(t) for t in collection.jet_type[a:b]]),
+        "jet_type": _strings(collection.jet_type[a:b]),
     }
     for k in PARAM_COLUMNS:
         out[k] = collection.params[k][a:b]
@@ -145,11 +193,11 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     na, nb = int(table.node_offsets[a]), int(table.node_offsets[b])
     noff = table.node_offsets[a:b + 1] - na
     out: dict[str, Any] = {
-        "label": ak.Array([label] * (b - a)),
-        "algorithm": ak.Array([table.algorithm] * (b - a)),
-        "status": ak.Array([str(s) for s in table.status[a:b]]),
-        "message": ak.Array([str(s) for s in table.message[a:b]]),
-        "options": ak.Array([str(s) for s in table.options[a:b]]),
+        "label": _strings([label] * (b - a)),
+        "algorithm": _strings([table.algorithm] * (b - a)),
+        "status": _strings(table.status[a:b]),
+        "message": _strings(table.message[a:b]),
+        "options": _strings(table.options[a:b]),
         "jet_index": table.jet_index[a:b],
         "jet_id": table.jet_id[a:b],
         "exact": table.exact[a:b].astype(np.bool_),
@@ -239,9 +287,9 @@ def _write_by_entry(f: Any, collection: JetCollection,
     def block(a: int, b: int) -> dict[str, Any]:
         out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
         for p, c in per_label.items():
-            out[f"{p}_status"] = ak.Array([str(s) for s in c["status"][a:b]])
+            out[f"{p}_status"] = _strings(c["status"][a:b])
             out[f"{p}_finite"] = np.ascontiguousarray(c["finite"][a:b])
-            out[f"{p}_reason"] = ak.Array([str(s) for s in c["reason"][a:b]])
+            out[f"{p}_reason"] = _strings(c["reason"][a:b])
             out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
             out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
             out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
@@ -299,6 +347,136 @@ def _write_by_event(f: Any, collection: JetCollection,
         tree.extend(block(a, min(n, a + _BASKET)))
 
 
+class RootStreamWriter:
+    """A ROOT file of jets and results written block by block (memory bounded by one block),
+    atomically: the file appears under its name only when :meth:`close` succeeds.
+
+    The layout is that of :func:`write_root` (the same trees, branches and ``meta``; ``meta`` is
+    written last). Jets come in file order (:meth:`add_jets`, in baskets of 10 000 jets when the
+    blocks are multiples of that); results table after table (:meth:`add_results`: the
+    ``results`` tree holds one table after the other), after :meth:`set_counters`.
+
+    Args:
+        path: destination ``.root`` file; replaced when the writer closes.
+        attrs: provenance entries to add to ``meta`` (as :func:`write_root`).
+        need: an upper estimate of the file's size, checked against the free space.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(4, ShowerParams.qcd(), seed=1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "jets.root")
+        >>> with RootStreamWriter(path) as w:
+        ...     w.add_jets(jets.take(np.arange(2))); w.add_jets(jets.take(np.arange(2, 4)))
+        >>> n_jets_root(path)
+        4
+    """
+
+    def __init__(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                 need: int = 0) -> None:
+        import uproot
+
+        if need:
+            check_free_space(path, need)
+        self._meta: dict[str, Any] = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION}
+        self._meta.update(provenance())
+        self._meta.update(dict(attrs or {}))
+        self._atomic = atomic_path(path)
+        tmp = self._atomic.__enter__()
+        try:
+            self.f = uproot.recreate(tmp)
+        except BaseException as exc:
+            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._jets: Any = None
+        self._n_jets = 0
+        self._extras: tuple[list[str], list[str]] = ([], [])
+        self._params = GeneratorParamsStream()
+        self._results: Any = None
+        self._counters: list[str] = []
+        self._labels: dict[str, dict[str, Any]] = {}
+
+    def add_jets(self, collection: JetCollection) -> None:
+        """Append the next jets (their extra columns must be those of the first block)."""
+        n = len(collection)
+        truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
+        if self._jets is None:
+            node_extra, jet_extra = get_extras(collection)
+            self._extras = (sorted(node_extra),
+                            sorted(k for k in jet_extra if not k.startswith("truth_llh_")))
+            first = _jets_block(collection, truth, 0, min(n, _BASKET))
+            self._jets = self.f.mktree("jets", _branch_types(first), title="jetastar jets")
+        for a in range(0, n, _BASKET):
+            self._jets.extend(_jets_block(collection, truth, a, min(n, a + _BASKET)))
+        self._params.add(collection)
+        self._n_jets += n
+
+    def set_counters(self, names: Any) -> None:
+        """The counters of every results table (one branch each); before the first results."""
+        if self._results is not None:
+            raise ValueError("set_counters must come before the first results")
+        self._counters = sorted(set(names))
+
+    def add_results(self, label: str, table: AlgorithmResults) -> None:
+        """Append rows of the results table ``label`` (a table's rows one after the other; its
+        attributes come from its first rows)."""
+        info = self._labels.get(label)
+        if info is None:
+            info = self._labels[label] = {
+                "algorithm": table.algorithm, "likelihood": table.likelihood,
+                "exact_method": table.exact_method, "n_rows": 0,
+            }
+        for a in range(0, max(len(table), 1), _BASKET):
+            b = min(len(table), a + _BASKET)
+            block = _results_block(label, table, self._counters, a, b)
+            if self._results is None:
+                self._results = self.f.mktree("results", _branch_types(block),
+                                              title="jetastar clustering results")
+            if b > a:
+                self._results.extend(block)
+        info["n_rows"] += len(table)
+
+    def close(self) -> None:
+        """Write ``meta``, close and rename the file."""
+        try:
+            meta = dict(self._meta)
+            jets = self._jets is not None
+            meta["content"] = "jets+results" if jets else "results"
+            meta["results"] = self._labels
+            if jets:
+                meta["n_jets"] = self._n_jets
+                meta.setdefault("generator_params", self._params.result())
+                meta["node_extra"], meta["jet_extra"] = self._extras
+            self.f["meta"] = json.dumps(meta, default=_json_default)
+            self.f.close()
+        except BaseException as exc:
+            self.abort(exc)
+            raise
+        self._atomic.__exit__(None, None, None)
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        """Close and delete the temporary file (the destination is left as it was)."""
+        try:
+            self.f.close()
+        except Exception:  # already closed or broken: deleted anyway
+            pass
+        exc = exc if exc is not None else RuntimeError("aborted")
+        try:
+            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException as again:
+            if again is not exc:
+                raise
+
+    def __enter__(self) -> RootStreamWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self.abort(exc)
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -318,7 +496,8 @@ class _RootFile:
             if fh.read(4) != b"root":
                 raise FileFormatError(f"{p}: not a ROOT file")
         try:
-            self.f = uproot.open(p)
+            # no array cache: every file is opened for one read (or reads each range once)
+            self.f = uproot.open(p, array_cache=None)
         except Exception as exc:  # uproot raises many types for non-ROOT / damaged files
             raise FileFormatError(_open_error(self.path, exc)) from None
         try:
@@ -463,7 +642,7 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
             node_momenta=node_momenta,
             jet_id=_np(arr["jet_id"], np.int64),
             seed=_np(arr["seed"], np.int64),
-            jet_type=np.array(ak.to_list(arr["jet_type"]), dtype=object),
+            jet_type=np.array(_string_list(arr["jet_type"]), dtype=object),
             params=params,
         )
     except ValueError as exc:
@@ -514,6 +693,74 @@ def read_root(
     return collection
 
 
+#: the branches of each :class:`RootColumns` column
+_COLUMN_BRANCHES = {
+    "leaves": [f"leaf_{c}" for c in P4_COLUMNS], "leaf_offsets": ["nleaf"],
+    "node_offsets": ["nnode"], "children": ["node_left", "node_right"],
+    "leaf_of_node": ["node_leaf"], "jet_id": ["jet_id"], "seed": ["seed"],
+    "jet_type": ["jet_type"], "params.root_momentum": list(ROOT_MOMENTUM_COLUMNS),
+    **{f"params.{k}": [k] for k in PARAM_COLUMNS},
+}
+
+
+class RootColumns(ColumnReader):
+    """:class:`~jetastar.io.formats.ColumnReader` of a jetastar ROOT file: reads only the
+    branches of the columns asked for (the file stays open until :meth:`close`).
+
+    Example:
+        >>> import os, tempfile
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> path = os.path.join(tempfile.mkdtemp(), "jets.root")
+        >>> write_root(path, generate(3, ShowerParams.qcd(), seed=1))
+        >>> with RootColumns(path) as cols:
+        ...     cols.read(["jet_id", "leaf_offsets"], 1, 3)["jet_id"].tolist()
+        [1, 2]
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(_FORMAT, path)
+        self._f = _RootFile(path)
+        self.n_jets = self._f.num_entries("jets")
+
+    def read(self, names: list[str], start: int, stop: int) -> dict[str, Any]:
+        """The columns ``names`` of jets ``start:stop``."""
+        branches = sorted({b for name in names for b in _COLUMN_BRANCHES[name]})
+        arr = self._f.arrays("jets", start, stop, filter_name=branches)
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in ("leaf_offsets", "node_offsets"):
+                out[name] = _offsets(arr["nleaf" if name == "leaf_offsets" else "nnode"])
+            elif name == "leaves":
+                out[name] = np.stack([_flat(arr[f"leaf_{c}"], np.float64) for c in P4_COLUMNS],
+                                     axis=1).reshape(-1, 4)
+            elif name == "children":
+                out[name] = np.stack([_flat(arr["node_left"], np.int64),
+                                      _flat(arr["node_right"], np.int64)], axis=1).reshape(-1, 2)
+            elif name == "leaf_of_node":
+                out[name] = _flat(arr["node_leaf"], np.int64)
+            elif name == "jet_type":
+                out[name] = np.array(_string_list(arr["jet_type"]), dtype=object)
+            elif name == "params.root_momentum":
+                out[name] = np.stack([_np(arr[k], np.float64) for k in ROOT_MOMENTUM_COLUMNS],
+                                     axis=1).reshape(-1, 4)
+            elif name.startswith("params."):
+                out[name] = _np(arr[name[len("params."):]], np.float64)
+            else:
+                out[name] = _np(arr[name], np.int64)
+        return out
+
+    def collection(self, start: int, stop: int) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file."""
+        start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
+        if stop <= start:
+            return set_extras(JetCollection.from_jets([]))
+        return _collection_from_arrays(self._f.arrays("jets", start, stop), self._f.path, start)
+
+    def close(self) -> None:
+        """Close the file."""
+        self._f.f.close()
+
+
 def iterate_root(
     path: str | os.PathLike[str], step_size: int = 10000, *, validate: bool = True
 ) -> Iterator[JetCollection]:
@@ -554,7 +801,7 @@ def read_root_results(
                 raise FileFormatError(f"{path}: holds no results")
             return out
         arr = f.arrays("results")
-    labels = np.array(ak.to_list(arr["label"]), dtype=object)
+    labels = np.array(_string_list(arr["label"]), dtype=object)
     wanted = list(dict.fromkeys(labels.tolist())) if algorithms is None else list(algorithms)
     fields = ak.fields(arr)
     for label in wanted:
@@ -575,9 +822,9 @@ def read_root_results(
             upper_bound=_np(sub["upper_bound"], np.float64),
             n_trees=_np(sub["n_trees"], np.float64),
             time_s=_np(sub["time_s"], np.float64),
-            status=ak.to_list(sub["status"]),
-            message=ak.to_list(sub["message"]),
-            options=ak.to_list(sub["options"]),
+            status=_string_list(sub["status"]),
+            message=_string_list(sub["message"]),
+            options=_string_list(sub["options"]),
             node_offsets=_offsets(sub["nnode"]),
             children=np.stack(
                 [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
@@ -599,7 +846,6 @@ def read_root_results(
 
 def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a jetastar ROOT file holds (schema, provenance, counts, results per status)."""
-    import awkward as ak
 
     with _RootFile(path, need_jets=False) as f:
         meta = dict(f.meta)
@@ -607,7 +853,7 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         if "jets" in f.f:
             arr = f.arrays("jets", filter_name=["n_leaves", "jet_type", "nnode"])
             n_leaves = _np(arr["n_leaves"], np.int64)
-            types = ak.to_list(arr["jet_type"])
+            types = _string_list(arr["jet_type"])
             info["n_jets"] = int(n_leaves.shape[0])
             info["n_leaves"] = n_leaves
             info["jet_types"] = {t: types.count(t) for t in sorted(set(types))}
@@ -617,8 +863,8 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         info["results"] = {}
         if "results" in f.f:
             arr = f.arrays("results", filter_name=["label", "status"])
-            labels = ak.to_list(arr["label"])
-            status = ak.to_list(arr["status"])
+            labels = _string_list(arr["label"])
+            status = _string_list(arr["status"])
             for label in dict.fromkeys(labels):
                 st = [s for lab, s in zip(labels, status, strict=True) if lab == label]
                 m = meta.get("results", {}).get(label, {})
@@ -662,5 +908,12 @@ class ROOTFormat(Format):
     def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         return root_info(path)
 
+    def columns(self, path: str | os.PathLike[str]) -> RootColumns:
+        return RootColumns(path)
 
-register_format(ROOTFormat())
+    def stream_writer(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
+                      need: int = 0) -> RootStreamWriter:
+        return RootStreamWriter(path, attrs, need)
+
+
+_FORMAT = register_format(ROOTFormat())
