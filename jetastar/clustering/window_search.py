@@ -31,9 +31,9 @@ trees share, which can build either tree's structure between them) and searched 
 random frontiers. From 23 leaves on, the root window over the clusters the best optimum shares with
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
 root. Last, below 30 leaves, the root window over the ``root_size`` largest clusters below the
-root (16 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ from the MAP at the
-top, down to clusters of a few leaves, which 13-part windows do not reach. The result is never worse
-than the start trees.
+root (16 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ
+from the MAP at the top, down to clusters of a few leaves, which 13-part windows do not reach. The
+result is never worse than the start trees.
 
 A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
 Where :func:`exact_map` is expected to cost less CPU time than the search
