@@ -54,6 +54,7 @@ __all__ = [
     "mass_policy_counts",
     "median_interval",
     "status_counts",
+    "table_counts",
     "tree_verdicts",
 ]
 
@@ -149,18 +150,27 @@ def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
         >>> status_counts("results.h5")["kt"]  # doctest: +SKIP
         {'jets': 100, 'ran': 100, 'finite': 31, 'minus_inf': 69, 'skipped': 0, 'failed': 0, ...}
     """
-    out = {}
-    for label, t in io.read_results(path).items():
-        tree = np.isin(t.status, TREE_STATUSES)
-        fin = tree & np.isfinite(t.log_likelihood)
-        out[label] = {
-            "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
-            "minus_inf": int((tree & ~fin).sum()),
-            "skipped": int((t.status == "skipped").sum()), "failed": int((t.status == "failed").sum()),
-            "budget": int((t.status == "budget").sum()),
-            **_verdict_counts(tree_verdicts(t)),
-        }
-    return out
+    return {label: table_counts(t) for label, t in io.read_results(path).items()}
+
+
+def table_counts(table: Any) -> dict[str, int]:
+    """The counts of :func:`status_counts` for one table (an
+    :class:`~jetastar.io.AlgorithmResults`; counts of several tables of one algorithm add up).
+
+    Example:
+        >>> table_counts(io.read_results("results.h5")["kt"])["finite"]  # doctest: +SKIP
+        31
+    """
+    t = table
+    tree = np.isin(t.status, TREE_STATUSES)
+    fin = tree & np.isfinite(t.log_likelihood)
+    return {
+        "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
+        "minus_inf": int((tree & ~fin).sum()),
+        "skipped": int((t.status == "skipped").sum()), "failed": int((t.status == "failed").sum()),
+        "budget": int((t.status == "budget").sum()),
+        **_verdict_counts(tree_verdicts(t)),
+    }
 
 
 def _verdict_counts(verdicts: np.ndarray | None) -> dict[str, int]:

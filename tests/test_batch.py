@@ -568,10 +568,11 @@ def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
     def both(reader, out, parts, *args, **kwargs):
         copy = tmp_path / "copy.parts"
         shutil.copytree(parts, copy)
-        real(reader, out, parts, *args, **kwargs)
+        counts = real(reader, out, parts, *args, **kwargs)
         with monkeypatch.context() as m:
             m.setattr(merge, "_merge_streaming", merge._merge_in_memory)
             real(reader, memory, copy, *args, **kwargs)
+        return counts
 
     monkeypatch.setattr(batch, "merge_parts", both)
     (s,) = run_batch([inp], config, output=tmp_path / f"streamed.{ext}", progress=False)
@@ -690,7 +691,7 @@ def test_the_part_folder_is_smaller_than_the_output(tmp_path, monkeypatch):
 
     def measured(reader, out_, parts, *args, **kwargs):
         sizes["parts"] = sum(p.stat().st_size for p in parts.iterdir())
-        real(reader, out_, parts, *args, **kwargs)
+        return real(reader, out_, parts, *args, **kwargs)
 
     monkeypatch.setattr(batch, "merge_parts", measured)
     (s,) = run_batch([inp], config, output=out, progress=False)
@@ -789,6 +790,11 @@ def test_the_merge_counts_statuses_as_the_output_holds(tmp_path):
     assert s.ok, s.error
     assert s.status_counts == status_counts_of(tmp_path / "out.root")
     assert s.status_counts["test-exact"].get("skipped", 0) > 0
+    # and the tree counts the command line prints, without reading the output back
+    from jetastar.comparison import status_counts
+
+    assert s.tree_counts == status_counts(tmp_path / "out.root")
+    assert 0 < s.tree_counts["greedy"]["finite"] and s.tree_counts["test-exact"]["skipped"] > 0
 
 
 def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import io
 from .._progress import progress_bar
+from ..comparison import table_counts
 from ..errors import BatchError
 from ..io.dispatch import stream_writer
 from ..jet import JetCollection
@@ -27,7 +28,7 @@ from .config import BatchConfig
 from .resume import part_counters, part_name, read_part
 from .sources import JetSource
 
-__all__ = ["MERGE_BLOCK", "check_unchanged", "merge_parts", "status_counts_of"]
+__all__ = ["MERGE_BLOCK", "MergeCounts", "check_unchanged", "merge_parts", "status_counts_of"]
 
 #: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
 MERGE_BLOCK = 10_000
@@ -36,7 +37,7 @@ MERGE_BLOCK = 10_000
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     attrs: dict[str, Any] | None, *, progress: bool = False,
-) -> dict[str, dict[str, int]]:
+) -> MergeCounts:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
     Args:
@@ -50,7 +51,10 @@ def merge_parts(
             2 s (after the clustering bar has reached 100 %, a long merge is then not silent).
 
     Returns:
-        Per algorithm, status -> number of jets (as :func:`status_counts_of` the output).
+        A :class:`MergeCounts`: per algorithm, status -> number of jets (as
+        :func:`status_counts_of` the output), and the counts of
+        :func:`jetastar.comparison.status_counts` gathered part by part (``None`` where the
+        output was written in memory).
 
     Raises:
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
@@ -64,11 +68,21 @@ def merge_parts(
     n = reader.n_jets
     if n == 0 or "entry" in reader.chunk(0, 1).jet_columns:
         _merge_in_memory(reader, out, parts, chunks, config, meta, progress)
-        counts = status_counts_of(out)
+        counts = MergeCounts(status_counts_of(out), None)
     else:
         counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress)
     shutil.rmtree(parts, ignore_errors=True)
     return counts
+
+
+class MergeCounts(NamedTuple):
+    """What :func:`merge_parts` counted while writing an output."""
+
+    #: per algorithm, status -> number of jets
+    status: dict[str, dict[str, int]]
+    #: per algorithm, the counts of :func:`jetastar.comparison.status_counts` (``None``: not
+    #: gathered; read them from the output)
+    trees: dict[str, dict[str, int]] | None
 
 
 def _merge_streaming(
@@ -77,13 +91,14 @@ def _merge_streaming(
 ) -> dict[str, dict[str, int]]:
     """The output written block by block: the jets, then each algorithm's rows part by part (the
     layout of :func:`jetastar.io.write`); at most one block of jets or one part's table in
-    memory. Returns the status counts of each algorithm."""
+    memory. Returns the status and tree counts of each algorithm."""
     n = reader.n_jets
     files = [parts / part_name(a, b) for a, b in chunks]
     need = _size(reader.path) + sum(_size(f) for f in files)
     writer = stream_writer(out, meta, need=2 * need)
     names = list(config.algorithms)
     statuses: dict[str, dict[str, int]] = {}
+    trees: dict[str, dict[str, int]] = {}
     try:
         with progress_bar(total=n * (1 + len(names)), desc=f"merging {out.name}", unit="row",
                           show=progress, delay=2.0) as bar:
@@ -105,6 +120,9 @@ def _merge_streaming(
                                                return_counts=True)
                     for v, c in zip(values.tolist(), number.tolist(), strict=True):
                         seen[v] = seen.get(v, 0) + c
+                    total = trees.setdefault(name, {})
+                    for k, c in table_counts(table).items():
+                        total[k] = total.get(k, 0) + c
                     writer.add_results(name, table)
                     bar.update(b - a)
                 counts.check(out, name)
@@ -113,7 +131,7 @@ def _merge_streaming(
         writer.abort(exc)
         raise
     writer.close()
-    return {name: dict(sorted(c.items())) for name, c in statuses.items()}
+    return MergeCounts({name: dict(sorted(c.items())) for name, c in statuses.items()}, trees)
 
 
 class _Coverage:

@@ -74,6 +74,9 @@ class FileSummary:
     chunks_total: int = 0
     chunks_reused: int = 0
     status_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    #: per algorithm, :func:`jetastar.comparison.status_counts` of the output, where the merge
+    #: gathered them (empty: read them from the output)
+    tree_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
     error: str = ""
     already_done: bool = False
@@ -295,7 +298,8 @@ def _run_file(
         counts = merge_parts(reader, out, parts, chunks, config,
                              {**reading, **(attrs or {}), "input_identity": identity},
                              progress=progress)
-        summary.status_counts = counts if counts is not None else status_counts_of(out)
+        summary.status_counts = counts.status
+        summary.tree_counts = counts.trees or {}
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
     finally:

@@ -24,6 +24,7 @@ __all__ = [
     "command_line",
     "echo",
     "finite_counts",
+    "format_tree_counts",
     "generate_collection",
     "print_summaries",
     "split_list",
@@ -89,7 +90,7 @@ def print_summaries(summaries: Sequence[Any]) -> int:
             f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
         )
         echo(f"{s.input} -> {s.output} ({s.n_jets} jets, {state}, {s.seconds:.1f} s)")
-        finite = finite_counts(s.output)
+        finite = format_tree_counts(s.tree_counts) if s.tree_counts else finite_counts(s.output)
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             echo(f"  {alg:<16} {text}{finite.get(alg, '')}")
@@ -104,6 +105,11 @@ def finite_counts(path: str) -> dict[str, str]:
         counts = status_counts(path)
     except (OSError, ValueError, KeyError):
         return {}
+    return format_tree_counts(counts)
+
+
+def format_tree_counts(counts: dict[str, dict[str, int]]) -> dict[str, str]:
+    """:func:`finite_counts` of counts in hand (:func:`jetastar.comparison.status_counts`)."""
     return {alg: f"; tree {c['ran']}, finite {c['finite']}"
                  + (f" (-inf {c['minus_inf']})" if c["minus_inf"] else "")
                  + (f"; proven {c['proven']}, window optimal {c['window_optimal']}"
