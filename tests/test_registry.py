@@ -56,7 +56,8 @@ def test_same_as_direct_calls(jet):
 
 def test_listed_options():
     assert algorithm_info("greedy").options() == ["likelihood"]
-    assert algorithm_info("beam").options() == ["beam_size", "likelihood", "greedy_guard"]
+    assert algorithm_info("beam").options() == ["beam_size", "likelihood", "greedy_guard",
+                                             "max_time"]
     for name in ("kt", "cambridge", "antikt"):
         assert algorithm_info(name).options() == ["likelihood", "R"]
     assert {"n_rollouts", "seed", "likelihood", "beam_size", "c_puct"} <= set(
@@ -72,7 +73,7 @@ def test_unknown_algorithm_lists_valid_names(jet):
 
 
 def test_unknown_option_lists_valid_options(jet):
-    with pytest.raises(ValueError, match="valid: beam_size, likelihood, greedy_guard"):
+    with pytest.raises(ValueError, match="valid: beam_size, likelihood, greedy_guard, max_time"):
         cluster(jet, "beam", beam=3)
     with pytest.raises(ValueError, match="unknown option"):
         cluster(jet, "greedy", beam_size=3)
