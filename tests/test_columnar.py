@@ -315,3 +315,40 @@ def test_exact_map_columnar_options():
     assert columnar_options("trellis", {"device": "gpu"}) is None
     assert columnar_options("trellis", {"max_memory": 1000}) is None
     assert columnar_options("trellis", {"max_time": -1}) is None
+
+
+def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
+    """The chunk's jets go to the kernel in runs of bounded work (an interrupt is seen between
+    two runs): one jet per call gives the rows of the default runs."""
+    from jetastar.clustering import _chunk_kernels
+
+    sub = _small_jets(jets, 12)[:300]
+    whole = cluster_columns(sub, {"trellis": {}})["trellis"]
+    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
+    cut = cluster_columns(sub, {"trellis": {}})["trellis"]
+    assert np.array_equal(whole.outcome, cut.outcome)
+    assert np.array_equal(whole.children, cut.children)
+    assert np.array_equal(whole.log_likelihood, cut.log_likelihood, equal_nan=True)
+    for k in whole.counters:
+        assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
+
+
+def test_exact_map_interrupt_is_raised_between_calls(jets, monkeypatch):
+    import signal
+
+    from jetastar.clustering import _chunk_kernels
+
+    calls = []
+    kernel = _chunk_kernels._map_serial
+
+    def serial(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
+        return kernel(*args)
+
+    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
+    monkeypatch.setattr(_chunk_kernels, "_map_serial", serial)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_columns(_small_jets(jets, 12)[:50], {"trellis": {}}, parallel=False)
+    assert len(calls) == 2
