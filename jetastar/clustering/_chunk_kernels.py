@@ -173,8 +173,9 @@ def cluster_chunk(
     info = np.full((n_algs, n_jets), -1, dtype=np.int64)
     work = np.zeros((n_algs, n_jets), dtype=np.int64)
     kernel = _cluster_parallel if parallel else _cluster_serial
-    kernel(leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node, ll, outcome,
-           info, work, SPACELIKE_TOLERANCE)
+    with DeferredSignals():  # Ctrl-C during the call: raised after it, not inside numba's return
+        kernel(leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node, ll,
+               outcome, info, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, info, work
 
 
@@ -239,8 +240,9 @@ def score_chunk(
     out = np.full(n_jets, np.nan)
     status = np.full(n_jets, SCORE_OK, dtype=np.int64)
     kernel = _score_parallel if parallel else _score_serial
-    kernel(leaves, loff, children, leaf_of_node, noff, which, consts, out, status,
-           SPACELIKE_TOLERANCE)
+    with DeferredSignals():
+        kernel(leaves, loff, children, leaf_of_node, noff, which, consts, out, status,
+               SPACELIKE_TOLERANCE)
     return out, status
 
 
