@@ -304,6 +304,20 @@ class Stopwatch:
 
 
 # ---------------------------------------------------------------------- signals around kernels
+_NUMBA_DIR = os.sep + "numba" + os.sep
+
+
+def _in_numba(frame: Any) -> bool:
+    """Whether ``frame`` (or one of its three callers) runs numba's own Python code."""
+    for _ in range(4):
+        if frame is None:
+            return False
+        if _NUMBA_DIR in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class DeferredSignals:
     """Within the block, Ctrl-C (SIGINT) and SIGTERM are only noted; :meth:`deliver` (between two
     kernel calls) and the end of the block run the handlers they would have run.
@@ -316,6 +330,14 @@ class DeferredSignals:
     with this, so that an interrupt reaches Python whole, between slices. Outside the main thread
     (where Python runs no handlers) it does nothing.
 
+    With ``only_in_numba=True`` a signal whose handler runs in Python code of the caller is handled
+    at once, as without the block; only one that lands inside numba's own Python code (the
+    boxing of a result) is held until :meth:`deliver` or the end of the block. The registry's
+    :func:`~jetastar.clustering.cluster` runs every algorithm so.
+
+    Args:
+        only_in_numba: hold only the signals that land inside numba.
+
     Example:
         >>> with DeferredSignals() as held:
         ...     held.deliver()  # no signal came: nothing happens
@@ -324,9 +346,10 @@ class DeferredSignals:
     _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None))
                      if s is not None)
 
-    def __init__(self) -> None:
+    def __init__(self, only_in_numba: bool = False) -> None:
         self._saved: dict[int, Any] = {}
         self._caught: list[tuple[int, Any]] = []
+        self._only_in_numba = only_in_numba
 
     def __enter__(self) -> DeferredSignals:
         if threading.current_thread() is not threading.main_thread():
@@ -341,16 +364,20 @@ class DeferredSignals:
 
     def _note(self, signum: int, frame: Any) -> None:
         self._caught.append((signum, frame))
+        if self._only_in_numba and not _in_numba(frame):
+            self._restore()  # Python code of the caller: the handler runs now
 
     def _restore(self) -> None:
         saved, self._saved = self._saved, {}
         for sig, handler in saved.items():
             signal.signal(sig, handler)
         caught, self._caught = self._caught, []
-        for signum, frame in caught[:1]:
+        for signum, _ in caught[:1]:
             handler = saved[signum]
             if callable(handler):
-                handler(signum, frame)
+                # delivered from here, plain Python code (not where the signal landed, which an
+                # enclosing block of only_in_numba would hold again)
+                handler(signum, sys._getframe())
             else:  # SIG_DFL: what the signal does without a handler
                 signal.raise_signal(signum)
 
