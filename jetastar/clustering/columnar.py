@@ -5,7 +5,10 @@ parameters) go to one numba call per chunk (:mod:`._chunk_kernels`: jets in para
 serially) that checks every jet's leaves with the one leaf validator, clusters every jet with each
 requested algorithm of :data:`COLUMNAR_ALGORITHMS` and scores the trees with the Ginkgo likelihood
 (the kernels of the per-jet functions: results are those of :func:`~jetastar.clustering.greedy`
-and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The answer is flat arrays, a
+and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The exact MAP engine
+(the registry's ``"trellis"`` without ``log_z``) runs on every jet of up to 14 leaves the same way,
+one jet per thread, with the kernels of :func:`~jetastar.clustering.exact_map` (larger jets are
+left to it). The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
@@ -131,11 +134,18 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
 
 def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
     """The options :func:`~jetastar.clustering.exact_map` records, as it would check them, for the
-    registry's ``"trellis"`` on the columnar path; ``None`` for ``log_z``, a GPU, a memory limit
-    below the tables of the largest jet the path takes, or a value the engine would refuse.
+    registry's ``"trellis"`` on the columnar path.
 
     The columnar path solves jets of up to 14 leaves in a few ms each, so a ``max_time`` is
     recorded but does not stop it (the per-jet engine also always runs its first slice of work).
+
+    Args:
+        options: the registry options (``likelihood``, ``log_z``, ``max_time``, ``max_memory``,
+            ``threads``, ``progress``, ``device``; or what this function returned).
+
+    Returns:
+        The options dict of the engine's results, or ``None`` for ``log_z``, a GPU, a memory limit
+        below the tables of the largest jet the path takes, or a value the engine would refuse.
     """
     if set(options) - _TRELLIS_OPTIONS:
         return None
