@@ -62,6 +62,7 @@ import functools
 import getpass
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -82,6 +83,7 @@ from ._leftovers import notice_folder
 
 __all__ = [
     "COMPILE_NOTICE",
+    "DeferredSignals",
     "Stopwatch",
     "cache_dir",
     "compile_seconds",
@@ -299,6 +301,94 @@ class Stopwatch:
     def seconds(self) -> float:
         """Run time: wall time since creation minus :meth:`compile_seconds` (never negative)."""
         return max(0.0, time.perf_counter() - self.start - self.compile_seconds())
+
+
+# ---------------------------------------------------------------------- signals around kernels
+_NUMBA_DIR = os.sep + "numba" + os.sep
+
+
+def _in_numba(frame: Any) -> bool:
+    """Whether ``frame`` (or one of its three callers) runs numba's own Python code."""
+    for _ in range(4):
+        if frame is None:
+            return False
+        if _NUMBA_DIR in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class DeferredSignals:
+    """Within the block, Ctrl-C (SIGINT) and SIGTERM are only noted; :meth:`deliver` (between two
+    kernel calls) and the end of the block run the handlers they would have run.
+
+    A compiled kernel does not see a signal: Python runs its handler at the next Python code. When
+    that is numba boxing a kernel's result (which calls Python code), the handler's
+    ``KeyboardInterrupt`` is raised inside the call and comes out as a ``SystemError`` ("returned a
+    result with an exception set"), which callers that record errors per jet would take for a
+    failure of the algorithm. Code that runs a kernel in slices (beam search) holds its signals
+    with this, so that an interrupt reaches Python whole, between slices. Outside the main thread
+    (where Python runs no handlers) it does nothing.
+
+    With ``only_in_numba=True`` a signal whose handler runs in Python code of the caller is handled
+    at once, as without the block; only one that lands inside numba's own Python code (the
+    boxing of a result) is held until :meth:`deliver` or the end of the block. The registry's
+    :func:`~jetastar.clustering.cluster` runs every algorithm so.
+
+    Args:
+        only_in_numba: hold only the signals that land inside numba.
+
+    Example:
+        >>> with DeferredSignals() as held:
+        ...     held.deliver()  # no signal came: nothing happens
+    """
+
+    _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None))
+                     if s is not None)
+
+    def __init__(self, only_in_numba: bool = False) -> None:
+        self._saved: dict[int, Any] = {}
+        self._caught: list[tuple[int, Any]] = []
+        self._only_in_numba = only_in_numba
+
+    def __enter__(self) -> DeferredSignals:
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig in self._SIGNALS:
+            handler = signal.getsignal(sig)
+            if handler is None or handler == signal.SIG_IGN:  # set outside Python, or ignored
+                continue
+            self._saved[sig] = handler
+            signal.signal(sig, self._note)
+        return self
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self._caught.append((signum, frame))
+        if self._only_in_numba and not _in_numba(frame):
+            self._restore()  # Python code of the caller: the handler runs now
+
+    def _restore(self) -> None:
+        saved, self._saved = self._saved, {}
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        caught, self._caught = self._caught, []
+        for signum, _ in caught[:1]:
+            handler = saved[signum]
+            if callable(handler):
+                # delivered from here, plain Python code (not where the signal landed, which an
+                # enclosing block of only_in_numba would hold again)
+                handler(signum, sys._getframe())
+            else:  # SIG_DFL: what the signal does without a handler
+                signal.raise_signal(signum)
+
+    def deliver(self) -> None:
+        """Run the handler of a signal noted so far, if any (it usually raises
+        ``KeyboardInterrupt``); the handlers are then those of before the block."""
+        if self._caught:
+            self._restore()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._restore()
 
 
 # ---------------------------------------------------------------------- the on-disk cache

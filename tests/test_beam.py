@@ -1,9 +1,16 @@
-"""Beam search: reference values, exact MAP with a full beam, dedup, ordering, an independent beam."""
+"""Beam search: reference values, exact MAP with a full beam, dedup, ordering, an independent beam,
+slices of work, max_time and interrupts."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -218,3 +225,136 @@ def test_bad_input():
     jet = generate(1, ShowerParams.qcd(), seed=1)[0]
     with pytest.raises(ValueError, match="legacy"):
         beam_search(jet, likelihood="bad")
+
+
+def _beam_key(result):
+    return ([(b.tree.children.tobytes(), b.log_likelihood) for b in result.beam], result.status,
+            {k: v for k, v in result.stats.items() if k != "time_s"})
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_slices_change_nothing(monkeypatch, cache):
+    """A search cut into slices of any size (down to one state of the beam per slice) gives the
+    beam of an uncut search, bit for bit, counters included."""
+    if not cache:
+        monkeypatch.setattr(beam, "CACHE_BUDGET_BYTES", 0)
+    cases = []
+    for params in (ShowerParams.qcd(), ShowerParams.w(), ShowerParams.qcd(t_cut=1.0)):
+        for jet in generate(8, params, seed=81, min_leaves=3, max_leaves=26):
+            for likelihood, size in (("symmetric", None), ("legacy", 7), ("symmetric", 40)):
+                cases.append((jet, likelihood, size))
+    cases.append((Jet(np.array([[e, 0.0, 0.0, e] for e in (10.0, 20.0, 30.0, 40.0)]),
+                      ShowerParams.qcd()), "symmetric", None))  # every tree -inf
+    whole = [_beam_key(beam_search(j, beam_size=s, likelihood=lk)) for j, lk, s in cases]
+    for slice_work in (1, 50, 3000):
+        monkeypatch.setattr(beam, "_MAX_SLICE_WORK", slice_work)
+        cut = [_beam_key(beam_search(j, beam_size=s, likelihood=lk)) for j, lk, s in cases]
+        assert cut == whole, slice_work
+
+
+def test_max_time_not_reached_changes_nothing():
+    for jet in generate(5, ShowerParams.qcd(t_cut=1.0), seed=82, min_leaves=5, max_leaves=25):
+        free = beam_search(jet)
+        timed = beam_search(jet, max_time=3600)
+        assert timed.status == free.status and timed.options["max_time"] == 3600.0
+        assert _beam_key(timed) == _beam_key(free)
+
+
+def test_max_time_stops_with_the_greedy_tree():
+    """A budget too small for the search: status "budget", the greedy tree, and how far it got
+    (the first slice under a budget is far smaller than this search, whatever the machine)."""
+    jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
+    for likelihood in ("symmetric", "legacy"):
+        result = beam_search(jet, beam_size=1000, likelihood=likelihood, max_time=1e-9)
+        g = greedy(jet, likelihood=likelihood)
+        assert result.status == "budget", result.message
+        assert "stopped by max_time=1e-09 s" in result.message and "greedy tree" in result.message
+        assert result.tree == g.tree and result.log_likelihood == g.log_likelihood
+        assert len(result.beam) == 1 and result.beam[0].tree == g.tree
+        assert 0 <= result.stats["levels_done"] < jet.n_leaves - 1
+        assert result.options["max_time"] == 1e-9
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "soon", True])
+def test_bad_max_time(bad):
+    jet = generate(1, ShowerParams.qcd(), seed=1)[0]
+    with pytest.raises(ValueError, match="max_time"):
+        beam_search(jet, max_time=bad)
+
+
+def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
+    """Ctrl-C while a slice runs is held until the slice returns, then raised as
+    KeyboardInterrupt (not as a SystemError from numba boxing the result), and the handlers are
+    put back."""
+    jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
+    calls = []
+    kernel = beam._beam_advance
+
+    def advance(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # arrives "during" the second slice
+        return kernel(*args)
+
+    monkeypatch.setattr(beam, "_MAX_SLICE_WORK", 10)
+    monkeypatch.setattr(beam, "_beam_advance", advance)
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        beam_search(jet)
+    assert len(calls) == 2
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _big_jet_file(path):
+    from jetastar import JetCollection
+    from jetastar.io import write
+
+    params = ShowerParams.qcd(t_cut=0.05)
+    leaves = np.concatenate([j.leaves for j in generate(40, params, seed=7)])[:250]
+    big = Jet(leaves, params, jet_id=1000)
+    small = list(generate(4, ShowerParams.qcd(), seed=3))
+    write(path, JetCollection.from_jets([*small, big]))
+
+
+def test_cli_beam_time_limit_and_ctrl_c_on_a_large_jet(tmp_path):
+    """``--time-limit`` stops beam search on a 250-leaf jet (hours of work); Ctrl-C during such
+    a search with one worker stops the run and keeps the chunk finished before it."""
+    src = tmp_path / "jets.h5"
+    _big_jet_file(src)
+    root = Path(beam.__file__).resolve().parents[2]  # the checkout whose jetastar this test runs
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), os.environ.get("PYTHONPATH", "")]))
+    base = [sys.executable, "-m", "jetastar", "cluster", str(src), "--algorithms", "beam",
+            "--workers", "1", "--chunk-size", "4", "--no-progress"]
+    done = subprocess.run([*base, "-o", str(tmp_path / "a.h5"), "--time-limit", "1"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "budget 1, ok 4" in done.stdout, done.stdout
+    out = tmp_path / "b.h5"
+    proc = subprocess.Popen([*base, "-o", str(out)], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+    parts = tmp_path / "b.h5.parts"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not any(
+            parts.glob("part-*")):
+        time.sleep(0.05)
+    time.sleep(1.0)  # well into the search of the large jet
+    assert proc.poll() is None, proc.stderr.read()
+    os.killpg(proc.pid, signal.SIGINT)
+    start = time.monotonic()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stopped_after = time.monotonic() - start
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.returncode == 130, err
+    assert "4 of 5 jets" in err and "kept in" in err and "Traceback" not in err, err
+    assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop"

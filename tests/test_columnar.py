@@ -8,16 +8,17 @@ import math
 
 import numpy as np
 import pytest
-from helpers.perjet_algorithms import TWINS
+from helpers.perjet_algorithms import EXACT_TWINS, TWINS
 
 import jetastar
 from jetastar import JetCollection
 from jetastar._columnar import first_leaf_problem, leaf_problems
 from jetastar.batch import BatchConfig, cluster_collection
-from jetastar.clustering import greedy, kt
+from jetastar.clustering import exact_map, greedy, kt
 from jetastar.clustering.columnar import (
     DONE,
     INVALID,
+    NOT_RUN,
     PER_JET,
     cluster_columns,
     columnar_options,
@@ -234,3 +235,120 @@ def test_per_jet_leaf_problems_agree_with_the_first_problem():
             assert (one.kind, one.leaf) == (names[kind[j] - 1], leaf[j])
             assert one.value == value[j] or (np.isnan(one.value) and np.isnan(value[j]))
     assert set(kind.tolist()) == {0, 1, 2, 3, 4}
+
+
+# ---------------------------------------------------------------------- the exact MAP engine
+def _small_jets(jets, max_leaves):
+    """The jets of the fixture with at most ``max_leaves`` leaves (of each type), as a collection."""
+    n = np.diff(jets.leaf_offsets)
+    return jets.take(np.flatnonzero(n <= max_leaves))
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_exact_map_of_small_jets_is_the_engine_result(jets, likelihood, parallel):
+    """One kernel call solves every jet of up to 14 leaves: the tree, value, status, message,
+    options and counters of exact_map (the lazily made result is equal field by field); larger
+    jets are left to the per-jet engine."""
+    sub = _small_jets(jets, 16)
+    flat = cluster_columns(sub, {"trellis": {"likelihood": likelihood}}, parallel=parallel)["trellis"]
+    sizes = np.diff(sub.leaf_offsets)
+    assert np.array_equal(flat.outcome == PER_JET, sizes > 14)
+    assert (sizes > 14).sum() > 10 and (sizes <= 14).sum() > 1000
+    for i in np.flatnonzero(flat.outcome == DONE)[::3].tolist():
+        got = flat.result(i)
+        ref = exact_map(sub[i], likelihood)
+        assert np.array_equal(got.tree.children, ref.tree.children), i
+        assert np.array_equal(got.tree.leaf_of_node, ref.tree.leaf_of_node), i
+        assert got.log_likelihood == ref.log_likelihood and got.upper_bound == ref.upper_bound
+        assert (got.status, got.message, got.exact) == (ref.status, ref.message, ref.exact)
+        assert got.options == ref.options and got.jet_id == ref.jet_id
+        timing = ("time_s", "time_setup_s", "time_dp_s")
+        assert got.stats == {k: v for k, v in ref.stats.items() if k not in timing}
+
+
+def test_exact_map_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets):
+    """A batch chunk with invalid, one-leaf and -inf jets: the columnar exact MAP's table is the
+    per-jet engine's, row for row (timing counters aside), in both likelihood forms."""
+    chunk = _broken(jets)
+    for likelihood in ("symmetric", "legacy"):
+        names = ["trellis", *EXACT_TWINS]
+        config = BatchConfig(names, options={"*": {"likelihood": likelihood}},
+                             max_leaves={n: 16 for n in names},
+                             plugins=["helpers.perjet_algorithms"])
+        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+        for twin, name in EXACT_TWINS.items():
+            a, b = tables[name], tables[twin]
+            for k in ("time_setup_s", "time_dp_s"):  # timings (of the per-jet rows only in a)
+                a.counters.pop(k, None)
+                b.counters.pop(k, None)
+            _assert_same_table(a, b, twin)
+            assert np.array_equal(a.exact, b.exact)
+            assert np.array_equal(a.upper_bound, b.upper_bound, equal_nan=True)
+        t = tables["trellis"]
+        assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
+        assert t.status[3] == "failed" and t.message[3].startswith("jets.h5: entry 10:")
+        assert (t.status == "skipped").sum() > 5 and list(t.status).count("ok") > 250
+        assert t.exact[0] and t.upper_bound[0] == t.log_likelihood[0]
+
+
+def test_exact_map_outcomes_and_routing(jets):
+    chunk = _broken(jets)
+    flat = cluster_columns(chunk, {"trellis": {}})["trellis"]
+    assert flat.outcome[3] == INVALID and flat.outcome[len(chunk) - 1] == INVALID
+    assert flat.outcome[60] == DONE  # the MAP needs no rapidity
+    only = np.zeros(len(chunk), dtype=bool)
+    only[:3] = True
+    some = cluster_columns(chunk, {"trellis": {}}, only={"trellis": only})["trellis"]
+    assert list(some.outcome[:3]) == [DONE] * 3 and NOT_RUN in set(some.outcome[4:].tolist())
+
+
+def test_exact_map_columnar_options():
+    assert columnar_options("trellis", {}) == {
+        "likelihood": "symmetric", "max_time": None, "max_memory": None, "prune": True,
+        "threads": None, "incumbent": False, "device": "cpu"}
+    opts = columnar_options("trellis", {"max_time": 5, "threads": 1, "progress": False,
+                                        "likelihood": "legacy", "device": "auto"})
+    assert opts["max_time"] == 5.0 and opts["threads"] == 1 and opts["likelihood"] == "legacy"
+    assert columnar_options("trellis", opts) == opts  # what it returns reads back
+    assert columnar_options("trellis", {"log_z": True}) is None
+    assert columnar_options("trellis", {"device": "gpu"}) is None
+    assert columnar_options("trellis", {"max_memory": 1000}) is None
+    assert columnar_options("trellis", {"max_time": -1}) is None
+
+
+def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
+    """The chunk's jets go to the kernel in runs of bounded work (an interrupt is seen between
+    two runs): one jet per call gives the rows of the default runs."""
+    from jetastar.clustering import _chunk_kernels
+
+    sub = _small_jets(jets, 12)[:300]
+    whole = cluster_columns(sub, {"trellis": {}})["trellis"]
+    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
+    cut = cluster_columns(sub, {"trellis": {}})["trellis"]
+    assert np.array_equal(whole.outcome, cut.outcome)
+    assert np.array_equal(whole.children, cut.children)
+    assert np.array_equal(whole.log_likelihood, cut.log_likelihood, equal_nan=True)
+    for k in whole.counters:
+        assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
+
+
+def test_exact_map_interrupt_is_raised_between_calls(jets, monkeypatch):
+    import signal
+
+    from jetastar.clustering import _chunk_kernels
+
+    calls = []
+    kernel = _chunk_kernels._map_serial
+
+    def serial(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
+        return kernel(*args)
+
+    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
+    monkeypatch.setattr(_chunk_kernels, "_map_serial", serial)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_columns(_small_jets(jets, 12)[:50], {"trellis": {}}, parallel=False)
+    assert len(calls) == 2

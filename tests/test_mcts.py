@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+import signal
 
 import numpy as np
 import pytest
@@ -12,6 +14,9 @@ from helpers.refdata import close, reference_jets
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import greedy, mcts
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood, split_log_likelihood
+
+#: the module (``jetastar.clustering.mcts`` is the function)
+MCTS_MODULE = importlib.import_module("jetastar.clustering.mcts")
 
 
 def _jets(n_jets: int, seed: int, lo: int, hi: int) -> list[Jet]:
@@ -173,3 +178,63 @@ def test_bad_options(options, match):
 def test_bad_jet():
     with pytest.raises(InvalidJetError, match="Jet"):
         mcts(None)
+
+
+def _key(result):
+    return (result.tree.children.tobytes(), result.log_likelihood, result.status,
+            {k: v for k, v in result.stats.items() if k != "time_s"})
+
+
+def test_slices_change_nothing(monkeypatch):
+    """A search cut into slices (down to one trajectory per slice) makes the moves and random
+    draws of an uncut search: same tree, value and counters."""
+    module = MCTS_MODULE
+    cases = []
+    for params in (ShowerParams.qcd(), ShowerParams.w(), ShowerParams.qcd(t_cut=1.0)):
+        for jet in generate(5, params, seed=91, min_leaves=3, max_leaves=24):
+            for likelihood in ("symmetric", "legacy"):
+                cases.append((jet, likelihood, {}))
+                cases.append((jet, likelihood, {"rollout": "sample", "seed": 4, "n_rollouts": 6}))
+                cases.append((jet, likelihood, {"beam_size": 0, "n_mc_min": 2,
+                                                "decision": "most_visited"}))
+    whole = [_key(mcts(j, likelihood=lk, **kw)) for j, lk, kw in cases]
+    for slice_work in (1, 400):
+        monkeypatch.setattr(module, "_MAX_SLICE_WORK", slice_work)
+        assert [_key(mcts(j, likelihood=lk, **kw)) for j, lk, kw in cases] == whole
+
+
+def test_max_time_stops_with_the_greedy_tree():
+    jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
+    result = mcts(jet, max_time=1e-9)
+    g = greedy(jet)
+    assert result.status == "budget" and "stopped by max_time=1e-09 s" in result.message
+    assert result.tree == g.tree and result.log_likelihood == g.log_likelihood
+    assert 0 <= result.stats["decisions"] < jet.n_leaves - 1
+    assert result.options["max_time"] == 1e-9
+    free = generate(1, ShowerParams.qcd(), seed=3)[0]
+    assert _key(mcts(free, max_time=3600)) == _key(mcts(free))
+
+
+@pytest.mark.parametrize("bad", [0, -2.0, "soon"])
+def test_bad_max_time(bad):
+    with pytest.raises(ValueError, match="max_time"):
+        mcts(generate(1, ShowerParams.qcd(), seed=1)[0], max_time=bad)
+
+
+def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
+    module = MCTS_MODULE
+    jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
+    calls = []
+    kernel = module._mcts_advance
+
+    def advance(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+        return kernel(*args)
+
+    monkeypatch.setattr(module, "_MAX_SLICE_WORK", 10)
+    monkeypatch.setattr(module, "_mcts_advance", advance)
+    with pytest.raises(KeyboardInterrupt):
+        mcts(jet)
+    assert len(calls) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from jetastar import InvalidJetError
@@ -56,7 +57,8 @@ def test_same_as_direct_calls(jet):
 
 def test_listed_options():
     assert algorithm_info("greedy").options() == ["likelihood"]
-    assert algorithm_info("beam").options() == ["beam_size", "likelihood", "greedy_guard"]
+    assert algorithm_info("beam").options() == ["beam_size", "likelihood", "greedy_guard",
+                                             "max_time"]
     for name in ("kt", "cambridge", "antikt"):
         assert algorithm_info(name).options() == ["likelihood", "R"]
     assert {"n_rollouts", "seed", "likelihood", "beam_size", "c_puct"} <= set(
@@ -72,7 +74,7 @@ def test_unknown_algorithm_lists_valid_names(jet):
 
 
 def test_unknown_option_lists_valid_options(jet):
-    with pytest.raises(ValueError, match="valid: beam_size, likelihood, greedy_guard"):
+    with pytest.raises(ValueError, match="valid: beam_size, likelihood, greedy_guard, max_time"):
         cluster(jet, "beam", beam=3)
     with pytest.raises(ValueError, match="unknown option"):
         cluster(jet, "greedy", beam_size=3)
@@ -144,3 +146,28 @@ def test_many_jets_go_to_the_collection_entry_point(jet):
     with pytest.raises(ValueError, match="unknown option"):  # options are checked first
         cluster(jets, "greedy", beam_size=3)
     assert checked_options("trellis", {"log_z": "false"}) == {"log_z": False}
+
+
+def test_ctrl_c_during_a_kernel_is_a_keyboard_interrupt():
+    """A Ctrl-C that lands while numba boxes a kernel's result (which runs Python code) comes out
+    of cluster() as KeyboardInterrupt, not as the SystemError numba makes of it (a batch would
+    record that as the algorithm failing on the jet and go on)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from jetastar import Jet
+
+    params = ShowerParams.qcd(t_cut=0.05)
+    leaves = np.concatenate([j.leaves for j in generate(100, params, seed=7)])[:500]
+    jet = Jet(leaves, params, jet_id=0)
+    cluster(jet, "greedy")
+    for delay in (0.05, 0.13, 0.31):
+        timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        deadline = time.monotonic() + 60
+        with pytest.raises(KeyboardInterrupt):
+            while time.monotonic() < deadline:
+                cluster(jet, "greedy")
+        timer.join()

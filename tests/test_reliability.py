@@ -26,6 +26,7 @@ import pytest
 from jetastar import Jet
 from jetastar import io as jio
 from jetastar.batch import BatchConfig, BatchError, check_config, run_batch
+from jetastar.batch.config import options_for
 from jetastar.batch.resume import input_identity, is_complete_output, jets_digest, parts_dir
 from jetastar.cli import main
 from jetastar.clustering import cluster
@@ -508,8 +509,14 @@ def test_hopeless_jets_are_refused_under_a_time_limit_with_an_estimate():
     rng = np.random.default_rng(1)
     p = rng.normal(size=(1000, 3)) * 0.3 + np.array([0, 0, 10.0])
     jet = Jet(np.column_stack([np.sqrt((p**2).sum(1) + 0.01), p]), jet_id=7)
-    config = BatchConfig(algorithms=["beam"], time_limit=5.0)
-    res = _run_one(jet, "beam", {}, config)
+    config = BatchConfig(algorithms=["greedy"], time_limit=0.01)
+    res = _run_one(jet, "greedy", {}, config)
     assert res.status == "skipped"
-    assert "estimated at" in res.message and "time limit of 5 s" in res.message
+    assert "estimated at" in res.message and "time limit of 0.01 s" in res.message
     assert math.isinf(res.log_likelihood)
+    # beam search and MCTS have a time option of their own: they get the limit and stop at it
+    small = Jet(jet.leaves[:200], jet_id=7)
+    for name in ("beam", "mcts"):
+        config = BatchConfig(algorithms=[name], time_limit=0.2)
+        res = _run_one(small, name, options_for(name, config, 1), config)
+        assert res.status == "budget" and "stopped by max_time=0.2 s" in res.message, res.message

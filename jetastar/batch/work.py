@@ -337,7 +337,7 @@ def _flat_table(
                 message[i] = f"{message[i]}; {note}" if message[i] else note
     table = AlgorithmResults(
         name, jet_index=index, jet_id=jet_id, log_likelihood=chunk.log_likelihood,
-        exact=np.zeros(n, dtype=bool), log_z=np.full(n, np.nan), upper_bound=np.full(n, np.nan),
+        exact=chunk.exact, log_z=np.full(n, np.nan), upper_bound=chunk.upper_bound,
         n_trees=np.full(n, np.nan), time_s=time_s,
         status=np.where(done, chunk.status, "failed"),  # the other rows are replaced below
         message=message,

@@ -16,6 +16,12 @@ jet's leaves or parameters are invalid: no algorithm ran), :data:`PER_JET` (this
 the per-jet path for this jet: a kt leaf without a rapidity, or beam recombinations at a small
 ``R``; the per-jet function words the error), :data:`NOT_RUN` (not requested for this jet). A jet with
 invalid leaves or parameters is :data:`INVALID` for every algorithm, requested or not.
+
+:func:`map_chunk` is the exact MAP engine (:func:`~jetastar.clustering.exact_map`) on every jet of
+up to :data:`EXACT_CHUNK_MAX` leaves, one jet per thread: its tables, its size-by-size DP
+(``solve_ranks``), its root split (``solve_cluster`` with the root constants and slack) and its
+top-down reading of the arg-max splits, so trees, values and counters are those of the per-jet
+engine.
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ import numba as nb
 import numpy as np
 
 from .._columnar import jet_leaf_problem
+from .._jit import DeferredSignals
 from ..ginkgo.kernels import tree_postorder, tree_split_terms
 from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
 from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
+from ._map_kernels import init_records, solve_cluster, solve_ranks, w_scale_of
+from ._subsets import fill_subset_t
 from .kt import kt_history, rapidity_problem
 
 __all__ = [
@@ -35,7 +44,9 @@ __all__ = [
     "ALG_GREEDY",
     "ALG_KT",
     "DONE",
+    "EXACT_CHUNK_MAX",
     "INVALID",
+    "MAP_SLICE_SPLITS",
     "NOT_RUN",
     "PER_JET",
     "SCORE_BAD_TREE",
@@ -43,6 +54,7 @@ __all__ = [
     "SCORE_NO_TREE",
     "SCORE_OK",
     "cluster_chunk",
+    "map_chunk",
     "score_chunk",
 ]
 
@@ -51,6 +63,10 @@ ALG_GREEDY, ALG_KT, ALG_CAMBRIDGE, ALG_ANTIKT = 0, 1, 2, 3
 
 #: outcome codes of :func:`cluster_chunk`
 DONE, INVALID, PER_JET, NOT_RUN = 0, 1, 2, 3
+
+#: the largest jet whose exact MAP :func:`map_chunk` solves (larger ones: :data:`PER_JET`):
+#: ``2**14`` clusters, 360 kB of tables per thread and a few ms per jet
+EXACT_CHUNK_MAX = 14
 
 #: status codes of :func:`score_chunk`
 SCORE_OK, SCORE_INVALID, SCORE_NO_TREE, SCORE_BAD_TREE = 0, 1, 2, 3
@@ -157,8 +173,9 @@ def cluster_chunk(
     info = np.full((n_algs, n_jets), -1, dtype=np.int64)
     work = np.zeros((n_algs, n_jets), dtype=np.int64)
     kernel = _cluster_parallel if parallel else _cluster_serial
-    kernel(leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node, ll, outcome,
-           info, work, SPACELIKE_TOLERANCE)
+    with DeferredSignals():  # Ctrl-C during the call: raised after it, not inside numba's return
+        kernel(leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node, ll,
+               outcome, info, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, info, work
 
 
@@ -223,6 +240,158 @@ def score_chunk(
     out = np.full(n_jets, np.nan)
     status = np.full(n_jets, SCORE_OK, dtype=np.int64)
     kernel = _score_parallel if parallel else _score_serial
-    kernel(leaves, loff, children, leaf_of_node, noff, which, consts, out, status,
-           SPACELIKE_TOLERANCE)
+    with DeferredSignals():
+        kernel(leaves, loff, children, leaf_of_node, noff, which, consts, out, status,
+               SPACELIKE_TOLERANCE)
     return out, status
+
+
+@nb.njit(cache=True)
+def _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
+             counts, tol):  # pragma: no cover - numba
+    """The exact MAP of jet ``j`` (see :func:`map_chunk`)."""
+    a = loff[j]
+    n = loff[j + 1] - a
+    kind, _, _, _ = jet_leaf_problem(leaves, a, a + n, True, True, tol)
+    if kind != 0 or which[j] < 0:
+        outcome[j] = INVALID
+        return
+    if not run[j]:
+        outcome[j] = NOT_RUN
+        return
+    if n < 2 or n > EXACT_CHUNK_MAX:
+        outcome[j] = PER_JET
+        return
+    row = which[j]
+    c = consts[row, 0]
+    t_cut = c[0]
+    legacy = c[4] != 0.0
+    m = np.int64(1) << n
+    full = m - 1
+    rec = np.empty((m, 2), dtype=np.float64)
+    wq = np.empty(m, dtype=np.int16)
+    best = np.zeros(m, dtype=np.int32)
+    fill_subset_t(leaves[a:a + n], c, rec[:, 0])
+    leaf_t = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        leaf_t[i] = rec[np.int64(1) << i, 0]
+    scale = w_scale_of(leaf_t, c)
+    init_records(n, rec, wq, best, c, scale)
+    prune = np.bool_(True)
+    for k in range(2, n):
+        e, q, v, u, imp = solve_ranks(np.int64(k), np.int64(0), binom[n, k], binom, rec, wq, best,
+                                      c, t_cut, legacy, prune, scale)
+        counts[j, 0] += e
+        counts[j, 1] += q
+        counts[j, 2] += v
+        counts[j, 3] += u
+        counts[j, 4] += imp
+    e, q, v, u = solve_cluster(full, rec, wq, best, consts[row, 1], t_cut, legacy, -np.inf,
+                               slack[row], prune, scale)
+    counts[j, 0] += e
+    counts[j, 1] += q
+    counts[j, 2] += v
+    counts[j, 3] += u
+    if rec[full, 1] == -np.inf:
+        counts[j, 4] += 1
+    ll[j] = rec[full, 1]
+    # the tree read top-down through the arg-max parts, numbered as tree_from_best numbers it
+    base = noff[j]
+    st_mask = np.empty(2 * n, dtype=np.int64)
+    st_parent = np.empty(2 * n, dtype=np.int64)
+    st_side = np.empty(2 * n, dtype=np.int64)
+    st_mask[0] = full
+    st_parent[0] = -1
+    st_side[0] = 0
+    top = 1
+    next_node = n
+    while top > 0:
+        top -= 1
+        mask = st_mask[top]
+        parent = st_parent[top]
+        side = st_side[top]
+        if mask & (mask - 1) == 0:
+            node = 0
+            while (np.int64(1) << node) != mask:
+                node += 1
+        else:
+            node = next_node
+            next_node += 1
+            part = np.int64(best[mask])
+            st_mask[top] = mask ^ part
+            st_parent[top] = node
+            st_side[top] = 1
+            st_mask[top + 1] = part
+            st_parent[top + 1] = node
+            st_side[top + 1] = 0
+            top += 2
+        if parent >= 0:
+            children[base + parent, side] = node
+    outcome[j] = DONE
+
+
+@nb.njit(cache=True, parallel=True)
+def _map_parallel(lo, hi, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+                  outcome, counts, tol):  # pragma: no cover - numba
+    for j in nb.prange(lo, hi):
+        _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
+                 counts, tol)
+
+
+@nb.njit(cache=True)
+def _map_serial(lo, hi, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+                outcome, counts, tol):  # pragma: no cover - numba
+    """The serial twin of :func:`_map_parallel` (see :func:`_cluster_serial`)."""
+    for j in range(lo, hi):
+        _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
+                 counts, tol)
+
+
+#: splits (``(3**n + 1) / 2 - 2**n`` per jet) per kernel call of :func:`map_chunk`: ~0.1 s at
+#: the measured ~20 ns per split of small jets, so that an interrupt is seen between calls
+MAP_SLICE_SPLITS = 5_000_000
+
+
+def map_chunk(
+    leaves: np.ndarray, loff: np.ndarray, noff: np.ndarray, which: np.ndarray,
+    consts: np.ndarray, slack: np.ndarray, run: np.ndarray, binom: np.ndarray, parallel: bool,
+) -> tuple[np.ndarray, ...]:
+    """The exact MAP of every jet of a chunk of up to :data:`EXACT_CHUNK_MAX` leaves, in kernel
+    calls of about :data:`MAP_SLICE_SPLITS` splits each (a run of consecutive jets; at least one
+    jet), with Ctrl-C held during a call and raised between calls
+    (:class:`~jetastar._jit.DeferredSignals`); larger jets and jets of one leaf are
+    :data:`PER_JET`.
+
+    Args:
+        leaves, loff, noff, consts: as in :func:`cluster_chunk`.
+        which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
+        slack: ``(U,)`` float64 root slack of each constants row
+            (:func:`~jetastar.clustering.exact_map.root_slack`).
+        run: ``(J,)`` bool: jets to solve.
+        binom: binomial table of at least :data:`EXACT_CHUNK_MAX` (``_map_kernels.binomials``).
+        parallel: jets in parallel (numba's threads) or on this thread.
+
+    Returns:
+        ``(children (K, 2), log_likelihood (J,), outcome (J,), counts (J, 5))``: ``counts`` are
+        the engine's splits enumerated, splits looked at, ψ evaluated, clusters unsplittable and
+        clusters impossible.
+    """
+    n_jets = loff.shape[0] - 1
+    children = np.full((int(noff[-1]), 2), -1, dtype=np.int64)
+    ll = np.full(n_jets, np.nan)
+    outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
+    counts = np.zeros((n_jets, 5), dtype=np.int64)
+    kernel = _map_parallel if parallel else _map_serial
+    sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
+    done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)  # splits of jets 0 .. j
+    with DeferredSignals() as held:
+        lo = 0
+        while lo < n_jets:
+            start = done_before[lo - 1] if lo else 0.0
+            hi = int(np.searchsorted(done_before, start + MAP_SLICE_SPLITS, side="right"))
+            hi = min(max(hi, lo + 1), n_jets)
+            kernel(np.int64(lo), np.int64(hi), leaves, loff, noff, which, consts, slack, run,
+                   binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
+            held.deliver()
+            lo = hi
+    return children, ll, outcome, counts

@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
+from typing import Any
 
 import numba as nb
 import numpy as np
 
-from .._jit import Stopwatch
+from .._jit import DeferredSignals, Stopwatch
 from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
@@ -61,7 +63,7 @@ from ._agglomerative import (
     leaf_ts,
     pair_llh,
 )
-from ._engine import check_memory
+from ._engine import check_budget, check_memory
 from .registry import register
 from .result import ClusteringResult
 
@@ -140,16 +142,24 @@ def _same_child(att, n, b1, hi1, code1, b2, hi2, code2):  # pragma: no cover - n
     return True
 
 
-@nb.njit(cache=True)
-def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
-    """Beam search. Returns (history, steps, score) of the final beam (best first) and counters.
+#: registers of a beam search between slices (an int64 array the kernel reads and updates)
+_R_LEVEL, _R_NB, _R_PREV_DUPS, _R_CUR, _R_PHASE, _R_B, _R_HS, _R_KSEL, _R_DONE, _R_WORK = range(10)
+_N_REGS = 10
 
-    counters = [splits evaluated, candidates ranked, duplicates skipped, selection passes].
+
+@nb.njit(cache=True)
+def _beam_state(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
+    """The state of a beam search before its first level: the leaves as the one partial
+    clustering, in buffer 0 of the double-buffered state arrays (see :func:`_beam_advance`).
+
+    Returns:
+        ``(sp, st, snode, smin, ssize, att, hsh, hist, stp, score, smax, tri, pa, pc,
+        counters)``: the per-state arrays with a leading axis of 2 (the current and the next
+        beam), the pair index tables and the counters.
     """
     n = leaves.shape[0]
     bmax = beam_size
     c0 = consts[0]
-    c1 = consts[1]
     npairs = n * (n - 1) // 2
     pa = np.empty(max(npairs, 1), dtype=np.int64)
     pc = np.empty(max(npairs, 1), dtype=np.int64)
@@ -160,56 +170,99 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             pc[idx] = c
     ncache = npairs if use_cache else 1
     bcache = bmax if use_cache else 1
-    # double-buffered state arrays
-    sp = np.empty((bmax, n, 4), dtype=np.float64)
-    st = np.empty((bmax, n), dtype=np.float64)
-    snode = np.empty((bmax, n), dtype=np.int64)
-    smin = np.empty((bmax, n), dtype=np.int64)
-    ssize = np.empty((bmax, n), dtype=np.int64)
-    att = np.empty((bmax, n), dtype=np.int64)
-    hsh = np.zeros(bmax, dtype=np.uint64)
-    hist = np.empty((bmax, max(n - 1, 1), 2), dtype=np.int64)
-    stp = np.empty((bmax, max(n - 1, 1)), dtype=np.float64)
-    score = np.empty(bmax, dtype=np.float64)
-    smax = np.full(bmax, np.inf, dtype=np.float64)  # best pair of each state (cache mode)
-    tri = np.empty((bcache, ncache), dtype=np.float64)
-    sp2 = np.empty_like(sp)
-    st2 = np.empty_like(st)
-    snode2 = np.empty_like(snode)
-    smin2 = np.empty_like(smin)
-    ssize2 = np.empty_like(ssize)
-    att2 = np.empty_like(att)
-    hsh2 = np.zeros_like(hsh)
-    hist2 = np.empty_like(hist)
-    stp2 = np.empty_like(stp)
-    score2 = np.empty_like(score)
-    smax2 = np.full(bmax, np.inf, dtype=np.float64)
-    tri2 = np.empty_like(tri)
+    sp = np.empty((2, bmax, n, 4), dtype=np.float64)
+    st = np.empty((2, bmax, n), dtype=np.float64)
+    snode = np.empty((2, bmax, n), dtype=np.int64)
+    smin = np.empty((2, bmax, n), dtype=np.int64)
+    ssize = np.empty((2, bmax, n), dtype=np.int64)
+    att = np.empty((2, bmax, n), dtype=np.int64)
+    hsh = np.zeros((2, bmax), dtype=np.uint64)
+    hist = np.empty((2, bmax, max(n - 1, 1), 2), dtype=np.int64)
+    stp = np.empty((2, bmax, max(n - 1, 1)), dtype=np.float64)
+    score = np.empty((2, bmax), dtype=np.float64)
+    smax = np.full((2, bmax), np.inf, dtype=np.float64)  # best pair of each state (cache mode)
+    tri = np.empty((2, bcache, ncache), dtype=np.float64)
     counters = np.zeros(4, dtype=np.int64)
-
     lt = leaf_ts(leaves, c0)
     for i in range(n):  # loops, not slice assignments: much less to compile
         for d in range(4):
-            sp[0, i, d] = leaves[i, d]
-        st[0, i] = lt[i]
-        snode[0, i] = i
-        smin[0, i] = i
-        ssize[0, i] = 1
-        att[0, i] = -1
-    hsh[0] = np.uint64(0)
-    score[0] = 0.0
+            sp[0, 0, i, d] = leaves[i, d]
+        st[0, 0, i] = lt[i]
+        snode[0, 0, i] = i
+        smin[0, 0, i] = i
+        ssize[0, 0, i] = 1
+        att[0, 0, i] = -1
+    score[0, 0] = 0.0
     if use_cache and n > 2:
         best = -np.inf
         for idx in range(npairs):
-            v = pair_llh(sp[0], st[0], pa[idx], pc[idx], c0)
-            tri[0, idx] = v
+            v = pair_llh(sp[0, 0], st[0, 0], pa[idx], pc[idx], c0)
+            tri[0, 0, idx] = v
             best = max(best, v)
-        smax[0] = best
+        smax[0, 0] = best
         counters[0] += npairs
-    nb_ = 1
-    prev_dups = 0
+    return sp, st, snode, smin, ssize, att, hsh, hist, stp, score, smax, tri, pa, pc, counters
 
-    for level in range(n - 1):
+
+@nb.njit(cache=True)
+def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pragma: no cover
+    """Run a beam search (state from :func:`_beam_state`) on until it ends or has done about
+    ``budget`` units of work (split evaluations or candidates ranked), whichever comes first.
+
+    The search pauses only between two states of a selection pass (after at least one state of
+    this call), so that a run cut into any number of calls does exactly the work of one call, in
+    the same order: the results are bit for bit those of an uninterrupted run. ``regs`` (int64,
+    ``_R_*``) holds where it stands: the level, the size of the beam, the duplicates of the last
+    level, which buffer holds the current beam, whether a selection pass is under way (and at
+    which state, with how many candidates in its heap ``hv`` / ``hf`` of capacity ``k_sel``),
+    whether the search is done, and the work of the last call.
+
+    Returns:
+        ``(hv, hf, history, steps, score)``: the heap to pass to the next call; once done
+        (``regs[_R_DONE] == 1``) the final beam, best first (complete trees as merge
+        histories, split log-likelihoods and totals; empty arrays before).
+    """
+    sp_all, st_all, snode_all, smin_all, ssize_all, att_all, hsh_all, hist_all, stp_all, \
+        score_all, smax_all, tri_all, pa, pc, counters = state
+    n = leaves.shape[0]
+    bmax = sp_all.shape[1]
+    c0 = consts[0]
+    c1 = consts[1]
+    level = regs[_R_LEVEL]
+    nb_ = regs[_R_NB]
+    prev_dups = regs[_R_PREV_DUPS]
+    cur = regs[_R_CUR]
+    phase = regs[_R_PHASE]
+    b0 = regs[_R_B]
+    hs = regs[_R_HS]
+    k_sel = regs[_R_KSEL]
+    work = np.int64(0)
+    none_hist = np.empty((0, max(n - 1, 1), 2), dtype=np.int64)
+    none_steps = np.empty((0, max(n - 1, 1)), dtype=np.float64)
+    none_score = np.empty(0, dtype=np.float64)
+
+    while level < n - 1:
+        if phase == 0 and work >= budget and work > 0:  # pause between two levels
+            regs[_R_LEVEL] = level
+            regs[_R_NB] = nb_
+            regs[_R_PREV_DUPS] = prev_dups
+            regs[_R_CUR] = cur
+            regs[_R_PHASE] = phase
+            regs[_R_WORK] = work
+            return hv, hf, none_hist, none_steps, none_score
+        nxt = 1 - cur
+        sp = sp_all[cur]
+        st = st_all[cur]
+        snode = snode_all[cur]
+        smin = smin_all[cur]
+        ssize = ssize_all[cur]
+        att = att_all[cur]
+        hsh = hsh_all[cur]
+        hist = hist_all[cur]
+        stp = stp_all[cur]
+        score = score_all[cur]
+        smax = smax_all[cur]
+        tri = tri_all[cur]
         m = n - level
         if m == 2:
             # final merge: root constants; distinct parents give distinct complete trees
@@ -234,23 +287,44 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
                 out_hist[q, n - 2, 1] = snode[b, 1]
                 out_steps[q, n - 2] = psi[b]
                 out_score[q] = total[b]
-            return out_hist, out_steps, out_score, counters
+            regs[_R_DONE] = 1
+            regs[_R_LEVEL] = level + 1
+            regs[_R_WORK] = work + nb_
+            return hv, hf, out_hist, out_steps, out_score
 
         npair = m * (m - 1) // 2
         ntotal = nb_ * npair
-        # room for the duplicates seen at the previous level, so one pass is usually enough
-        k_sel = min(ntotal, bmax + 2 * prev_dups + 8)
+        if phase == 0:
+            # room for the duplicates seen at the previous level, so one pass is usually enough
+            k_sel = min(ntotal, bmax + 2 * prev_dups + 8)
+            b0 = -1
+            phase = 1
         while True:
-            counters[3] += 1
-            hv = np.empty(k_sel, dtype=np.float64)
-            hf = np.empty(k_sel, dtype=np.int64)
-            hs = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
-            for b in range(nb_):
+            if b0 < 0:  # a new selection pass
+                counters[3] += 1
+                hv = np.empty(k_sel, dtype=np.float64)
+                hf = np.empty(k_sel, dtype=np.int64)
+                hs = np.int64(0)  # int64, not a literal: one specialisation of its callees
+                b0 = 0
+            for b in range(b0, nb_):
+                if work >= budget and b > b0:
+                    regs[_R_LEVEL] = level
+                    regs[_R_NB] = nb_
+                    regs[_R_PREV_DUPS] = prev_dups
+                    regs[_R_CUR] = cur
+                    regs[_R_PHASE] = phase
+                    regs[_R_B] = b
+                    regs[_R_HS] = hs
+                    regs[_R_KSEL] = k_sel
+                    regs[_R_WORK] = work
+                    return hv, hf, none_hist, none_steps, none_score
                 base = b * npair
                 s = score[b]
                 if hs == k_sel and not _heap_less(hv[0], hf[0], s + smax[b], base):
+                    work += 1
                     continue  # no merge of this state can enter the heap
                 counters[1] += npair
+                work += npair
                 for idx in range(npair):
                     if use_cache:
                         v = s + tri[b, idx]
@@ -272,6 +346,7 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
             o1 = argsort_stable(hf[:hs].astype(np.float64))
             o2 = argsort_stable(-hv[:hs][o1])
             order = o1[o2]
+            work += hs
             tsize = 4
             while tsize < 2 * hs:
                 tsize *= 2
@@ -324,8 +399,21 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
                 prev_dups = dups
                 break
             k_sel = min(ntotal, 2 * k_sel)
+            b0 = -1
 
         # build the next beam
+        sp2 = sp_all[nxt]
+        st2 = st_all[nxt]
+        snode2 = snode_all[nxt]
+        smin2 = smin_all[nxt]
+        ssize2 = ssize_all[nxt]
+        att2 = att_all[nxt]
+        hsh2 = hsh_all[nxt]
+        hist2 = hist_all[nxt]
+        stp2 = stp_all[nxt]
+        score2 = score_all[nxt]
+        smax2 = smax_all[nxt]
+        tri2 = tri_all[nxt]
         node = n + level
         mm = m - 1
         for q in range(nacc):
@@ -363,6 +451,7 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
                 stp2[q, level] = pair_llh(sp[b], st[b], a, c, c0)
                 counters[0] += 1
             score2[q] = acc_v[q]
+            work += n + level
             if use_cache and mm > 2:
                 # column cc of the child = column cc of the parent (the moved last slot for
                 # cc == c), except the entries of the new cluster (slot a) and of slot c
@@ -387,26 +476,72 @@ def _beam_kernel(leaves, consts, beam_size, use_cache):  # pragma: no cover - nu
                         best = max(best, tri2[q, j0 + aa])
                 smax2[q] = best
                 counters[0] += mm - 1
+                work += mm * (mm - 1) // 2
         nb_ = nacc
-        sp, sp2 = sp2, sp
-        st, st2 = st2, st
-        snode, snode2 = snode2, snode
-        smin, smin2 = smin2, smin
-        ssize, ssize2 = ssize2, ssize
-        att, att2 = att2, att
-        hsh, hsh2 = hsh2, hsh
-        hist, hist2 = hist2, hist
-        stp, stp2 = stp2, stp
-        score, score2 = score2, score
-        smax, smax2 = smax2, smax
-        tri, tri2 = tri2, tri
+        cur = nxt
+        level += 1
+        phase = 0
     # unreachable for n >= 2 (the loop returns at m == 2)
-    return (
-        np.empty((0, max(n - 1, 1), 2), dtype=np.int64),
-        np.empty((0, max(n - 1, 1)), dtype=np.float64),
-        np.empty(0, dtype=np.float64),
-        counters,
-    )
+    regs[_R_DONE] = 1
+    regs[_R_WORK] = work
+    return hv, hf, none_hist, none_steps, none_score
+
+
+#: A run returns to Python between slices of work (so that ``max_time`` and Ctrl-C are seen) of
+#: about this many seconds; the first slice is :data:`_FIRST_SLICE_WORK` units (split evaluations
+#: or candidates ranked), the next ones are sized by the rate measured so far.
+_SLICE_S = 0.1
+_FIRST_SLICE_WORK = 2_000_000
+#: the first slice under a ``max_time`` (a small one, so that a tiny budget is seen early)
+_FIRST_BUDGET_SLICE_WORK = 100_000
+#: no slice is larger than this (tests set it small to cut a run into many slices)
+_MAX_SLICE_WORK = 2**62
+
+
+def _run_beam(
+    leaves: np.ndarray, consts: np.ndarray, width: int, use_cache: bool, watch: Stopwatch,
+    max_time: float | None,
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray, int]:
+    """The beam search kernel run in slices of work, returning to Python between them: a pending
+    signal (Ctrl-C) is raised there, and the run stops once ``watch`` has passed ``max_time``.
+
+    Returns:
+        ``(history, steps, counters, level)``: the final beam (``None``, ``None`` when stopped
+        by ``max_time``), the counters and the merge level reached.
+    """
+    regs = np.zeros(_N_REGS, dtype=np.int64)
+    regs[_R_NB] = 1
+    hv = np.empty(0, dtype=np.float64)
+    hf = np.empty(0, dtype=np.int64)
+    budget = _FIRST_SLICE_WORK if max_time is None else _FIRST_BUDGET_SLICE_WORK
+    with DeferredSignals() as held:
+        state = _beam_state(leaves, consts, width, use_cache)
+        while True:
+            started = time.perf_counter()
+            hv, hf, history, steps, _ = _beam_advance(leaves, consts, use_cache, state, regs, hv,
+                                                      hf, min(budget, _MAX_SLICE_WORK))
+            if regs[_R_DONE]:
+                return history, steps, state[-1], int(regs[_R_LEVEL])
+            held.deliver()
+            budget = _next_budget(budget, int(regs[_R_WORK]), time.perf_counter() - started,
+                                  watch, max_time)
+            if budget == 0:
+                return None, None, state[-1], int(regs[_R_LEVEL])
+
+
+def _next_budget(budget: int, done: int, took: float, watch: Stopwatch,
+                 max_time: float | None) -> int:
+    """The work of the next slice: what takes about :data:`_SLICE_S` at the rate of the last one
+    (under a ``max_time``, at most half of the time left); ``0`` once ``max_time`` has passed."""
+    target = _SLICE_S
+    if max_time is not None:
+        left = max_time - watch.seconds()
+        if left <= 0.0:
+            return 0
+        target = min(target, 0.5 * left)
+    if took > 0.0 and done > 0:
+        budget = int(min(max(done * target / took, 1000.0), 8.0 * max(done, budget)))
+    return budget
 
 
 def _add_greedy(
@@ -433,6 +568,36 @@ def _add_greedy(
     trees.append(g_tree)
     lls.append(g_ll)
     return True
+
+
+def _budget_result(
+    jet: Jet, leaves: np.ndarray, consts: np.ndarray, likelihood: str, options: dict[str, Any],
+    counters: np.ndarray, level: int, use_cache: bool, watch: Stopwatch, max_time: float | None,
+) -> ClusteringResult:
+    """The result of a search stopped by ``max_time``: the greedy tree, ``status="budget"``."""
+    n = leaves.shape[0]
+    history, steps, _, _ = greedy_kernel(leaves, consts)
+    tree, ll = canonical_result(history, steps, n, jet.label)
+    greedy_res = ClusteringResult(tree=tree, log_likelihood=ll, algorithm="beam",
+                                  likelihood=likelihood, options=dict(options), jet_id=jet.jet_id)
+    stats = {
+        "splits_evaluated": int(counters[0]),
+        "candidates": int(counters[1]),
+        "duplicates": int(counters[2]),
+        "selection_passes": int(counters[3]),
+        "beam_trees": 1,
+        "pair_cache": bool(use_cache),
+        "greedy_added": True,
+        "levels_done": int(level),
+        "time_s": watch.seconds(),
+    }
+    return ClusteringResult(
+        tree=tree, log_likelihood=ll, algorithm="beam", likelihood=likelihood, options=options,
+        stats=stats, beam=[greedy_res], status="budget", jet_id=jet.jet_id,
+        message=(f"stopped by max_time={max_time:g} s after {stats['time_s']:.3g} s, at merge "
+                 f"level {level} of {n - 1} (no complete tree in the beam yet); the tree is the "
+                 "greedy tree"),
+    )
 
 
 def _n_trees(n: int, cap: int) -> int:
@@ -481,8 +646,13 @@ def beam_search(
     beam_size: int | None = None,
     likelihood: str = "symmetric",
     greedy_guard: bool = True,
+    max_time: float | None = None,
 ) -> ClusteringResult:
     """Beam search for the maximum-likelihood tree.
+
+    The search runs in slices of work of about 0.1 s and returns to Python between them, so a
+    Ctrl-C (``KeyboardInterrupt``) stops it within a slice and ``max_time`` holds whatever the
+    size of the jet. Cutting the search into slices changes nothing in its result.
 
     Args:
         jet: the :class:`jetastar.Jet` to cluster.
@@ -492,6 +662,9 @@ def beam_search(
         greedy_guard: add the greedy tree to the final beam when it is missing and would rank in
             it (replacing the worst tree if the beam is full); the result is then never worse than
             :func:`~jetastar.clustering.greedy`. ``False``: the plain beam search.
+        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count),
+            checked between slices of work. A search stopped by it has no complete tree of its
+            own: the result is the greedy tree with ``status="budget"``.
 
     Returns:
         A :class:`ClusteringResult` (``algorithm="beam"``) with the best tree of the final beam and
@@ -500,10 +673,14 @@ def beam_search(
         ``duplicates`` (candidates dropped as an already kept partial clustering),
         ``selection_passes``, ``pair_cache``, ``greedy_added`` and ``time_s``.
         ``status="all_inf"`` when every tree of the final beam has log-likelihood ``-inf``.
+        Stopped by ``max_time``: ``status="budget"``, the greedy tree (also the only entry of
+        ``beam``), a message saying how far the search got and ``stats["levels_done"]`` (merge
+        levels of the beam completed, of ``N - 1``).
 
     Raises:
         InvalidJetError: if ``jet`` is not a Jet.
-        ValueError: for ``beam_size < 1``, a non-integer beam size or an unknown likelihood.
+        ValueError: for ``beam_size < 1``, a non-integer beam size, an unknown likelihood or a
+            ``max_time`` that is not a positive number.
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -514,6 +691,7 @@ def beam_search(
     """
     watch = Stopwatch()
     check_jet(jet, "beam search")
+    max_time = check_budget(max_time, "max_time")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
     size = _check_beam_size(beam_size, n)
@@ -522,14 +700,19 @@ def beam_search(
     npairs = n * (n - 1) // 2
     use_cache = 2 * width * npairs * 8 <= CACHE_BUDGET_BYTES
     _check_beam_memory(width, n, use_cache, jet.label)
-    history, steps, _, counters = _beam_kernel(leaves, consts, width, use_cache)
+    history, steps, counters, level = _run_beam(leaves, consts, width, use_cache, watch, max_time)
+    options: dict[str, Any] = {"beam_size": size, "greedy_guard": bool(greedy_guard)}
+    if max_time is not None:
+        options["max_time"] = max_time
+    if history is None or steps is None:
+        return _budget_result(jet, leaves, consts, likelihood, options, counters, level,
+                              use_cache, watch, max_time)
     trees, totals = canonical_results(history, steps, n, jet.label)
     lls = totals.tolist()
     added = False
     if greedy_guard:
         added = _add_greedy(leaves, consts, n, size, trees, lls, jet.label)
     order = np.argsort(-np.asarray(lls), kind="stable")
-    options = {"beam_size": size, "greedy_guard": bool(greedy_guard)}
     beam = [
         ClusteringResult(
             tree=trees[q],

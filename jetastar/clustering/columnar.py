@@ -5,7 +5,10 @@ parameters) go to one numba call per chunk (:mod:`._chunk_kernels`: jets in para
 serially) that checks every jet's leaves with the one leaf validator, clusters every jet with each
 requested algorithm of :data:`COLUMNAR_ALGORITHMS` and scores the trees with the Ginkgo likelihood
 (the kernels of the per-jet functions: results are those of :func:`~jetastar.clustering.greedy`
-and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The answer is flat arrays, a
+and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The exact MAP engine
+(the registry's ``"trellis"`` without ``log_z``) runs on every jet of up to 14 leaves the same way,
+one jet per thread, with the kernels of :func:`~jetastar.clustering.exact_map` (larger jets are
+left to it). The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
@@ -36,6 +39,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._cuda import check_device
+from ..errors import OptionError
 from ..ginkgo.likelihood import LIKELIHOODS, likelihood_constants
 from ..jet import JetCollection
 from ..tree import Tree
@@ -45,16 +50,24 @@ from ._chunk_kernels import (
     ALG_GREEDY,
     ALG_KT,
     DONE,
+    EXACT_CHUNK_MAX,
     INVALID,
     NOT_RUN,
     PER_JET,
     cluster_chunk,
+    map_chunk,
     score_chunk,
 )
+from ._engine import check_budget
+from ._map_kernels import binomials
+from ._subsets import n_splits_total
+from .exact_map import estimate_map_memory, root_slack
 from .greedy import greedy_status
 from .kt import minus_inf_message
+from .options import as_flag
 from .registry import cluster
 from .result import ClusteringResult
+from .threads import check_threads
 
 __all__ = [
     "COLUMNAR_ALGORITHMS",
@@ -70,10 +83,19 @@ __all__ = [
     "score_columns",
 ]
 
-#: the algorithms the columnar path runs (registry names -> kernel codes)
+#: code of the exact MAP engine (its own chunk kernel, :func:`._chunk_kernels.map_chunk`)
+ALG_EXACT_MAP = 4
+
+#: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
+#: exact MAP engine (without ``log_z``) on jets of up to ``EXACT_CHUNK_MAX`` (14) leaves
 COLUMNAR_ALGORITHMS = {
     "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
+    "trellis": ALG_EXACT_MAP,
 }
+
+#: the options of the registry's ``"trellis"`` that the columnar path takes (``log_z`` only false)
+_TRELLIS_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress", "device",
+                    "prune", "incumbent"}
 
 #: chunks of fewer jets run on one thread (a parallel launch costs more than their work)
 PARALLEL_FROM = 256
@@ -90,6 +112,8 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
     """
     if name not in COLUMNAR_ALGORITHMS:
         return None
+    if name == "trellis":
+        return _trellis_options(options)
     allowed = {"likelihood"} if name == "greedy" else {"likelihood", "R"}
     if set(options) - allowed:
         return None
@@ -106,6 +130,44 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
             return None
         out["R"] = radius
     return out
+
+
+def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The options :func:`~jetastar.clustering.exact_map` records, as it would check them, for the
+    registry's ``"trellis"`` on the columnar path.
+
+    The columnar path solves jets of up to 14 leaves in a few ms each, so a ``max_time`` is
+    recorded but does not stop it (the per-jet engine also always runs its first slice of work).
+
+    Args:
+        options: the registry options (``likelihood``, ``log_z``, ``max_time``, ``max_memory``,
+            ``threads``, ``progress``, ``device``; or what this function returned).
+
+    Returns:
+        The options dict of the engine's results, or ``None`` for ``log_z``, a GPU, a memory limit
+        below the tables of the largest jet the path takes, or a value the engine would refuse.
+    """
+    if set(options) - _TRELLIS_OPTIONS:
+        return None
+    likelihood = options.get("likelihood") or "symmetric"
+    if likelihood not in LIKELIHOODS:
+        return None
+    try:
+        if as_flag(options.get("log_z", False), "log_z") or not as_flag(
+                options.get("prune", True), "prune") or options.get("incumbent", False) is not False:
+            return None  # (prune and incumbent: what this function returns, read back)
+        device = options.get("device", "auto")
+        if check_device(device) == "gpu":
+            return None
+        max_time = check_budget(options.get("max_time"), "max_time")
+        max_memory = check_budget(options.get("max_memory"), "max_memory", integer=True)
+        threads = check_threads(options.get("threads"))
+    except (OptionError, ValueError, TypeError):
+        return None
+    if max_memory is not None and max_memory < estimate_map_memory(EXACT_CHUNK_MAX):
+        return None
+    return {"likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
+            "prune": True, "threads": threads, "incumbent": False, "device": "cpu"}
 
 
 def params_valid(collection: JetCollection) -> np.ndarray:
@@ -173,6 +235,9 @@ class ChunkResults:
             not :data:`DONE`.
         work: ``(J,)`` split evaluations / pair distances per jet (how a chunk's run time is
             shared among its rows).
+        exact: ``(J,)`` bool, rows whose tree is a proven MAP (the exact engine's :data:`DONE`
+            rows).
+        upper_bound: ``(J,)`` the proven upper bound of such rows (NaN elsewhere).
     """
 
     algorithm: str
@@ -188,6 +253,8 @@ class ChunkResults:
     leaf_of_node: np.ndarray
     counters: dict[str, np.ndarray]
     work: np.ndarray
+    exact: np.ndarray
+    upper_bound: np.ndarray
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -206,15 +273,20 @@ class ChunkResults:
         ``"failed"`` result naming the problem)."""
         jet_id = int(self.collection.jet_id[i])
         if self.outcome[i] == DONE:
-            stats = {k: int(v[i]) for k, v in self.counters.items()}
+            stats: dict[str, Any] = {k: int(v[i]) for k, v in self.counters.items()}
+            exact = bool(self.exact[i])
+            if exact:
+                stats["device"] = "cpu"
             return ClusteringResult(
-                self.tree(i), float(self.log_likelihood[i]), self.algorithm,
+                self.tree(i), float(self.log_likelihood[i]), self.algorithm, exact=exact,
                 likelihood=self.likelihood, options=dict(self.options), stats=stats,
+                upper_bound=float(self.upper_bound[i]) if exact else None,
                 status=str(self.status[i]), message=str(self.message[i]), jet_id=jet_id,
             )
         opts = {"likelihood": self.likelihood}
-        if "R" in self.options:
-            opts["R"] = self.options["R"]
+        for key in ("R", "max_time", "max_memory", "threads"):
+            if self.options.get(key) is not None:
+                opts[key] = self.options[key]
         try:
             return cluster(self.collection[i], self.algorithm, **opts)
         except Exception as exc:  # an invalid jet, a small R: recorded as the batch does
@@ -281,31 +353,105 @@ def cluster_columns(
     np.cumsum(sizes, out=noff[1:])
     forms = sorted({o["likelihood"] for o in opts.values()})
     which_form, consts = _constants(collection, params_valid(collection), forms)
-    which = np.ascontiguousarray(
-        np.stack([which_form[forms.index(opts[n]["likelihood"])] for n in names])
-        if names else which_form)
-    algs = np.array([COLUMNAR_ALGORITHMS[n] for n in names], dtype=np.int64)
     run = np.ones((len(names), n_jets), dtype=np.bool_)
     for q, name in enumerate(names):
         if only is not None and name in only:
             run[q] = np.asarray(only[name], dtype=bool)
-    r2 = np.array([opts[n].get("R", 1.0) ** 2 for n in names], dtype=np.float64)
-    if not names or n_jets == 0:
-        children = np.full((len(names), int(noff[-1]), 2), -1, dtype=np.int64)
-        leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
-        ll = np.full((len(names), n_jets), np.nan)
-        outcome = np.full((len(names), n_jets), NOT_RUN, dtype=np.int64)
-        info = np.full((len(names), n_jets), -1, dtype=np.int64)
-        work = np.zeros((len(names), n_jets), dtype=np.int64)
-    else:
-        children, leaf_of_node, ll, outcome, info, work = cluster_chunk(
-            leaves, loff, noff, which, consts, algs, np.ascontiguousarray(run), r2,
-            _use_threads(n_jets, parallel))
+    threads = _use_threads(n_jets, parallel)
     out = {}
-    for q, name in enumerate(names):
-        out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff, children[q],
-                                   leaf_of_node, ll[q], outcome[q], info[q], work[q])
-    return out
+    agg = [q for q, name in enumerate(names) if name != "trellis"]
+    if agg:
+        which = np.ascontiguousarray(
+            np.stack([which_form[forms.index(opts[names[q]]["likelihood"])] for q in agg]))
+        algs = np.array([COLUMNAR_ALGORITHMS[names[q]] for q in agg], dtype=np.int64)
+        r2 = np.array([opts[names[q]].get("R", 1.0) ** 2 for q in agg], dtype=np.float64)
+        if n_jets == 0:
+            children = np.full((len(agg), int(noff[-1]), 2), -1, dtype=np.int64)
+            leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
+            ll = np.full((len(agg), n_jets), np.nan)
+            outcome = np.full((len(agg), n_jets), NOT_RUN, dtype=np.int64)
+            info = np.full((len(agg), n_jets), -1, dtype=np.int64)
+            work = np.zeros((len(agg), n_jets), dtype=np.int64)
+        else:
+            children, leaf_of_node, ll, outcome, info, work = cluster_chunk(
+                leaves, loff, noff, which, consts, algs, np.ascontiguousarray(run[agg]), r2,
+                threads)
+        for k, q in enumerate(agg):
+            name = names[q]
+            out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff,
+                                       children[k], leaf_of_node, ll[k], outcome[k], info[k],
+                                       work[k])
+    if "trellis" in names:
+        q = names.index("trellis")
+        out["trellis"] = _map_results(
+            opts["trellis"], collection, leaves, loff, counts, sizes, noff,
+            np.ascontiguousarray(which_form[forms.index(opts["trellis"]["likelihood"])]), consts,
+            np.ascontiguousarray(run[q]), threads)
+    return {name: out[name] for name in names}
+
+
+def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
+                 loff: np.ndarray, counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray,
+                 which: np.ndarray, consts: np.ndarray, run: np.ndarray,
+                 threads: bool) -> ChunkResults:
+    """The exact MAP engine's rows of a chunk (:func:`._chunk_kernels.map_chunk`), with the
+    statuses, messages and counters of :func:`~jetastar.clustering.exact_map`."""
+    n = counts.shape[0]
+    if n:
+        slack = np.array([root_slack(consts[u]) for u in range(consts.shape[0])],
+                         dtype=np.float64)
+        children, ll, outcome, cnt = map_chunk(leaves, loff, noff, which, consts, slack, run,
+                                               binomials(EXACT_CHUNK_MAX), threads)
+    else:
+        children = np.full((0, 2), -1, dtype=np.int64)
+        ll = np.full(0, np.nan)
+        outcome = np.full(0, NOT_RUN, dtype=np.int64)
+        cnt = np.zeros((0, 5), dtype=np.int64)
+    done = outcome == DONE
+    # leaves first in each jet's block of nodes, numbered 0 .. n - 1 (as tree_from_best numbers)
+    leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
+    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    leaf_of_node[np.repeat(noff[:-1], counts) + local] = local
+    if done.all():
+        node_offsets, ch, leaf = noff, children, leaf_of_node
+    else:
+        keep = np.repeat(done, sizes)
+        ch, leaf = children[keep], leaf_of_node[keep]
+        node_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.where(done, sizes, 0), out=node_offsets[1:])
+    status = np.where(done, "ok", "").astype(object)
+    message = np.full(n, "", dtype=object)
+    impossible = done & ~(ll > -np.inf)
+    status[impossible] = "all_inf"
+    message[impossible] = ("every tree of this jet has likelihood zero (log-likelihood -inf); "
+                           "the tree returned is an arbitrary one")
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        total = np.array([n_splits_total(int(k)) for k in range(EXACT_CHUNK_MAX + 1)],
+                         dtype=np.float64)
+        memory = np.array([estimate_map_memory(int(k)) for k in range(EXACT_CHUNK_MAX + 1)],
+                          dtype=np.float64)
+        small = np.minimum(counts, EXACT_CHUNK_MAX)
+
+        def column(values: np.ndarray) -> np.ndarray:
+            return np.where(done, values, np.nan).astype(np.float64)
+
+        counters = {
+            "n_leaves": column(counts), "clusters": column(2.0 ** small - 1),
+            "splits_total": column(total[small]), "splits_enumerated": column(cnt[:, 0]),
+            "splits_bound_passed": column(cnt[:, 1]), "splits_evaluated": column(cnt[:, 2]),
+            "clusters_unsplittable": column(cnt[:, 3]), "clusters_impossible": column(cnt[:, 4]),
+            "threads": column(np.full(n, opts["threads"] or nb.get_num_threads())),
+            "memory_bytes": column(memory[small]),
+        }
+    return ChunkResults(
+        algorithm="trellis", likelihood=opts["likelihood"], options=dict(opts),
+        collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
+        status=status, message=message, node_offsets=node_offsets, children=ch,
+        leaf_of_node=leaf, counters=counters,
+        work=np.where(done, cnt[:, 0] + counts, 0).astype(np.float64), exact=done.copy(),
+        upper_bound=np.where(done, ll, np.nan),
+    )
 
 
 def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
@@ -340,6 +486,7 @@ def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
         outcome=outcome, log_likelihood=np.where(done, ll, np.nan), status=status,
         message=message, node_offsets=node_offsets, children=ch, leaf_of_node=leaf,
         counters=counters, work=np.where(done, work, 0).astype(np.float64),
+        exact=np.zeros(n, dtype=bool), upper_bound=np.full(n, np.nan),
     )
 
 

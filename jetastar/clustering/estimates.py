@@ -1,9 +1,11 @@
 """Lower estimates of how long an algorithm without a time option takes on a jet.
 
-greedy, beam, MCTS and the kt family run one compiled kernel from start to end: they cannot stop
-at a time budget, and a kernel does not see Ctrl-C. A batch run with a time limit therefore does
-not start them on a jet they clearly cannot finish in time: it records the jet as ``"skipped"``
-with the estimate instead of blocking for minutes or hours.
+greedy and the kt family run one compiled kernel from start to end: they cannot stop at a time
+budget. A batch run with a time limit therefore does not start them on a jet they clearly cannot
+finish in time: it records the jet as ``"skipped"`` with the estimate instead of blocking for
+minutes or hours. (Beam search and MCTS run in slices of work and have a ``max_time`` of their
+own, so batch runs pass them the limit instead; their estimates are kept for callers that want
+one.)
 
 The estimates count the split evaluations (or pair distances) the kernel makes and divide by an
 optimistic rate, so they are *lower* bounds of the time on today's machines (measured 2026 on one

@@ -55,16 +55,25 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
-from .._jit import Stopwatch
+from .._jit import DeferredSignals, Stopwatch
 from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
-from ._agglomerative import canonical_result, check_jet, jet_arrays, leaf_ts, pair_llh
+from ._agglomerative import (
+    canonical_result,
+    check_jet,
+    greedy_kernel,
+    jet_arrays,
+    leaf_ts,
+    pair_llh,
+)
+from ._engine import check_budget
 from .registry import register
 from .result import ClusteringResult
 
@@ -276,55 +285,88 @@ def _pick_rollout(prior, npair, sample, rng):  # pragma: no cover - numba
 
 
 # ---------------------------------------------------------------------- the search
-@nb.njit(cache=True)
-def _mcts_kernel(
-    leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
-    uniform, sample, lo, hi, rng,
-):  # pragma: no cover - numba
-    """MCTS. Returns (history, steps, counters).
+#: registers of a search between slices (int64; the realized log-likelihood is a float64 apart)
+_R_DEC, _R_COUNT, _R_HEAD, _R_CUR, _R_PHASE, _R_T, _R_NTRAJ, _R_NPAIR, _R_DONE, _R_WORK = range(10)
+_N_REGS = 10
 
-    counters = [trajectories, nodes created, splits evaluated, beam nodes created].
+
+@nb.njit(cache=True)
+def _mcts_state(leaves, consts):  # pragma: no cover - numba
+    """The state of a search before its first decision (see :func:`_mcts_advance`).
+
+    Returns:
+        ``(ni, nf, (hp, ht, hnode, htri, history, steps, counters))``: the search tree (node
+        tables, grown as needed) and the head state with a leading axis of 2 (the current and
+        the next head), the decisions made and the counters.
     """
+    n = leaves.shape[0]
+    c0 = consts[0]
+    npairs = max(n * (n - 1) // 2, 1)
+    counters = np.zeros(4, dtype=np.int64)
+    cap = 1024
+    ni = np.empty((cap, 5), dtype=np.int64)
+    nf = np.empty((cap, 3), dtype=np.float64)
+    _new_node(ni, nf, np.int64(0), np.int64(-1), np.int64(-1), 0.0)
+    hp = np.empty((2, n, 4), dtype=np.float64)
+    ht = np.empty((2, n), dtype=np.float64)
+    hnode = np.empty((2, n), dtype=np.int64)
+    htri = np.empty((2, npairs), dtype=np.float64)
+    lt = leaf_ts(leaves, c0)
+    for i in range(n):
+        for d in range(4):
+            hp[0, i, d] = leaves[i, d]
+        ht[0, i] = lt[i]
+        hnode[0, i] = i
+    if n > 2:
+        _init_tri(hp[0], ht[0], n, htri[0], c0)
+        counters[2] += n * (n - 1) // 2
+    history = np.empty((max(n - 1, 1), 2), dtype=np.int64)
+    steps = np.empty(max(n - 1, 1), dtype=np.float64)
+    return ni, nf, (hp, ht, hnode, htri, history, steps, counters)
+
+
+@nb.njit(cache=True)
+def _mcts_advance(
+    leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
+    uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget,
+):  # pragma: no cover - numba
+    """Run a search (state from :func:`_mcts_state`) on until it ends or has done about
+    ``budget`` units of work (merges looked at), whichever comes first.
+
+    The search pauses only at the start of a decision or between two trajectories (after some
+    work of this call), so a run cut into any number of calls makes exactly the moves (and
+    random draws) of one call: the results are bit for bit those of an uncut run. ``regs``
+    (``_R_*``) and ``fregs[0]`` (the log-likelihood of the decisions made) say where it stands.
+
+    Returns:
+        ``(ni, nf)``: the search tree, to pass to the next call. ``state`` holds the decisions
+        (``history``, ``steps``; complete once ``regs[_R_DONE] == 1``) and the counters
+        ``[trajectories, nodes created, splits evaluated, beam nodes created]``.
+    """
+    hp_all, ht_all, hnode_all, htri_all, history, steps, counters = state
     n = leaves.shape[0]
     c0 = consts[0]
     c1 = consts[1]
     npairs = max(n * (n - 1) // 2, 1)
-    counters = np.zeros(4, dtype=np.int64)
-    # search tree
-    cap = 1024
-    ni = np.empty((cap, 5), dtype=np.int64)
-    nf = np.empty((cap, 3), dtype=np.float64)
-    count = np.int64(0)  # int64, not a literal: one specialisation of the kernels it is passed to
-    _new_node(ni, nf, count, np.int64(-1), np.int64(-1), 0.0)
-    count += 1
-    head = np.int64(0)
-    # head state
-    hp = np.empty((n, 4), dtype=np.float64)
-    ht = np.empty(n, dtype=np.float64)
-    hnode = np.empty(n, dtype=np.int64)
-    htri = np.empty(npairs, dtype=np.float64)
-    lt = leaf_ts(leaves, c0)
-    for i in range(n):
-        for d in range(4):
-            hp[i, d] = leaves[i, d]
-        ht[i] = lt[i]
-        hnode[i] = i
-    if n > 2:
-        _init_tri(hp, ht, n, htri, c0)
-        counters[2] += n * (n - 1) // 2
-    hp2 = np.empty_like(hp)
-    ht2 = np.empty_like(ht)
-    hnode2 = np.empty_like(hnode)
-    htri2 = np.empty_like(htri)
+    dec = regs[_R_DEC]
+    count = regs[_R_COUNT]
+    head = regs[_R_HEAD]
+    cur = regs[_R_CUR]
+    phase = regs[_R_PHASE]
+    t0 = regs[_R_T]
+    n_traj = regs[_R_NTRAJ]
+    npair = regs[_R_NPAIR]
+    realized = fregs[0]
+    work = np.int64(0)
     # work state of a trajectory (double-buffered)
-    wp = np.empty_like(hp)
-    wt = np.empty_like(ht)
-    wnode = np.empty_like(hnode)
-    wtri = np.empty_like(htri)
-    wp2 = np.empty_like(hp)
-    wt2 = np.empty_like(ht)
-    wnode2 = np.empty_like(hnode)
-    wtri2 = np.empty_like(htri)
+    wp = np.empty((n, 4), dtype=np.float64)
+    wt = np.empty(n, dtype=np.float64)
+    wnode = np.empty(n, dtype=np.int64)
+    wtri = np.empty(npairs, dtype=np.float64)
+    wp2 = np.empty_like(wp)
+    wt2 = np.empty_like(wt)
+    wnode2 = np.empty_like(wnode)
+    wtri2 = np.empty_like(wtri)
     # beam states
     bw = max(beam_size, 1)
     bp = np.empty((bw, n, 4), dtype=np.float64)
@@ -348,86 +390,113 @@ def _mcts_kernel(
     cmap = np.full(npairs, -1, dtype=np.int64)
     order_tmp = np.empty(npairs, dtype=np.int64)
 
-    history = np.empty((max(n - 1, 1), 2), dtype=np.int64)
-    steps = np.empty(max(n - 1, 1), dtype=np.float64)
-    realized = 0.0
-
-    for dec in range(n - 1):
+    while dec < n - 1:
+        if phase == 0 and work >= budget and work > 0:  # pause before a decision
+            regs[_R_DEC] = dec
+            regs[_R_COUNT] = count
+            regs[_R_HEAD] = head
+            regs[_R_CUR] = cur
+            regs[_R_PHASE] = phase
+            regs[_R_WORK] = work
+            fregs[0] = realized
+            return ni, nf
+        hp = hp_all[cur]
+        ht = ht_all[cur]
+        hnode = hnode_all[cur]
+        htri = htri_all[cur]
         m = n - dec
-        npair = _step_values(hp, ht, htri, m, c1, values)
+        if phase == 0:
+            npair = _step_values(hp, ht, htri, m, c1, values)
+            work += npair
         if m > 2:
-            # ---------------- beam pre-expansion
-            if beam_size > 0:
-                nbeam = 1
-                bid[0] = head
-                bret[0] = realized
-                _copy_state(hp, ht, hnode, htri, n, npair, bp[0], bt[0], bnode[0], btri[0])
-                bm = m
-                while True:
-                    if bm == 1:
+            if phase == 0:
+                # ---------------- beam pre-expansion
+                if beam_size > 0:
+                    nbeam = 1
+                    bid[0] = head
+                    bret[0] = realized
+                    _copy_state(hp, ht, hnode, htri, n, npair, bp[0], bt[0], bnode[0], btri[0])
+                    bm = m
+                    while True:
+                        if bm == 1:
+                            for e in range(nbeam):
+                                if ni[bid[e], _VISITS] == 0:
+                                    _backup(ni, nf, bid[e], head, bret[e], lo, hi)
+                            break
+                        if count + bw + 1 > ni.shape[0]:
+                            ni, nf = _grow(ni, nf, count + bw + 1)
+                        ncand = 0
                         for e in range(nbeam):
-                            if ni[bid[e], _VISITS] == 0:
-                                _backup(ni, nf, bid[e], head, bret[e], lo, hi)
-                        break
-                    if count + bw + 1 > ni.shape[0]:
-                        ni, nf = _grow(ni, nf, count + bw + 1)
-                    ncand = 0
-                    for e in range(nbeam):
-                        k = _step_values(bp[e], bt[e], btri[e], bm, c1, values)
-                        # this entry's best min(beam_size, k) merges, ties by merge index
-                        for i in range(k):
-                            order_tmp[i] = i
-                        take = min(beam_size, k)
-                        for r in range(take):
-                            best = r
-                            for i in range(r + 1, k):
-                                if values[order_tmp[i]] > values[order_tmp[best]]:
-                                    best = i
-                            if best != r:
-                                keep = order_tmp[best]
-                                for i in range(best, r, -1):
-                                    order_tmp[i] = order_tmp[i - 1]
-                                order_tmp[r] = keep
-                            cand_v[ncand] = bret[e] + values[order_tmp[r]]
-                            cand_src[ncand] = e
-                            cand_act[ncand] = order_tmp[r]
-                            ncand += 1
-                    corder = argsort_stable(-cand_v[:ncand])
-                    nkeep = min(beam_size, ncand)
-                    for q in range(nkeep):
-                        r = corder[q]
-                        e = cand_src[r]
-                        act = cand_act[r]
-                        if bm == 2:
-                            psi = pair_llh(bp[e], bt[e], np.int64(0), np.int64(1), c1)
-                            a = 0
-                            c = 1
-                        else:
-                            psi = btri[e, act]
-                            a, c = _decode(act)
-                        child = _find_child(ni, bid[e], act)
-                        if child < 0:
-                            child = _new_node(ni, nf, count, bid[e], act, psi)
-                            count += 1
-                            counters[1] += 1
-                            counters[3] += 1
-                        counters[2] += _merge_into(
-                            bp[e], bt[e], bnode[e], btri[e], bm, a, c, np.int64(-1),
-                            bp2[q], bt2[q], bnode2[q], btri2[q], c0,
-                        )
-                        bid2[q] = child
-                        bret2[q] = cand_v[r]
-                    nbeam = nkeep
-                    bid, bid2 = bid2, bid
-                    bret, bret2 = bret2, bret
-                    bp, bp2 = bp2, bp
-                    bt, bt2 = bt2, bt
-                    bnode, bnode2 = bnode2, bnode
-                    btri, btri2 = btri2, btri
-                    bm -= 1
+                            k = _step_values(bp[e], bt[e], btri[e], bm, c1, values)
+                            work += k
+                            # this entry's best min(beam_size, k) merges, ties by merge index
+                            for i in range(k):
+                                order_tmp[i] = i
+                            take = min(beam_size, k)
+                            for r in range(take):
+                                best = r
+                                for i in range(r + 1, k):
+                                    if values[order_tmp[i]] > values[order_tmp[best]]:
+                                        best = i
+                                if best != r:
+                                    keep = order_tmp[best]
+                                    for i in range(best, r, -1):
+                                        order_tmp[i] = order_tmp[i - 1]
+                                    order_tmp[r] = keep
+                                cand_v[ncand] = bret[e] + values[order_tmp[r]]
+                                cand_src[ncand] = e
+                                cand_act[ncand] = order_tmp[r]
+                                ncand += 1
+                        corder = argsort_stable(-cand_v[:ncand])
+                        nkeep = min(beam_size, ncand)
+                        for q in range(nkeep):
+                            r = corder[q]
+                            e = cand_src[r]
+                            act = cand_act[r]
+                            if bm == 2:
+                                psi = pair_llh(bp[e], bt[e], np.int64(0), np.int64(1), c1)
+                                a = 0
+                                c = 1
+                            else:
+                                psi = btri[e, act]
+                                a, c = _decode(act)
+                            child = _find_child(ni, bid[e], act)
+                            if child < 0:
+                                child = _new_node(ni, nf, count, bid[e], act, psi)
+                                count += 1
+                                counters[1] += 1
+                                counters[3] += 1
+                            counters[2] += _merge_into(
+                                bp[e], bt[e], bnode[e], btri[e], bm, a, c, np.int64(-1),
+                                bp2[q], bt2[q], bnode2[q], btri2[q], c0,
+                            )
+                            bid2[q] = child
+                            bret2[q] = cand_v[r]
+                        nbeam = nkeep
+                        bid, bid2 = bid2, bid
+                        bret, bret2 = bret2, bret
+                        bp, bp2 = bp2, bp
+                        bt, bt2 = bt2, bt
+                        bnode, bnode2 = bnode2, bnode
+                        btri, btri2 = btri2, btri
+                        bm -= 1
+                n_traj = min(max(n_mc_target * npair - ni[head, _VISITS], n_mc_min), n_mc_max)
+                t0 = 0
+                phase = 1
             # ---------------- trajectories
-            n_traj = min(max(n_mc_target * npair - ni[head, _VISITS], n_mc_min), n_mc_max)
-            for _ in range(n_traj):
+            for t in range(t0, n_traj):
+                if work >= budget and t > t0:  # pause between two trajectories
+                    regs[_R_DEC] = dec
+                    regs[_R_COUNT] = count
+                    regs[_R_HEAD] = head
+                    regs[_R_CUR] = cur
+                    regs[_R_PHASE] = phase
+                    regs[_R_T] = t
+                    regs[_R_NTRAJ] = n_traj
+                    regs[_R_NPAIR] = npair
+                    regs[_R_WORK] = work
+                    fregs[0] = realized
+                    return ni, nf
                 counters[0] += 1
                 if count + n + 1 > ni.shape[0]:
                     ni, nf = _grow(ni, nf, count + n + 1)
@@ -437,6 +506,7 @@ def _mcts_kernel(
                 ret = realized
                 while wm > 1:
                     k = _step_values(wp, wt, wtri, wm, c1, values)
+                    work += k
                     if k == 1:
                         act = 0
                     else:
@@ -533,19 +603,71 @@ def _mcts_kernel(
         history[dec, 0] = hnode[a]
         history[dec, 1] = hnode[c]
         steps[dec] = psi
+        nxt = 1 - cur
         counters[2] += _merge_into(
-            hp, ht, hnode, htri, m, a, c, n + dec, hp2, ht2, hnode2, htri2, c0
+            hp, ht, hnode, htri, m, a, c, n + dec, hp_all[nxt], ht_all[nxt], hnode_all[nxt],
+            htri_all[nxt], c0,
         )
-        hp, hp2 = hp2, hp
-        ht, ht2 = ht2, ht
-        hnode, hnode2 = hnode2, hnode
-        htri, htri2 = htri2, htri
+        cur = nxt
         realized += psi
         head = child
-    return history, steps, counters
+        dec += 1
+        phase = 0
+    regs[_R_DEC] = dec
+    regs[_R_DONE] = 1
+    regs[_R_WORK] = work
+    fregs[0] = realized
+    return ni, nf
 
 
 # ---------------------------------------------------------------------- Python API
+#: A search returns to Python between slices of work of about this many seconds (see
+#: :func:`_run_mcts`); the first slice is :data:`_FIRST_SLICE_WORK` units (merges looked at).
+_SLICE_S = 0.1
+_FIRST_SLICE_WORK = 2_000_000
+#: the first slice under a ``max_time``
+_FIRST_BUDGET_SLICE_WORK = 100_000
+#: no slice is larger than this (tests set it small to cut a search into many slices)
+_MAX_SLICE_WORK = 2**62
+
+
+def _run_mcts(
+    args: tuple[Any, ...], watch: Stopwatch, max_time: float | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The search kernel run in slices of work, returning to Python between them: a pending
+    signal (Ctrl-C) is raised there, and the search stops once ``watch`` has passed
+    ``max_time``.
+
+    Returns:
+        ``(history, steps, counters, decisions made)``.
+    """
+    leaves, consts = args[0], args[1]
+    regs = np.zeros(_N_REGS, dtype=np.int64)
+    regs[_R_COUNT] = 1
+    fregs = np.zeros(1, dtype=np.float64)
+    budget = _FIRST_SLICE_WORK if max_time is None else _FIRST_BUDGET_SLICE_WORK
+    with DeferredSignals() as held:
+        ni, nf, state = _mcts_state(leaves, consts)
+        while True:
+            started = time.perf_counter()
+            ni, nf = _mcts_advance(*args, ni, nf, state, regs, fregs, min(budget, _MAX_SLICE_WORK))
+            if regs[_R_DONE]:
+                break
+            held.deliver()
+            took = time.perf_counter() - started
+            target = _SLICE_S
+            if max_time is not None:
+                left = max_time - watch.seconds()
+                if left <= 0.0:
+                    break
+                target = min(target, 0.5 * left)
+            work = int(regs[_R_WORK])
+            if took > 0.0 and work > 0:
+                budget = int(min(max(work * target / took, 1000.0), 8.0 * max(work, budget)))
+    history, steps, counters = state[4], state[5], state[6]
+    return history, steps, counters, int(regs[_R_DEC])
+
+
 def _choice(name: str, value: object, valid: tuple[str, ...]) -> int:
     if value not in valid:
         raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(map(repr, valid))}")
@@ -587,8 +709,13 @@ def mcts(
     prior: str = "likelihood",
     rollout: str = "greedy",
     reward_range: tuple[float, float] = (-500.0, 0.0),
+    max_time: float | None = None,
 ) -> ClusteringResult:
     """Cluster a jet by Monte-Carlo tree search over merge sequences (see the module docstring).
+
+    The search runs in slices of work of about 0.1 s (cut before a decision or between two
+    trajectories) and returns to Python between them, so a Ctrl-C stops it within a slice and
+    ``max_time`` holds whatever the size of the jet; the slices change nothing in the result.
 
     Args:
         jet: the :class:`jetastar.Jet` to cluster.
@@ -607,11 +734,15 @@ def mcts(
         rollout: policy at nodes never visited before: ``"greedy"`` (most probable merge under the
             prior, the reference behaviour) or ``"sample"`` (drawn from the prior).
         reward_range: ``(low, high)`` used to normalise returns into ``[0, 1]`` for ``Q``.
+        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count),
+            checked between slices of work.
 
     Returns:
         A :class:`ClusteringResult` (``algorithm="mcts"``) with ``stats``: ``trajectories``,
-        ``nodes`` (search-tree nodes created), ``beam_nodes``, ``splits_evaluated``, ``time_s``.
-        ``status="all_inf"`` when the tree found has log-likelihood ``-inf``.
+        ``nodes`` (search-tree nodes created), ``beam_nodes``, ``splits_evaluated`` and
+        ``time_s``. ``status="all_inf"`` when the tree found has log-likelihood ``-inf``.
+        Stopped by ``max_time`` before its last decision: ``status="budget"``, the greedy tree,
+        a message and ``stats["decisions"]`` (how many decisions were made).
 
     Raises:
         InvalidJetError: if ``jet`` is not a Jet.
@@ -649,13 +780,18 @@ def mcts(
         ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"reward_range must be finite with low < high, got {reward_range!r}")
+    max_time = check_budget(max_time, "max_time")
     rng = _make_rng(seed)
-    history, steps, counters = _mcts_kernel(
-        leaves, consts, target, n_min, n_max, width, c, plan, dec, uniform, sample, lo, hi, rng
-    )
-    tree, ll = canonical_result(history, steps, n, jet=jet.label)
+    args = (leaves, consts, target, n_min, n_max, width, c, plan, dec, uniform, sample, lo, hi, rng)
+    history, steps, counters, done = _run_mcts(args, watch, max_time)
     status, message = "ok", ""
-    if not math.isfinite(ll):
+    if done < max(n - 1, 0):  # stopped by max_time: the greedy tree
+        history, steps, _, _ = greedy_kernel(leaves, consts)
+        status = "budget"
+        message = (f"stopped by max_time={max_time:g} s after {watch.seconds():.3g} s, after "
+                   f"{done} of {n - 1} decisions; the tree is the greedy tree")
+    tree, ll = canonical_result(history, steps, n, jet=jet.label)
+    if status == "ok" and not math.isfinite(ll):
         status = "all_inf"
         message = "the tree found has log-likelihood -inf (no search path reached a possible tree)"
     options = {
@@ -671,6 +807,8 @@ def mcts(
         "rollout": rollout,
         "reward_range": [lo, hi],
     }
+    if max_time is not None:
+        options["max_time"] = max_time
     stats = {
         "trajectories": int(counters[0]),
         "nodes": int(counters[1]),
@@ -678,6 +816,8 @@ def mcts(
         "splits_evaluated": int(counters[2]),
         "time_s": watch.seconds(),
     }
+    if status == "budget":
+        stats["decisions"] = int(done)
     return ClusteringResult(
         tree=tree,
         log_likelihood=ll,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._jit import DeferredSignals
 from ..jet import Jet, JetCollection
 from .options import check_options
 from .result import ClusteringResult
@@ -200,7 +201,10 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
         type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
     ):
         jet = Jet(jet)  # one jet's particles: awkward / vector momenta or an (n, 4) array
-    return info.func(jet, **options)
+    # a Ctrl-C that lands while numba boxes a kernel's result is raised after the call instead of
+    # coming out as a SystemError (which a batch would record as the algorithm failing)
+    with DeferredSignals(only_in_numba=True):
+        return info.func(jet, **options)
 
 
 def holds_many_jets(jet: Any) -> bool:

@@ -232,8 +232,9 @@ def warm_up(
 
 def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
     """Compile (or load) the columnar path's chunk kernels, serial and parallel, once per process
-    (every algorithm of the path and every option runs the same two kernels)."""
-    key = ("kernels", "columnar")
+    (every algorithm of the path and every option runs the same two kernels; the exact MAP engine
+    has two of its own)."""
+    key = ("kernels", "columnar-map" if name == "trellis" else "columnar")
     if key in _warmed:
         return
     _warmed.add(key)

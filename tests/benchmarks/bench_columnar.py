@@ -18,6 +18,15 @@ Rows, per algorithm and jet sample (QCD jets with the default parameters, ~7.6 l
   its ``inclusive_jets()`` (the clustering of every jet in FastJet's C++ loop; the `fastjet`
   extra), kt family only.
 
+``--exact``: the exact MAP engine (``"trellis"``) on QCD jets of at most 10 leaves (default
+parameters): ``jetastar.cluster`` and ``columnar kernel`` as above, serial (``parallel=False``) and
+on numba's threads, and ``per-jet exact_map`` (a loop of :func:`jetastar.clustering.exact_map`
+over the first 500 jets), with jets per second (wall) besides the times per jet.
+
+``--deadline``: beam search with ``max_time`` on a 400-leaf jet (leaves of QCD jets with
+``t_cut = 0.05`` GeV² put together; the whole search would take an hour): the wall and CPU time
+until it returns, for ``max_time`` 1 and 5 s.
+
 Each number is the best of ``--repeat`` runs (after a warm-up run, so that numba compilation is
 not counted): ``cpu`` is ``time.process_time`` (all threads of this process), ``wall`` is
 ``time.perf_counter``, both divided by the number of jets. ``--only-cluster`` times only
@@ -77,7 +86,15 @@ def main() -> None:
     parser.add_argument("--jets", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only-cluster", action="store_true")
+    parser.add_argument("--exact", action="store_true", help="the exact MAP of <= 10-leaf jets")
+    parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
     args = parser.parse_args()
+    if args.exact:
+        _exact(args.jets, args.repeat)
+        return
+    if args.deadline:
+        _deadline()
+        return
     samples = {
         "QCD default": generate(args.jets, ShowerParams.qcd(), seed=2033),
         "QCD t_cut=1": generate(args.jets, ShowerParams.qcd(t_cut=1.0), seed=2034),
@@ -104,6 +121,47 @@ def main() -> None:
                 cpu, wall = _best(fn, args.repeat)
                 print(f"{label:<13} {mean:6.1f} {name:<10} {what:<17} "
                       f"{1e6 * cpu / len(jets):11.2f} {1e6 * wall / len(jets):11.2f}", flush=True)
+
+
+def _exact(n_jets: int, repeat: int) -> None:
+    """The exact MAP of small jets: columnar path against the per-jet engine."""
+    from jetastar.clustering import exact_map
+    from jetastar.clustering.columnar import cluster_columns
+
+    jets = generate(n_jets, ShowerParams.qcd(), seed=2035, max_leaves=10)
+    print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
+    print(f"{len(jets)} QCD jets of <= 10 leaves, {np.mean(jets.n_leaves):.2f} leaves on average")
+    print(f"{'what':<28} {'cpu µs/jet':>11} {'wall µs/jet':>11} {'jets/s':>9}")
+    few = [jets[i] for i in range(min(500, len(jets)))]
+    rows: list[tuple[str, Callable[[], Any], int]] = [
+        ("jetastar.cluster", lambda: jetastar.cluster(jets, "trellis"), len(jets)),
+        ("columnar kernel, serial",
+         lambda: cluster_columns(jets, {"trellis": {}}, parallel=False), len(jets)),
+        ("columnar kernel, threads",
+         lambda: cluster_columns(jets, {"trellis": {}}, parallel=True), len(jets)),
+        ("per-jet exact_map", lambda: [exact_map(j) for j in few], len(few)),
+    ]
+    for what, fn, count in rows:
+        cpu, wall = _best(fn, repeat)
+        print(f"{what:<28} {1e6 * cpu / count:11.2f} {1e6 * wall / count:11.2f} "
+              f"{count / wall:9.0f}", flush=True)
+
+
+def _deadline() -> None:
+    """Beam search on a 400-leaf jet under a max_time: how long until it returns."""
+    from jetastar import Jet
+    from jetastar.clustering import beam_search
+
+    params = ShowerParams.qcd(t_cut=0.05)
+    leaves = np.concatenate([j.leaves for j in generate(60, params, seed=7)])[:400]
+    jet = Jet(leaves, params, jet_id=0)
+    beam_search(jet, beam_size=3, max_time=0.1)  # compile
+    for max_time in (1.0, 5.0):
+        c0, w0 = time.process_time(), time.perf_counter()
+        res = beam_search(jet, max_time=max_time)
+        print(f"beam, {jet.n_leaves} leaves, max_time={max_time:g} s: back after "
+              f"{time.perf_counter() - w0:.2f} s wall, {time.process_time() - c0:.2f} s CPU, "
+              f"status {res.status!r}, merge levels done {res.stats['levels_done']}", flush=True)
 
 
 if __name__ == "__main__":
