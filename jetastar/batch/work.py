@@ -166,7 +166,8 @@ def cluster_collection(
 ) -> dict[str, AlgorithmResults]:
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
 
-    The algorithms of the columnar path (greedy and the kt family with their usual options,
+    The algorithms of the columnar path (greedy, the kt family and the exact MAP of small jets
+    with their usual options,
     :data:`~jetastar.clustering.columnar.COLUMNAR_ALGORITHMS`) run on the whole collection in one
     kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt

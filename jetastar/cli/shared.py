@@ -144,9 +144,11 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                         "(default: a GPU for jets of 18 or more leaves when one is usable; "
                         "'jetastar info' says which)")
     p.add_argument("--chunk-size", type=int, default=None,
-                   help="jets per work unit and part file (default 5000 when every algorithm is "
-                        "greedy or of the kt family, which cluster whole chunks in one kernel "
-                        "call; 50 otherwise)")
+                   help="jets per work unit and part file (default: the first chunks 5000 jets "
+                        "when every algorithm runs on the columnar path, which clusters whole "
+                        "chunks in one kernel call: greedy, the kt family, the exact MAP of jets "
+                        "up to 14 leaves; 50 otherwise; later chunks sized to about 2 s of work "
+                        "each by their measured cost)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
                    help="import MODULE first (e.g. one that registers extra algorithms)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
