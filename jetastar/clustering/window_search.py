@@ -48,8 +48,8 @@ default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reache
 120 jets of 16–22 leaves (98 % over three more seeds) at a median of 0.11–0.28 CPU-s per jet, and of
 28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). On fresh jets
 (``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 61 and 63 of 64 jets
-of 20–22 leaves on two such sets (97 %). At 30, 50 and 100 leaves it is never below approximate A* and above it by
-0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
+of 20–22 leaves on two such sets (97 %). At 30, 50 and 100 leaves it is never below approximate A*
+and above it by 0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate
