@@ -412,13 +412,7 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
     leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
     local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
     leaf_of_node[np.repeat(noff[:-1], counts) + local] = local
-    if done.all():
-        node_offsets, ch, leaf = noff, children, leaf_of_node
-    else:
-        keep = np.repeat(done, sizes)
-        ch, leaf = children[keep], leaf_of_node[keep]
-        node_offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.where(done, sizes, 0), out=node_offsets[1:])
+    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
     status = np.where(done, "ok", "").astype(object)
     message = np.full(n, "", dtype=object)
     impossible = done & ~(ll > -np.inf)
@@ -454,6 +448,18 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
     )
 
 
+def _done_trees(done: np.ndarray, sizes: np.ndarray, noff: np.ndarray, children: np.ndarray,
+                leaf_of_node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(node_offsets, children, leaf_of_node)`` of a kernel call's trees with only the rows
+    ``done`` keeping theirs (``sizes``: nodes per jet in ``noff``'s layout)."""
+    if done.all():
+        return noff, children, leaf_of_node
+    keep = np.repeat(done, sizes)
+    node_offsets = np.zeros(done.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.where(done, sizes, 0), out=node_offsets[1:])
+    return node_offsets, children[keep], leaf_of_node[keep]
+
+
 def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
                    counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray, children: np.ndarray,
                    leaf_of_node: np.ndarray, ll: np.ndarray, outcome: np.ndarray,
@@ -462,13 +468,7 @@ def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
     and messages as the per-jet functions word them."""
     done = outcome == DONE
     n = outcome.shape[0]
-    if done.all():
-        node_offsets, ch, leaf = noff, children, leaf_of_node
-    else:
-        keep = np.repeat(done, sizes)
-        ch, leaf = children[keep], leaf_of_node[keep]
-        node_offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.where(done, sizes, 0), out=node_offsets[1:])
+    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
     status = np.where(done, "ok", "").astype(object)
     message = np.full(n, "", dtype=object)
     counters: dict[str, np.ndarray] = {}
