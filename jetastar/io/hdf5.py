@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -137,29 +137,11 @@ def _fixed_bytes(values: Any) -> np.ndarray:
 
 def _write_jets(group: Any, collection: JetCollection) -> None:
     group.attrs["n_jets"] = len(collection)
-    _dataset(group, "leaf_offsets", collection.leaf_offsets)
-    for j, name in enumerate(P4_COLUMNS):
-        _dataset(group, name, collection.leaves[:, j])
-    _dataset(group, "node_offsets", collection.node_offsets)
-    _dataset(group, "left", collection.children[:, 0])
-    _dataset(group, "right", collection.children[:, 1])
-    _dataset(group, "leaf_of_node", collection.leaf_of_node)
-    if collection.node_momenta is not None:
-        for j, name in enumerate(P4_COLUMNS):
-            _dataset(group, f"node_{name}", collection.node_momenta[:, j])
-    _dataset(group, "jet_id", collection.jet_id)
-    _dataset(group, "seed", collection.seed)
-    _dataset(group, "n_leaves", collection.n_leaves)
-    _dataset(group, "jet_type", _fixed_bytes(collection.jet_type))
-    for k in PARAM_COLUMNS:
-        _dataset(group, k, collection.params[k])
-    rm = collection.params["root_momentum"].reshape(-1, 4)
-    for j, name in enumerate(ROOT_MOMENTUM_COLUMNS):
-        _dataset(group, name, rm[:, j])
-    node_extra, jet_extra = get_extras(collection)
-    for lk in TRUTH_LIKELIHOODS:
-        _dataset(group, f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
-        jet_extra.pop(f"truth_llh_{lk}", None)
+    node_extra, jet_extra = _jet_columns(
+        collection, collection.leaf_offsets, collection.node_offsets,
+        lambda name, values: _dataset(group, name, values),
+        lambda values: _dataset(group, "jet_type", _fixed_bytes(values)),
+    )
     if node_extra:
         g = group.create_group("node_extra")
         for k, v in node_extra.items():
@@ -168,6 +150,38 @@ def _write_jets(group: Any, collection: JetCollection) -> None:
         g = group.create_group("jet_extra")
         for k, v in jet_extra.items():
             _dataset(g, k, v)
+
+
+def _jet_columns(collection: JetCollection, leaf_offsets: np.ndarray, node_offsets: np.ndarray,
+                 put: Callable[[str, np.ndarray], None],
+                 put_types: Callable[[Any], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every column of the ``jets`` group, in the file's order, through ``put(name, values)``
+    (``jet_type`` through ``put_types``): the one layout of :func:`write_hdf5` and of
+    :class:`HDF5StreamWriter`. Returns the extra node and jet columns, left to the caller."""
+    put("leaf_offsets", leaf_offsets)
+    for j, name in enumerate(P4_COLUMNS):
+        put(name, collection.leaves[:, j])
+    put("node_offsets", node_offsets)
+    put("left", collection.children[:, 0])
+    put("right", collection.children[:, 1])
+    put("leaf_of_node", collection.leaf_of_node)
+    if collection.node_momenta is not None:
+        for j, name in enumerate(P4_COLUMNS):
+            put(f"node_{name}", collection.node_momenta[:, j])
+    put("jet_id", collection.jet_id)
+    put("seed", collection.seed)
+    put("n_leaves", collection.n_leaves)
+    put_types(collection.jet_type)
+    for k in PARAM_COLUMNS:
+        put(k, collection.params[k])
+    rm = collection.params["root_momentum"].reshape(-1, 4)
+    for j, name in enumerate(ROOT_MOMENTUM_COLUMNS):
+        put(name, rm[:, j])
+    node_extra, jet_extra = get_extras(collection)
+    for lk in TRUTH_LIKELIHOODS:
+        put(f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
+        jet_extra.pop(f"truth_llh_{lk}", None)
+    return node_extra, jet_extra
 
 
 def _write_results(group: Any, table: AlgorithmResults) -> None:
@@ -337,29 +351,10 @@ class HDF5StreamWriter:
         first = self._n_jets == 0
         loff = np.asarray(collection.leaf_offsets, np.int64) + self._leaf_base
         noff = np.asarray(collection.node_offsets, np.int64) + self._node_base
-        _append(g, "leaf_offsets", loff if first else loff[1:])
-        for j, name in enumerate(P4_COLUMNS):
-            _append(g, name, collection.leaves[:, j])
-        _append(g, "node_offsets", noff if first else noff[1:])
-        _append(g, "left", collection.children[:, 0])
-        _append(g, "right", collection.children[:, 1])
-        _append(g, "leaf_of_node", collection.leaf_of_node)
-        if collection.node_momenta is not None:
-            for j, name in enumerate(P4_COLUMNS):
-                _append(g, f"node_{name}", collection.node_momenta[:, j])
-        _append(g, "jet_id", collection.jet_id)
-        _append(g, "seed", collection.seed)
-        _append(g, "n_leaves", collection.n_leaves)
-        self._append_types(collection.jet_type)
-        for k in PARAM_COLUMNS:
-            _append(g, k, collection.params[k])
-        rm = collection.params["root_momentum"].reshape(-1, 4)
-        for j, name in enumerate(ROOT_MOMENTUM_COLUMNS):
-            _append(g, name, rm[:, j])
-        node_extra, jet_extra = get_extras(collection)
-        for lk in TRUTH_LIKELIHOODS:
-            _append(g, f"truth_llh_{lk}", truth_log_likelihoods(collection, lk))
-            jet_extra.pop(f"truth_llh_{lk}", None)
+        node_extra, jet_extra = _jet_columns(
+            collection, loff if first else loff[1:], noff if first else noff[1:],
+            lambda name, values: _append(g, name, values), self._append_types,
+        )
         for sub, extra in (("node_extra", node_extra), ("jet_extra", jet_extra)):
             if extra:
                 h = g.require_group(sub)
