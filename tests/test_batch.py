@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.batch_algorithms import PLUGIN, caterpillar
+from helpers.processes import signal_group_and_wait, start_like_a_terminal
 
 from jetastar import io as jio
 from jetastar.batch import (
@@ -288,37 +289,20 @@ def test_scheduler_needs_dask(tmp_path, jets_file, monkeypatch):
                   output=tmp_path / "x.h5", scheduler="tcp://127.0.0.1:1")
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"),
                                                    (signal.SIGTERM, 143, "terminated")])
 def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path, sig, code, word):
     # 48 jets x 0.5 s on 2 workers: ~12 s of work; the workers sleep through the signal, as a
     # compiled kernel would
     cmd, env, out = _cluster_command(tmp_path, 48, seed=6, delay=0.5, chunk_size=2)
-    # Ctrl-C reaches a command started from a terminal; a test run started in the background of a
-    # shell (``pytest &``) ignores SIGINT, and its children would inherit that: start the command
-    # as a terminal would
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    proc = start_like_a_terminal(cmd, env)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and len(_parts(out)) < 2:
         time.sleep(0.05)
     assert proc.poll() is None, proc.stderr.read()
     kept_before = len(_parts(out))
-    os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C / a batch system does: the whole group
-    start = time.monotonic()
-    try:
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    stopped_after = time.monotonic() - start
-    err = proc.stderr.read()
-    proc.stderr.close()
-    assert proc.returncode == code, err
+    returncode, err, stopped_after = signal_group_and_wait(proc, sig)
+    assert returncode == code, err
     assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop (work left: ~10 s)"
     assert f"jetastar: {word}:" in err and "kept in" in err and "rerun" in err, err
     assert "Traceback" not in err and "InvalidStateError" not in err, err
@@ -803,7 +787,8 @@ def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):
     config = BatchConfig(["greedy", "kt"], chunk_size=10)
     first, tables, seconds = timed_file_chunk_task(str(jets_file), 10, 25, config, 1)
     want = cluster_collection(jio.read(jets_file, slice(10, 25)), config, first_index=10)
-    assert first == 10 and seconds >= 0
+    # the chunk's measured cost comes back with it (chunk sizing reads it; its size is not tested)
+    assert first == 10 and isinstance(seconds, float) and np.isfinite(seconds)
     for name in want:
         assert np.array_equal(tables[name].jet_index, np.arange(10, 25))
         assert np.array_equal(tables[name].log_likelihood, want[name].log_likelihood,

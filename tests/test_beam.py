@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.bruteforce import brute_force, double_factorial_trees
+from helpers.processes import signal_group_and_wait, start_like_a_terminal
 from helpers.refdata import baseline_records, close, jet_from_record, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
@@ -305,10 +306,6 @@ def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _big_jet_file(path):
     from jetastar import JetCollection
     from jetastar.io import write
@@ -335,9 +332,7 @@ def test_cli_beam_time_limit_and_ctrl_c_on_a_large_jet(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "budget 1, ok 4" in done.stdout, done.stdout
     out = tmp_path / "b.h5"
-    proc = subprocess.Popen([*base, "-o", str(out)], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint)
+    proc = start_like_a_terminal([*base, "-o", str(out)], env)
     parts = tmp_path / "b.h5.parts"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and not any(
@@ -345,16 +340,7 @@ def test_cli_beam_time_limit_and_ctrl_c_on_a_large_jet(tmp_path):
         time.sleep(0.05)
     time.sleep(1.0)  # well into the search of the large jet
     assert proc.poll() is None, proc.stderr.read()
-    os.killpg(proc.pid, signal.SIGINT)
-    start = time.monotonic()
-    try:
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    stopped_after = time.monotonic() - start
-    err = proc.stderr.read()
-    proc.stderr.close()
-    assert proc.returncode == 130, err
+    returncode, err, stopped_after = signal_group_and_wait(proc, signal.SIGINT)
+    assert returncode == 130, err
     assert "4 of 5 jets" in err and "kept in" in err and "Traceback" not in err, err
     assert stopped_after < 5.0, f"took {stopped_after:.1f} s to stop"

@@ -1,0 +1,39 @@
+"""Commands started and signalled as a terminal does (the interrupt tests of batch runs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_like_a_terminal(cmd: Sequence[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """``cmd`` in a new process group with SIGINT at its default: Ctrl-C reaches a command
+    started from a terminal, while a test run in the background of a shell (``pytest &``)
+    ignores SIGINT, and its children would inherit that. Its stderr is a text pipe."""
+    return subprocess.Popen(list(cmd), env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def signal_group_and_wait(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, float]:
+    """Send ``sig`` to the whole process group (what a terminal's Ctrl-C or a batch system does)
+    and wait (60 s at most, then SIGKILL). Returns ``(returncode, stderr, seconds to stop)``."""
+    os.killpg(proc.pid, sig)
+    start = time.monotonic()
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    stopped_after = time.monotonic() - start
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.returncode, err, stopped_after
