@@ -48,9 +48,10 @@ import numpy as np
 
 from ._progress import progress_bar
 from .clustering import beam_search, exact_map, greedy
+from .clustering.columnar import constant_rows
 from .clustering.result import ClusteringResult
 from .ginkgo.kernels import tree_node_llh
-from .ginkgo.likelihood import check_likelihood, likelihood_constants, node_log_likelihoods
+from .ginkgo.likelihood import check_likelihood, node_log_likelihoods
 from .tree_arrays import FlatTrees, as_collection, flat_trees
 
 __all__ = [
@@ -182,8 +183,8 @@ def _reason_arrays(b: FlatTrees, likelihood: str) -> dict[str, np.ndarray]:
     codes = split_reasons(tl, tr, tp, t_cut, likelihood)
     # the likelihood itself decides what is −∞: splits it scores −∞ without a listed reason are
     # "other" (never expected; kept honest rather than hidden); one kernel call for all the trees
-    which, consts = _constant_rows(coll, b.has_tree, likelihood)
-    psi = _node_log_likelihoods(ch, p, b.node_offsets, b.root, which, consts)
+    which, consts = constant_rows(coll, b.has_tree, [likelihood])
+    psi = _node_log_likelihoods(ch, p, b.node_offsets, b.root, which[0], consts)
     minus_inf = psi[internal] == -np.inf
     codes = np.where(minus_inf & (codes == 0), 6, codes)
     codes = np.where(~minus_inf, 0, codes)
@@ -212,22 +213,6 @@ def _reason_arrays(b: FlatTrees, likelihood: str) -> dict[str, np.ndarray]:
         "finite": b.has_tree & (n_bad == 0), "n_impossible": n_bad, "first_reason": first_code,
         "node": node_local, "node_leaves": node_leaves, "node_mass": node_mass, "counts": counts,
     }
-
-
-def _constant_rows(coll: Any, has_tree: np.ndarray, likelihood: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(which (J,), consts (U, 2, N))``: each jet's row of likelihood constants, made once per
-    distinct ``(t_cut, λ, λ_R)`` of the jets with a tree (``which = -1`` for the others)."""
-    prm = coll.params
-    triples = np.stack([prm["t_cut"], prm["lam"], prm["lam_root"]], axis=1)
-    which = np.full(len(has_tree), -1, dtype=np.int64)
-    jets = np.flatnonzero(has_tree)
-    if jets.size == 0:
-        return which, np.zeros((1, 2, 1))
-    unique, inverse = np.unique(triples[jets], axis=0, return_inverse=True)
-    which[jets] = inverse.ravel()
-    consts = np.stack([likelihood_constants(float(a), float(b), float(c), likelihood)
-                       for a, b, c in unique])
-    return which, np.ascontiguousarray(consts, dtype=np.float64)
 
 
 @nb.njit(cache=True)

@@ -79,6 +79,7 @@ __all__ = [
     "ChunkResults",
     "cluster_columns",
     "columnar_options",
+    "constant_rows",
     "params_valid",
     "score_columns",
 ]
@@ -187,11 +188,27 @@ def params_valid(collection: JetCollection) -> np.ndarray:
     return ok
 
 
-def _constants(collection: JetCollection, valid: np.ndarray,
-               forms: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(which (len(forms), J), consts (U, 2, 5))``: each jet's constants row per likelihood
-    form, made by :func:`~jetastar.ginkgo.likelihood_constants` once per distinct
-    ``(t_cut, λ, λ_R)``."""
+def constant_rows(collection: JetCollection, valid: np.ndarray,
+                  forms: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Likelihood constants of many jets, made once per distinct parameter set.
+
+    Args:
+        collection: the jets.
+        valid: ``(J,)`` bool, the jets to make constants for (their parameters must be valid).
+        forms: likelihood forms.
+
+    Returns:
+        ``(which (len(forms), J), consts (U, 2, 5))``: each jet's row of ``consts`` per form
+        (``-1`` where not ``valid``), made by :func:`~jetastar.ginkgo.likelihood_constants` once
+        per distinct ``(t_cut, λ, λ_R)``.
+
+    Example:
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.qcd(), seed=1)
+        >>> which, consts = constant_rows(jets, np.ones(3, bool), ["symmetric"])
+        >>> which.tolist(), consts.shape
+        ([[0, 0, 0]], (1, 2, 5))
+    """
     n = len(collection)
     prm = collection.params
     triples = np.stack([prm["t_cut"], prm["lam"], prm["lam_root"]], axis=1)
@@ -352,7 +369,7 @@ def cluster_columns(
     noff = np.zeros(n_jets + 1, dtype=np.int64)
     np.cumsum(sizes, out=noff[1:])
     forms = sorted({o["likelihood"] for o in opts.values()})
-    which_form, consts = _constants(collection, params_valid(collection), forms)
+    which_form, consts = constant_rows(collection, params_valid(collection), forms)
     run = np.ones((len(names), n_jets), dtype=np.bool_)
     for q, name in enumerate(names):
         if only is not None and name in only:
@@ -531,7 +548,7 @@ def score_columns(
     if noff.shape != (n_jets + 1,) or noff[-1] != children.shape[0] or \
             leaf_of_node.shape[0] != children.shape[0]:
         raise ValueError("the trees' offsets and columns do not match the jets")
-    which, consts = _constants(collection, params_valid(collection), [likelihood])
+    which, consts = constant_rows(collection, params_valid(collection), [likelihood])
     ll, code = score_chunk(
         np.ascontiguousarray(collection.leaves, dtype=np.float64),
         np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64), children, leaf_of_node,
