@@ -57,6 +57,7 @@ import numpy as np
 
 from . import io
 from ._atomic import atomic_path
+from .io.root import root_compression
 from .momenta import rap_phi_kt2
 from .tree_arrays import FlatTrees, flat_trees
 
@@ -632,7 +633,7 @@ def write_observables(
                     branches[f"{label}_{f}"] = ak.to_numpy(rec[f])
                 branches[f"{label}_lund"] = ak.zip(
                     {"delta_r": rec.lund_delta_r, "kt": rec.lund_kt, "z": rec.lund_z})
-            with uproot.recreate(tmp) as f:
+            with uproot.recreate(tmp, compression=root_compression()) as f:
                 f["meta"] = json.dumps(meta, default=str)
                 types = {k: (v.type.content if isinstance(v, ak.Array) else np.asarray(v).dtype)
                          for k, v in branches.items()}

@@ -589,9 +589,9 @@ def test_merge_holds_one_part_and_one_block_at_a_time(tmp_path, monkeypatch):
     biggest = []
     real_chunk = sources.JetFileReader.chunk
 
-    def chunk(self, a, b):
+    def chunk(self, a, b, **kw):
         biggest.append(b - a)
-        return real_chunk(self, a, b)
+        return real_chunk(self, a, b, **kw)
 
     def whole(self):
         raise AssertionError("the streaming merge never reads the whole input")
@@ -813,3 +813,35 @@ def test_the_streaming_merge_refuses_missing_and_duplicated_jets(tmp_path):
         merge_parts(JetFileReader(inp), tmp_path / "out.h5", parts, [(0, 10), (10, 20)], config,
                     None)
     assert not (tmp_path / "out.h5").exists() and not list(tmp_path.glob(".out.h5*"))
+
+
+def test_the_merge_hashes_the_input_again_only_when_the_file_was_touched(tmp_path, monkeypatch):
+    from jetastar.batch.merge import merge_parts
+    from jetastar.batch.resume import file_state, input_identity, write_part
+
+    inp = tmp_path / "jets.h5"
+    jets = generate(20, ShowerParams.qcd(), seed=16)
+    jio.write(inp, jets)
+    config = BatchConfig(["greedy"], chunk_size=20)
+    state = file_state(inp)
+    identity = input_identity(inp, JetFileReader(inp).digest())
+    hashed = []
+    real = JetFileReader.digest
+    monkeypatch.setattr(JetFileReader, "digest", lambda self, j=None: hashed.append(1) or real(self, j))
+
+    def merge(out: str) -> None:
+        parts = tmp_path / f"{out}.parts"
+        parts.mkdir()
+        write_part(parts, 0, 20, cluster_collection(jets, config))
+        merge_parts(JetFileReader(inp), tmp_path / out, parts, [(0, 20)], config,
+                    {"input_identity": identity}, input_state=state)
+
+    merge("a.h5")  # untouched since its state was taken: not hashed again
+    assert hashed == [] and (tmp_path / "a.h5").exists()
+    os.utime(inp)  # touched, same content: hashed again, and accepted
+    merge("b.h5")
+    assert hashed == [1] and (tmp_path / "b.h5").exists()
+    jio.write(inp, generate(20, ShowerParams.qcd(), seed=17))  # other jets: refused
+    with pytest.raises(BatchError, match="changed while it was being clustered"):
+        merge("c.h5")
+    assert not (tmp_path / "c.h5").exists()

@@ -88,6 +88,28 @@ def test_generated_jets_round_trip_with_extras(tmp_path, fmt):
     assert_same_jets(jets[[7, 2]], picked)
 
 
+def test_column_readers_leave_node_data_out_when_asked(tmp_path, fmt):
+    from jetastar.io.dispatch import columns
+
+    jets = generate(30, ShowerParams.w(), seed=6)
+    jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},
+                      {"weight": np.linspace(0, 1, len(jets))})
+    path = tmp_path / ("gen.hdf5" if fmt == "hdf5" else "gen.root")
+    jio.write(path, jets)
+    with columns(path) as cols:
+        full = cols.collection(5, 20)
+        light = cols.collection(5, 20, node_data=False)
+    assert full.node_momenta is not None and "deltas" in full.node_columns
+    assert light.node_momenta is None and "deltas" not in light.node_columns
+    for name in ("leaves", "leaf_offsets", "children", "leaf_of_node", "node_offsets", "jet_id",
+                 "seed"):
+        assert np.array_equal(getattr(light, name), getattr(full, name)), name
+    assert list(light.jet_type) == list(full.jet_type)
+    for k, v in full.params.items():
+        assert np.array_equal(light.params[k], v), k
+    assert np.array_equal(light.jet_columns["weight"], full.jet_columns["weight"])
+
+
 def test_extras_and_legacy_round_trip(tmp_path, suffix):
     legacy = jio.import_legacy_pickle("tests/data/legacy_ginkgo_W_sample.pkl")
     path = tmp_path / f"legacy{suffix}"

@@ -83,3 +83,28 @@ def test_unknown_schema_version(tmp_path, ref_collection):
             {"jet_id": arrays["jet_id"]})
     with pytest.raises(FileFormatError, match="unknown schema version 7"):
         jio.read(path)
+
+
+@pytest.mark.parametrize("values", [
+    ["ok", "budget", "", "é✓ x", "ok", "a" * 10],
+    ["x" * 5000] * 1000 + ["y"],
+    [1, None, "z"],  # not strings: str of each
+    ["", ""],
+    [],
+])
+def test_string_branches_hold_the_str_of_each_value(values):
+    from jetastar.io.root import _string_list, _strings
+
+    assert _string_list(_strings(np.array(values, dtype=object))) == [str(v) for v in values]
+    assert _string_list(_strings(values)) == [str(v) for v in values]
+
+
+def test_root_outputs_are_zlib_compressed(tmp_path, ref_collection):
+    from jetastar.io.root import root_compression
+
+    path = tmp_path / "jets.root"
+    jio.write(path, ref_collection)
+    with uproot.open(path) as f:
+        assert isinstance(f.file.compression, uproot.ZLIB)  # what every ROOT reader decodes
+    assert isinstance(root_compression(), uproot.ZLIB)
+    assert uproot.ZLIB.library == "zlib"  # uproot's own default is left alone

@@ -25,7 +25,7 @@ from ..io.dispatch import stream_writer
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from .config import BatchConfig
-from .resume import part_counters, part_name, read_part
+from .resume import file_state, part_counters, part_name, read_part
 from .sources import JetSource
 
 __all__ = ["MERGE_BLOCK", "MergeCounts", "check_unchanged", "merge_parts", "status_counts_of"]
@@ -37,6 +37,7 @@ MERGE_BLOCK = 10_000
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     attrs: dict[str, Any] | None, *, progress: bool = False,
+    input_state: tuple[int, ...] | None = None,
 ) -> MergeCounts:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
@@ -49,6 +50,8 @@ def merge_parts(
         attrs: attributes of the output (``input_identity``: the identity taken at the start).
         progress: a bar over the jets and result rows written, shown when the merge takes over
             2 s (after the clustering bar has reached 100 %, a long merge is then not silent).
+        input_state: :func:`~jetastar.batch.resume.file_state` of the input taken before its
+            hash: when the input still has it, its hash is not taken again.
 
     Returns:
         A :class:`MergeCounts`: per algorithm, status -> number of jets (as
@@ -67,10 +70,10 @@ def merge_parts(
     }
     n = reader.n_jets
     if n == 0 or "entry" in reader.chunk(0, 1).jet_columns:
-        _merge_in_memory(reader, out, parts, chunks, config, meta, progress)
+        _merge_in_memory(reader, out, parts, chunks, config, meta, progress, input_state)
         counts = MergeCounts(status_counts_of(out), None)
     else:
-        counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress)
+        counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress, input_state)
     shutil.rmtree(parts, ignore_errors=True)
     return counts
 
@@ -87,8 +90,8 @@ class MergeCounts(NamedTuple):
 
 def _merge_streaming(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
-    meta: dict[str, Any], progress: bool,
-) -> dict[str, dict[str, int]]:
+    meta: dict[str, Any], progress: bool, input_state: tuple[int, ...] | None,
+) -> MergeCounts:
     """The output written block by block: the jets, then each algorithm's rows part by part (the
     layout of :func:`jetastar.io.write`); at most one block of jets or one part's table in
     memory. Returns the status and tree counts of each algorithm."""
@@ -126,7 +129,7 @@ def _merge_streaming(
                     writer.add_results(name, table)
                     bar.update(b - a)
                 counts.check(out, name)
-        check_unchanged(reader, None, meta.get("input_identity"))
+        check_unchanged(reader, None, meta.get("input_identity"), input_state)
     except BaseException as exc:
         writer.abort(exc)
         raise
@@ -169,7 +172,7 @@ def _size(path: Path) -> int:
 
 def _merge_in_memory(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
-    meta: dict[str, Any], progress: bool,
+    meta: dict[str, Any], progress: bool, input_state: tuple[int, ...] | None,
 ) -> None:
     """Every part and every jet read, then one write (jets of particle files: the table by input
     entry is made from all of them at once)."""
@@ -198,12 +201,12 @@ def _merge_in_memory(
             )
         merged[name] = table
     collection = reader.whole()
-    check_unchanged(reader, collection, meta.get("input_identity"))
+    check_unchanged(reader, collection, meta.get("input_identity"), input_state)
     io.write(out, collection, merged, attrs=meta)
 
 
 def check_unchanged(reader: JetSource, collection: JetCollection | None,
-                    identity: dict[str, Any] | None) -> None:
+                    identity: dict[str, Any] | None, state: tuple[int, ...] | None = None) -> None:
     """The jets written with the results are the jets whose hash was taken at the start.
 
     Args:
@@ -211,11 +214,16 @@ def check_unchanged(reader: JetSource, collection: JetCollection | None,
         collection: its jets when they were read whole (else its hash is taken by reading it
             again, column by column).
         identity: the identity taken at the start (``None``: nothing to check).
+        state: :func:`~jetastar.batch.resume.file_state` of the input taken before that hash
+            (``None``: unknown); while the input has it, the file was not touched and is not hashed
+            again (which costs a read of every jet).
 
     Raises:
         BatchError: the input's content hash differs from ``identity["sha256"]``.
     """
     if identity is None:
+        return
+    if state is not None and file_state(reader.path) == state:
         return
     if reader.digest(collection) != identity["sha256"]:
         raise BatchError(

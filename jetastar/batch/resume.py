@@ -89,6 +89,7 @@ __all__ = [
     "PartWriter",
     "done_parts",
     "file_digest",
+    "file_state",
     "input_identity",
     "is_complete_output",
     "jets_digest",
@@ -218,6 +219,21 @@ def input_identity(path: str | os.PathLike[str], digest: str) -> dict[str, Any]:
     st = p.stat()
     return {"path": os.fsdecode(p.resolve()), "size": int(st.st_size),
             "mtime_ns": int(st.st_mtime_ns), "sha256": str(digest)}
+
+
+def file_state(path: str | os.PathLike[str]) -> tuple[int, ...]:
+    """What the file system says of a file: device, inode, size, modification and change times.
+
+    Any write to the file, and any change of its times, changes the change time (``st_ctime_ns``,
+    which no user can set): a file whose state is unchanged still has the content hashed after
+    the state was taken, and need not be hashed again.
+
+    Args:
+        path: the file.
+    """
+    st = Path(path).stat()
+    return (int(st.st_dev), int(st.st_ino), int(st.st_size), int(st.st_mtime_ns),
+            int(st.st_ctime_ns))
 
 
 def same_identity(stored: Any, current: dict[str, Any]) -> bool:

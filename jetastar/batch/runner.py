@@ -46,6 +46,7 @@ from .resume import (
     ChunkPlan,
     PartWriter,
     done_parts,
+    file_state,
     input_identity,
     manifest_for,
     output_differences,
@@ -257,6 +258,7 @@ def _run_file(
         reading = reader.reading()
         n = reader.n_jets
         summary.n_jets = n
+        state = file_state(inp)  # before the hash: a write during it changes the state
         identity = input_identity(inp, reader.digest())
         parts = parts_dir(out)
         if fresh and parts.exists():
@@ -297,7 +299,7 @@ def _run_file(
         summary.chunks_total = len(chunks)
         counts = merge_parts(reader, out, parts, chunks, config,
                              {**reading, **(attrs or {}), "input_identity": identity},
-                             progress=progress)
+                             progress=progress, input_state=state)
         summary.status_counts = counts.status
         summary.tree_counts = counts.trees or {}
     except Exception as exc:  # (one bad file must not stop the others)
@@ -412,7 +414,7 @@ def _cluster_chunks(
     if executor is None:
         while (chunk := plan.next()) is not None:
             a, b = chunk
-            jets = reader.chunk(a, b)
+            jets = reader.chunk(a, b, node_data=False)
             watch = time.perf_counter()
             tables = cluster_collection(jets, config, first_index=a, source=source,
                                         on_jet=bar.update)
@@ -448,8 +450,8 @@ def _cluster_chunks(
                         fut = executor.submit(timed_file_chunk_task, source, a, b, config,
                                               n_workers)
                     else:
-                        fut = executor.submit(timed_chunk_task, reader.chunk(a, b), config, a,
-                                              source, n_workers)
+                        jets = reader.chunk(a, b, node_data=False)
+                        fut = executor.submit(timed_chunk_task, jets, config, a, source, n_workers)
                     pending[fut] = (a, b)
                 if not pending:
                     break
@@ -499,7 +501,8 @@ def timed_file_chunk_task(
             old.close()
         _WORKER_READER.clear()
         reader = _WORKER_READER[path] = JetFileReader(path)
-    return timed_chunk_task(reader.chunk(start, stop), config, start, path, n_workers)
+    return timed_chunk_task(reader.chunk(start, stop, node_data=False), config, start, path,
+                            n_workers)
 
 
 def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],

@@ -46,8 +46,9 @@ class JetSource(Protocol):
     path: Path
     n_jets: int
 
-    def chunk(self, start: int, stop: int) -> JetCollection:
-        """Jets ``start:stop``, not validated (invalid jets are recorded per jet)."""
+    def chunk(self, start: int, stop: int, *, node_data: bool = True) -> JetCollection:
+        """Jets ``start:stop``, not validated (invalid jets are recorded per jet); without
+        ``node_data`` their truth trees' node momenta and per-node extras may be left out."""
         ...
 
     def whole(self) -> JetCollection:
@@ -101,20 +102,28 @@ class JetFileReader:
         self._whole = io.read(self.path, validate=False) if self.fmt == "legacy" else None
         self.n_jets = len(self._whole) if self._whole is not None else io.n_jets(self.path)
         self.read_ahead = int(read_ahead)
-        self._window: tuple[int, int, JetCollection] | None = None
+        self._window: tuple[int, int, JetCollection, bool] | None = None
         self._columns: Any = None  # the file, open across reads
         self.reads = 0
 
-    def chunk(self, start: int, stop: int) -> JetCollection:
-        """Jets ``start:stop``, not validated."""
+    def chunk(self, start: int, stop: int, *, node_data: bool = True) -> JetCollection:
+        """Jets ``start:stop``, not validated.
+
+        Args:
+            start, stop: the jets.
+            node_data: with the truth trees' node momenta and per-node extra columns (``False``:
+                they may be left out, as clustering does not read them; see
+                :meth:`jetastar.io.formats.ColumnReader.collection`).
+        """
         if self._whole is not None:
             return io.jet_slice(self._whole, start, stop)
         w = self._window
-        if w is None or not (w[0] <= start and stop <= w[1]):
+        if w is None or not (w[0] <= start and stop <= w[1]) or (node_data and not w[3]):
             end = max(stop, min(self.n_jets, start + self.read_ahead))
             if self._columns is None:
                 self._columns = columns(self.path)
-            self._window = w = (start, end, self._columns.collection(start, end))
+            jets = self._columns.collection(start, end, node_data=node_data)
+            self._window = w = (start, end, jets, node_data)
             self.reads += 1
         if (start, stop) == (w[0], w[1]):
             return w[2]

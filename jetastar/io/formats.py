@@ -70,8 +70,15 @@ class ColumnReader:
         collection = self.collection(start, stop)
         return {name: column_of(collection, name) for name in names}
 
-    def collection(self, start: int, stop: int) -> JetCollection:
-        """Every column of jets ``start:stop`` (not validated), from the open file."""
+    def collection(self, start: int, stop: int, *, node_data: bool = True) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file.
+
+        Args:
+            start, stop: the jets.
+            node_data: also the truth trees' node momenta and per-node extra columns (with
+                ``False``, formats that store them apart may leave them out: clustering reads
+                only the leaves, the tree structure and the jets' columns).
+        """
         return self.fmt.read(self.path, slice(start, stop), validate=False)
 
     def close(self) -> None:

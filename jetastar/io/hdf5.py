@@ -610,7 +610,7 @@ def read_hdf5(
     return collection
 
 
-def _read_range(f: _File, start: int, stop: int) -> JetCollection:
+def _read_range(f: _File, start: int, stop: int, node_data: bool = True) -> JetCollection:
     g = "jets/"
     loff = f.read(g + "leaf_offsets", slice(start, stop + 1)).astype(np.int64)
     noff = f.read(g + "node_offsets", slice(start, stop + 1)).astype(np.int64)
@@ -637,7 +637,7 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
         [f.read(g + "left", slice(na, nb)), f.read(g + "right", slice(na, nb))], axis=1
     ).astype(np.int64)
     node_momenta = None
-    if "node_E" in f.f["jets"]:
+    if node_data and "node_E" in f.f["jets"]:
         node_momenta = np.stack(
             [f.read(g + f"node_{c}", slice(na, nb)) for c in P4_COLUMNS], axis=1
         ).astype(np.float64)
@@ -667,7 +667,7 @@ def _read_range(f: _File, start: int, stop: int) -> JetCollection:
         raise FileFormatError(f"{f.path}: inconsistent jet columns ({exc})") from None
     node_extra: dict[str, np.ndarray] = {}
     jet_extra: dict[str, np.ndarray] = {}
-    if "node_extra" in f.f["jets"]:
+    if node_data and "node_extra" in f.f["jets"]:
         for k in f.f["jets/node_extra"]:
             node_extra[k] = f.read(f"{g}node_extra/{k}", slice(na, nb))
     if "jet_extra" in f.f["jets"]:
@@ -741,10 +741,11 @@ class HDF5Columns(ColumnReader):
                 raise KeyError(name)
         return out
 
-    def collection(self, start: int, stop: int) -> JetCollection:
-        """Every column of jets ``start:stop`` (not validated), from the open file."""
+    def collection(self, start: int, stop: int, *, node_data: bool = True) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file
+        (``node_data``: see :meth:`ColumnReader.collection`)."""
         start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
-        return _read_range(self._f, start, stop)
+        return _read_range(self._f, start, stop, node_data)
 
     def close(self) -> None:
         """Close the file."""

@@ -697,8 +697,9 @@ class ParticleReader:
             return entry - self.start
         return int(self.jet_offsets[entry - self.start])
 
-    def chunk(self, a: int, b: int) -> JetCollection:
-        """Jets ``a:b`` (positions in the file's jets), not validated."""
+    def chunk(self, a: int, b: int, *, node_data: bool = True) -> JetCollection:
+        """Jets ``a:b`` (positions in the file's jets), not validated (``node_data`` is for the
+        batch runner's sources: jets found in particles have no truth trees)."""
         blk = self._block
         if blk is None or not (blk[0] <= a and b <= blk[1]):
             e0, _ = self._entries_of(a, a + 1) if b > a else self._entries_of(a, a)

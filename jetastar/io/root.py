@@ -82,11 +82,34 @@ __all__ = [
     "n_jets_root",
     "read_root",
     "read_root_results",
+    "root_compression",
     "root_info",
     "write_root",
 ]
 
 _BASKET = 10000
+
+
+def root_compression() -> Any:
+    """The compression of the ROOT files jetastar writes: ZLIB level 1 (uproot's default, which
+    every ROOT reader decodes), computed with libdeflate (the ``deflate`` package) when it is
+    installed: about 2.2 times faster than Python's ``zlib`` at that level, with files a few per
+    cent smaller. Only the compressed bytes differ; readers need nothing but ZLIB.
+
+    Returns:
+        An ``uproot.ZLIB(1)`` for ``uproot.recreate(..., compression=...)``.
+    """
+    import uproot
+
+    compression = uproot.ZLIB(1)
+    if not hasattr(compression, "library"):  # uproot before it could use libdeflate
+        return compression
+    try:
+        import deflate  # noqa: F401
+    except ImportError:
+        return compression
+    compression.library = "deflate"  # on this object only; uproot's class default is untouched
+    return compression
 
 
 def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
@@ -251,7 +274,7 @@ def write_root(
         meta["jet_extra"] = sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
         truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
     with atomic_path(path) as tmp:
-        with uproot.recreate(tmp) as f:
+        with uproot.recreate(tmp, compression=root_compression()) as f:
             f["meta"] = json.dumps(meta, default=_json_default)
             if collection is not None:
                 first = _jets_block(collection, truth, 0, min(len(collection), _BASKET))
@@ -384,7 +407,7 @@ class RootStreamWriter:
         self._atomic = atomic_path(path)
         tmp = self._atomic.__enter__()
         try:
-            self.f = uproot.recreate(tmp)
+            self.f = uproot.recreate(tmp, compression=root_compression())
         except BaseException as exc:
             self._atomic.__exit__(type(exc), exc, exc.__traceback__)
             raise
@@ -749,12 +772,18 @@ class RootColumns(ColumnReader):
                 out[name] = _np(arr[name], np.int64)
         return out
 
-    def collection(self, start: int, stop: int) -> JetCollection:
-        """Every column of jets ``start:stop`` (not validated), from the open file."""
+    def collection(self, start: int, stop: int, *, node_data: bool = True) -> JetCollection:
+        """Every column of jets ``start:stop`` (not validated), from the open file
+        (``node_data``: see :meth:`ColumnReader.collection`; without it, the node momentum and
+        ``node_extra_*`` branches, most of a file of generated jets, are not decompressed)."""
         start, stop, _ = normalise_selection(slice(start, stop), self.n_jets)
         if stop <= start:
             return set_extras(JetCollection.from_jets([]))
-        return _collection_from_arrays(self._f.arrays("jets", start, stop), self._f.path, start)
+        names = None if node_data else [
+            b for b in self._f.f["jets"].keys()
+            if not (b.startswith("node_") and b not in ("node_left", "node_right", "node_leaf"))]
+        return _collection_from_arrays(self._f.arrays("jets", start, stop, filter_name=names),
+                                       self._f.path, start)
 
     def close(self) -> None:
         """Close the file."""
