@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -102,13 +103,8 @@ def root_compression() -> Any:
     import uproot
 
     compression = uproot.ZLIB(1)
-    if not hasattr(compression, "library"):  # uproot before it could use libdeflate
-        return compression
-    try:
-        import deflate  # noqa: F401
-    except ImportError:
-        return compression
-    compression.library = "deflate"  # on this object only; uproot's class default is untouched
+    if hasattr(compression, "library") and importlib.util.find_spec("deflate") is not None:
+        compression.library = "deflate"  # on this object only; uproot's class default is untouched
     return compression
 
 
