@@ -51,6 +51,7 @@ __all__ = [
     "ALG_GREEDY",
     "ALG_KT",
     "BEAM_CHUNK_MAX",
+    "BEAM_JET_WORK",
     "BEAM_SLICE_WORK",
     "DONE",
     "EXACT_CHUNK_MAX",
@@ -79,7 +80,7 @@ DONE, INVALID, PER_JET, NOT_RUN = 0, 1, 2, 3
 EXACT_CHUNK_MAX = 14
 
 #: the largest jet :func:`beam_chunk` runs beam search on (the caller sends larger ones to the
-#: per-jet function): the default beam at 40 leaves is 780 states, ~16 MB and ~0.1 s per jet;
+#: per-jet function): the default beam at 40 leaves is 780 states, ~16 MB and ~0.3 s per jet;
 #: above 40 leaves the default beam is 1000 states and a jet takes seconds, where one call per
 #: jet costs nothing in comparison and the per-jet function's slices see Ctrl-C and ``max_time``
 BEAM_CHUNK_MAX = 40
@@ -528,10 +529,14 @@ def _beam_serial(lo, hi, leaves, loff, noff, which, consts, run, size, width, ca
                   children, leaf_of_node, ll, outcome, stats, work, tol)
 
 
-#: estimated work units (candidates ranked, about ``width · n³ / 6`` per jet) per kernel call of
-#: :func:`beam_chunk`: ~0.1 s at the measured ~10 ns per unit, so that an interrupt is seen
-#: between calls
-BEAM_SLICE_WORK = 10_000_000
+#: estimated work units (candidates ranked, about ``width · n³ / 6`` per jet, plus
+#: :data:`BEAM_JET_WORK`) per kernel call of :func:`beam_chunk`: ~0.1 s at the measured ~40 ns
+#: per unit (QCD jets of 20 leaves; ~80 ns at 8 leaves, where a jet's fixed costs count), so that
+#: an interrupt is seen between calls
+BEAM_SLICE_WORK = 2_500_000
+#: the fixed cost of a jet in :func:`beam_chunk`, in work units (measured ~180 µs per QCD jet of
+#: ~8 leaves, whose ``width · n³ / 6`` is ~2000 units)
+BEAM_JET_WORK = 2500
 
 
 def beam_chunk(
@@ -572,7 +577,7 @@ def beam_chunk(
     work = np.zeros(n_jets, dtype=np.int64)
     kernel = _beam_parallel if parallel else _beam_serial
     n = np.diff(loff).astype(np.float64)
-    done_before = np.cumsum(width * n**3 / 6.0 + 1.0)  # estimated work of jets 0 .. j
+    done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
     with DeferredSignals() as held:
         lo = 0
         while lo < n_jets:

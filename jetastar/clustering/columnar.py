@@ -115,9 +115,10 @@ _BEAM_OPTIONS = {"likelihood", "beam_size", "greedy_guard", "max_time"}
 #: a jet whose beam needs more memory than this (a large ``beam_size``) goes to the per-jet
 #: function (the chunk kernel's threads hold one beam each)
 BEAM_CHUNK_MEMORY = 64 * 2**20
-#: a jet whose search is estimated at more work units than this (``width · n³ / 6``, ~10 ns
-#: each: about 0.5 s) goes to the per-jet function, which sees Ctrl-C every 0.1 s
-BEAM_CHUNK_WORK = 50_000_000
+#: a jet whose search is estimated at more work units than this (``width · n³ / 6``, ~40 ns
+#: each: about 0.5 s; the default beam at 40 leaves is 8.3 million) goes to the per-jet
+#: function, which sees Ctrl-C every 0.1 s
+BEAM_CHUNK_WORK = 12_500_000
 #: the beam counters that the per-jet function gives as bools
 _BOOL_COUNTERS = ("pair_cache", "greedy_added")
 

@@ -23,7 +23,8 @@ parameters): ``jetastar.cluster`` and ``columnar kernel`` as above, serial (``pa
 on numba's threads, and ``per-jet exact_map`` (a loop of :func:`jetastar.clustering.exact_map`
 over the first 500 jets), with jets per second (wall) besides the times per jet.
 
-``--beam``: beam search (default options) on the two samples: ``jetastar.cluster`` and, unless
+``--beam``: beam search (default options) on the two samples (``--jets 1000`` keeps it to a
+few minutes): ``jetastar.cluster`` and, unless
 ``--only-cluster``, ``columnar kernel`` (``cluster_columns(jets, {"beam": {}})``, serial and on
 numba's threads) and ``per-jet beam_search`` (a loop of
 :func:`jetastar.clustering.beam_search` over the jets).
