@@ -464,3 +464,24 @@ def test_beam_routing_and_options(jets):
     for bad in ({"beam_size": 0}, {"beam_size": 2.5}, {"beam_size": True}, {"max_time": -1},
                 {"likelihood": "x"}, {"threads": 1}):
         assert columnar_options("beam", bad) is None
+
+
+def test_beam_interrupt_is_raised_between_calls(jets, monkeypatch):
+    import signal
+
+    from jetastar.clustering import _chunk_kernels
+
+    calls = []
+    kernel = _chunk_kernels._beam_serial
+
+    def serial(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
+        return kernel(*args)
+
+    monkeypatch.setattr(_chunk_kernels, "BEAM_SLICE_WORK", 1)
+    monkeypatch.setattr(_chunk_kernels, "_beam_serial", serial)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_columns(jets[:50], {"beam": {"beam_size": 3}}, parallel=False)
+    assert len(calls) == 2

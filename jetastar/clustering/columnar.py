@@ -523,8 +523,12 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     size, width, cache = _beam_plan(opts, counts)
     budget = 2**62 if opts["max_time"] is None else _FIRST_BUDGET_SLICE_WORK
     if n:
+        # read-only, as a Jet's leaves: the search kernels (_beam_advance, ~13 s to compile)
+        # have one specialisation for both paths, whatever array the chunk was read into
+        frozen = leaves.view()
+        frozen.flags.writeable = False
         children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
-            leaves, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
+            frozen, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
             budget, threads)
     else:
         children = np.full((0, 2), -1, dtype=np.int64)
