@@ -8,14 +8,15 @@ import math
 
 import numpy as np
 import pytest
-from helpers.perjet_algorithms import EXACT_TWINS, TWINS
+from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, TWINS
 
 import jetastar
 from jetastar import JetCollection
 from jetastar._columnar import first_leaf_problem, leaf_problems
 from jetastar.batch import BatchConfig, cluster_collection
-from jetastar.clustering import exact_map, greedy, kt
+from jetastar.clustering import beam_search, exact_map, greedy, kt
 from jetastar.clustering.columnar import (
+    BEAM_CHUNK_MAX,
     DONE,
     INVALID,
     NOT_RUN,
@@ -216,7 +217,7 @@ def test_columnar_options():
     assert columnar_options("kt", {"R": -1.0}) is None
     assert columnar_options("kt", {"likelihood": "x"}) is None
     with pytest.raises(ValueError, match="columnar path"):
-        cluster_columns(generate(2, ShowerParams.qcd(), seed=1), {"beam": {}})
+        cluster_columns(generate(2, ShowerParams.qcd(), seed=1), {"mcts": {}})
 
 
 def test_per_jet_leaf_problems_agree_with_the_first_problem():
@@ -351,4 +352,136 @@ def test_exact_map_interrupt_is_raised_between_calls(jets, monkeypatch):
     monkeypatch.setattr(_chunk_kernels, "_map_serial", serial)
     with pytest.raises(KeyboardInterrupt):
         cluster_columns(_small_jets(jets, 12)[:50], {"trellis": {}}, parallel=False)
+    assert len(calls) == 2
+
+
+# ---------------------------------------------------------------------- beam search
+def _same_as_beam_search(flat, jets, i, **options):
+    """Row ``i`` of the columnar beam search is beam_search's result (all but ``beam`` and
+    ``time_s``): tree (canonical children), value bit for bit, status, message, options,
+    counters."""
+    got = flat.result(i)
+    ref = beam_search(jets[i], **options)
+    assert np.array_equal(got.tree.children, ref.tree.children), i
+    assert np.array_equal(got.tree.leaf_of_node, ref.tree.leaf_of_node), i
+    assert got.log_likelihood == ref.log_likelihood or (
+        math.isnan(got.log_likelihood) and math.isnan(ref.log_likelihood)), i
+    assert (got.status, got.message, got.options) == (ref.status, ref.message, ref.options), i
+    assert got.stats == {k: v for k, v in ref.stats.items() if k != "time_s"}, i
+    assert got.beam is None and got.jet_id == ref.jet_id
+    return ref
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("beam_size,guard", [(None, True), (1, True), (2, True), (3, True),
+                                             (6, True), (3, False), (None, False)])
+def test_beam_of_every_jet_is_beam_search(jets, likelihood, beam_size, guard):
+    """One kernel call runs beam search on every jet of 2060 (QCD and W, ~8, ~11 and ~20
+    leaves): the per-jet function's tree, value, status, message, options and counters. Small
+    beams make the greedy guard add the greedy tree, often replacing the last of the worst."""
+    options = {"beam_size": beam_size, "likelihood": likelihood, "greedy_guard": guard}
+    flat = cluster_columns(jets, {"beam": options})["beam"]
+    assert np.all(flat.outcome == DONE)
+    added = replaced = 0
+    for i in range(len(jets)):
+        ref = _same_as_beam_search(flat, jets, i, **options)
+        added += ref.stats["greedy_added"]
+        replaced += ref.stats["greedy_added"] and ref.stats["beam_trees"] == (beam_size or 0)
+    if guard and beam_size in (2, 3):
+        assert added > 20 and replaced > 20
+    if not guard:
+        assert added == 0
+
+
+def test_beam_calls_of_any_size_and_threads_give_the_same_rows(jets, monkeypatch):
+    from jetastar.clustering import _chunk_kernels
+
+    sub = jets.take(np.r_[0:200, 1000:1200, 2000:2030])
+    whole = cluster_columns(sub, {"beam": {}}, parallel=False)["beam"]
+    monkeypatch.setattr(_chunk_kernels, "BEAM_SLICE_WORK", 1)
+    for parallel in (False, True):
+        cut = cluster_columns(sub, {"beam": {}}, parallel=parallel)["beam"]
+        assert np.array_equal(whole.outcome, cut.outcome)
+        assert np.array_equal(whole.children, cut.children)
+        assert np.array_equal(whole.log_likelihood, cut.log_likelihood, equal_nan=True)
+        assert sorted(whole.counters) == sorted(cut.counters)
+        for k in whole.counters:
+            assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_beam_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets, likelihood):
+    """A batch chunk with invalid, one-leaf and -inf jets: the columnar beam search's table is
+    the per-jet function's, row for row (time aside), with the default and a small beam."""
+    chunk = _broken(jets)
+    for options in ({}, {"beam_size": 2}, {"beam_size": 4, "greedy_guard": False}):
+        names = ["beam", *BEAM_TWINS]
+        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
+                             plugins=["helpers.perjet_algorithms"])
+        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+        for twin, name in BEAM_TWINS.items():
+            _assert_same_table(tables[name], tables[twin], twin)
+        t = tables["beam"]
+        assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
+        assert "every tree of the final beam" in t.message[70]
+        assert t.status[3] == "failed" and t.message[3].startswith("jets.h5: entry 10:")
+        assert list(t.status).count("ok") > 250
+
+
+def test_beam_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
+    """Under a time limit (``max_time``) a search that is not done after the per-jet function's
+    first slice of work goes to that function: here a cap of 20 000 units sends the larger jets
+    there, and the table is still the per-jet path's."""
+    from jetastar.clustering import columnar
+
+    chunk = jets.take(np.r_[0:100, 1000:1100, 2000:2030])
+    names = ["beam", *BEAM_TWINS]
+    config = BatchConfig(names, time_limit=30.0, plugins=["helpers.perjet_algorithms"])
+    monkeypatch.setattr(columnar, "_FIRST_BUDGET_SLICE_WORK", 20_000)
+    flat = cluster_columns(chunk, {"beam": {"max_time": 30.0}})["beam"]
+    assert 20 < (flat.outcome == PER_JET).sum() < len(chunk) - 20
+    assert flat.result(int(np.flatnonzero(flat.outcome == DONE)[0])).options["max_time"] == 30.0
+    tables = cluster_collection(chunk, config)
+    _assert_same_table(tables["beam"], tables["perjet-beam"], "perjet-beam")
+    assert set(tables["beam"].status) == {"ok"}
+
+
+def test_beam_routing_and_options(jets):
+    big = generate(40, ShowerParams.qcd(t_cut=0.1), seed=9)
+    sizes = np.asarray(big.n_leaves)
+    assert (sizes > BEAM_CHUNK_MAX).sum() > 3
+    flat = cluster_columns(big, {"beam": {"beam_size": 2}})["beam"]
+    assert np.array_equal(flat.outcome == PER_JET, sizes > BEAM_CHUNK_MAX)
+    # a beam too large for the chunk kernel's memory: the per-jet function
+    huge = cluster_columns(jets[:3], {"beam": {"beam_size": 10**7}})["beam"]
+    assert set(huge.outcome.tolist()) <= {DONE, PER_JET}
+    assert columnar_options("beam", {}) == {"likelihood": "symmetric", "beam_size": None,
+                                            "greedy_guard": True, "max_time": None}
+    opts = columnar_options("beam", {"beam_size": np.int64(5), "greedy_guard": 0,
+                                     "max_time": 2})
+    assert opts["beam_size"] == 5 and opts["greedy_guard"] is False and opts["max_time"] == 2.0
+    assert columnar_options("beam", opts) == opts  # what it returns reads back
+    for bad in ({"beam_size": 0}, {"beam_size": 2.5}, {"beam_size": True}, {"max_time": -1},
+                {"likelihood": "x"}, {"threads": 1}):
+        assert columnar_options("beam", bad) is None
+
+
+def test_beam_interrupt_is_raised_between_calls(jets, monkeypatch):
+    import signal
+
+    from jetastar.clustering import _chunk_kernels
+
+    calls = []
+    kernel = _chunk_kernels._beam_serial
+
+    def serial(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
+        return kernel(*args)
+
+    monkeypatch.setattr(_chunk_kernels, "BEAM_SLICE_WORK", 1)
+    monkeypatch.setattr(_chunk_kernels, "_beam_serial", serial)
+    with pytest.raises(KeyboardInterrupt):
+        cluster_columns(jets[:50], {"beam": {"beam_size": 3}}, parallel=False)
     assert len(calls) == 2

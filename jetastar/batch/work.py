@@ -54,7 +54,7 @@ def in_process_chunk_size(config: BatchConfig) -> int:
     or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path.
 
     Example:
-        >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["beam"]))
+        >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["mcts"]))
         (4096, 50)
     """
     if all(columnar_options(name, options_for(name, config, 1)) is not None
@@ -166,8 +166,8 @@ def cluster_collection(
 ) -> dict[str, AlgorithmResults]:
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
 
-    The algorithms of the columnar path (greedy, the kt family and the exact MAP of small jets
-    with their usual options,
+    The algorithms of the columnar path (greedy, the kt family, the exact MAP of small jets with
+    their usual options and beam search,
     :data:`~jetastar.clustering.columnar.COLUMNAR_ALGORITHMS`) run on the whole collection in one
     kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt
@@ -342,7 +342,7 @@ def _flat_table(
         n_trees=np.full(n, np.nan), time_s=time_s,
         status=np.where(done, chunk.status, "failed"),  # the other rows are replaced below
         message=message,
-        options=np.full(n, to_json({**opts, **chunk.options}), dtype=object),
+        options=_options_column(chunk, opts),
         node_offsets=chunk.node_offsets, children=chunk.children,
         leaf_of_node=chunk.leaf_of_node, counters=chunk.counters,
         likelihood=chunk.likelihood, exact_method=exact_method,
@@ -357,6 +357,23 @@ def _flat_table(
     order = np.arange(n)
     order[where] = n + np.arange(where.shape[0])
     return AlgorithmResults.concatenate([table, others]).take(order)
+
+
+def _options_column(chunk: ChunkResults, opts: dict[str, Any]) -> np.ndarray:
+    """The options of each row as the per-jet path records them (``{**opts, **result.options}``),
+    one JSON text per distinct set of row options (beam search: one per beam size)."""
+    n = len(chunk)
+    if not chunk.row_options:
+        return np.full(n, to_json({**opts, **chunk.options}), dtype=object)
+    out = np.empty(n, dtype=object)
+    texts: dict[tuple[Any, ...], str] = {}
+    keys = zip(*(v.tolist() for v in chunk.row_options.values()), strict=True)
+    for i, key in enumerate(keys):
+        text = texts.get(key)
+        if text is None:
+            text = texts[key] = to_json({**opts, **chunk.options_of(i)})
+        out[i] = text
+    return out
 
 
 def _likelihood_of(rows: Sequence[Any], opts: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ requested algorithm of :data:`COLUMNAR_ALGORITHMS` and scores the trees with the
 and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The exact MAP engine
 (the registry's ``"trellis"`` without ``log_z``) runs on every jet of up to 14 leaves the same way,
 one jet per thread, with the kernels of :func:`~jetastar.clustering.exact_map` (larger jets are
-left to it). The answer is flat arrays, a
+left to it); beam search too, on every jet of up to 40 leaves (:data:`BEAM_CHUNK_MAX`), with the
+kernels of :func:`~jetastar.clustering.beam_search`. The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,18 +51,27 @@ from ._chunk_kernels import (
     ALG_CAMBRIDGE,
     ALG_GREEDY,
     ALG_KT,
+    BEAM_CHUNK_MAX,
     DONE,
     EXACT_CHUNK_MAX,
     INVALID,
     NOT_RUN,
     PER_JET,
+    beam_chunk,
     cluster_chunk,
     map_chunk,
     score_chunk,
 )
-from ._engine import check_budget
+from ._engine import check_budget, default_memory_limit
 from ._map_kernels import binomials
 from ._subsets import n_splits_total
+from .beam import (
+    _FIRST_BUDGET_SLICE_WORK,
+    CACHE_BUDGET_BYTES,
+    _n_trees,
+    beam_memory,
+    default_beam_size,
+)
 from .exact_map import estimate_map_memory, root_slack
 from .greedy import greedy_status
 from .kt import minus_inf_message
@@ -70,6 +81,7 @@ from .result import ClusteringResult
 from .threads import check_threads
 
 __all__ = [
+    "BEAM_CHUNK_MAX",
     "COLUMNAR_ALGORITHMS",
     "DONE",
     "INVALID",
@@ -86,13 +98,29 @@ __all__ = [
 
 #: code of the exact MAP engine (its own chunk kernel, :func:`._chunk_kernels.map_chunk`)
 ALG_EXACT_MAP = 4
+#: code of beam search (its own chunk kernel, :func:`._chunk_kernels.beam_chunk`)
+ALG_BEAM = 5
 
 #: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
-#: exact MAP engine (without ``log_z``) on jets of up to ``EXACT_CHUNK_MAX`` (14) leaves
+#: exact MAP engine (without ``log_z``) on jets of up to ``EXACT_CHUNK_MAX`` (14) leaves,
+#: ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves
 COLUMNAR_ALGORITHMS = {
     "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
-    "trellis": ALG_EXACT_MAP,
+    "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM,
 }
+
+#: the options of beam search (all of them: the columnar path takes every value the per-jet
+#: function accepts)
+_BEAM_OPTIONS = {"likelihood", "beam_size", "greedy_guard", "max_time"}
+#: a jet whose beam needs more memory than this (a large ``beam_size``) goes to the per-jet
+#: function (the chunk kernel's threads hold one beam each)
+BEAM_CHUNK_MEMORY = 64 * 2**20
+#: a jet whose search is estimated at more work units than this (``width · n³ / 6``, ~40 ns
+#: each: about 0.5 s; the default beam at 40 leaves is 8.3 million) goes to the per-jet
+#: function, which sees Ctrl-C every 0.1 s
+BEAM_CHUNK_WORK = 12_500_000
+#: the beam counters that the per-jet function gives as bools
+_BOOL_COUNTERS = ("pair_cache", "greedy_added")
 
 #: the options of the registry's ``"trellis"`` that the columnar path takes (``log_z`` only false)
 _TRELLIS_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress", "device",
@@ -108,13 +136,15 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
     does not take, a bad value): those go through the per-jet path, which reports bad values.
 
     Example:
-        >>> columnar_options("kt", {"R": 1000}), columnar_options("beam", {})
+        >>> columnar_options("kt", {"R": 1000}), columnar_options("mcts", {})
         ({'likelihood': 'symmetric', 'R': 1000.0}, None)
     """
     if name not in COLUMNAR_ALGORITHMS:
         return None
     if name == "trellis":
         return _trellis_options(options)
+    if name == "beam":
+        return _beam_options(options)
     allowed = {"likelihood"} if name == "greedy" else {"likelihood", "R"}
     if set(options) - allowed:
         return None
@@ -169,6 +199,34 @@ def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     return {"likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
             "prune": True, "threads": threads, "incumbent": False, "device": "cpu"}
+
+
+def _beam_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The options :func:`~jetastar.clustering.beam_search` runs with, as it checks them:
+    ``likelihood``, ``beam_size`` (``None``: the default of each jet's size), ``greedy_guard``
+    (a bool) and ``max_time`` (a float or ``None``); ``None`` for a value it would refuse.
+
+    With a ``max_time`` the chunk kernel stops each search after the work of the per-jet
+    function's first slice (which that function always runs before it looks at the time): a jet
+    finished within it has the result the per-jet function would give, the others are left to
+    that function (:data:`PER_JET`), which goes on in slices until ``max_time``.
+    """
+    if set(options) - _BEAM_OPTIONS:
+        return None
+    likelihood = options.get("likelihood", "symmetric")
+    if likelihood not in LIKELIHOODS:
+        return None
+    size = options.get("beam_size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral)
+                             or size < 1):
+        return None
+    try:
+        guard = bool(options.get("greedy_guard", True))
+        max_time = check_budget(options.get("max_time"), "max_time")
+    except (OptionError, ValueError, TypeError):
+        return None
+    return {"likelihood": likelihood, "beam_size": None if size is None else int(size),
+            "greedy_guard": guard, "max_time": max_time}
 
 
 def params_valid(collection: JetCollection) -> np.ndarray:
@@ -255,6 +313,15 @@ class ChunkResults:
         exact: ``(J,)`` bool, rows whose tree is a proven MAP (the exact engine's :data:`DONE`
             rows).
         upper_bound: ``(J,)`` the proven upper bound of such rows (NaN elsewhere).
+        row_options: options whose value differs by row (beam search: ``beam_size``, the beam
+            size each jet ran with, its default depending on the jet's size): name -> ``(J,)``,
+            over ``options`` in the :data:`DONE` rows' results (``options`` holds the value
+            asked for, ``None`` for the default).
+
+    The result of a :data:`DONE` row (:meth:`result`) is the per-jet function's without the
+    objects that the columnar path does not make: for beam search, ``beam`` (every tree of the
+    final beam) is ``None``, as in a results table's rows; the best tree, its value, status,
+    message, options and counters are the per-jet function's.
     """
 
     algorithm: str
@@ -272,6 +339,7 @@ class ChunkResults:
     work: np.ndarray
     exact: np.ndarray
     upper_bound: np.ndarray
+    row_options: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -284,24 +352,31 @@ class ChunkResults:
         return Tree(self.children[a:b], self.leaf_of_node[a:b],
                     jet=int(self.collection.jet_id[i]))
 
+    def options_of(self, i: int) -> dict[str, Any]:
+        """The options of row ``i``'s result: :attr:`options` with the row's
+        :attr:`row_options`."""
+        return {**self.options, **{k: v[i].item() for k, v in self.row_options.items()}}
+
     def result(self, i: int) -> ClusteringResult:
         """Jet ``i``'s result, as the per-jet function returns it (``stats`` without ``time_s``);
         a row that is not :data:`DONE` runs the per-jet function now (an invalid jet gives a
         ``"failed"`` result naming the problem)."""
         jet_id = int(self.collection.jet_id[i])
         if self.outcome[i] == DONE:
-            stats: dict[str, Any] = {k: int(v[i]) for k, v in self.counters.items()}
+            stats: dict[str, Any] = {
+                k: bool(v[i]) if k in _BOOL_COUNTERS else int(v[i])
+                for k, v in self.counters.items()}
             exact = bool(self.exact[i])
             if exact:
                 stats["device"] = "cpu"
             return ClusteringResult(
                 self.tree(i), float(self.log_likelihood[i]), self.algorithm, exact=exact,
-                likelihood=self.likelihood, options=dict(self.options), stats=stats,
+                likelihood=self.likelihood, options=self.options_of(i), stats=stats,
                 upper_bound=float(self.upper_bound[i]) if exact else None,
                 status=str(self.status[i]), message=str(self.message[i]), jet_id=jet_id,
             )
         opts = {"likelihood": self.likelihood}
-        for key in ("R", "max_time", "max_memory", "threads"):
+        for key in ("R", "max_time", "max_memory", "threads", "beam_size", "greedy_guard"):
             if self.options.get(key) is not None:
                 opts[key] = self.options[key]
         try:
@@ -376,7 +451,7 @@ def cluster_columns(
             run[q] = np.asarray(only[name], dtype=bool)
     threads = _use_threads(n_jets, parallel)
     out = {}
-    agg = [q for q, name in enumerate(names) if name != "trellis"]
+    agg = [q for q, name in enumerate(names) if name not in ("trellis", "beam")]
     if agg:
         which = np.ascontiguousarray(
             np.stack([which_form[forms.index(opts[names[q]]["likelihood"])] for q in agg]))
@@ -404,7 +479,90 @@ def cluster_columns(
             opts["trellis"], collection, leaves, loff, counts, sizes, noff,
             np.ascontiguousarray(which_form[forms.index(opts["trellis"]["likelihood"])]), consts,
             np.ascontiguousarray(run[q]), threads)
+    if "beam" in names:
+        q = names.index("beam")
+        out["beam"] = _beam_results(
+            opts["beam"], collection, leaves, loff, counts, sizes, noff,
+            np.ascontiguousarray(which_form[forms.index(opts["beam"]["likelihood"])]), consts,
+            np.ascontiguousarray(run[q]), threads)
     return {name: out[name] for name in names}
+
+
+def _beam_plan(opts: dict[str, Any], counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How beam search runs on each jet, as :func:`~jetastar.clustering.beam_search` decides
+    it: ``(size, width, cache)``, each ``(J,)``; ``width`` is ``0`` for the jets left to the
+    per-jet function (fewer than 2 or more than :data:`BEAM_CHUNK_MAX` leaves, a beam over
+    :data:`BEAM_CHUNK_MEMORY` or the memory limit, more than :data:`BEAM_CHUNK_WORK`)."""
+    n_jets = counts.shape[0]
+    size = np.zeros(n_jets, dtype=np.int64)
+    width = np.zeros(n_jets, dtype=np.int64)
+    cache = np.zeros(n_jets, dtype=np.bool_)
+    limit = min(BEAM_CHUNK_MEMORY, default_memory_limit())
+    for n in np.unique(counts).tolist():
+        rows = counts == n
+        s = default_beam_size(n) if opts["beam_size"] is None else int(opts["beam_size"])
+        size[rows] = s
+        if not 2 <= n <= BEAM_CHUNK_MAX:
+            continue
+        w = min(s, _n_trees(n, s))
+        use_cache = 2 * w * (n * (n - 1) // 2) * 8 <= CACHE_BUDGET_BYTES
+        if beam_memory(w, n, use_cache) > limit or w * n**3 / 6 > BEAM_CHUNK_WORK:
+            continue
+        width[rows] = w
+        cache[rows] = use_cache
+    return size, width, cache
+
+
+def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
+                  loff: np.ndarray, counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray,
+                  which: np.ndarray, consts: np.ndarray, run: np.ndarray,
+                  threads: bool) -> ChunkResults:
+    """Beam search's rows of a chunk (:func:`._chunk_kernels.beam_chunk`), with the statuses,
+    messages, options and counters of :func:`~jetastar.clustering.beam_search`."""
+    n = counts.shape[0]
+    size, width, cache = _beam_plan(opts, counts)
+    budget = 2**62 if opts["max_time"] is None else _FIRST_BUDGET_SLICE_WORK
+    if n:
+        # read-only, as a Jet's leaves: the search kernels (_beam_advance, ~13 s to compile)
+        # have one specialisation for both paths, whatever array the chunk was read into
+        frozen = leaves.view()
+        frozen.flags.writeable = False
+        children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
+            frozen, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
+            budget, threads)
+    else:
+        children = np.full((0, 2), -1, dtype=np.int64)
+        leaf_of_node = np.full(0, -1, dtype=np.int64)
+        ll = np.full(0, np.nan)
+        outcome = np.full(0, NOT_RUN, dtype=np.int64)
+        cnt = np.zeros((0, 7), dtype=np.int64)
+        work = np.zeros(0, dtype=np.int64)
+    done = outcome == DONE
+    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
+    status = np.where(done, "ok", "").astype(object)
+    message = np.full(n, "", dtype=object)
+    for i in np.flatnonzero(done & ~np.isfinite(ll)).tolist():
+        status[i] = "all_inf"
+        message[i] = (f"every tree of the final beam ({int(cnt[i, 4])} trees) has "
+                      "log-likelihood -inf")
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        names = ("splits_evaluated", "candidates", "duplicates", "selection_passes",
+                 "beam_trees", "pair_cache", "greedy_added")
+        counters = {k: np.where(done, cnt[:, q], np.nan).astype(np.float64)
+                    for q, k in enumerate(names)}
+    options: dict[str, Any] = {"beam_size": opts["beam_size"],
+                               "greedy_guard": opts["greedy_guard"]}
+    if opts["max_time"] is not None:
+        options["max_time"] = opts["max_time"]
+    return ChunkResults(
+        algorithm="beam", likelihood=opts["likelihood"], options=options,
+        collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
+        status=status, message=message, node_offsets=node_offsets, children=ch,
+        leaf_of_node=leaf, counters=counters, work=np.where(done, work, 0).astype(np.float64),
+        exact=np.zeros(n, dtype=bool), upper_bound=np.full(n, np.nan),
+        row_options={"beam_size": size},
+    )
 
 
 def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,

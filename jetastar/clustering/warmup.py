@@ -233,8 +233,8 @@ def warm_up(
 def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
     """Compile (or load) the columnar path's chunk kernels, serial and parallel, once per process
     (every algorithm of the path and every option runs the same two kernels; the exact MAP engine
-    has two of its own)."""
-    key = ("kernels", "columnar-map" if name == "trellis" else "columnar")
+    and beam search have two of their own)."""
+    key = ("kernels", {"trellis": "columnar-map", "beam": "columnar-beam"}.get(name, "columnar"))
     if key in _warmed:
         return
     _warmed.add(key)

@@ -23,6 +23,12 @@ parameters): ``jetastar.cluster`` and ``columnar kernel`` as above, serial (``pa
 on numba's threads, and ``per-jet exact_map`` (a loop of :func:`jetastar.clustering.exact_map`
 over the first 500 jets), with jets per second (wall) besides the times per jet.
 
+``--beam``: beam search (default options) on the two samples (``--jets 1000`` keeps it to a
+few minutes): ``jetastar.cluster`` and, unless
+``--only-cluster``, ``columnar kernel`` (``cluster_columns(jets, {"beam": {}})``, serial and on
+numba's threads) and ``per-jet beam_search`` (a loop of
+:func:`jetastar.clustering.beam_search` over the jets).
+
 ``--deadline``: beam search with ``max_time`` on a 400-leaf jet (leaves of QCD jets with
 ``t_cut = 0.05`` GeV² put together; the whole search would take an hour): the wall and CPU time
 until it returns, for ``max_time`` 1 and 5 s.
@@ -87,6 +93,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only-cluster", action="store_true")
     parser.add_argument("--exact", action="store_true", help="the exact MAP of <= 10-leaf jets")
+    parser.add_argument("--beam", action="store_true", help="beam search, default options")
     parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
     args = parser.parse_args()
     if args.exact:
@@ -94,6 +101,9 @@ def main() -> None:
         return
     if args.deadline:
         _deadline()
+        return
+    if args.beam:
+        _beam(args.jets, args.repeat, args.only_cluster)
         return
     samples = {
         "QCD default": generate(args.jets, ShowerParams.qcd(), seed=2033),
@@ -145,6 +155,38 @@ def _exact(n_jets: int, repeat: int) -> None:
         cpu, wall = _best(fn, repeat)
         print(f"{what:<28} {1e6 * cpu / count:11.2f} {1e6 * wall / count:11.2f} "
               f"{count / wall:9.0f}", flush=True)
+
+
+def _beam(n_jets: int, repeat: int, only_cluster: bool) -> None:
+    """Beam search (default options): the columnar path against the per-jet function."""
+    from jetastar.clustering import beam_search
+
+    samples = {
+        "QCD default": generate(n_jets, ShowerParams.qcd(), seed=2033),
+        "QCD t_cut=1": generate(n_jets, ShowerParams.qcd(t_cut=1.0), seed=2034),
+    }
+    print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
+    print(f"{'sample':<13} {'leaves':>6} {'what':<28} {'cpu µs/jet':>11} {'wall µs/jet':>11}")
+    for label, jets in samples.items():
+        mean = float(np.mean(jets.n_leaves))
+        rows: list[tuple[str, Callable[[], Any]]] = [
+            ("jetastar.cluster", lambda jets=jets: jetastar.cluster(jets, "beam")),
+        ]
+        if not only_cluster:
+            from jetastar.clustering.columnar import cluster_columns
+
+            one = [jets[i] for i in range(len(jets))]
+            rows += [
+                ("columnar kernel, serial",
+                 lambda jets=jets: cluster_columns(jets, {"beam": {}}, parallel=False)),
+                ("columnar kernel, threads",
+                 lambda jets=jets: cluster_columns(jets, {"beam": {}}, parallel=True)),
+                ("per-jet beam_search", lambda one=one: [beam_search(j) for j in one]),
+            ]
+        for what, fn in rows:
+            cpu, wall = _best(fn, repeat)
+            print(f"{label:<13} {mean:6.1f} {what:<28} {1e6 * cpu / len(jets):11.2f} "
+                  f"{1e6 * wall / len(jets):11.2f}", flush=True)
 
 
 def _deadline() -> None:

@@ -5,7 +5,7 @@ can be compared row by row."""
 
 from __future__ import annotations
 
-from jetastar.clustering import exact_map, greedy, kt, register
+from jetastar.clustering import beam_search, exact_map, greedy, kt, register
 
 #: per-jet twin name -> the algorithm it repeats
 TWINS = {"perjet-greedy": "greedy", "perjet-kt": "kt", "perjet-cambridge": "cambridge",
@@ -44,3 +44,14 @@ def _perjet_trellis(jet, likelihood: str | None = None, *, log_z: bool = False,
                     device: str = "auto"):
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
                      progress=progress, device=device)
+
+
+#: per-jet twin of beam search
+BEAM_TWINS = {"perjet-beam": "beam"}
+
+
+@register("perjet-beam", description="test: beam search through the per-jet path")
+def _perjet_beam(jet, beam_size: int | None = None, likelihood: str = "symmetric",
+                 greedy_guard: bool = True, max_time: float | None = None):
+    return beam_search(jet, beam_size=beam_size, likelihood=likelihood,
+                       greedy_guard=greedy_guard, max_time=max_time)
