@@ -167,7 +167,7 @@ PAIR_TABLE_MAX = 3000
 BOUND_MIN_LEAVES = 40
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _scan(p, t, g, pos, k, row, c, tab, exact, bounded, fresh):  # pragma: no cover - numba
     """First maximum over positions ``0 .. k-1`` of the merge of slot ``row`` with slot
     ``pos[j]``: ``(value, partner slot, evaluations made)``.
@@ -227,13 +227,15 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
     c0 = consts[0]
     c1 = consts[1]
     bounded = n >= BOUND_MIN_LEAVES
-    p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum, t, child bound G(t), node id
-    t = np.empty(n, dtype=np.float64)
-    g = np.empty(n, dtype=np.float64)
-    node_of = np.empty(n, dtype=np.int64)
-    pos = np.empty(n, dtype=np.int64)  # slot at each position of the active list
-    nn_val = np.empty(n, dtype=np.float64)  # best merge with a cluster to the left
-    nn_part = np.empty(n, dtype=np.int64)  # slot of that partner
+    p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum
+    per_slot = np.empty((3, n), dtype=np.float64)  # one allocation for three arrays
+    t = per_slot[0]  # per slot: t
+    g = per_slot[1]  # per slot: child bound G(t) (bounded only)
+    nn_val = per_slot[2]  # per position: best merge with a cluster to the left
+    ids = np.empty((3, n), dtype=np.int64)
+    node_of = ids[0]  # per slot: node id
+    pos = ids[1]  # per position: slot
+    nn_part = ids[2]  # per position: slot of the best partner to the left
     for i in range(n):  # loops, not slice assignments: much less to compile
         for d in range(4):
             p[i, d] = leaves[i, d]
@@ -241,23 +243,35 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         g[i] = child_bound(t[i], c0) if bounded else 0.0
         node_of[i] = i
         pos[i] = i
-    nn_val[0] = _NEG_INF
-    nn_part[0] = -1
     # tab[row, slot]: the value (exact) or an upper bound of the merge of a row with a cluster to
     # its left, written when the row is scanned fresh (no initialisation needed)
     side = n if n <= PAIR_TABLE_MAX else 0
     tab = np.empty((side, side), dtype=np.float64)
     exact = np.empty((side, side), dtype=np.bool_)
     use_tab = side != 0
+    history = np.empty((max(n - 1, 0), 2), dtype=np.int64)
+    steps = np.empty(max(n - 1, 0), dtype=np.float64)
     evals = 0
-    for k in range(1, n):
-        nn_val[k], nn_part[k], e = _scan(p, t, g, pos, k, k, c0, tab, exact, bounded, True)
-        evals += e
-    history = np.empty((n - 1, 2), dtype=np.int64)
-    steps = np.empty(n - 1, dtype=np.float64)
     all_inf_step = -1
-    m = n
-    for s in range(n - 1):
+    m = n  # active positions
+    first_new = 0  # positions from here on hold new rows (all of them at the start)
+    sa = -1  # the slots of the last merge (none yet)
+    sb = -1
+    for s in range(n):
+        # rows to (re)score: new ones, and those whose best partner was just merged; the only
+        # call of _scan (one copy of the split likelihood in this kernel)
+        for k in range(m):
+            new_row = k >= first_new
+            if new_row or nn_part[k] == sa or nn_part[k] == sb:
+                if k == 0:
+                    nn_val[0] = _NEG_INF
+                    nn_part[0] = -1
+                else:
+                    nn_val[k], nn_part[k], e = _scan(p, t, g, pos, k, pos[k], c0, tab, exact,
+                                                     bounded, new_row or not use_tab)
+                    evals += e
+        if m == 1:
+            break
         r = 1
         for k in range(2, m):
             if nn_val[k] > nn_val[r]:
@@ -285,7 +299,7 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         if bounded:
             g[sa] = child_bound(t[sa], c0)
         node_of[sa] = n + s
-        # remove positions r and left (left < r)
+        # remove positions r and left (left < r), append the new cluster at the end
         w = 0
         for k in range(m):
             if k == r or k == left:
@@ -294,23 +308,9 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
             nn_val[w] = nn_val[k]
             nn_part[w] = nn_part[k]
             w += 1
-        m -= 2
-        for k in range(m):
-            if nn_part[k] == sa or nn_part[k] == sb:
-                if k == 0:
-                    nn_val[0] = _NEG_INF
-                else:
-                    nn_val[k], nn_part[k], e = _scan(p, t, g, pos, k, pos[k], c0, tab, exact,
-                                                     bounded, not use_tab)
-                    evals += e
-        pos[m] = sa  # the new cluster, at the end
-        if m >= 1:
-            nn_val[m], nn_part[m], e = _scan(p, t, g, pos, m, sa, c0, tab, exact, bounded, True)
-            evals += e
-        else:
-            nn_val[m] = _NEG_INF
-            nn_part[m] = -1
-        m += 1
+        m -= 1
+        pos[w] = sa
+        first_new = w
     return history, steps, all_inf_step, evals
 
 
