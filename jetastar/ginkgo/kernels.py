@@ -44,6 +44,7 @@ __all__ = [
     "split_llh_above",
     "split_llh_bound",
     "split_llh_given_parent",
+    "split_llh_given_roots",
     "split_llh_many",
     "t_of",
     "tree_node_llh",
@@ -145,6 +146,30 @@ def split_llh_given_parent(
         s_parent, log_tp, stop: ``parent_terms(t_parent, c)``.
         c: the constants row.
     """
+    return _split_llh_core(t_left, t_right, 0.0, 0.0, np.bool_(False), t_parent, s_parent, log_tp,
+                           stop, c)
+
+
+@nb.njit(cache=True, inline="always")
+def split_llh_given_roots(
+    t_left: float, t_right: float, s_left: float, s_right: float, t_parent: float,
+    s_parent: float, log_tp: float, stop: float, c: np.ndarray,
+) -> float:
+    """:func:`split_llh_given_parent` with the children's ``√t`` precomputed too (``s_left =
+    math.sqrt(t_left)``, ``s_right = math.sqrt(t_right)``, NaN for a negative ``t``): the same
+    result, bit for bit (``math.sqrt`` is correctly rounded), for callers that keep ``√t`` per
+    cluster."""
+    return _split_llh_core(t_left, t_right, s_left, s_right, np.bool_(True), t_parent, s_parent,
+                           log_tp, stop, c)
+
+
+@nb.njit(cache=True, inline="always")
+def _split_llh_core(
+    t_left: float, t_right: float, s_left: float, s_right: float, roots: bool, t_parent: float,
+    s_parent: float, log_tp: float, stop: float, c: np.ndarray,
+) -> float:
+    """ψ (the one place it is written): :func:`split_llh_given_parent`, with ``√t`` of the children
+    given (``roots``) or computed here."""
     if c[_C_LEGACY] != 0.0:
         if not t_parent >= c[_C_TCUT]:
             return _NEG_INF
@@ -154,7 +179,10 @@ def split_llh_given_parent(
             t_max, t_min = t_right, t_left
         if t_max < 0.0:
             return _NEG_INF
-        scale2 = s_parent - math.sqrt(t_max)
+        if roots:
+            scale2 = s_parent - (s_left if t_left >= t_right else s_right)
+        else:
+            scale2 = s_parent - math.sqrt(t_max)
         scale2 = scale2 * scale2
         first = _first_child(t_max, t_parent, log_tp, stop, np.bool_(True), c)
         if not scale2 > 0.0:
@@ -175,8 +203,9 @@ def split_llh_given_parent(
     limit = _A * t_parent
     if t_left >= limit or t_right >= limit:
         return _NEG_INF
-    s_left = math.sqrt(t_left)
-    s_right = math.sqrt(t_right)
+    if not roots:
+        s_left = math.sqrt(t_left)
+        s_right = math.sqrt(t_right)
     if s_left + s_right > s_parent:
         return _NEG_INF
     # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
@@ -283,10 +312,11 @@ BOUND_MARGIN = 1e-9
 
 @nb.njit(cache=True, inline="always")
 def split_llh_above(
-    t_left: float, t_right: float, t_parent: float, g_left: float, g_right: float, floor: float,
-    c: np.ndarray,
+    t_left: float, t_right: float, s_left: float, s_right: float, t_parent: float, g_left: float,
+    g_right: float, floor: float, c: np.ndarray,
 ) -> tuple[float, bool]:
-    """:func:`split_llh`, or a proof that it cannot exceed ``floor`` without evaluating it.
+    """:func:`split_llh`, or a proof that it cannot exceed ``floor`` without evaluating it
+    (``s_left``, ``s_right``: the children's ``√t``, as in :func:`split_llh_given_roots`).
 
     The parent terms are computed once; the split's :func:`split_bound_given_parent` (with the
     children's :func:`child_bound` ``g_left``, ``g_right``) is compared with ``floor`` first, and ψ
@@ -310,7 +340,8 @@ def split_llh_above(
         )
         if bound_below(bound, floor):
             return bound, False
-    return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c), True
+    return split_llh_given_roots(t_left, t_right, s_left, s_right, t_parent, s_parent, log_tp, stop,
+                                 c), True
 
 
 @nb.njit(cache=True, inline="always")
