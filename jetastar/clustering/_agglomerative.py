@@ -39,6 +39,7 @@ __all__ = [
     "canonical_results",
     "check_jet",
     "greedy_kernel",
+    "greedy_merges",
     "jet_arrays",
     "numpy_sum",
 ]
@@ -213,16 +214,28 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
     """The greedy merges (:func:`jetastar.clustering.greedy`; beam search starts from them):
     the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals).
 
+    :func:`greedy_merges` with the pair table up to :data:`PAIR_TABLE_MAX` leaves and bounds from
+    :data:`BOUND_MIN_LEAVES` leaves.
+    """
+    return greedy_merges(leaves, consts, np.int64(PAIR_TABLE_MAX), np.int64(BOUND_MIN_LEAVES))
+
+
+@nb.njit(cache=True)
+def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - numba
+    """:func:`greedy_kernel` with a pair table when ``n <= table_max`` and bounds when
+    ``n >= bound_min`` (every combination gives the same merges and values; the tests run all).
+
     Clusters live in ``n`` slots (leaf ``i`` in slot ``i``; a merge puts the new cluster in the
-    slot of its left child and frees the other). ``evals`` counts the split evaluations made: a
-    pair evaluated once is looked up afterwards (jets up to :data:`PAIR_TABLE_MAX` leaves), and a
-    pair whose upper bound cannot beat the best partner found so far is not evaluated (jets of at
-    least :data:`BOUND_MIN_LEAVES` leaves); neither changes a choice or a value.
+    slot of its left child and frees the other). ``evals`` counts the split evaluations made: with
+    the table a pair is evaluated at most once (O(n²) evaluations; without it a cluster's pairs are
+    evaluated again whenever its best partner is merged away), and with bounds a pair whose upper
+    bound (:func:`~jetastar.ginkgo.kernels.split_llh_above`) cannot beat the best partner found so
+    far is not evaluated; neither changes a choice or a value.
     """
     n = leaves.shape[0]
     c0 = consts[0]
     c1 = consts[1]
-    bounded = n >= BOUND_MIN_LEAVES
+    bounded = n >= bound_min
     p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum
     per_slot = np.empty((4, n), dtype=np.float64)  # one allocation for four arrays
     t = per_slot[0]  # per slot: t
@@ -243,7 +256,7 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
         pos[i] = i
     # tab[row, slot]: the value (exact) or an upper bound of the merge of a row with a cluster to
     # its left, written when the row is scanned fresh (no initialisation needed)
-    side = n if n <= PAIR_TABLE_MAX else 0
+    side = n if n <= table_max else 0
     tab = np.empty((side, side), dtype=np.float64)
     exact = np.empty((side, side), dtype=np.bool_)
     use_tab = side != 0
