@@ -169,7 +169,8 @@ BOUND_MIN_LEAVES = 40
 
 
 @nb.njit(cache=True, inline="always")
-def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh):  # pragma: no cover - numba
+def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh,
+          target):  # pragma: no cover - numba
     """First maximum over positions ``0 .. k-1`` of the merge of slot ``row`` with slot
     ``pos[j]``: ``(value, partner slot, evaluations made)``.
 
@@ -180,6 +181,11 @@ def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh):  # pragma: n
     beat the best value so far is not evaluated and its bound is stored (``exact`` false): its
     exact value is not above the best, so the first maximum is unchanged. ``tab`` of shape
     ``(0, 0)``: no table, every scan is fresh.
+
+    ``target``: a value no pair of the row exceeds (a row scanned again: its best value before
+    its partner left; NaN: none). The scan stops at the first pair whose exact value equals it:
+    that pair is the first maximum. (Where every merge is ``-inf`` this makes the scans after a
+    merge O(1) instead of O(n).)
     """
     use_tab = tab.shape[0] != 0
     best = _NEG_INF
@@ -188,24 +194,26 @@ def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh):  # pragma: n
     for j in range(k):
         b = pos[j]
         floor = best if (bounded and j > 0) else _NEG_INF
+        known = False
         if not fresh:
             v = tab[row, b]
-            if exact[row, b] or bound_below(v, floor):
-                if j == 0 or v > best:
-                    best = v
-                    best_j = j
-                continue
-        tp = t_of(p[row, 0] + p[b, 0], p[row, 1] + p[b, 1], p[row, 2] + p[b, 2],
-                  p[row, 3] + p[b, 3])
-        v, done = split_llh_above(t[row], t[b], sq[row], sq[b], tp, g[row], g[b], floor, c)
-        if done:
-            evals += 1
-        if use_tab:
-            tab[row, b] = v
-            exact[row, b] = done
+            is_exact = exact[row, b]
+            known = is_exact or bound_below(v, floor)
+        if not known:
+            tp = t_of(p[row, 0] + p[b, 0], p[row, 1] + p[b, 1], p[row, 2] + p[b, 2],
+                      p[row, 3] + p[b, 3])
+            v, is_exact = split_llh_above(t[row], t[b], sq[row], sq[b], tp, g[row], g[b], floor,
+                                          c)
+            if is_exact:
+                evals += 1
+            if use_tab:
+                tab[row, b] = v
+                exact[row, b] = is_exact
         if j == 0 or v > best:
             best = v
             best_j = j
+        if is_exact and v == target:
+            break
     return best, pos[best_j], evals
 
 
@@ -279,7 +287,8 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
                     nn_part[0] = -1
                 else:
                     nn_val[k], nn_part[k], e = _scan(p, t, sq, g, pos, k, pos[k], c0, tab, exact,
-                                                     bounded, new_row or not use_tab)
+                                                     bounded, new_row or not use_tab,
+                                                     np.nan if new_row else nn_val[k])
                     evals += e
         if m == 1:
             break
