@@ -8,9 +8,11 @@ the Python functions of :mod:`jetastar.ginkgo.likelihood`, kernel authors call t
   uses it;
 * :func:`split_llh`: the split log-likelihood ψ from three ``t`` values and one constants row
   (:func:`jetastar.ginkgo.likelihood_constants`), with :func:`parent_terms` and
-  :func:`split_llh_given_parent` for callers scoring many splits of one parent;
+  :func:`split_llh_given_parent` for callers scoring many splits of one parent, and
+  :func:`split_llh_given_roots` for callers that keep ``√t`` per cluster;
 * :func:`child_bound`, :func:`split_bound_given_parent`, :func:`split_llh_bound`: cheap upper bounds
-  on ψ for branch-and-bound search;
+  on ψ for branch-and-bound search; :func:`split_llh_above` evaluates ψ only where its bound can
+  beat a given value (:func:`bound_below`);
 * :func:`split_llh_many`, :func:`tree_node_llh`, :func:`truth_llh_kernel`: many splits, every node
   of one tree, and the truth trees of a whole collection's flat columns.
 
