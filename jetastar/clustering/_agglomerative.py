@@ -197,7 +197,7 @@ def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh,
         known = False
         if not fresh:
             v = tab[row, b]
-            is_exact = exact[row, b]
+            is_exact = exact[row, b] if bounded else True
             known = is_exact or bound_below(v, floor)
         if not known:
             tp = t_of(p[row, 0] + p[b, 0], p[row, 1] + p[b, 1], p[row, 2] + p[b, 2],
@@ -208,7 +208,8 @@ def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh,
                 evals += 1
             if use_tab:
                 tab[row, b] = v
-                exact[row, b] = is_exact
+                if bounded:
+                    exact[row, b] = is_exact
         if j == 0 or v > best:
             best = v
             best_j = j
@@ -266,7 +267,8 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
     # its left, written when the row is scanned fresh (no initialisation needed)
     side = n if n <= table_max else 0
     tab = np.empty((side, side), dtype=np.float64)
-    exact = np.empty((side, side), dtype=np.bool_)
+    side_b = side if bounded else 0  # without bounds every value stored is exact
+    exact = np.empty((side_b, side_b), dtype=np.bool_)
     use_tab = side != 0
     history = np.empty((max(n - 1, 0), 2), dtype=np.int64)
     steps = np.empty(max(n - 1, 0), dtype=np.float64)
@@ -341,10 +343,15 @@ def canonical_into(history, steps, n, children, full):  # pragma: no cover - num
     ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
     :func:`canonical_results` numbers them."""
     m = 2 * n - 1
-    size = np.ones(m, dtype=np.int64)
-    low = np.arange(m)
+    work = np.empty((3, m), dtype=np.int64)  # one allocation for three arrays
+    size = work[0]
+    low = work[1]
+    new_id = work[2]
+    for k in range(m):
+        size[k] = 1
+        low[k] = k
+        new_id[k] = k
     key = np.empty(n - 1, dtype=np.float64)
-    new_id = np.arange(m)
     for k in range(n):
         children[k, 0] = -1
         children[k, 1] = -1
