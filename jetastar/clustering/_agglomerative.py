@@ -169,7 +169,7 @@ BOUND_MIN_LEAVES = 40
 
 
 @nb.njit(cache=True, inline="always")
-def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh,
+def _scan(p, t, g, pos, k, row, c, tab, exact, bounded, fresh,
           target):  # pragma: no cover - numba
     """First maximum over positions ``0 .. k-1`` of the merge of slot ``row`` with slot
     ``pos[j]``: ``(value, partner slot, evaluations made)``.
@@ -202,8 +202,7 @@ def _scan(p, t, sq, g, pos, k, row, c, tab, exact, bounded, fresh,
         if not known:
             tp = t_of(p[row, 0] + p[b, 0], p[row, 1] + p[b, 1], p[row, 2] + p[b, 2],
                       p[row, 3] + p[b, 3])
-            v, is_exact = split_llh_above(t[row], t[b], sq[row], sq[b], tp, g[row], g[b], floor,
-                                          c)
+            v, is_exact = split_llh_above(t[row], t[b], tp, g[row], g[b], floor, c)
             if is_exact:
                 evals += 1
             if use_tab:
@@ -246,11 +245,10 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
     c1 = consts[1]
     bounded = n >= bound_min
     p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum
-    per_slot = np.empty((4, n), dtype=np.float64)  # one allocation for four arrays
+    per_slot = np.empty((3, n), dtype=np.float64)  # one allocation for three arrays
     t = per_slot[0]  # per slot: t
-    sq = per_slot[1]  # per slot: √t (NaN for t < 0, where ψ does not use it)
-    g = per_slot[2]  # per slot: child bound G(t) (bounded only)
-    nn_val = per_slot[3]  # per position: best merge with a cluster to the left
+    g = per_slot[1]  # per slot: child bound G(t) (bounded only)
+    nn_val = per_slot[2]  # per position: best merge with a cluster to the left
     ids = np.empty((3, n), dtype=np.int64)
     node_of = ids[0]  # per slot: node id
     pos = ids[1]  # per position: slot
@@ -259,7 +257,6 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
         for d in range(4):
             p[i, d] = leaves[i, d]
         t[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], np.int64(1), c0)
-        sq[i] = math.sqrt(t[i]) if t[i] >= 0.0 else np.nan
         g[i] = child_bound(t[i], c0) if bounded else 0.0
         node_of[i] = i
         pos[i] = i
@@ -288,7 +285,7 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
                     nn_val[0] = _NEG_INF
                     nn_part[0] = -1
                 else:
-                    nn_val[k], nn_part[k], e = _scan(p, t, sq, g, pos, k, pos[k], c0, tab, exact,
+                    nn_val[k], nn_part[k], e = _scan(p, t, g, pos, k, pos[k], c0, tab, exact,
                                                      bounded, new_row or not use_tab,
                                                      np.nan if new_row else nn_val[k])
                     evals += e
@@ -318,7 +315,6 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
         for d in range(4):
             p[sa, d] = p[sa, d] + p[sb, d]
         t[sa] = t_of(p[sa, 0], p[sa, 1], p[sa, 2], p[sa, 3])
-        sq[sa] = math.sqrt(t[sa]) if t[sa] >= 0.0 else np.nan
         if bounded:
             g[sa] = child_bound(t[sa], c0)
         node_of[sa] = n + s

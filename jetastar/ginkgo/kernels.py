@@ -8,8 +8,7 @@ the Python functions of :mod:`jetastar.ginkgo.likelihood`, kernel authors call t
   uses it;
 * :func:`split_llh`: the split log-likelihood ψ from three ``t`` values and one constants row
   (:func:`jetastar.ginkgo.likelihood_constants`), with :func:`parent_terms` and
-  :func:`split_llh_given_parent` for callers scoring many splits of one parent, and
-  :func:`split_llh_given_roots` for callers that keep ``√t`` per cluster;
+  :func:`split_llh_given_parent` for callers scoring many splits of one parent;
 * :func:`child_bound`, :func:`split_bound_given_parent`, :func:`split_llh_bound`: cheap upper bounds
   on ψ for branch-and-bound search; :func:`split_llh_above` evaluates ψ only where its bound can
   beat a given value (:func:`bound_below`);
@@ -46,7 +45,6 @@ __all__ = [
     "split_llh_above",
     "split_llh_bound",
     "split_llh_given_parent",
-    "split_llh_given_roots",
     "split_llh_many",
     "t_of",
     "tree_node_llh",
@@ -148,30 +146,6 @@ def split_llh_given_parent(
         s_parent, log_tp, stop: ``parent_terms(t_parent, c)``.
         c: the constants row.
     """
-    return _split_llh_core(t_left, t_right, 0.0, 0.0, np.bool_(False), t_parent, s_parent, log_tp,
-                           stop, c)
-
-
-@nb.njit(cache=True, inline="always")
-def split_llh_given_roots(
-    t_left: float, t_right: float, s_left: float, s_right: float, t_parent: float,
-    s_parent: float, log_tp: float, stop: float, c: np.ndarray,
-) -> float:
-    """:func:`split_llh_given_parent` with the children's ``√t`` precomputed too (``s_left =
-    math.sqrt(t_left)``, ``s_right = math.sqrt(t_right)``, NaN for a negative ``t``): the same
-    result, bit for bit (``math.sqrt`` is correctly rounded), for callers that keep ``√t`` per
-    cluster."""
-    return _split_llh_core(t_left, t_right, s_left, s_right, np.bool_(True), t_parent, s_parent,
-                           log_tp, stop, c)
-
-
-@nb.njit(cache=True, inline="always")
-def _split_llh_core(
-    t_left: float, t_right: float, s_left: float, s_right: float, roots: bool, t_parent: float,
-    s_parent: float, log_tp: float, stop: float, c: np.ndarray,
-) -> float:
-    """ψ (the one place it is written): :func:`split_llh_given_parent`, with ``√t`` of the children
-    given (``roots``) or computed here."""
     if c[_C_LEGACY] != 0.0:
         if not t_parent >= c[_C_TCUT]:
             return _NEG_INF
@@ -181,10 +155,7 @@ def _split_llh_core(
             t_max, t_min = t_right, t_left
         if t_max < 0.0:
             return _NEG_INF
-        if roots:
-            scale2 = s_parent - (s_left if t_left >= t_right else s_right)
-        else:
-            scale2 = s_parent - math.sqrt(t_max)
+        scale2 = s_parent - math.sqrt(t_max)
         scale2 = scale2 * scale2
         first = _first_child(t_max, t_parent, log_tp, stop, np.bool_(True), c)
         if not scale2 > 0.0:
@@ -205,9 +176,8 @@ def _split_llh_core(
     limit = _A * t_parent
     if t_left >= limit or t_right >= limit:
         return _NEG_INF
-    if not roots:
-        s_left = math.sqrt(t_left)
-        s_right = math.sqrt(t_right)
+    s_left = math.sqrt(t_left)
+    s_right = math.sqrt(t_right)
     if s_left + s_right > s_parent:
         return _NEG_INF
     # ordering "left drawn first" = a_lr + log(b_lr), and the reverse (module docstring)
@@ -312,13 +282,12 @@ def split_bound_given_parent(
 BOUND_MARGIN = 1e-9
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def split_llh_above(
-    t_left: float, t_right: float, s_left: float, s_right: float, t_parent: float, g_left: float,
-    g_right: float, floor: float, c: np.ndarray,
+    t_left: float, t_right: float, t_parent: float, g_left: float, g_right: float, floor: float,
+    c: np.ndarray,
 ) -> tuple[float, bool]:
-    """:func:`split_llh`, or a proof that it cannot exceed ``floor`` without evaluating it
-    (``s_left``, ``s_right``: the children's ``√t``, as in :func:`split_llh_given_roots`).
+    """:func:`split_llh`, or a proof that it cannot exceed ``floor`` without evaluating it.
 
     The parent terms are computed once; the split's :func:`split_bound_given_parent` (with the
     children's :func:`child_bound` ``g_left``, ``g_right``) is compared with ``floor`` first, and ψ
@@ -342,8 +311,7 @@ def split_llh_above(
         )
         if bound_below(bound, floor):
             return bound, False
-    return split_llh_given_roots(t_left, t_right, s_left, s_right, t_parent, s_parent, log_tp, stop,
-                                 c), True
+    return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c), True
 
 
 @nb.njit(cache=True, inline="always")
