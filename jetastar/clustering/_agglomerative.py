@@ -333,22 +333,25 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
     return history, steps, all_inf_step, evals
 
 
+#: :func:`canonical_into` orders the internal nodes of trees up to this many by insertion
+_INSERTION_MAX = 32
+
+
 @nb.njit(cache=True)
 def canonical_into(history, steps, n, children, full):  # pragma: no cover - numba
     """One merge history in canonical node order: fills ``children`` ``(2n - 1, 2)`` (leaves
     ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
     :func:`canonical_results` numbers them."""
     m = 2 * n - 1
-    work = np.empty((3, m), dtype=np.int64)  # one allocation for three arrays
+    work = np.empty((5, m), dtype=np.int64)  # one allocation for five arrays
     size = work[0]
     low = work[1]
     new_id = work[2]
-    for k in range(m):
+    key = work[3]  # (size, smallest leaf) of each internal node as one integer
+    for k in range(n):
         size[k] = 1
         low[k] = k
         new_id[k] = k
-    key = np.empty(n - 1, dtype=np.float64)
-    for k in range(n):
         children[k, 0] = -1
         children[k, 1] = -1
         full[k] = 0.0
@@ -358,7 +361,22 @@ def canonical_into(history, steps, n, children, full):  # pragma: no cover - num
         size[n + j] = size[a] + size[b]
         low[n + j] = min(low[a], low[b])
         key[j] = size[n + j] * m + low[n + j]
-    order = argsort_stable(key)  # distinct keys: any sort agrees
+    # the internal nodes in key order (distinct keys: any sort agrees); small trees by insertion
+    # into work[4] (no allocation), larger ones by the merge sort
+    if n - 1 <= _INSERTION_MAX:
+        order = work[4]
+        for r in range(n - 1):
+            kx = key[r]
+            i = r - 1
+            while i >= 0 and key[order[i]] > kx:
+                order[i + 1] = order[i]
+                i -= 1
+            order[i + 1] = r
+    else:
+        fkey = np.empty(n - 1, dtype=np.float64)
+        for j in range(n - 1):
+            fkey[j] = key[j]
+        order = argsort_stable(fkey)
     for r in range(n - 1):
         new_id[n + order[r]] = n + r
     for j in range(n - 1):
