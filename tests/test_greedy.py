@@ -1,4 +1,5 @@
-"""Greedy clustering: reference trees, an independent O(N³) greedy, the all -inf flag."""
+"""Greedy clustering: reference trees, an independent O(N³) greedy, the kernel against a textbook
+greedy on big jets (every pair table / bound setting), the all -inf flag."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ from helpers.refdata import baseline_records, close, jet_from_record, reference_
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import greedy
-from jetastar.ginkgo import ShowerParams, generate, log_likelihood, split_log_likelihood
+from jetastar.clustering._agglomerative import (
+    BOUND_MIN_LEAVES,
+    PAIR_TABLE_MAX,
+    greedy_kernel,
+    greedy_merges,
+    jet_arrays,
+)
+from jetastar.ginkgo import (
+    ShowerParams,
+    generate,
+    log_likelihood,
+    split_log_likelihood,
+    split_log_likelihood_t,
+)
 
 BASELINES = baseline_records()
 
@@ -130,3 +144,95 @@ def test_bad_input():
     jet = generate(1, ShowerParams.qcd(), seed=1)[0]
     with pytest.raises(ValueError, match="symmetric"):
         greedy(jet, likelihood="nope")
+
+
+def _t4(q: np.ndarray) -> np.ndarray:
+    """``E² − |p|²`` of rows of 4-vectors, as the kernels compute it (same operations and order)."""
+    return q[..., 0] * q[..., 0] - (q[..., 1] * q[..., 1] + q[..., 2] * q[..., 2] + q[..., 3] * q[..., 3])
+
+
+def _textbook_merges(jet: Jet, likelihood: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Greedy with no bookkeeping: every pair of clusters scored at every step (vectorised through
+    the public API), the first maximum in position order (cluster k = 1.., partner j = 0..k-1) merged,
+    the partner as left child, the new cluster appended at the end; node ids as the kernel's.
+
+    Returns ``(history, steps, first all -inf step or -1)``.
+    """
+    p = jet.params
+    n = jet.n_leaves
+    mom = np.array(jet.leaves, dtype=np.float64)
+    ts = np.zeros(n) if likelihood == "legacy" else _t4(mom)
+    ids = np.arange(n)
+    history, steps, all_inf = [], [], -1
+    for s in range(n - 1):
+        m = len(ids)
+        kk, jj = np.tril_indices(m, -1)  # (1, 0), (2, 0), (2, 1), (3, 0), ...: position order
+        tp = _t4(mom[kk] + mom[jj])
+        values = split_log_likelihood_t(ts[kk], ts[jj], tp, p.t_cut, p.lam, likelihood)
+        q = int(np.argmax(values))  # first maximum
+        if values[q] == -np.inf and all_inf < 0:
+            all_inf = s
+        k, j = int(kk[q]), int(jj[q])
+        if m == 2:  # the root: λ_R
+            v = split_log_likelihood_t(ts[j], ts[k], tp[q], p.t_cut, p.lam_root, likelihood)
+            values = np.atleast_1d(v)
+            q = 0
+        history.append((ids[j], ids[k]))
+        steps.append(values[q])
+        new = mom[j] + mom[k]
+        keep = np.array([i for i in range(m) if i not in (j, k)], dtype=np.int64)
+        mom = np.concatenate([mom[keep], new[None]])
+        ts = np.append(ts[keep], _t4(new))
+        ids = np.append(ids[keep], n + s)
+    return np.array(history, dtype=np.int64).reshape(-1, 2), np.array(steps), all_inf
+
+
+def _big_jet(n: int, seed: int) -> Jet:
+    """Leaves of many QCD jets with a small t_cut put together (as bench_columnar's --deadline)."""
+    params = ShowerParams.qcd(t_cut=0.05)
+    leaves = np.concatenate([j.leaves for j in generate(40, params, seed=seed)])
+    assert len(leaves) >= n
+    return Jet(leaves[:n], params, jet_id=n)
+
+
+def _kernel_jets() -> list[Jet]:
+    jets = list(generate(40, ShowerParams.qcd(), seed=31))
+    jets += list(generate(12, ShowerParams.qcd(t_cut=1.0), seed=32, min_leaves=15))
+    jets += list(generate(8, ShowerParams.w(), seed=33))
+    base = generate(1, ShowerParams.qcd(t_cut=1.0), seed=34, min_leaves=12)[0]
+    jets.append(Jet(np.concatenate([base.leaves, base.leaves]), base.params))  # exact ties
+    jets.append(Jet(np.array([[e, 0.0, 0.0, e] for e in range(1, 60)], dtype=float),
+                    ShowerParams.qcd()))  # every merge -inf
+    jets += [_big_jet(70, 35), _big_jet(180, 36)]
+    return jets
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_kernel_matches_textbook_greedy(likelihood):
+    """Merges, values (bit for bit) and the all -inf step of the kernel, with and without the pair
+    table and the bounds, equal those of a greedy that scores every pair at every step."""
+    settings = [(PAIR_TABLE_MAX, BOUND_MIN_LEAVES), (0, 0), (0, 10**9), (10**9, 0), (10**9, 10**9)]
+    for jet in _kernel_jets():
+        leaves, consts = jet_arrays(jet, likelihood)
+        history, steps, all_inf = _textbook_merges(jet, likelihood)
+        for table_max, bound_min in settings:
+            h, s, a, evals = greedy_merges(leaves, consts, table_max, bound_min)
+            label = (jet.n_leaves, table_max, bound_min)
+            assert np.array_equal(h, history), label
+            assert s.tobytes() == steps.tobytes(), label
+            assert a == all_inf, label
+            assert 0 < evals
+            if table_max >= jet.n_leaves:  # each pair of clusters evaluated at most once
+                assert evals <= jet.n_leaves * (jet.n_leaves - 1), label
+
+
+def test_big_jet_evaluates_each_pair_once():
+    """The former worst case (every merge -inf: every cluster's partner is the first one, merged at
+    every step) and a physical jet: fewer evaluations than ordered pairs of clusters, n(n - 1)."""
+    flat = Jet(np.array([[e, 0.0, 0.0, e] for e in range(1, 401)], dtype=float), ShowerParams.qcd())
+    for jet, first_all_inf in ((flat, 0), (_big_jet(600, 37), -1)):
+        history, _, all_inf, evals = greedy_kernel(*jet_arrays(jet, "symmetric"))
+        n = jet.n_leaves
+        assert evals <= n * (n - 1)
+        assert history.shape == (n - 1, 2) and np.unique(history).size == 2 * n - 2
+        assert all_inf == first_all_inf

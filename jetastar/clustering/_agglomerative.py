@@ -28,6 +28,7 @@ import numpy as np
 
 from .._sorting import argsort_stable
 from ..errors import InvalidJetError
+from ..ginkgo.kernels import bound_below, child_bound, split_llh_above
 from ..ginkgo.likelihood import check_likelihood, cluster_t, split_llh, t_of
 from ..jet import Jet
 from ..tree import Tree
@@ -38,6 +39,7 @@ __all__ = [
     "canonical_results",
     "check_jet",
     "greedy_kernel",
+    "greedy_merges",
     "jet_arrays",
     "numpy_sum",
 ]
@@ -155,39 +157,63 @@ def score_history(
     return steps
 
 
-#: greedy keeps the value of every pair of clusters it has scored (a ``(2n - 1)²`` table) for jets
-#: up to this size; larger jets score pairs again when needed (the table would be too large)
-PAIR_CACHE_MAX = 256
+#: greedy keeps the value of every pair it has scored in an ``(n, n)`` table indexed by *slot*
+#: (a merged cluster takes the slot of its left child) for jets up to this size (9 bytes per
+#: entry: 81 MB at 3000 leaves), so that a pair is evaluated at most once: O(n²) split evaluations.
+#: Larger jets score a cluster's pairs again whenever its best partner is merged away.
+PAIR_TABLE_MAX = 3000
+
+#: greedy skips pairs whose upper bound cannot beat the best partner found so far on jets of at
+#: least this many leaves (on smaller ones computing the bounds costs more than it saves)
+BOUND_MIN_LEAVES = 40
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_value(p, t, a, b, c, cache):  # pragma: no cover - numba
-    """``pair_llh`` of nodes ``a`` and ``b`` through the pair table ``cache`` (NaN: not scored
-    yet; a ``(0, 0)`` table: none). The value does not depend on the order of ``a`` and ``b``
-    (bit for bit), so it is stored for both. Returns ``(value, evaluations made)``."""
-    if cache.shape[0] == 0:
-        return pair_llh(p, t, a, b, c), 1
-    v = cache[a, b]
-    if v != v:
-        v = pair_llh(p, t, a, b, c)
-        cache[a, b] = v
-        cache[b, a] = v
-        return v, 1
-    return v, 0
+def _scan(p, t, g, pos, k, row, c, tab, exact, bounded, fresh,
+          target):  # pragma: no cover - numba
+    """First maximum over positions ``0 .. k-1`` of the merge of slot ``row`` with slot
+    ``pos[j]``: ``(value, partner slot, evaluations made)``.
 
+    ``fresh``: none of these pairs is known (a new row: evaluate them and, with a table, store
+    them in ``tab[row]``); otherwise all of them are in ``tab[row]`` (the row was scanned fresh
+    when it was appended, and a cluster to its left then is to its left now). With ``bounded``, a
+    pair whose upper bound (:func:`~jetastar.ginkgo.kernels.split_llh_above`) shows that it cannot
+    beat the best value so far is not evaluated and its bound is stored (``exact`` false): its
+    exact value is not above the best, so the first maximum is unchanged. ``tab`` of shape
+    ``(0, 0)``: no table, every scan is fresh.
 
-@nb.njit(cache=True)
-def _best_left(p, t, pos, k, node, c, cache):  # pragma: no cover - numba
-    """First maximum over positions ``0 .. k-1`` of the merge of ``node`` with ``pos[j]``:
-    ``(value, partner, evaluations made)``."""
+    ``target``: a value no pair of the row exceeds (a row scanned again: its best value before
+    its partner left; NaN: none). The scan stops at the first pair whose exact value equals it:
+    that pair is the first maximum. (Where every merge is ``-inf`` this makes the scans after a
+    merge O(1) instead of O(n).)
+    """
+    use_tab = tab.shape[0] != 0
+    best = _NEG_INF
     best_j = 0
-    best, evals = _pair_value(p, t, node, pos[0], c, cache)
-    for j in range(1, k):
-        v, e = _pair_value(p, t, node, pos[j], c, cache)
-        evals += e
-        if v > best:
+    evals = 0
+    for j in range(k):
+        b = pos[j]
+        floor = best if (bounded and j > 0) else _NEG_INF
+        known = False
+        if not fresh:
+            v = tab[row, b]
+            is_exact = exact[row, b] if bounded else True
+            known = is_exact or bound_below(v, floor)
+        if not known:
+            tp = t_of(p[row, 0] + p[b, 0], p[row, 1] + p[b, 1], p[row, 2] + p[b, 2],
+                      p[row, 3] + p[b, 3])
+            v, is_exact = split_llh_above(t[row], t[b], tp, g[row], g[b], floor, c)
+            if is_exact:
+                evals += 1
+            if use_tab:
+                tab[row, b] = v
+                if bounded:
+                    exact[row, b] = is_exact
+        if j == 0 or v > best:
             best = v
             best_j = j
+        if is_exact and v == target:
+            break
     return best, pos[best_j], evals
 
 
@@ -196,64 +222,103 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
     """The greedy merges (:func:`jetastar.clustering.greedy`; beam search starts from them):
     the reference greedy. Returns (history, steps, first step with all candidates -inf or -1, evals).
 
-    ``evals`` counts the split evaluations made: a pair scored once is looked up afterwards
-    (jets up to :data:`PAIR_CACHE_MAX` leaves), which changes no choice and no value.
+    :func:`greedy_merges` with the pair table up to :data:`PAIR_TABLE_MAX` leaves and bounds from
+    :data:`BOUND_MIN_LEAVES` leaves.
+    """
+    return greedy_merges(leaves, consts, np.int64(PAIR_TABLE_MAX), np.int64(BOUND_MIN_LEAVES))
+
+
+@nb.njit(cache=True)
+def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - numba
+    """:func:`greedy_kernel` with a pair table when ``n <= table_max`` and bounds when
+    ``n >= bound_min`` (every combination gives the same merges and values; the tests run all).
+
+    Clusters live in ``n`` slots (leaf ``i`` in slot ``i``; a merge puts the new cluster in the
+    slot of its left child and frees the other). ``evals`` counts the split evaluations made: with
+    the table a pair is evaluated at most once (O(n²) evaluations; without it a cluster's pairs are
+    evaluated again whenever its best partner is merged away), and with bounds a pair whose upper
+    bound (:func:`~jetastar.ginkgo.kernels.split_llh_above`) cannot beat the best partner found so
+    far is not evaluated; neither changes a choice or a value.
     """
     n = leaves.shape[0]
     c0 = consts[0]
     c1 = consts[1]
-    n_nodes = 2 * n - 1
-    p = np.empty((n_nodes, 4), dtype=np.float64)
-    t = np.empty(n_nodes, dtype=np.float64)
-    lt = leaf_ts(leaves, c0)
+    bounded = n >= bound_min
+    p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum
+    per_slot = np.empty((3, n), dtype=np.float64)  # one allocation for three arrays
+    t = per_slot[0]  # per slot: t
+    g = per_slot[1]  # per slot: child bound G(t) (bounded only)
+    nn_val = per_slot[2]  # per position: best merge with a cluster to the left
+    ids = np.empty((3, n), dtype=np.int64)
+    node_of = ids[0]  # per slot: node id
+    pos = ids[1]  # per position: slot
+    nn_part = ids[2]  # per position: slot of the best partner to the left
     for i in range(n):  # loops, not slice assignments: much less to compile
         for d in range(4):
             p[i, d] = leaves[i, d]
-        t[i] = lt[i]
-    pos = np.empty(n, dtype=np.int64)  # node id at each position of the active list
-    nn_val = np.empty(n, dtype=np.float64)  # best merge with a cluster to the left
-    nn_part = np.empty(n, dtype=np.int64)  # node id of that partner
-    for k in range(n):
-        pos[k] = k
-    nn_val[0] = _NEG_INF
-    nn_part[0] = -1
-    if n <= PAIR_CACHE_MAX:
-        cache = np.full((n_nodes, n_nodes), np.nan)  # pairs not scored yet
-    else:
-        cache = np.empty((0, 0), dtype=np.float64)
+        t[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], np.int64(1), c0)
+        g[i] = child_bound(t[i], c0) if bounded else 0.0
+        node_of[i] = i
+        pos[i] = i
+    # tab[row, slot]: the value (exact) or an upper bound of the merge of a row with a cluster to
+    # its left, written when the row is scanned fresh (no initialisation needed)
+    side = n if n <= table_max else 0
+    tab = np.empty((side, side), dtype=np.float64)
+    side_b = side if bounded else 0  # without bounds every value stored is exact
+    exact = np.empty((side_b, side_b), dtype=np.bool_)
+    use_tab = side != 0
+    history = np.empty((max(n - 1, 0), 2), dtype=np.int64)
+    steps = np.empty(max(n - 1, 0), dtype=np.float64)
     evals = 0
-    for k in range(1, n):
-        nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
-        evals += e
-    history = np.empty((n - 1, 2), dtype=np.int64)
-    steps = np.empty(n - 1, dtype=np.float64)
     all_inf_step = -1
-    m = n
-    for s in range(n - 1):
+    m = n  # active positions
+    first_new = 0  # positions from here on hold new rows (all of them at the start)
+    sa = -1  # the slots of the last merge (none yet)
+    sb = -1
+    for s in range(n):
+        # rows to (re)score: new ones, and those whose best partner was just merged; the only
+        # call of _scan (one copy of the split likelihood in this kernel)
+        for k in range(m):
+            new_row = k >= first_new
+            if new_row or nn_part[k] == sa or nn_part[k] == sb:
+                if k == 0:
+                    nn_val[0] = _NEG_INF
+                    nn_part[0] = -1
+                else:
+                    nn_val[k], nn_part[k], e = _scan(p, t, g, pos, k, pos[k], c0, tab, exact,
+                                                     bounded, new_row or not use_tab,
+                                                     np.nan if new_row else nn_val[k])
+                    evals += e
+        if m == 1:
+            break
         r = 1
         for k in range(2, m):
             if nn_val[k] > nn_val[r]:
                 r = k
         if nn_val[r] == _NEG_INF and all_inf_step < 0:
             all_inf_step = s
-        a = nn_part[r]  # left child: the stored partner
-        b = pos[r]
+        sa = nn_part[r]  # left child: the stored partner
+        sb = pos[r]
         left = 0
-        while pos[left] != a:
+        while pos[left] != sa:
             left += 1
-        node = n + s
-        history[s, 0] = a
-        history[s, 1] = b
+        history[s, 0] = node_of[sa]
+        history[s, 1] = node_of[sb]
         if m == 2:  # the root split: λ_R
-            steps[s] = pair_llh(p, t, a, b, c1)
+            steps[s] = pair_llh(p, t, sa, sb, c1)
             evals += 1
+        elif use_tab:  # row sb's best partner: evaluated, never only bounded
+            steps[s] = tab[sb, sa]
         else:
-            steps[s], e = _pair_value(p, t, a, b, c0, cache)
-            evals += e
+            steps[s] = pair_llh(p, t, sa, sb, c0)
+            evals += 1
         for d in range(4):
-            p[node, d] = p[a, d] + p[b, d]
-        t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
-        # remove positions r and left (left < r)
+            p[sa, d] = p[sa, d] + p[sb, d]
+        t[sa] = t_of(p[sa, 0], p[sa, 1], p[sa, 2], p[sa, 3])
+        if bounded:
+            g[sa] = child_bound(t[sa], c0)
+        node_of[sa] = n + s
+        # remove positions r and left (left < r), append the new cluster at the end
         w = 0
         for k in range(m):
             if k == r or k == left:
@@ -262,23 +327,14 @@ def greedy_kernel(leaves, consts):  # pragma: no cover - numba
             nn_val[w] = nn_val[k]
             nn_part[w] = nn_part[k]
             w += 1
-        m -= 2
-        for k in range(m):
-            if nn_part[k] == a or nn_part[k] == b:
-                if k == 0:
-                    nn_val[0] = _NEG_INF
-                else:
-                    nn_val[k], nn_part[k], e = _best_left(p, t, pos, k, pos[k], c0, cache)
-                    evals += e
-        pos[m] = node
-        if m >= 1:
-            nn_val[m], nn_part[m], e = _best_left(p, t, pos, m, node, c0, cache)
-            evals += e
-        else:
-            nn_val[m] = _NEG_INF
-            nn_part[m] = -1
-        m += 1
+        m -= 1
+        pos[w] = sa
+        first_new = w
     return history, steps, all_inf_step, evals
+
+
+#: :func:`canonical_into` orders the internal nodes of trees up to this many by insertion
+_INSERTION_MAX = 32
 
 
 @nb.njit(cache=True)
@@ -287,11 +343,15 @@ def canonical_into(history, steps, n, children, full):  # pragma: no cover - num
     ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
     :func:`canonical_results` numbers them."""
     m = 2 * n - 1
-    size = np.ones(m, dtype=np.int64)
-    low = np.arange(m)
-    key = np.empty(n - 1, dtype=np.float64)
-    new_id = np.arange(m)
+    work = np.empty((5, m), dtype=np.int64)  # one allocation for five arrays
+    size = work[0]
+    low = work[1]
+    new_id = work[2]
+    key = work[3]  # (size, smallest leaf) of each internal node as one integer
     for k in range(n):
+        size[k] = 1
+        low[k] = k
+        new_id[k] = k
         children[k, 0] = -1
         children[k, 1] = -1
         full[k] = 0.0
@@ -301,7 +361,22 @@ def canonical_into(history, steps, n, children, full):  # pragma: no cover - num
         size[n + j] = size[a] + size[b]
         low[n + j] = min(low[a], low[b])
         key[j] = size[n + j] * m + low[n + j]
-    order = argsort_stable(key)  # distinct keys: any sort agrees
+    # the internal nodes in key order (distinct keys: any sort agrees); small trees by insertion
+    # into work[4] (no allocation), larger ones by the merge sort
+    if n - 1 <= _INSERTION_MAX:
+        order = work[4]
+        for r in range(n - 1):
+            kx = key[r]
+            i = r - 1
+            while i >= 0 and key[order[i]] > kx:
+                order[i + 1] = order[i]
+                i -= 1
+            order[i + 1] = r
+    else:
+        fkey = np.empty(n - 1, dtype=np.float64)
+        for j in range(n - 1):
+            fkey[j] = key[j]
+        order = argsort_stable(fkey)
     for r in range(n - 1):
         new_id[n + order[r]] = n + r
     for j in range(n - 1):

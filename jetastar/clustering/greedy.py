@@ -11,10 +11,13 @@ are those of the reference implementation (StandardHC ``N2Greedy_invM``):
   it (a cluster that ends up at position 0 is just set to ``-inf``), and the new cluster is appended at
   the end with its best partner over all the others.
 
-That nearest-neighbour bookkeeping makes a step cost O(N) split evaluations in the typical case, so a
-100-leaf jet takes about a millisecond. The tree is scored with λ_R at the root split (the last merge is
-forced, so λ_R never changes a choice). When at some step every candidate merge is ``-inf``, the tree
-is still completed (first entry, as the reference does) and the result is flagged ``status="all_inf"``.
+The value of every pair scored is kept (a table of N² entries, up to 3000 leaves), so each pair is
+evaluated at most once, O(N²) in all, and a pair whose cheap upper bound cannot beat the best partner
+found so far is not evaluated at all (jets of 40 leaves or more): an 8-leaf jet takes about 4 µs, a
+100-leaf jet under a millisecond, a 2000-leaf jet a quarter of a second. The tree is scored with
+λ_R at the root split (the last merge is forced, so λ_R never changes a choice). When at some step
+every candidate merge is ``-inf``, the tree is still completed (first entry, as the reference does)
+and the result is flagged ``status="all_inf"``.
 
 Example:
     >>> import numpy as np

@@ -10,7 +10,8 @@ the Python functions of :mod:`jetastar.ginkgo.likelihood`, kernel authors call t
   (:func:`jetastar.ginkgo.likelihood_constants`), with :func:`parent_terms` and
   :func:`split_llh_given_parent` for callers scoring many splits of one parent;
 * :func:`child_bound`, :func:`split_bound_given_parent`, :func:`split_llh_bound`: cheap upper bounds
-  on ψ for branch-and-bound search;
+  on ψ for branch-and-bound search; :func:`split_llh_above` evaluates ψ only where its bound can
+  beat a given value (:func:`bound_below`);
 * :func:`split_llh_many`, :func:`tree_node_llh`, :func:`truth_llh_kernel`: many splits, every node
   of one tree, and the truth trees of a whole collection's flat columns.
 
@@ -32,13 +33,16 @@ import numba as nb
 import numpy as np
 
 __all__ = [
+    "BOUND_MARGIN",
     "N_CONSTANTS",
     "TRUNCATION",
+    "bound_below",
     "child_bound",
     "cluster_t",
     "parent_terms",
     "split_bound_given_parent",
     "split_llh",
+    "split_llh_above",
     "split_llh_bound",
     "split_llh_given_parent",
     "split_llh_many",
@@ -271,6 +275,50 @@ def split_bound_given_parent(
     lr = _first_child(t_left, t_parent, log_tp, stop, legacy, c) + g_right
     rl = _first_child(t_right, t_parent, log_tp, stop, legacy, c) + g_left
     return max(lr, rl) - _LOG_4PI
+
+
+#: relative safety margin of a decision taken on a bound (:func:`split_llh_above`): a split is
+#: skipped only when its bound is below the value to beat by more than this times ``1 + |value|``
+BOUND_MARGIN = 1e-9
+
+
+@nb.njit(cache=True)
+def split_llh_above(
+    t_left: float, t_right: float, t_parent: float, g_left: float, g_right: float, floor: float,
+    c: np.ndarray,
+) -> tuple[float, bool]:
+    """:func:`split_llh`, or a proof that it cannot exceed ``floor`` without evaluating it.
+
+    The parent terms are computed once; the split's :func:`split_bound_given_parent` (with the
+    children's :func:`child_bound` ``g_left``, ``g_right``) is compared with ``floor`` first, and ψ
+    is evaluated only when the bound does not show ``ψ <= floor``. The skip needs the bound below
+    ``floor`` by :data:`BOUND_MARGIN` ``· (1 + |floor|)``: ψ and its bound are each a short sum of
+    terms of moderate size (logs of floats, and ratios λt/T that make ψ very negative, far below the
+    bound, when they are large) rounded a few times, i.e. within ~1e-13 relative of their exact
+    values, 10⁴ times below the margin; so the ψ that would have been computed is ``<= floor``.
+    No skip when ``floor = -inf``.
+
+    Returns:
+        ``(value, evaluated)``: when ``evaluated``, ``value`` is ``split_llh(t_left, t_right,
+        t_parent, c)`` bit for bit; otherwise ``value`` (the bound) is below ``floor`` and so is ψ.
+    """
+    if not t_parent >= c[_C_TCUT]:  # as split_llh: impossible, no parent terms
+        return _NEG_INF, True
+    s_parent, log_tp, stop = parent_terms(t_parent, c)
+    if floor > _NEG_INF:
+        bound = split_bound_given_parent(
+            t_left, t_right, t_parent, log_tp, stop, g_left, g_right, c
+        )
+        if bound_below(bound, floor):
+            return bound, False
+    return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c), True
+
+
+@nb.njit(cache=True, inline="always")
+def bound_below(bound: float, floor: float) -> bool:
+    """Whether an upper ``bound`` on ψ shows ``ψ <= floor`` with the margin of
+    :func:`split_llh_above` (never for ``floor = -inf``; ``False`` for a NaN bound)."""
+    return floor > _NEG_INF and bound < floor - BOUND_MARGIN * (1.0 + abs(floor))
 
 
 @nb.njit(cache=True)

@@ -33,6 +33,9 @@ numba's threads) and ``per-jet beam_search`` (a loop of
 ``t_cut = 0.05`` GeV² put together; the whole search would take an hour): the wall and CPU time
 until it returns, for ``max_time`` 1 and 5 s.
 
+``--big``: greedy on jets of 500, 1000 and 2000 leaves (leaves of QCD jets with ``t_cut = 0.05``
+GeV² put together, as for ``--deadline``), both likelihood forms: CPU seconds and split evaluations.
+
 Each number is the best of ``--repeat`` runs (after a warm-up run, so that numba compilation is
 not counted): ``cpu`` is ``time.process_time`` (all threads of this process), ``wall`` is
 ``time.perf_counter``, both divided by the number of jets. ``--only-cluster`` times only
@@ -95,7 +98,11 @@ def main() -> None:
     parser.add_argument("--exact", action="store_true", help="the exact MAP of <= 10-leaf jets")
     parser.add_argument("--beam", action="store_true", help="beam search, default options")
     parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
+    parser.add_argument("--big", action="store_true", help="greedy on 500-2000 leaves")
     args = parser.parse_args()
+    if args.big:
+        _big(args.repeat)
+        return
     if args.exact:
         _exact(args.jets, args.repeat)
         return
@@ -187,6 +194,27 @@ def _beam(n_jets: int, repeat: int, only_cluster: bool) -> None:
             cpu, wall = _best(fn, repeat)
             print(f"{label:<13} {mean:6.1f} {what:<28} {1e6 * cpu / len(jets):11.2f} "
                   f"{1e6 * wall / len(jets):11.2f}", flush=True)
+
+
+def _big(repeat: int) -> None:
+    """Greedy on big jets: CPU seconds (best of ``repeat``) and split evaluations."""
+    from jetastar import Jet
+    from jetastar.clustering import greedy
+
+    params = ShowerParams.qcd(t_cut=0.05)
+    leaves = np.concatenate([j.leaves for j in generate(300, params, seed=7)])
+    print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
+    greedy(Jet(leaves[:50], params))  # compile
+    for n in (500, 1000, 2000):
+        jet = Jet(leaves[:n], params, jet_id=n)
+        for likelihood in ("symmetric", "legacy"):
+            cpu = []
+            for _ in range(max(1, repeat)):
+                c0 = time.process_time()
+                res = greedy(jet, likelihood=likelihood)
+                cpu.append(time.process_time() - c0)
+            print(f"greedy, {n} leaves, {likelihood}: {min(cpu):.3f} s CPU, "
+                  f"{res.stats['splits_evaluated']} split evaluations", flush=True)
 
 
 def _deadline() -> None:
