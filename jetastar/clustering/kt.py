@@ -376,7 +376,7 @@ def kt_history_nn(leaves, power, r2, scan_below):  # pragma: no cover - numba
                 nnd[gone] = nnd[last]
             if not keep:
                 continue
-            nr = 0
+            nr = np.int64(0)
             for k in range(m):
                 t = nn[k]
                 if t == gone:
@@ -397,7 +397,7 @@ def kt_history_nn(leaves, power, r2, scan_below):  # pragma: no cover - numba
         if not keep:
             continue
         # the new particle bi: its nearest neighbour, and it may be the others' nearest
-        nr = 0
+        nr = np.int64(0)
         near = np.inf
         arg = -1
         rb = rap[bi]
