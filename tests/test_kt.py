@@ -7,10 +7,19 @@ import math
 import numpy as np
 import pytest
 from helpers.fastjet_trees import fastjet_tree
+from helpers.kt_reference import kt_history_cubic
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import cluster, kt
-from jetastar.clustering.kt import rapidity_phi
+from jetastar.clustering.kt import (
+    KT_ALGORITHMS,
+    NN_MIN_LEAVES,
+    NN_SCAN_BELOW,
+    kt_history,
+    kt_history_nn,
+    kt_history_scan,
+    rapidity_phi,
+)
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 
@@ -146,3 +155,138 @@ def test_identical_to_fastjet():
         for algorithm in ("kt", "cambridge", "antikt"):
             ours = kt(jet, algorithm=algorithm).tree
             assert ours == fastjet_tree(fastjet, jet.leaves, algorithm), (jet.label, algorithm)
+
+
+def test_identical_to_fastjet_on_large_jets():
+    fastjet = pytest.importorskip(
+        "fastjet", reason="FastJet comparison needs the optional 'fastjet' extra"
+    )
+    for n, seed in ((150, 5), (500, 6)):
+        jet = Jet(_concatenated_leaves(n, seed), ShowerParams.qcd())
+        for algorithm in ("kt", "cambridge", "antikt"):
+            ours = kt(jet, algorithm=algorithm).tree
+            assert ours == fastjet_tree(fastjet, jet.leaves, algorithm), (n, algorithm)
+
+
+# ---------------------------------------------------------------------- the nearest-neighbour kernel
+# kt_history keeps nearest neighbours (O(n²)) from NN_MIN_LEAVES leaves on; its history must be
+# the one of the full rescan at every step (tests/helpers/kt_reference.py, the kernel before),
+# ties included: the same merges in the same order, the same node ids, the same beam steps.
+POWERS = tuple(KT_ALGORITHMS.values())
+#: R² of R = 1000 (one jet), 1, 0.4, 0.1 (beam recombinations)
+R2S = (1e6, 1.0, 0.16, 0.01)
+
+
+def _concatenated_leaves(n: int, seed: int) -> np.ndarray:
+    """``n`` leaves of QCD jets (t_cut = 0.05 GeV²) put together (bench_columnar.py --deadline)."""
+    jets = generate(max(4, n // 8), ShowerParams.qcd(t_cut=0.05), seed=seed)
+    leaves = np.concatenate([j.leaves for j in jets])
+    assert leaves.shape[0] >= n
+    return np.ascontiguousarray(leaves[:n])
+
+
+def _delta_r2(a: np.ndarray, b: np.ndarray) -> float:
+    """ΔR² of two leaves, computed as the kernel does."""
+    y1, phi1 = rapidity_phi(a)
+    y2, phi2 = rapidity_phi(b)
+    dphi = abs(phi1 - phi2)
+    if dphi > math.pi:
+        dphi = 2.0 * math.pi - dphi
+    deta = y1 - y2
+    return dphi * dphi + deta * deta
+
+
+def _mismatches(leaves: np.ndarray, power: int, r2: float) -> list[str]:
+    """Where the kernels' histories differ from the full rescan's (both paths of the kernel)."""
+    lv = np.ascontiguousarray(leaves, dtype=np.float64)
+    ref, ref_beams = kt_history_cubic(lv, np.int64(power), float(r2))
+    out = []
+    n = lv.shape[0]
+    runs = {"scan": kt_history_scan(lv, np.int64(power), float(r2))}
+    for scan_below in (2, 5, NN_SCAN_BELOW):  # nearest neighbours to the end, then full scans
+        runs[f"nn<{scan_below}"] = kt_history_nn(lv, np.int64(power), float(r2), scan_below)
+    runs["default"] = kt_history(lv, np.int64(power), float(r2))
+    for name, (hist, beams, evals) in runs.items():
+        if beams != ref_beams or not np.array_equal(hist, ref):
+            out.append(f"n={n} p={power} r2={r2!r} {name}")
+        if name == "scan" and ref_beams == 0:
+            assert evals == (n**3 - n) // 6  # every pair at every step
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["qcd", "w"])
+def test_nearest_neighbours_identical_to_full_scan_on_generated_jets(kind):
+    params = ShowerParams.qcd if kind == "qcd" else ShowerParams.w
+    jets = []
+    for t_cut, count, seed in ((None, 1000, 301), (1.0, 600, 302), (0.3, 150, 303)):
+        opts = {} if t_cut is None else {"t_cut": t_cut}
+        jets += [j.leaves for j in generate(count, params(**opts), seed=seed)]
+    bad = []
+    beam_steps = 0
+    for leaves in jets:
+        for power in POWERS:
+            for r2 in R2S:
+                bad += _mismatches(leaves, power, r2)
+            beam_steps += kt_history_cubic(leaves, np.int64(power), 0.01)[1]
+    assert not bad, bad[:10]
+    assert beam_steps > 1000  # small R: many beam recombinations were compared
+
+
+def _tied_jets(rng: np.random.Generator) -> list[np.ndarray]:
+    """Jets with exactly equal distances: copies of leaves (ΔR² = 0; doubled 4-vectors keep
+    their rapidity and azimuth), mirror images in z (equal ΔR² between mirrored pairs), leaves
+    along the beam (kt scale 0; anti-kt distances overflow to infinity)."""
+    out = []
+    for jet in generate(40, ShowerParams.qcd(t_cut=1.0), seed=int(rng.integers(1 << 30))):
+        lv = jet.leaves
+        mirror = lv * np.array([1.0, 1.0, 1.0, -1.0])
+        beam = np.array([[7.0, 0.0, 0.0, 7.0], [3.0, 0.0, 0.0, -3.0], [14.0, 0.0, 0.0, 14.0]])
+        for parts in ([lv, lv], [lv, lv, 2.0 * lv], [lv, mirror], [lv, mirror, lv, mirror],
+                      [lv, 2.0 * mirror, 0.5 * lv], [lv, beam], [beam, lv, lv], [lv[:3], lv[:3]]):
+            both = np.concatenate(parts)
+            out.append(both)
+            out.append(both[rng.permutation(both.shape[0])])
+    out.append(np.array([[7.0, 0.0, 0.0, 7.0], [3.0, 0.0, 0.0, -3.0]]))
+    return out
+
+
+@pytest.mark.slow
+def test_nearest_neighbours_identical_to_full_scan_on_ties():
+    rng = np.random.default_rng(404)
+    bad = []
+    for leaves in _tied_jets(rng):
+        # R² equal to pair distances of the first leaves: beam distances tie with pair distances
+        pairs = [_delta_r2(leaves[0], leaves[k]) for k in range(1, min(6, leaves.shape[0]))]
+        closest = min(_delta_r2(leaves[i], leaves[j]) for i in range(leaves.shape[0])
+                      for j in range(i))
+        for power in POWERS:
+            for r2 in (*R2S, 1e10, closest, *pairs):
+                if r2 > 0.0:
+                    bad += _mismatches(leaves, power, r2)
+    assert not bad, bad[:10]
+
+
+def test_nearest_neighbours_identical_to_full_scan_on_large_jets():
+    bad = []
+    for n, seed in ((300, 11), (700, 12)):
+        leaves = _concatenated_leaves(n, seed)
+        for power in POWERS:
+            for r2 in (1e6, 0.16):
+                bad += _mismatches(leaves, power, r2)
+    half = _concatenated_leaves(200, 13)
+    doubled = np.concatenate([half, half, half * np.array([1.0, 1.0, 1.0, -1.0])])
+    for power in POWERS:
+        bad += _mismatches(doubled, power, 1e6)
+    assert not bad, bad
+
+
+def test_nearest_neighbours_count_fewer_distances():
+    """Work counter: every pair at every step below NN_MIN_LEAVES, O(n²) above."""
+    assert 10 < NN_MIN_LEAVES < 400
+    leaves = _concatenated_leaves(400, 14)
+    for power in POWERS:
+        _, _, evals = kt_history(leaves, np.int64(power), 1e6)
+        assert 400**2 / 2 < evals < 20 * 400**2
+        _, _, small = kt_history(leaves[:10], np.int64(power), 1e6)
+        assert small == (10**3 - 10) // 6

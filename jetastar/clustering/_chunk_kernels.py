@@ -126,14 +126,14 @@ def _cluster_jet(j, leaves, loff, noff, which, consts, algs, run, r2, children, 
             if rap_bad >= 0:
                 outcome[q, j] = PER_JET
                 continue
-            history, beams = kt_history(lv, np.int64(2 - alg), r2[q])
+            history, beams, dist = kt_history(lv, np.int64(2 - alg), r2[q])
             if beams > 0:
                 info[q, j] = beams
                 outcome[q, j] = PER_JET
                 continue
             steps = score_history(lv, c, history)
             info[q, j] = 0
-            work[q, j] = (n * n * n - n) // 6 + n - 1  # pair distances, then the splits scored
+            work[q, j] = dist + n - 1  # pair distances, then the splits scored
         canonical_into(history, steps, n, children[q, base:base + m], full)
         ll[q, j] = numpy_sum(full, 0, m)
         outcome[q, j] = DONE
