@@ -437,7 +437,11 @@ def cluster_columns(
                              f"{dict(algorithms[name])}")
         opts[name] = o
     n_jets = len(collection)
-    leaves = np.ascontiguousarray(collection.leaves, dtype=np.float64)
+    # read-only, as a Jet's leaves: the kernels the chunk kernels share with the per-jet functions
+    # (greedy, kt, beam search, the exact MAP engine) then have one specialisation for both paths,
+    # whatever array the chunk was read into (a second one cost ~25 s of compilation)
+    leaves = np.ascontiguousarray(collection.leaves, dtype=np.float64).view()
+    leaves.flags.writeable = False
     loff = np.ascontiguousarray(collection.leaf_offsets, dtype=np.int64)
     counts = np.diff(loff)
     sizes = np.maximum(2 * counts - 1, 0)
@@ -523,12 +527,8 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     size, width, cache = _beam_plan(opts, counts)
     budget = 2**62 if opts["max_time"] is None else _FIRST_BUDGET_SLICE_WORK
     if n:
-        # read-only, as a Jet's leaves: the search kernels (_beam_advance, ~13 s to compile)
-        # have one specialisation for both paths, whatever array the chunk was read into
-        frozen = leaves.view()
-        frozen.flags.writeable = False
         children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
-            frozen, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
+            leaves, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
             budget, threads)
     else:
         children = np.full((0, 2), -1, dtype=np.int64)
