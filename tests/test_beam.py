@@ -289,7 +289,7 @@ def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
     put back."""
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
     calls = []
-    kernel = beam._beam_advance
+    kernel = beam.beam_advance
 
     def advance(*args):
         calls.append(1)
@@ -298,7 +298,7 @@ def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
         return kernel(*args)
 
     monkeypatch.setattr(beam, "_MAX_SLICE_WORK", 10)
-    monkeypatch.setattr(beam, "_beam_advance", advance)
+    monkeypatch.setattr(beam, "beam_advance", advance)
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         beam_search(jet)

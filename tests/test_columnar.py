@@ -438,7 +438,7 @@ def test_beam_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
     chunk = jets.take(np.r_[0:100, 1000:1100, 2000:2030])
     names = ["beam", *BEAM_TWINS]
     config = BatchConfig(names, time_limit=30.0, plugins=["helpers.perjet_algorithms"])
-    monkeypatch.setattr(columnar, "_FIRST_BUDGET_SLICE_WORK", 20_000)
+    monkeypatch.setattr(columnar, "FIRST_BUDGET_SLICE_WORK", 20_000)
     flat = cluster_columns(chunk, {"beam": {"max_time": 30.0}})["beam"]
     assert 20 < (flat.outcome == PER_JET).sum() < len(chunk) - 20
     assert flat.result(int(np.flatnonzero(flat.outcome == DONE)[0])).options["max_time"] == 30.0

@@ -24,8 +24,8 @@ top-down reading of the arg-max splits, so trees, values and counters are those 
 engine.
 
 :func:`beam_chunk` is beam search (:func:`~jetastar.clustering.beam_search`) on every jet of a
-chunk, one jet per thread, with the kernels of the per-jet function (``_beam_state``,
-``_beam_advance`` in one call, ``greedy_kernel`` for the greedy guard, ``canonical_into`` and
+chunk, one jet per thread, with the kernels of the per-jet function (``beam_state``,
+``beam_advance`` in one call, ``greedy_kernel`` for the greedy guard, ``canonical_into`` and
 ``numpy_sum`` for the trees of the final beam): the best tree, its value and the counters are
 those of the per-jet function, bit for bit. The caller routes jets (a width of 0: :data:`PER_JET`).
 """
@@ -42,7 +42,7 @@ from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
 from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
 from ._map_kernels import init_records, solve_cluster, solve_ranks, w_scale_of
 from ._subsets import fill_subset_t
-from .beam import _N_REGS, _R_DONE, _R_NB, _R_WORK, _beam_advance, _beam_state
+from .beam import N_REGS, R_DONE, R_NB, R_WORK, beam_advance, beam_state
 from .kt import kt_history, rapidity_problem
 
 __all__ = [
@@ -435,13 +435,13 @@ def _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, gua
     lv = leaves[a:b]
     c = consts[which[j]]
     use_cache = cache[j]
-    state = _beam_state(lv, c, width[j], use_cache)
-    regs = np.zeros(_N_REGS, dtype=np.int64)
-    regs[_R_NB] = 1
+    state = beam_state(lv, c, width[j], use_cache)
+    regs = np.zeros(N_REGS, dtype=np.int64)
+    regs[R_NB] = 1
     hv = np.empty(0, dtype=np.float64)
     hf = np.empty(0, dtype=np.int64)
-    hv, hf, history, steps, _ = _beam_advance(lv, c, use_cache, state, regs, hv, hf, budget)
-    if regs[_R_DONE] == 0:  # over the work cap (a max_time): the per-jet function goes on
+    hv, hf, history, steps, _ = beam_advance(lv, c, use_cache, state, regs, hv, hf, budget)
+    if regs[R_DONE] == 0:  # over the work cap (a max_time): the per-jet function goes on
         outcome[j] = PER_JET
         return
     counters = state[14]
@@ -506,7 +506,7 @@ def _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, gua
     stats[j, 4] = count
     stats[j, 5] = 1 if use_cache else 0
     stats[j, 6] = 1 if added else 0
-    work[j] = regs[_R_WORK]
+    work[j] = regs[R_WORK]
     outcome[j] = DONE
 
 
@@ -557,7 +557,7 @@ def beam_chunk(
             jet to the per-jet function (:data:`PER_JET`).
         cache: ``(J,)`` bool, the pair cache of each jet.
         guard: the greedy guard.
-        budget: work units of the search (``_beam_advance``'s budget): a jet not finished within
+        budget: work units of the search (``beam_advance``'s budget): a jet not finished within
             it is :data:`PER_JET`.
         parallel: jets in parallel (numba's threads) or on this thread.
 

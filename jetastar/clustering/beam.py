@@ -143,14 +143,14 @@ def _same_child(att, n, b1, hi1, code1, b2, hi2, code2):  # pragma: no cover - n
 
 
 #: registers of a beam search between slices (an int64 array the kernel reads and updates)
-_R_LEVEL, _R_NB, _R_PREV_DUPS, _R_CUR, _R_PHASE, _R_B, _R_HS, _R_KSEL, _R_DONE, _R_WORK = range(10)
-_N_REGS = 10
+R_LEVEL, R_NB, R_PREV_DUPS, R_CUR, R_PHASE, R_B, R_HS, R_KSEL, R_DONE, R_WORK = range(10)
+N_REGS = 10
 
 
 @nb.njit(cache=True)
-def _beam_state(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
+def beam_state(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
     """The state of a beam search before its first level: the leaves as the one partial
-    clustering, in buffer 0 of the double-buffered state arrays (see :func:`_beam_advance`).
+    clustering, in buffer 0 of the double-buffered state arrays (see :func:`beam_advance`).
 
     Returns:
         ``(sp, st, snode, smin, ssize, att, hsh, hist, stp, score, smax, tri, pa, pc,
@@ -205,8 +205,8 @@ def _beam_state(leaves, consts, beam_size, use_cache):  # pragma: no cover - num
 
 
 @nb.njit(cache=True)
-def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pragma: no cover
-    """Run a beam search (state from :func:`_beam_state`) on until it ends or has done about
+def beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pragma: no cover
+    """Run a beam search (state from :func:`beam_state`) on until it ends or has done about
     ``budget`` units of work (split evaluations or candidates ranked), whichever comes first.
 
     The search pauses only between two states of a selection pass (after at least one state of
@@ -219,7 +219,7 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
 
     Returns:
         ``(hv, hf, history, steps, score)``: the heap to pass to the next call; once done
-        (``regs[_R_DONE] == 1``) the final beam, best first (complete trees as merge
+        (``regs[R_DONE] == 1``) the final beam, best first (complete trees as merge
         histories, split log-likelihoods and totals; empty arrays before).
     """
     sp_all, st_all, snode_all, smin_all, ssize_all, att_all, hsh_all, hist_all, stp_all, \
@@ -228,14 +228,14 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
     bmax = sp_all.shape[1]
     c0 = consts[0]
     c1 = consts[1]
-    level = regs[_R_LEVEL]
-    nb_ = regs[_R_NB]
-    prev_dups = regs[_R_PREV_DUPS]
-    cur = regs[_R_CUR]
-    phase = regs[_R_PHASE]
-    b0 = regs[_R_B]
-    hs = regs[_R_HS]
-    k_sel = regs[_R_KSEL]
+    level = regs[R_LEVEL]
+    nb_ = regs[R_NB]
+    prev_dups = regs[R_PREV_DUPS]
+    cur = regs[R_CUR]
+    phase = regs[R_PHASE]
+    b0 = regs[R_B]
+    hs = regs[R_HS]
+    k_sel = regs[R_KSEL]
     work = np.int64(0)
     none_hist = np.empty((0, max(n - 1, 1), 2), dtype=np.int64)
     none_steps = np.empty((0, max(n - 1, 1)), dtype=np.float64)
@@ -243,12 +243,12 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
 
     while level < n - 1:
         if phase == 0 and work >= budget and work > 0:  # pause between two levels
-            regs[_R_LEVEL] = level
-            regs[_R_NB] = nb_
-            regs[_R_PREV_DUPS] = prev_dups
-            regs[_R_CUR] = cur
-            regs[_R_PHASE] = phase
-            regs[_R_WORK] = work
+            regs[R_LEVEL] = level
+            regs[R_NB] = nb_
+            regs[R_PREV_DUPS] = prev_dups
+            regs[R_CUR] = cur
+            regs[R_PHASE] = phase
+            regs[R_WORK] = work
             return hv, hf, none_hist, none_steps, none_score
         nxt = 1 - cur
         sp = sp_all[cur]
@@ -287,9 +287,9 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
                 out_hist[q, n - 2, 1] = snode[b, 1]
                 out_steps[q, n - 2] = psi[b]
                 out_score[q] = total[b]
-            regs[_R_DONE] = 1
-            regs[_R_LEVEL] = level + 1
-            regs[_R_WORK] = work + nb_
+            regs[R_DONE] = 1
+            regs[R_LEVEL] = level + 1
+            regs[R_WORK] = work + nb_
             return hv, hf, out_hist, out_steps, out_score
 
         npair = m * (m - 1) // 2
@@ -308,15 +308,15 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
                 b0 = 0
             for b in range(b0, nb_):
                 if work >= budget and b > b0:
-                    regs[_R_LEVEL] = level
-                    regs[_R_NB] = nb_
-                    regs[_R_PREV_DUPS] = prev_dups
-                    regs[_R_CUR] = cur
-                    regs[_R_PHASE] = phase
-                    regs[_R_B] = b
-                    regs[_R_HS] = hs
-                    regs[_R_KSEL] = k_sel
-                    regs[_R_WORK] = work
+                    regs[R_LEVEL] = level
+                    regs[R_NB] = nb_
+                    regs[R_PREV_DUPS] = prev_dups
+                    regs[R_CUR] = cur
+                    regs[R_PHASE] = phase
+                    regs[R_B] = b
+                    regs[R_HS] = hs
+                    regs[R_KSEL] = k_sel
+                    regs[R_WORK] = work
                     return hv, hf, none_hist, none_steps, none_score
                 base = b * npair
                 s = score[b]
@@ -482,8 +482,8 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
         level += 1
         phase = 0
     # unreachable for n >= 2 (the loop returns at m == 2)
-    regs[_R_DONE] = 1
-    regs[_R_WORK] = work
+    regs[R_DONE] = 1
+    regs[R_WORK] = work
     return hv, hf, none_hist, none_steps, none_score
 
 
@@ -493,7 +493,7 @@ def _beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pr
 _SLICE_S = 0.1
 _FIRST_SLICE_WORK = 2_000_000
 #: the first slice under a ``max_time`` (a small one, so that a tiny budget is seen early)
-_FIRST_BUDGET_SLICE_WORK = 100_000
+FIRST_BUDGET_SLICE_WORK = 100_000
 #: no slice is larger than this (tests set it small to cut a run into many slices)
 _MAX_SLICE_WORK = 2**62
 
@@ -509,24 +509,24 @@ def _run_beam(
         ``(history, steps, counters, level)``: the final beam (``None``, ``None`` when stopped
         by ``max_time``), the counters and the merge level reached.
     """
-    regs = np.zeros(_N_REGS, dtype=np.int64)
-    regs[_R_NB] = 1
+    regs = np.zeros(N_REGS, dtype=np.int64)
+    regs[R_NB] = 1
     hv = np.empty(0, dtype=np.float64)
     hf = np.empty(0, dtype=np.int64)
-    budget = _FIRST_SLICE_WORK if max_time is None else _FIRST_BUDGET_SLICE_WORK
+    budget = _FIRST_SLICE_WORK if max_time is None else FIRST_BUDGET_SLICE_WORK
     with DeferredSignals() as held:
-        state = _beam_state(leaves, consts, width, use_cache)
+        state = beam_state(leaves, consts, width, use_cache)
         while True:
             started = time.perf_counter()
-            hv, hf, history, steps, _ = _beam_advance(leaves, consts, use_cache, state, regs, hv,
+            hv, hf, history, steps, _ = beam_advance(leaves, consts, use_cache, state, regs, hv,
                                                       hf, min(budget, _MAX_SLICE_WORK))
-            if regs[_R_DONE]:
-                return history, steps, state[-1], int(regs[_R_LEVEL])
+            if regs[R_DONE]:
+                return history, steps, state[-1], int(regs[R_LEVEL])
             held.deliver()
-            budget = _next_budget(budget, int(regs[_R_WORK]), time.perf_counter() - started,
+            budget = _next_budget(budget, int(regs[R_WORK]), time.perf_counter() - started,
                                   watch, max_time)
             if budget == 0:
-                return None, None, state[-1], int(regs[_R_LEVEL])
+                return None, None, state[-1], int(regs[R_LEVEL])
 
 
 def _next_budget(budget: int, done: int, took: float, watch: Stopwatch,
@@ -600,7 +600,7 @@ def _budget_result(
     )
 
 
-def _n_trees(n: int, cap: int) -> int:
+def n_trees_capped(n: int, cap: int) -> int:
     """``(2n-3)!!`` (the number of trees over ``n`` leaves), or ``cap`` once it is exceeded."""
     out = 1
     for k in range(3, 2 * n - 2, 2):
@@ -696,7 +696,7 @@ def beam_search(
     n = leaves.shape[0]
     size = _check_beam_size(beam_size, n)
     # no level has more distinct partial clusterings than there are trees, (2N-3)!!
-    width = min(size, _n_trees(n, size))
+    width = min(size, n_trees_capped(n, size))
     npairs = n * (n - 1) // 2
     use_cache = 2 * width * npairs * 8 <= CACHE_BUDGET_BYTES
     _check_beam_memory(width, n, use_cache, jet.label)

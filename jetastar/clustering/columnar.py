@@ -66,11 +66,11 @@ from ._engine import check_budget, default_memory_limit
 from ._map_kernels import binomials
 from ._subsets import n_splits_total
 from .beam import (
-    _FIRST_BUDGET_SLICE_WORK,
     CACHE_BUDGET_BYTES,
-    _n_trees,
+    FIRST_BUDGET_SLICE_WORK,
     beam_memory,
     default_beam_size,
+    n_trees_capped,
 )
 from .exact_map import estimate_map_memory, root_slack
 from .greedy import greedy_status
@@ -508,7 +508,7 @@ def _beam_plan(opts: dict[str, Any], counts: np.ndarray) -> tuple[np.ndarray, ..
         size[rows] = s
         if not 2 <= n <= BEAM_CHUNK_MAX:
             continue
-        w = min(s, _n_trees(n, s))
+        w = min(s, n_trees_capped(n, s))
         use_cache = 2 * w * (n * (n - 1) // 2) * 8 <= CACHE_BUDGET_BYTES
         if beam_memory(w, n, use_cache) > limit or w * n**3 / 6 > BEAM_CHUNK_WORK:
             continue
@@ -525,7 +525,7 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     messages, options and counters of :func:`~jetastar.clustering.beam_search`."""
     n = counts.shape[0]
     size, width, cache = _beam_plan(opts, counts)
-    budget = 2**62 if opts["max_time"] is None else _FIRST_BUDGET_SLICE_WORK
+    budget = 2**62 if opts["max_time"] is None else FIRST_BUDGET_SLICE_WORK
     if n:
         children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
             leaves, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
