@@ -335,24 +335,29 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
         assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
 
 
-def test_exact_map_interrupt_is_raised_between_calls(jets, monkeypatch):
+@pytest.mark.parametrize(("name", "options", "kernel", "per_call"), [
+    ("trellis", {}, "_map_serial", "MAP_SLICE_SPLITS"),
+    ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
+])
+def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call):
     import signal
 
     from jetastar.clustering import _chunk_kernels
 
     calls = []
-    kernel = _chunk_kernels._map_serial
+    real = getattr(_chunk_kernels, kernel)
 
     def serial(*args):
         calls.append(1)
         if len(calls) == 2:
             signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
-        return kernel(*args)
+        return real(*args)
 
-    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
-    monkeypatch.setattr(_chunk_kernels, "_map_serial", serial)
+    monkeypatch.setattr(_chunk_kernels, per_call, 1)
+    monkeypatch.setattr(_chunk_kernels, kernel, serial)
+    chosen = _small_jets(jets, 12)[:50] if name == "trellis" else jets[:50]
     with pytest.raises(KeyboardInterrupt):
-        cluster_columns(_small_jets(jets, 12)[:50], {"trellis": {}}, parallel=False)
+        cluster_columns(chosen, {name: options}, parallel=False)
     assert len(calls) == 2
 
 
@@ -465,24 +470,3 @@ def test_beam_routing_and_options(jets):
     for bad in ({"beam_size": 0}, {"beam_size": 2.5}, {"beam_size": True}, {"max_time": -1},
                 {"likelihood": "x"}, {"threads": 1}):
         assert columnar_options("beam", bad) is None
-
-
-def test_beam_interrupt_is_raised_between_calls(jets, monkeypatch):
-    import signal
-
-    from jetastar.clustering import _chunk_kernels
-
-    calls = []
-    kernel = _chunk_kernels._beam_serial
-
-    def serial(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
-        return kernel(*args)
-
-    monkeypatch.setattr(_chunk_kernels, "BEAM_SLICE_WORK", 1)
-    monkeypatch.setattr(_chunk_kernels, "_beam_serial", serial)
-    with pytest.raises(KeyboardInterrupt):
-        cluster_columns(jets[:50], {"beam": {"beam_size": 3}}, parallel=False)
-    assert len(calls) == 2

@@ -32,6 +32,8 @@ those of the per-jet function, bit for bit. The caller routes jets (a width of 0
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -401,17 +403,25 @@ def map_chunk(
     kernel = _map_parallel if parallel else _map_serial
     sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
     done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)  # splits of jets 0 .. j
+    _run_in_slices(kernel, done_before, MAP_SLICE_SPLITS, leaves, loff, noff, which, consts,
+                   slack, run, binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
+    return children, ll, outcome, counts
+
+
+def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, *args: Any) -> None:
+    """``kernel(lo, hi, *args)`` over runs of consecutive jets of about ``per_call`` units of work
+    each (at least one jet; ``done_before[j]``: the work of jets ``0 .. j``), with Ctrl-C held
+    during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`)."""
+    n_jets = done_before.shape[0]
     with DeferredSignals() as held:
         lo = 0
         while lo < n_jets:
             start = done_before[lo - 1] if lo else 0.0
-            hi = int(np.searchsorted(done_before, start + MAP_SLICE_SPLITS, side="right"))
+            hi = int(np.searchsorted(done_before, start + per_call, side="right"))
             hi = min(max(hi, lo + 1), n_jets)
-            kernel(np.int64(lo), np.int64(hi), leaves, loff, noff, which, consts, slack, run,
-                   binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
+            kernel(np.int64(lo), np.int64(hi), *args)
             held.deliver()
             lo = hi
-    return children, ll, outcome, counts
 
 
 # ---------------------------------------------------------------------- beam search
@@ -578,15 +588,7 @@ def beam_chunk(
     kernel = _beam_parallel if parallel else _beam_serial
     n = np.diff(loff).astype(np.float64)
     done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
-    with DeferredSignals() as held:
-        lo = 0
-        while lo < n_jets:
-            start = done_before[lo - 1] if lo else 0.0
-            hi = int(np.searchsorted(done_before, start + BEAM_SLICE_WORK, side="right"))
-            hi = min(max(hi, lo + 1), n_jets)
-            kernel(np.int64(lo), np.int64(hi), leaves, loff, noff, which, consts, run, size,
-                   width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
+    _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, leaves, loff, noff, which, consts, run,
+                   size, width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
                    outcome, stats, work, SPACELIKE_TOLERANCE)
-            held.deliver()
-            lo = hi
     return children, leaf_of_node, ll, outcome, stats, work
