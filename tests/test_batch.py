@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -163,6 +164,9 @@ def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
         run_batch([jets_file], config, output=out, progress=False)
     monkeypatch.setattr(batch, "write_part", real)
     assert not out.exists()
+    # the copy of the jets into the output stopped, and its temporary file is gone
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetastar copy")]
+    assert not list(tmp_path.glob(".res.root.*"))
     parts = out.with_name(out.name + ".parts")
     assert len(list(parts.glob("part-*.h5"))) == 3
     # other settings cannot reuse the parts
@@ -548,19 +552,23 @@ def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
     monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # many blocks of jets
     real = batch.merge_parts
     memory = tmp_path / f"memory.{ext}"
+    copied = []
 
     def both(reader, out, parts, *args, **kwargs):
         copy = tmp_path / "copy.parts"
         shutil.copytree(parts, copy)
+        # the run copied the jets into its output while it clustered
+        copied.append(kwargs["jets_copy"] is not None)
         counts = real(reader, out, parts, *args, **kwargs)
         with monkeypatch.context() as m:
             m.setattr(merge, "_merge_streaming", merge._merge_in_memory)
-            real(reader, memory, copy, *args, **kwargs)
+            real(reader, memory, copy, *args, **{**kwargs, "jets_copy": None})
         return counts
 
     monkeypatch.setattr(batch, "merge_parts", both)
     (s,) = run_batch([inp], config, output=tmp_path / f"streamed.{ext}", progress=False)
     assert s.ok, s.error
+    assert copied == [True]
     content = _h5_content if ext == "h5" else _root_content
     assert content(tmp_path / f"streamed.{ext}") == content(memory)
     jets = jio.read(tmp_path / f"streamed.{ext}")
@@ -635,6 +643,47 @@ def test_generator_params_streamed_equal_the_whole(tmp_path):
         for a in range(0, len(both), block):
             stream.add(both.take(np.arange(a, min(len(both), a + block))))
         assert stream.result() == generator_params(both)
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_a_failed_copy_of_the_jets_fails_the_file_and_a_rerun_resumes(tmp_path, ext, monkeypatch):
+    """The jets are copied into the output while the chunks are clustered; an error there (a
+    full disk) is the file's error, leaves no output or temporary file, and keeps the parts."""
+    import jetastar.batch.merge as merge
+    import jetastar.io.hdf5 as hdf5
+    import jetastar.io.root as root
+
+    inp = tmp_path / f"jets.{ext}"
+    jio.write(inp, generate(30, ShowerParams.qcd(), seed=6))
+    config = BatchConfig(["greedy", "kt"], chunk_size=10)
+    (clean,) = run_batch([inp], config, output=tmp_path / f"clean.{ext}", progress=False)
+    monkeypatch.setattr(merge, "MERGE_BLOCK", 7)
+    writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
+    real = writer.add_jets
+    calls = []
+
+    def full(self, collection):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(self, collection)
+
+    monkeypatch.setattr(writer, "add_jets", full)
+    out = tmp_path / f"out.{ext}"
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert "No space left on device" in s.error, s
+    assert all(name.startswith("jetastar copy") for name in calls), calls
+    assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
+    assert len(_parts(out)) == 3
+    monkeypatch.undo()
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 3, s
+    a, b = jio.read(clean.output), jio.read(out)
+    assert np.array_equal(a.leaves, b.leaves) and np.array_equal(a.children, b.children)
+    a, b = jio.read_results(clean.output), jio.read_results(out)
+    for name in a:
+        assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood, equal_nan=True)
+        assert np.array_equal(a[name].children, b[name].children)
 
 
 def test_a_torn_part_is_not_trusted_and_a_resume_equals_a_clean_run(tmp_path, monkeypatch):

@@ -89,14 +89,19 @@ def test_unknown_schema_version(tmp_path, ref_collection):
     ["ok", "budget", "", "é✓ x", "ok", "a" * 10],
     ["x" * 5000] * 1000 + ["y"],
     [1, None, "z"],  # not strings: str of each
+    [1, True, 1.0, "1", 1],  # equal as keys, different as text
     ["", ""],
     [],
 ])
 def test_string_branches_hold_the_str_of_each_value(values):
-    from jetastar.io.root import _string_list, _strings
+    from jetastar.io.root import _Repeated, _string_list, _strings
 
     assert _string_list(_strings(np.array(values, dtype=object))) == [str(v) for v in values]
     assert _string_list(_strings(values)) == [str(v) for v in values]
+    assert _string_list(_strings(iter(values))) == [str(v) for v in values]
+    for v in values[:3]:
+        assert _string_list(_strings(_Repeated(v, 4))) == [str(v)] * 4
+    assert _string_list(_strings(_Repeated("x", 0))) == []
 
 
 def test_root_outputs_are_zlib_compressed(tmp_path, ref_collection):

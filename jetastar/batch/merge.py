@@ -12,6 +12,8 @@ reads back what an output holds.
 from __future__ import annotations
 
 import shutil
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +30,10 @@ from .config import BatchConfig
 from .resume import file_state, part_counters, part_name, read_part
 from .sources import JetSource
 
-__all__ = ["MERGE_BLOCK", "MergeCounts", "check_unchanged", "merge_parts", "status_counts_of"]
+__all__ = [
+    "MERGE_BLOCK", "JetsCopy", "MergeCounts", "check_unchanged", "merge_parts", "output_meta",
+    "status_counts_of", "streams",
+]
 
 #: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
 MERGE_BLOCK = 10_000
@@ -37,7 +42,7 @@ MERGE_BLOCK = 10_000
 def merge_parts(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     attrs: dict[str, Any] | None, *, progress: bool = False,
-    input_state: tuple[int, ...] | None = None,
+    input_state: tuple[int, ...] | None = None, jets_copy: JetsCopy | None = None,
 ) -> MergeCounts:
     """Write the output of an input whose chunks are all done, and remove its part folder.
 
@@ -52,6 +57,9 @@ def merge_parts(
             2 s (after the clustering bar has reached 100 %, a long merge is then not silent).
         input_state: :func:`~jetastar.batch.resume.file_state` of the input taken before its
             hash: when the input still has it, its hash is not taken again.
+        jets_copy: the output, opened before the clustering with ``output_meta(reader, config,
+            attrs)``, into which a :class:`JetsCopy` writes the jets (the merge waits for it and
+            adds the results); ``None``: the merge opens the output and copies the jets itself.
 
     Returns:
         A :class:`MergeCounts`: per algorithm, status -> number of jets (as
@@ -63,19 +71,116 @@ def merge_parts(
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
             changed while it was clustered.
     """
-    meta = {
-        "input": str(reader.path),
-        "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
-        **(attrs or {}),
-    }
-    n = reader.n_jets
-    if n == 0 or "entry" in reader.chunk(0, 1).jet_columns:
+    meta = output_meta(reader, config, attrs)
+    if jets_copy is not None:
+        counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress, input_state,
+                                  jets_copy)
+    elif not streams(reader):
         _merge_in_memory(reader, out, parts, chunks, config, meta, progress, input_state)
         counts = MergeCounts(status_counts_of(out), None)
     else:
         counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress, input_state)
     shutil.rmtree(parts, ignore_errors=True)
     return counts
+
+
+def output_meta(reader: JetSource, config: BatchConfig,
+                attrs: dict[str, Any] | None) -> dict[str, Any]:
+    """The provenance :func:`merge_parts` records in the output of ``reader``."""
+    return {
+        "input": str(reader.path),
+        "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
+        **(attrs or {}),
+    }
+
+
+def streams(reader: JetSource) -> bool:
+    """Whether the output of ``reader`` is written block by block (jets of particle files, whose
+    output holds a table by input entry made from every jet at once, are merged in memory)."""
+    return reader.n_jets > 0 and "entry" not in reader.chunk(0, 1).jet_columns
+
+
+class JetsCopy:
+    """The jets of an input written into its output's temporary file by a thread while the
+    chunks are clustered (the jets tree does not depend on the results; the merge then only adds
+    the results). The thread reads the input with a reader of its own, :data:`MERGE_BLOCK` jets
+    at a time; compression releases the interpreter lock, so the copy runs beside the clustering.
+
+    Args:
+        open_input: opens the input (a second reader; the caller's is not shared across threads).
+        path: the input.
+        n_jets: its number of jets.
+        out: the output file (written atomically: nothing appears there until the merge closes
+            it; :meth:`abort` deletes the temporary file).
+        meta: the output's provenance (:func:`output_meta`).
+        need: an upper estimate of the output's size, checked against the free space.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from jetastar import io
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> from jetastar.batch.sources import JetFileReader
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> io.write(folder / "in.h5", generate(3, ShowerParams.qcd(), seed=1))
+        >>> copy = JetsCopy(JetFileReader, folder / "in.h5", 3, folder / "out.h5", {})
+        >>> copy.finish().close()
+        >>> io.file_info(folder / "out.h5")["n_jets"]
+        3
+    """
+
+    def __init__(self, open_input: Callable[[Path], JetSource], path: Path, n_jets: int,
+                 out: Path, meta: dict[str, Any], need: int = 0) -> None:
+        self.writer = stream_writer(out, meta, need=need)
+        self.n_jets = n_jets
+        #: jets written so far
+        self.written = 0
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._aborted = False
+        self._thread = threading.Thread(target=self._copy, args=(open_input, path), daemon=True,
+                                        name=f"jetastar copy of {path.name}")
+        self._thread.start()
+
+    def _copy(self, open_input: Callable[[Path], JetSource], path: Path) -> None:
+        try:
+            reader = open_input(path)
+            try:
+                for a in range(0, self.n_jets, MERGE_BLOCK):
+                    if self._stop.is_set():
+                        return
+                    b = min(self.n_jets, a + MERGE_BLOCK)
+                    self.writer.add_jets(reader.chunk(a, b))
+                    self.written = b
+            finally:
+                reader.close()
+        except BaseException as exc:  # raised again by finish()
+            self._error = exc
+
+    def finish(self, bar: Any = None) -> Any:
+        """Wait for the copy (moving ``bar`` by the jets written meanwhile) and return the
+        writer, into which the results go next. An error of the copy is raised here (the caller
+        then calls :meth:`abort`)."""
+        shown = 0
+        while self._thread.is_alive():
+            self._thread.join(timeout=0.25)
+            if bar is not None:
+                bar.update(self.written - shown)
+                shown = self.written
+        if self._error is not None:
+            raise self._error
+        if bar is not None:
+            bar.update(self.n_jets - shown)
+        return self.writer
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        """Stop the copy (at the end of the block being written) and delete the temporary file
+        (once; later calls do nothing)."""
+        self._stop.set()
+        self._thread.join()
+        if not self._aborted:
+            self._aborted = True
+            self.writer.abort(exc)
 
 
 class MergeCounts(NamedTuple):
@@ -91,24 +196,32 @@ class MergeCounts(NamedTuple):
 def _merge_streaming(
     reader: JetSource, out: Path, parts: Path, chunks: list[tuple[int, int]], config: BatchConfig,
     meta: dict[str, Any], progress: bool, input_state: tuple[int, ...] | None,
+    jets_copy: JetsCopy | None = None,
 ) -> MergeCounts:
-    """The output written block by block: the jets, then each algorithm's rows part by part (the
-    layout of :func:`jetastar.io.write`); at most one block of jets or one part's table in
-    memory. Returns the status and tree counts of each algorithm."""
+    """The output written block by block: the jets (or what ``jets_copy`` wrote of them), then
+    each algorithm's rows part by part (the layout of :func:`jetastar.io.write`); at most one
+    block of jets or one part's table in memory. Returns the status and tree counts of each
+    algorithm."""
     n = reader.n_jets
     files = [parts / part_name(a, b) for a, b in chunks]
-    need = _size(reader.path) + sum(_size(f) for f in files)
-    writer = stream_writer(out, meta, need=2 * need)
+    if jets_copy is None:
+        need = _size(reader.path) + sum(_size(f) for f in files)
+        writer = stream_writer(out, meta, need=2 * need)
+    else:
+        writer = jets_copy.writer
     names = list(config.algorithms)
     statuses: dict[str, dict[str, int]] = {}
     trees: dict[str, dict[str, int]] = {}
     try:
         with progress_bar(total=n * (1 + len(names)), desc=f"merging {out.name}", unit="row",
                           show=progress, delay=2.0) as bar:
-            for a in range(0, n, MERGE_BLOCK):
-                b = min(n, a + MERGE_BLOCK)
-                writer.add_jets(reader.chunk(a, b))
-                bar.update(b - a)
+            if jets_copy is not None:
+                jets_copy.finish(bar)
+            else:
+                for a in range(0, n, MERGE_BLOCK):
+                    b = min(n, a + MERGE_BLOCK)
+                    writer.add_jets(reader.chunk(a, b))
+                    bar.update(b - a)
             if hasattr(writer, "set_counters"):
                 writer.set_counters({k for f in files for k in part_counters(f)})
             for name in names:
@@ -131,7 +244,10 @@ def _merge_streaming(
                 counts.check(out, name)
         check_unchanged(reader, None, meta.get("input_identity"), input_state)
     except BaseException as exc:
-        writer.abort(exc)
+        if jets_copy is not None:
+            jets_copy.abort(exc)
+        else:
+            writer.abort(exc)
         raise
     writer.close()
     return MergeCounts({name: dict(sorted(c.items())) for name, c in statuses.items()}, trees)

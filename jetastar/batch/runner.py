@@ -41,7 +41,7 @@ from .executors import (
     shutdown_executor,
     warm_up_for,
 )
-from .merge import merge_parts, status_counts_of
+from .merge import JetsCopy, merge_parts, output_meta, status_counts_of, streams
 from .resume import (
     ChunkPlan,
     PartWriter,
@@ -289,17 +289,29 @@ def _run_file(
         bar = _progress.progress_bar(
             total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
         )
+        out_attrs = {**reading, **(attrs or {}), "input_identity": identity}
+        copy = None
+        if todo_jets and isinstance(reader, JetFileReader) and reader.fmt != "legacy" and \
+                streams(reader):
+            # the output's jets are written while the chunks are clustered (an output that is
+            # not finished is a temporary file: a run stopped here leaves nothing behind)
+            copy = JetsCopy(open_input, inp, n, out, output_meta(reader, config, out_attrs),
+                            need=3 * inp.stat().st_size)
         try:
-            with bar:
-                _process_chunks(reader, plan, parts, config, executor, n_workers, bar)
-        except KeyboardInterrupt:
-            kept = sum(b - a for a, b in done_parts(parts))
-            raise BatchInterrupted(str(inp), str(parts), kept, n) from None
-        chunks = plan.chunks
-        summary.chunks_total = len(chunks)
-        counts = merge_parts(reader, out, parts, chunks, config,
-                             {**reading, **(attrs or {}), "input_identity": identity},
-                             progress=progress, input_state=state)
+            try:
+                with bar:
+                    _process_chunks(reader, plan, parts, config, executor, n_workers, bar)
+            except KeyboardInterrupt:
+                kept = sum(b - a for a, b in done_parts(parts))
+                raise BatchInterrupted(str(inp), str(parts), kept, n) from None
+            chunks = plan.chunks
+            summary.chunks_total = len(chunks)
+            counts = merge_parts(reader, out, parts, chunks, config, out_attrs,
+                                 progress=progress, input_state=state, jets_copy=copy)
+        except BaseException as exc:
+            if copy is not None:
+                copy.abort(exc)
+            raise
         summary.status_counts = counts.status
         summary.tree_counts = counts.trees or {}
     except Exception as exc:  # (one bad file must not stop the others)
@@ -421,6 +433,9 @@ def _cluster_chunks(
             plan.record(b - a, time.perf_counter() - watch)
             _note_problems(reader, tables, a, b)
             writer.put(parts, a, b, tables)
+            # the kernels hold the interpreter lock: a part still queued when the next chunk's
+            # kernel starts would wait for it (and be lost by a kill meanwhile)
+            writer.flush()
         return
     progress = progress_queue_of(executor)
     seen: dict[int, int] = {}  # chunk start -> jets the bar already counts

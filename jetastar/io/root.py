@@ -40,7 +40,7 @@ import importlib.util
 import json
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -116,22 +116,49 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
 
 def _strings(values: Any) -> Any:
     """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
-    bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000)."""
+    bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
+    distinct value is encoded once; the rows are gathered from those bytes with numpy (the columns
+    of a results table repeat a few values: statuses, options, empty messages)."""
+    if isinstance(values, _Repeated):
+        value = str(values.value).encode("utf-8")
+        offsets = np.arange(values.n + 1, dtype=np.int64) * len(value)
+        chars = np.tile(np.frombuffer(value, np.uint8), values.n)
+        return _string_array(offsets, chars)
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    index = {k: i for i, k in enumerate(dict.fromkeys(items))}
+    if not all(type(k) is str for k in index):
+        # keyed by the text: 1, 1.0 and True are equal keys but different strings
+        items = [str(v) for v in items]
+        index = {k: i for i, k in enumerate(dict.fromkeys(items))}
+    codes = np.fromiter(map(index.__getitem__, items), np.int64, len(items))
+    encoded = [k.encode("utf-8") for k in index]
+    sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    row_sizes = sizes[codes]
+    offsets = np.zeros(codes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(row_sizes, out=offsets[1:])
+    # byte k of the output is byte (start of its row's value) + (k - offset of its row) of the pool
+    where = np.repeat(starts[codes] - offsets[:-1], row_sizes) + np.arange(offsets[-1])
+    chars = np.frombuffer(b"".join(encoded), np.uint8)[where]
+    return _string_array(offsets, chars)
+
+
+class _Repeated(NamedTuple):
+    """``n`` rows of one ``value`` (for :func:`_strings`)."""
+
+    value: Any
+    n: int
+
+
+def _string_array(offsets: np.ndarray, chars: np.ndarray) -> Any:
     import awkward as ak
 
-    memo: dict[Any, bytes] = {}
-    encoded = []
-    for v in values:
-        e = memo.get(v)
-        if e is None:
-            e = memo[v] = str(v).encode("utf-8")
-        encoded.append(e)
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
-    chars = ak.contents.NumpyArray(np.frombuffer(b"".join(encoded), np.uint8).copy(),
-                                   parameters={"__array__": "char"})
-    return ak.Array(ak.contents.ListOffsetArray(ak.index.Index64(offsets), chars,
-                                                parameters={"__array__": "string"}))
+    return ak.Array(ak.contents.ListOffsetArray(
+        ak.index.Index64(offsets),
+        ak.contents.NumpyArray(chars, parameters={"__array__": "char"}),
+        parameters={"__array__": "string"},
+    ))
 
 
 def _string_list(arr: Any) -> list[str]:
@@ -212,8 +239,8 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     na, nb = int(table.node_offsets[a]), int(table.node_offsets[b])
     noff = table.node_offsets[a:b + 1] - na
     out: dict[str, Any] = {
-        "label": _strings([label] * (b - a)),
-        "algorithm": _strings([table.algorithm] * (b - a)),
+        "label": _strings(_Repeated(label, b - a)),
+        "algorithm": _strings(_Repeated(table.algorithm, b - a)),
         "status": _strings(table.status[a:b]),
         "message": _strings(table.message[a:b]),
         "options": _strings(table.options[a:b]),
