@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.bruteforce import brute_force, double_factorial_trees
-from helpers.processes import signal_group_and_wait, start_like_a_terminal
+from helpers.processes import interrupted_on_call, signal_group_and_wait, start_like_a_terminal
 from helpers.refdata import baseline_records, close, jet_from_record, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
@@ -288,17 +288,9 @@ def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
     KeyboardInterrupt (not as a SystemError from numba boxing the result), and the handlers are
     put back."""
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
-    calls = []
-    kernel = beam.beam_advance
-
-    def advance(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGINT)  # arrives "during" the second slice
-        return kernel(*args)
-
+    calls: list[int] = []
     monkeypatch.setattr(beam, "_MAX_SLICE_WORK", 10)
-    monkeypatch.setattr(beam, "beam_advance", advance)
+    monkeypatch.setattr(beam, "beam_advance", interrupted_on_call(beam.beam_advance, calls))
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         beam_search(jet)

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, TWINS
+from helpers.processes import interrupted_on_call
 
 import jetastar
 from jetastar import JetCollection
@@ -340,21 +341,12 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
     ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
 ])
 def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call):
-    import signal
-
     from jetastar.clustering import _chunk_kernels
 
-    calls = []
-    real = getattr(_chunk_kernels, kernel)
-
-    def serial(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGINT)  # arrives "during" the second call
-        return real(*args)
-
+    calls: list[int] = []
     monkeypatch.setattr(_chunk_kernels, per_call, 1)
-    monkeypatch.setattr(_chunk_kernels, kernel, serial)
+    monkeypatch.setattr(_chunk_kernels, kernel,
+                        interrupted_on_call(getattr(_chunk_kernels, kernel), calls))
     chosen = _small_jets(jets, 12)[:50] if name == "trellis" else jets[:50]
     with pytest.raises(KeyboardInterrupt):
         cluster_columns(chosen, {name: options}, parallel=False)

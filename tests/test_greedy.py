@@ -4,9 +4,12 @@ greedy on big jets (every pair table / bound setting), the all -inf flag."""
 from __future__ import annotations
 
 import math
+import signal
+import sys
 
 import numpy as np
 import pytest
+from helpers.processes import interrupted_on_call
 from helpers.refdata import baseline_records, close, jet_from_record, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
@@ -14,10 +17,12 @@ from jetastar.clustering import greedy
 from jetastar.clustering._agglomerative import (
     BOUND_MIN_LEAVES,
     PAIR_TABLE_MAX,
+    canonical_result,
     greedy_kernel,
     greedy_merges,
     jet_arrays,
 )
+from jetastar.clustering.greedy import greedy_status
 from jetastar.ginkgo import (
     ShowerParams,
     generate,
@@ -236,3 +241,46 @@ def test_big_jet_evaluates_each_pair_once():
         assert evals <= n * (n - 1)
         assert history.shape == (n - 1, 2) and np.unique(history).size == 2 * n - 2
         assert all_inf == first_all_inf
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("table_max", [PAIR_TABLE_MAX, 0])
+def test_greedy_in_slices_equals_one_kernel_call(likelihood, table_max, monkeypatch):
+    """Jets above SLICED_FROM leaves are merged in slices returning to Python in between (here:
+    every jet, from one merge per slice on, with and without the pair table): the same merges,
+    values (bit for bit), statuses and evaluation counts as one call of the kernel."""
+    module = sys.modules[greedy.__module__]
+    monkeypatch.setattr(module, "SLICED_FROM", 1)
+    monkeypatch.setattr(module, "_FIRST_SLICE_MERGES", 1)
+    monkeypatch.setattr(module, "_SLICE_S", 1e-9)  # the slices stay small
+    monkeypatch.setattr(module, "PAIR_TABLE_MAX", table_max)
+    calls = []
+    steps_kernel = module.greedy_steps
+    monkeypatch.setattr(module, "greedy_steps", lambda *a: calls.append(1) or steps_kernel(*a))
+    for jet in _kernel_jets():
+        leaves, consts = jet_arrays(jet, likelihood)
+        h, s, a, evals = greedy_merges(leaves, consts, table_max, BOUND_MIN_LEAVES)
+        calls.clear()
+        result = greedy(jet, likelihood=likelihood)
+        assert len(calls) >= (2 if jet.n_leaves > 2 else 1), jet.n_leaves
+        reference = greedy_status(int(a), jet.n_leaves, float(np.sum(s)))[0]
+        assert result.status == reference
+        assert result.stats["splits_evaluated"] == evals
+        tree, ll = canonical_result(h, s, jet.n_leaves)
+        assert result.tree == tree and result.log_likelihood == ll
+
+
+def test_an_interrupt_during_a_greedy_slice_stops_after_it(monkeypatch):
+    """Ctrl-C while a slice of a large jet's merges runs is raised as KeyboardInterrupt after that
+    slice, and the signal handlers are put back."""
+    module = sys.modules[greedy.__module__]
+    monkeypatch.setattr(module, "SLICED_FROM", 100)
+    monkeypatch.setattr(module, "_FIRST_SLICE_MERGES", 10)
+    monkeypatch.setattr(module, "_SLICE_S", 1e-9)
+    calls: list[int] = []
+    monkeypatch.setattr(module, "greedy_steps", interrupted_on_call(module.greedy_steps, calls))
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        greedy(_big_jet(180, 36))
+    assert len(calls) == 2
+    assert signal.getsignal(signal.SIGINT) is before

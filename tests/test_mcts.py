@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib
 import math
-import signal
 
 import numpy as np
 import pytest
 from helpers.bruteforce import brute_force
+from helpers.processes import interrupted_on_call
 from helpers.refdata import close, reference_jets
 
 from jetastar import InvalidJetError, Jet, Tree
@@ -224,17 +224,9 @@ def test_bad_max_time(bad):
 def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
     module = MCTS_MODULE
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
-    calls = []
-    kernel = module._mcts_advance
-
-    def advance(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            signal.raise_signal(signal.SIGINT)
-        return kernel(*args)
-
+    calls: list[int] = []
     monkeypatch.setattr(module, "_MAX_SLICE_WORK", 10)
-    monkeypatch.setattr(module, "_mcts_advance", advance)
+    monkeypatch.setattr(module, "_mcts_advance", interrupted_on_call(module._mcts_advance, calls))
     with pytest.raises(KeyboardInterrupt):
         mcts(jet)
     assert len(calls) == 2

@@ -34,12 +34,18 @@ from ..jet import Jet
 from ..tree import Tree
 
 __all__ = [
+    "G_ALL_INF",
+    "G_DONE",
+    "G_EVALS",
+    "PAIR_TABLE_MAX",
     "canonical_into",
     "canonical_result",
     "canonical_results",
     "check_jet",
     "greedy_kernel",
     "greedy_merges",
+    "greedy_start",
+    "greedy_steps",
     "jet_arrays",
     "numpy_sum",
 ]
@@ -238,44 +244,84 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
     the table a pair is evaluated at most once (O(n²) evaluations; without it a cluster's pairs are
     evaluated again whenever its best partner is merged away), and with bounds a pair whose upper
     bound (:func:`~jetastar.ginkgo.kernels.split_llh_above`) cannot beat the best partner found so
-    far is not evaluated; neither changes a choice or a value.
+    far is not evaluated; neither changes a choice or a value. It is :func:`greedy_start` and one
+    :func:`greedy_steps` over every merge (callers that must see Ctrl-C call the latter in slices).
     """
+    state = greedy_start(leaves, consts, table_max, bound_min)
+    greedy_steps(consts, state, np.int64(leaves.shape[0]))
+    regs = state[-1]
+    return state[5], state[6], regs[G_ALL_INF], regs[G_EVALS]
+
+
+#: registers of a greedy run between :func:`greedy_steps` calls (the last array of its state)
+G_STEP, G_ACTIVE, G_FIRST_NEW, G_LEFT, G_RIGHT, G_EVALS, G_ALL_INF, G_DONE, G_BOUNDED = range(9)
+
+
+@nb.njit(cache=True)
+def greedy_start(leaves, consts, table_max, bound_min):  # pragma: no cover - numba
+    """The state of a greedy run before its first merge (see :func:`greedy_merges`):
+    ``(p, per_slot, ids, tab, exact, history, steps, regs)``."""
     n = leaves.shape[0]
     c0 = consts[0]
-    c1 = consts[1]
     bounded = n >= bound_min
     p = np.empty((n, 4), dtype=np.float64)  # per slot: momentum
-    per_slot = np.empty((3, n), dtype=np.float64)  # one allocation for three arrays
-    t = per_slot[0]  # per slot: t
-    g = per_slot[1]  # per slot: child bound G(t) (bounded only)
-    nn_val = per_slot[2]  # per position: best merge with a cluster to the left
+    # per slot: t, child bound G(t) (bounded only); per position: best merge with a cluster to
+    # the left (one allocation for three arrays)
+    per_slot = np.empty((3, n), dtype=np.float64)
+    # per slot: node id; per position: slot, slot of the best partner to the left
     ids = np.empty((3, n), dtype=np.int64)
-    node_of = ids[0]  # per slot: node id
-    pos = ids[1]  # per position: slot
-    nn_part = ids[2]  # per position: slot of the best partner to the left
     for i in range(n):  # loops, not slice assignments: much less to compile
         for d in range(4):
             p[i, d] = leaves[i, d]
-        t[i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3], np.int64(1), c0)
-        g[i] = child_bound(t[i], c0) if bounded else 0.0
-        node_of[i] = i
-        pos[i] = i
+        per_slot[0, i] = cluster_t(leaves[i, 0], leaves[i, 1], leaves[i, 2], leaves[i, 3],
+                                   np.int64(1), c0)
+        per_slot[1, i] = child_bound(per_slot[0, i], c0) if bounded else 0.0
+        ids[0, i] = i
+        ids[1, i] = i
     # tab[row, slot]: the value (exact) or an upper bound of the merge of a row with a cluster to
     # its left, written when the row is scanned fresh (no initialisation needed)
     side = n if n <= table_max else 0
     tab = np.empty((side, side), dtype=np.float64)
     side_b = side if bounded else 0  # without bounds every value stored is exact
     exact = np.empty((side_b, side_b), dtype=np.bool_)
-    use_tab = side != 0
     history = np.empty((max(n - 1, 0), 2), dtype=np.int64)
     steps = np.empty(max(n - 1, 0), dtype=np.float64)
-    evals = 0
-    all_inf_step = -1
-    m = n  # active positions
-    first_new = 0  # positions from here on hold new rows (all of them at the start)
-    sa = -1  # the slots of the last merge (none yet)
-    sb = -1
-    for s in range(n):
+    regs = np.zeros(9, dtype=np.int64)
+    regs[G_ACTIVE] = n  # active positions
+    regs[G_FIRST_NEW] = 0  # positions from here on hold new rows (all of them at the start)
+    regs[G_LEFT] = -1  # the slots of the last merge (none yet)
+    regs[G_RIGHT] = -1
+    regs[G_ALL_INF] = -1
+    regs[G_DONE] = n < 2
+    regs[G_BOUNDED] = bounded
+    return p, per_slot, ids, tab, exact, history, steps, regs
+
+
+@nb.njit(cache=True)
+def greedy_steps(consts, state, max_merges):  # pragma: no cover - numba
+    """Up to ``max_merges`` merges of a greedy run (:func:`greedy_start`), in place;
+    ``regs[G_DONE]`` is set after the last."""
+    p, per_slot, ids, tab, exact, history, steps, regs = state
+    n = p.shape[0]
+    c0 = consts[0]
+    c1 = consts[1]
+    t = per_slot[0]
+    g = per_slot[1]
+    nn_val = per_slot[2]
+    node_of = ids[0]
+    pos = ids[1]
+    nn_part = ids[2]
+    bounded = regs[G_BOUNDED] != 0
+    use_tab = tab.shape[0] != 0
+    m = regs[G_ACTIVE]
+    first_new = regs[G_FIRST_NEW]
+    sa = regs[G_LEFT]
+    sb = regs[G_RIGHT]
+    evals = regs[G_EVALS]
+    all_inf_step = regs[G_ALL_INF]
+    s = regs[G_STEP]
+    stop = min(n, s + max_merges)
+    while s < stop and regs[G_DONE] == 0:
         # rows to (re)score: new ones, and those whose best partner was just merged; the only
         # call of _scan (one copy of the split likelihood in this kernel)
         for k in range(m):
@@ -290,6 +336,7 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
                                                      np.nan if new_row else nn_val[k])
                     evals += e
         if m == 1:
+            regs[G_DONE] = 1
             break
         r = 1
         for k in range(2, m):
@@ -330,7 +377,16 @@ def greedy_merges(leaves, consts, table_max, bound_min):  # pragma: no cover - n
         m -= 1
         pos[w] = sa
         first_new = w
-    return history, steps, all_inf_step, evals
+        s += 1
+        if m == 1:
+            regs[G_DONE] = 1
+    regs[G_STEP] = s
+    regs[G_ACTIVE] = m
+    regs[G_FIRST_NEW] = first_new
+    regs[G_LEFT] = sa
+    regs[G_RIGHT] = sb
+    regs[G_EVALS] = evals
+    regs[G_ALL_INF] = all_inf_step
 
 
 #: :func:`canonical_into` orders the internal nodes of trees up to this many by insertion

@@ -6,7 +6,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def _default_sigint() -> None:
@@ -37,3 +38,17 @@ def signal_group_and_wait(proc: subprocess.Popen[str], sig: int) -> tuple[int, s
     err = proc.stderr.read()
     proc.stderr.close()
     return proc.returncode, err, stopped_after
+
+
+def interrupted_on_call(kernel: Callable[..., Any], calls: list[int], at: int = 2
+                        ) -> Callable[..., Any]:
+    """``kernel`` wrapped so that each call is appended to ``calls`` and call number ``at`` raises
+    SIGINT in this process before it runs (a Ctrl-C that arrives "during" that call)."""
+
+    def wrapped(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == at:
+            signal.raise_signal(signal.SIGINT)
+        return kernel(*args)
+
+    return wrapped
