@@ -35,6 +35,7 @@ from ..result_tables import unit_options
 
 __all__ = [
     "COLUMNAR_CHUNK_SIZE",
+    "COSTLY_COLUMNAR_CHUNK_SIZE",
     "DEFAULT_CHUNK_SIZE",
     "TIME_OPTIONS",
     "BatchConfig",
@@ -62,6 +63,12 @@ DEFAULT_CHUNK_SIZE = 50
 #: worker, a loaded 2-core machine): a chunk's reading and part-file writing cost ~0.1 s whatever
 #: its size; chunks of 50 jets ran at 390 jets/s, chunks of 5000 at 3100 jets/s end to end
 COLUMNAR_CHUNK_SIZE = 5000
+#: the first chunks' size when every algorithm runs on the columnar path but some cost up to
+#: 10 ms a jet (beam search, the exact MAP of small jets): 5000 such jets were ~50 s of work before
+#: the first part and the first measured cost (later chunks are sized by that cost)
+COSTLY_COLUMNAR_CHUNK_SIZE = 200
+#: the columnar algorithms of :data:`COSTLY_COLUMNAR_CHUNK_SIZE`
+_COSTLY_COLUMNAR = frozenset({"beam", "trellis"})
 
 
 @dataclasses.dataclass
@@ -171,15 +178,20 @@ def options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any
 def auto_chunk_size(config: BatchConfig) -> int:
     """The chunk size for a run that does not set one: :data:`COLUMNAR_CHUNK_SIZE` when every
     algorithm runs on the columnar path (one kernel call per chunk, whose fixed cost would
-    otherwise dominate), else :data:`DEFAULT_CHUNK_SIZE`.
+    otherwise dominate; :data:`COSTLY_COLUMNAR_CHUNK_SIZE` when one of them is beam search or the
+    exact MAP), else :data:`DEFAULT_CHUNK_SIZE`. Later chunks are sized by the measured cost.
 
     Example:
         >>> auto_chunk_size(BatchConfig(["greedy", "kt"])), auto_chunk_size(BatchConfig(["mcts"]))
         (5000, 50)
+        >>> auto_chunk_size(BatchConfig(["greedy", "beam"]))
+        200
     """
     if config.algorithms and all(
             columnar_options(name, options_for(name, config, 1)) is not None
             for name in config.algorithms):
+        if any(name in _COSTLY_COLUMNAR for name in config.algorithms):
+            return COSTLY_COLUMNAR_CHUNK_SIZE
         return COLUMNAR_CHUNK_SIZE
     return DEFAULT_CHUNK_SIZE
 
