@@ -283,7 +283,7 @@ def test_bad_max_time(bad):
         beam_search(jet, max_time=bad)
 
 
-def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
+def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch, python_sigint):
     """Ctrl-C while a slice runs is held until the slice returns, then raised as
     KeyboardInterrupt (not as a SystemError from numba boxing the result), and the handlers are
     put back."""

@@ -340,7 +340,8 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
     ("trellis", {}, "_map_serial", "MAP_SLICE_SPLITS"),
     ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
 ])
-def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call):
+def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call,
+                                           python_sigint):
     from jetastar.clustering import _chunk_kernels
 
     calls: list[int] = []

@@ -270,7 +270,7 @@ def test_greedy_in_slices_equals_one_kernel_call(likelihood, table_max, monkeypa
         assert result.tree == tree and result.log_likelihood == ll
 
 
-def test_an_interrupt_during_a_greedy_slice_stops_after_it(monkeypatch):
+def test_an_interrupt_during_a_greedy_slice_stops_after_it(monkeypatch, python_sigint):
     """Ctrl-C while a slice of a large jet's merges runs is raised as KeyboardInterrupt after that
     slice, and the signal handlers are put back."""
     module = sys.modules[greedy.__module__]

@@ -221,7 +221,7 @@ def test_bad_max_time(bad):
         mcts(generate(1, ShowerParams.qcd(), seed=1)[0], max_time=bad)
 
 
-def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch):
+def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch, python_sigint):
     module = MCTS_MODULE
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
     calls: list[int] = []

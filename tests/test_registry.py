@@ -148,7 +148,7 @@ def test_many_jets_go_to_the_collection_entry_point(jet):
     assert checked_options("trellis", {"log_z": "false"}) == {"log_z": False}
 
 
-def test_ctrl_c_during_a_kernel_is_a_keyboard_interrupt():
+def test_ctrl_c_during_a_kernel_is_a_keyboard_interrupt(python_sigint):
     """A Ctrl-C that lands while numba boxes a kernel's result (which runs Python code) comes out
     of cluster() as KeyboardInterrupt, not as the SystemError numba makes of it (a batch would
     record that as the algorithm failing on the jet and go on)."""
