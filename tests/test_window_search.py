@@ -332,8 +332,10 @@ def test_never_below_default_beam_search_on_particle_jets():
 
 def test_reproducible_for_a_seed():
     jet = _jet("qcd", 28, 9)
-    a = window_search(jet, seed=4)
-    b = window_search(jet, seed=4)
+    # the widened stage too, with less effort than the defaults of this size (n_random 8, widen 3)
+    a = window_search(jet, seed=4, n_random=4, widen=1)
+    b = window_search(jet, seed=4, n_random=4, widen=1)
+    assert a.stats["widened"]
     assert a.tree == b.tree and a.log_likelihood == b.log_likelihood
     assert {k: a.stats[k] for k in ("windows_solved", "improvements", "sweeps")} == {
         k: b.stats[k] for k in ("windows_solved", "improvements", "sweeps")}
@@ -367,9 +369,12 @@ def test_top_windows_join_the_local_optima():
     """On this 24-leaf jet the local optima differ at the top; the root window over the clusters
     they share (17–18 parts) finds a better tree than the search without it."""
     jet = _jet("qcd", 24, 4)
-    # from a 100-wide beam's tree (beam search's default, 276, leads the search to the MAP's basin)
-    without = window_search(jet, top_size=0, beam_size=100)
-    res = window_search(jet, beam_size=100)
+    # from a 100-wide beam's tree (beam search's default, 276, leads the search to the MAP's basin),
+    # with the effort of the defaults below 23 leaves (with n_random=8, widen=3 the search alone
+    # finds the better tree)
+    effort = {"beam_size": 100, "n_random": 4, "widen": 0}
+    without = window_search(jet, top_size=0, **effort)
+    res = window_search(jet, **effort)
     assert res.options["top_size"] == 18 and without.options["top_size"] == 0
     assert res.stats["top_windows"] > 0 and without.stats["top_windows"] == 0
     assert res.log_likelihood > without.log_likelihood + 0.1
@@ -378,6 +383,23 @@ def test_top_windows_join_the_local_optima():
     # below 23 leaves the default has no top windows
     small = window_search(_jet("qcd", 20, 4))
     assert small.options["top_size"] == 0 and small.stats["top_windows"] == 0
+
+
+@pytest.mark.parametrize(("n", "expected"), [
+    (22, (4, 0, 16, 0)), (23, (8, 3, 17, 18)), (29, (8, 3, 17, 18)), (30, (4, 0, 0, 18)),
+])
+def test_size_dependent_defaults(n, expected):
+    """From 23 to 29 leaves the defaults search wider (n_random 8, widen 3: 97 % of 42 tuning jets
+    of 24 leaves reach the MAP instead of 90 %), with the top windows and a 17-part root window;
+    from 30 leaves the former effort and no root window. Given values win."""
+    jet = _jet("qcd", n, 1)
+    res = window_search(jet, max_sweeps=1, beam_size=10, exact_first=False)
+    o = res.options
+    assert (o["n_random"], o["widen"], o["root_size"], o["top_size"]) == expected
+    assert res.stats["widened"] == (expected[1] > 0)
+    o = window_search(jet, max_sweeps=1, beam_size=10, exact_first=False, n_random=2,
+                      widen=0).options
+    assert (o["n_random"], o["widen"]) == (2, 0)
 
 
 def test_root_window_reaches_the_top_of_the_tree():
@@ -396,7 +418,7 @@ def test_root_window_reaches_the_top_of_the_tree():
     assert without.stats["agreeing_optima"] == 3
     # 17 parts from 23 leaves on, none from 30 on; none for a jet the search solves as one window
     assert window_search(_jet("qcd", 30, 1), max_sweeps=1).options["root_size"] == 0
-    assert window_search(_jet("qcd", 24, 4), beam_size=100).options["root_size"] == 17
+    assert window_search(_jet("qcd", 24, 4), beam_size=100, max_sweeps=1).options["root_size"] == 17
     tiny = window_search(_jet("qcd", 12, 1), exact_first=False)
     assert tiny.stats["root_windows"] == 0 and tiny.exact
 

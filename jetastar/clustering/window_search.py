@@ -32,8 +32,9 @@ random frontiers. From 23 leaves on, the root window over the clusters the best 
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
 root. Last, below 30 leaves, the root window over the ``root_size`` largest clusters below the
 root (16 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ
-from the MAP at the top, down to clusters of a few leaves, which 13-part windows do not reach. The
-result is never worse than the start trees.
+from the MAP at the top, down to clusters of a few leaves, which 13-part windows do not reach. From
+23 to 29 leaves the defaults spend more (``n_random=8``, and ``widen=3``: the best optima searched
+once more with 16-part windows). The result is never worse than the start trees.
 
 A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
 Where :func:`exact_map` is expected to cost less CPU time than the search
@@ -46,15 +47,16 @@ MAP is proven with it instead (``exact=True``, ``stats["path"] == "exact_map"``)
 Measured (``tests/benchmarks/bench_window_search.py``, symmetric form, CPU time of one core): on
 default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reaches the exact MAP of 119 of
 120 jets of 16–22 leaves (98 % over three more seeds) at a median of 0.11–0.28 CPU-s per jet, and of
-28 of 30 jets of 24 leaves (about 0.6 s; ``widen=3, n_random=8``: 97 % at 2–3 s). On fresh jets
-(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 61 and 63 of 64 jets
-of 20–22 leaves on two such sets (97 %). At 30, 50 and 100 leaves it is never below approximate A*
+28 of 30 jets of 24 leaves with the former defaults (about 0.6 s; ``widen=3, n_random=8``, the
+defaults from 23 to 29 leaves now: 97 % at 2–4 s). On fresh jets
+(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 186 of 192 jets of
+20–22 leaves on three such sets (97 %). At 30, 50 and 100 leaves it is never below approximate A*
 and above it by 0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
     >>> from jetastar.ginkgo import ShowerParams, generate
     >>> from jetastar.clustering import beam_search, window_search
-    >>> jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=1, min_leaves=24, max_leaves=24)[0]
+    >>> jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=1, min_leaves=20, max_leaves=20)[0]
     >>> res = window_search(jet, seed=0)
     >>> res.log_likelihood >= beam_search(jet).log_likelihood
     True
@@ -83,7 +85,11 @@ from . import _window_kernels as _wk
 from ._engine import check_budget, search_progress, valid_likelihood
 from .astar import astar_approx
 from .beam import beam_search, default_beam_size
-from .estimates import expected_cpu_seconds
+from .estimates import (
+    TOP_FROM_LEAVES,
+    expected_cpu_seconds,
+    window_defaults,
+)
 from .exact_map import exact_map, root_slack
 from .greedy import greedy
 from .kt import kt
@@ -110,14 +116,12 @@ WIDEN_TOP = 3
 #: least ``TOP_FROM_LEAVES`` leaves; below, the top windows found nothing the search misses
 #: (175 vs 176 of 180 jets of 20–22 leaves) and cost a quarter more
 DEFAULT_TOP_SIZE = 18
-TOP_FROM_LEAVES = 23
-#: parts of the root window solved after the search (``root_size=None``; one more from
-#: ``TOP_FROM_LEAVES`` leaves on, none from ``ROOT_BELOW_LEAVES`` on): the frontier of the largest
-#: clusters below the root, which holds the top of the tree, where window-optimal trees that every
-#: start agrees on can still differ from the MAP (a 16-part window costs about 50 ms of one core, a
-#: 17-part one about 150 ms). At 30-100 leaves it found nothing (18 jets) for 3-20 % more CPU time.
-DEFAULT_ROOT_SIZE = 16
-ROOT_BELOW_LEAVES = 30
+# ``root_size=None``: the root window solved after the search, ``DEFAULT_ROOT_SIZE`` parts (one
+# more from ``TOP_FROM_LEAVES`` leaves on, none from ``ROOT_BELOW_LEAVES`` on): the frontier of the
+# largest clusters below the root, which holds the top of the tree, where window-optimal trees that
+# every start agrees on can still differ from the MAP (a 16-part window costs about 50 ms of one
+# core, a 17-part one about 150 ms). At 30-100 leaves it found nothing (18 jets) for 3-20 % more
+# CPU time. These and ``n_random=None``, ``widen=None`` are resolved by :func:`window_defaults`.
 _MARGIN = _mk.MARGIN
 _NEG_INF = -math.inf
 
@@ -132,9 +136,9 @@ def window_search(
     likelihood: str | None = None,
     *,
     window_size: int = DEFAULT_WINDOW_SIZE,
-    n_random: int = 4,
+    n_random: int | None = None,
     n_starts: int = 6,
-    widen: int = 0,
+    widen: int | None = None,
     widen_unsure: int = 0,
     top_size: int | None = None,
     root_size: int | None = None,
@@ -156,13 +160,15 @@ def window_search(
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
         window_size: parts per window ``K`` (2 .. 20; default 13). A window costs about ``3**K / 2``
             split bounds: 13 parts take about 2 ms of one core, 14 about 5 ms, 16 about 45 ms.
-        n_random: random frontiers per cluster and sweep (default 4).
+        n_random: random frontiers per cluster and sweep (``None``, the default: 8 for jets of
+            23-29 leaves, else 4; :func:`~jetastar.clustering.estimates.window_defaults`).
         n_starts: start trees searched (default 6: the first start, greedy, kt, Cambridge/Aachen,
             anti-kt and the other form's greedy tree, best first; more: further beam trees).
         widen: after the search, search the three best distinct local optima once more with
-            ``window_size + widen`` parts per window (default 0: no). With ``widen=3`` and
-            ``n_random=8`` the search finds the exact MAP of 97 % of 24-leaf jets instead of 89 %,
-            at about four times the CPU time (2–3 s).
+            ``window_size + widen`` parts per window (``None``, the default: 3 for jets of 23-29
+            leaves, else 0 = no). With ``widen=3`` and ``n_random=8`` the search finds the exact
+            MAP of 97 % of 24-leaf jets instead of 89 %, at about four times the CPU time
+            (2–4 s).
         widen_unsure: like ``widen``, but only on jets where no other start's local optimum
             reached the value of the best tree (the search is then less sure of it); ignored
             when ``widen`` is set (default 0: no).
@@ -239,16 +245,18 @@ def window_search(
         )
     likelihood = valid_likelihood(likelihood)
     window_size = _check_int(window_size, "window_size", 2, MAX_WINDOW_SIZE)
-    n_random = _check_int(n_random, "n_random", 0, None)
+    default = window_defaults(jet.n_leaves)
+    n_random = _check_int(default["n_random"] if n_random is None else n_random, "n_random", 0,
+                          None)
     n_starts = _check_int(n_starts, "n_starts", 1, None)
-    widen = _check_int(widen, "widen", 0, MAX_WINDOW_SIZE - window_size)
+    widen = _check_int(default["widen"] if widen is None else widen, "widen", 0,
+                       MAX_WINDOW_SIZE - window_size)
     widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
     if top_size is None:
         top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
     top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
     if root_size is None:
-        root_size = 0 if jet.n_leaves >= ROOT_BELOW_LEAVES else (
-            DEFAULT_ROOT_SIZE + (jet.n_leaves >= TOP_FROM_LEAVES))
+        root_size = default["root_size"]
     root_size = _check_int(root_size, "root_size", 0, MAX_WINDOW_SIZE)
     seed = _check_int(seed, "seed", None, None)
     if beam_size is not None:
