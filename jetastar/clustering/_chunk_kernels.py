@@ -265,19 +265,28 @@ def score_chunk(
     return out, status
 
 
+@nb.njit(cache=True, inline="always")
+def _to_solve(j, leaves, loff, which, run, outcome, tol):  # pragma: no cover - numba
+    """Whether jet ``j`` of a one-algorithm chunk kernel is to be solved; a jet with bad leaves
+    or parameters gets :data:`INVALID`, one not asked for :data:`NOT_RUN` (and ``False``)."""
+    kind, _, _, _ = jet_leaf_problem(leaves, loff[j], loff[j + 1], True, True, tol)
+    if kind != 0 or which[j] < 0:
+        outcome[j] = INVALID
+        return False
+    if not run[j]:
+        outcome[j] = NOT_RUN
+        return False
+    return True
+
+
 @nb.njit(cache=True)
 def _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
              counts, tol):  # pragma: no cover - numba
     """The exact MAP of jet ``j`` (see :func:`map_chunk`)."""
+    if not _to_solve(j, leaves, loff, which, run, outcome, tol):
+        return
     a = loff[j]
     n = loff[j + 1] - a
-    kind, _, _, _ = jet_leaf_problem(leaves, a, a + n, True, True, tol)
-    if kind != 0 or which[j] < 0:
-        outcome[j] = INVALID
-        return
-    if not run[j]:
-        outcome[j] = NOT_RUN
-        return
     if n < 2 or n > EXACT_CHUNK_MAX:
         outcome[j] = PER_JET
         return
@@ -429,16 +438,11 @@ def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, *args:
 def _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, guard, budget,
               children, leaf_of_node, ll, outcome, stats, work, tol):  # pragma: no cover - numba
     """Beam search on jet ``j`` (see :func:`beam_chunk`), as ``beam_search`` runs it."""
+    if not _to_solve(j, leaves, loff, which, run, outcome, tol):
+        return
     a = loff[j]
     b = loff[j + 1]
     n = b - a
-    kind, _, _, _ = jet_leaf_problem(leaves, a, b, True, True, tol)
-    if kind != 0 or which[j] < 0:
-        outcome[j] = INVALID
-        return
-    if not run[j]:
-        outcome[j] = NOT_RUN
-        return
     if width[j] <= 0:
         outcome[j] = PER_JET
         return
