@@ -402,7 +402,8 @@ def map_bounded_parts(
         rec_p, wq_p, best_p = _plain(rec), _plain(wq), _plain(best)
         if not unsplittable(t_s, c[_ROW_TCUT], c[_ROW_LEGACY] != 0.0):
             pt = parent_terms(t_s, c)
-            ws = warm_start(s, rec_p, best_p, c, t_s, pt[0], pt[1], pt[2], prune)
+            ws = warm_start(s, rec_p, wq_p, best_p, c, t_s, pt[0], pt[1], pt[2], floor, slack,
+                            prune, scale)
             fixed = _lowest_bits(rest, g)
             res = scan_splits(s, _deposit(p, fixed), rest ^ fixed, rec_p, wq_p, c, t_s, pt[0],
                               pt[1], pt[2], floor, slack, prune, scale, ws[0], ws[1])

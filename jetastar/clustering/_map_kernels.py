@@ -171,7 +171,9 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
         finish_cluster(s, _NEG_INF, low, rec, wq, best, c, _NEG_INF, scale)
         return 0, 0, 0, 1
     s_p, log_tp, stop = parent_terms(t_s, c)
-    best_v, best_a, passed, evaluated = warm_start(s, rec, best, c, t_s, s_p, log_tp, stop, prune)
+    best_v, best_a, passed, evaluated = warm_start(
+        s, rec, wq, best, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale
+    )
     best_v, best_a, p2, e2 = scan_splits(
         s, np.int64(0), rest, rec, wq, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale,
         best_v, best_a,
@@ -181,13 +183,16 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
 
 
 @nb.njit(cache=True)
-def warm_start(s, rec, best, c, t_s, s_p, log_tp, stop, prune):  # pragma: no cover - numba
+def warm_start(
+    s, rec, wq, best, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale
+):  # pragma: no cover - numba
     """The best of three likely splits of ``s`` (clusters of 5+ leaves, with ``prune``).
 
     The best split of ``S`` minus its highest leaf ``x``, with ``x`` added to either side, and
-    ``(S − x, x)``. A high first value makes the bounds bite from the first enumerated split on;
-    ties are resolved as the enumeration would (largest part ``A`` first), so the arg-max is the
-    same.
+    ``(S − x, x)``, tried in decreasing order of their W-test sums, each only where its bounds
+    (the tests of :func:`scan_splits`) can beat the best so far. A high first value makes the
+    bounds bite from the first enumerated split on; ties are resolved as the enumeration would
+    (largest part ``A`` first), so the arg-max is the same.
 
     Returns:
         ``(best value, its part A, splits looked at, ψ evaluated)``; ``(-inf, lowest leaf, 0, 0)``
@@ -204,18 +209,48 @@ def warm_start(s, rec, best, c, t_s, s_p, log_tp, stop, prune):  # pragma: no co
             x &= x - 1
         s1 = s ^ x
         a1 = np.int64(best[s1])
+        # the candidates' parts A (each holds the lowest leaf), by decreasing W sum
+        first, second, third = a1 | x, a1, s1
+        q_first = np.int64(wq[first]) + np.int64(wq[s ^ first])
+        q_second = np.int64(wq[second]) + np.int64(wq[s ^ second])
+        q_third = np.int64(wq[third]) + np.int64(wq[s ^ third])
+        if q_second > q_first:
+            first, second, q_first, q_second = second, first, q_second, q_first
+        if q_third > q_second:
+            second, third, q_second, q_third = third, second, q_third, q_second
+            if q_second > q_first:
+                first, second, q_first, q_second = second, first, q_second, q_first
+        cut = floor
+        cut_q = _cut_q(cut + _LOG_4PI - slack, scale)
+        inv_scale = 1.0 / scale
         for j in range(3):
-            a = a1 | x if j == 0 else (a1 if j == 1 else s1)
+            a = first if j == 0 else (second if j == 1 else third)
+            q_sum = q_first if j == 0 else (q_second if j == 1 else q_third)
+            if q_sum <= cut_q:
+                break  # the rest have smaller sums
             b = s ^ a
-            if rec[a, V] > _NEG_INF and rec[b, V] > _NEG_INF:
+            v_a = rec[a, V]
+            v_b = rec[b, V]
+            if v_a > _NEG_INF and v_b > _NEG_INF:
                 passed += 1
+                t_a = rec[a, T]
+                t_b = rec[b, T]
+                if cut > _NEG_INF:
+                    tight = split_bound_given_parent(
+                        t_a, t_b, t_s, log_tp, stop, np.int64(wq[a]) * inv_scale - v_a,
+                        np.int64(wq[b]) * inv_scale - v_b, c,
+                    ) + v_a + v_b + slack
+                    if not tight > cut:
+                        continue
                 evaluated += 1
-                psi = split_llh_given_parent(rec[a, T], rec[b, T], t_s, s_p, log_tp, stop, c)
+                psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
                 if psi != _NEG_INF:
-                    v = psi + rec[a, V] + rec[b, V]
+                    v = psi + v_a + v_b
                     if v > best_v or (v == best_v and a > best_a):
                         best_v = v
                         best_a = a
+                        cut = max(_cut(best_v), floor)
+                        cut_q = _cut_q(cut + _LOG_4PI - slack, scale)
     return best_v, best_a, passed, evaluated
 
 
@@ -252,7 +287,8 @@ def scan_splits(
         b = rest ^ sub
         qa = np.int64(wq[a])
         qb = np.int64(wq[b])
-        if qa + qb > cut_q:
+        # the current best split was scored already (by the warm start)
+        if qa + qb > cut_q and (a != best_a or best_v == _NEG_INF):
             v_a = rec[a, V]
             v_b = rec[b, V]
             if v_a > _NEG_INF and v_b > _NEG_INF:
