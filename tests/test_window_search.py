@@ -410,6 +410,9 @@ def test_root_window_reaches_the_top_of_the_tree():
     jet = generate(8, ShowerParams.w(), seed=54_200, min_leaves=22, max_leaves=22)[7]
     without = window_search(jet, root_size=0)
     res = window_search(jet)
+    # four sampled start trees reach the MAP's basin without the root window
+    assert window_search(jet, root_size=0, n_sampled=4).log_likelihood > (
+        without.log_likelihood + 0.01)
     assert res.options["root_size"] == 16 and without.options["root_size"] == 0
     assert without.stats["window_optimal"] and without.stats["root_windows"] == 0
     assert res.stats["root_windows"] >= 1 and res.stats["window_optimal"]
@@ -466,6 +469,7 @@ def test_registry_and_options():
     ({"window_size": True}, "window_size must be an integer"),
     ({"n_random": -1}, "n_random must be in 0 .. inf"),
     ({"n_starts": 0}, "n_starts must be in 1 .. inf"),
+    ({"n_sampled": -1}, "n_sampled must be in 0 .. inf"),
     ({"top_size": -1}, "top_size must be in 0 .. 20"),
     ({"top_size": 21}, "top_size must be in 0 .. 20"),
     ({"beam_size": 0}, "beam_size must be in 1 .. inf"),
@@ -515,3 +519,92 @@ def _flip(nested: object) -> object:
         return nested
     a, b = nested  # type: ignore[misc]
     return (_flip(b), _flip(a))
+
+
+# ---------------------------------------------------------------------- sampled start trees
+def _sampled(jet: Jet, likelihood: str, count: int, temperature: float, rseed: int):
+    from jetastar.clustering._agglomerative import canonical_results, jet_arrays
+
+    leaves, consts = jet_arrays(jet, likelihood)
+    hist, steps = _wk.sampled_histories(leaves, consts, count, temperature, np.uint64(rseed))
+    return canonical_results(hist, steps, jet.n_leaves)
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_sampled_trees_are_scored_exactly_and_reproducible(likelihood):
+    """Every drawn history is a tree over the jet's leaves whose summed steps are its exact
+    log-likelihood; the same seed draws the same trees, another seed other trees."""
+    jet = _jet("qcd", 14, 3)
+    trees, totals = _sampled(jet, likelihood, 12, 2.0, 7)
+    assert len(trees) == 12 and all(t.n_leaves == 14 for t in trees)
+    for tree, total in zip(trees, totals, strict=True):
+        assert total == log_likelihood(jet, tree, likelihood)
+    again, _ = _sampled(jet, likelihood, 12, 2.0, 7)
+    assert again == trees
+    other, _ = _sampled(jet, likelihood, 12, 2.0, 8)
+    assert other != trees
+    assert len(set(trees)) > 3  # draws, not one tree
+
+
+@pytest.mark.parametrize("likelihood", FORMS)
+def test_sampled_trees_at_zero_temperature_are_greedy(likelihood):
+    """T → 0 puts all the weight on the most likely pair: greedy's tree."""
+    for seed in range(4):
+        jet = _jet("w", 12, 20 + seed)
+        trees, _ = _sampled(jet, likelihood, 2, 1e-9, seed)
+        assert trees[0] == greedy(jet, likelihood).tree == trees[1]
+
+
+def test_sampled_first_merge_follows_exp_psi_over_t():
+    """On three leaves the first merge decides the tree: its frequencies over 6000 draws match
+    exp(ψ / T) / Z within 5 standard deviations, for T = 2 and T = 0.5."""
+    from jetastar.ginkgo.likelihood import split_llh
+
+    jet = Jet(np.array([[40.0, 3.0, 1.0, 38.0], [30.0, -2.0, 2.0, 28.0],
+                        [20.0, 1.0, -3.0, 19.0]]), ShowerParams.qcd(t_cut=1.0))
+    c = jet.likelihood_constants("symmetric")[0]
+    lt = jet.leaf_t
+    psi = {}
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        p = jet.leaves[a] + jet.leaves[b]
+        psi[frozenset((a, b))] = split_llh(lt[a], lt[b], p[0] ** 2 - p[1:] @ p[1:], c)
+    assert all(np.isfinite(v) for v in psi.values())
+    for temperature in (2.0, 0.5):
+        trees, _ = _sampled(jet, "symmetric", 6000, temperature, 11)
+        weights = {k: math.exp(v / temperature) for k, v in psi.items()}
+        z = sum(weights.values())
+        for pair, w in weights.items():
+            seen = sum(pair in tree.clusters() for tree in trees)
+            expected = 6000 * w / z
+            sigma = math.sqrt(6000 * (w / z) * (1 - w / z))
+            assert abs(seen - expected) <= 5 * sigma + 1, (temperature, pair, seen, expected)
+
+
+def test_sampled_trees_when_every_merge_is_impossible():
+    """Every pair −inf (a jet below t_cut): the draws are uniform, still valid trees."""
+    leaves = np.array([[1.0, 0.0, 0.0, 0.99], [1.0, 0.0, 0.01, 0.99], [1.0, 0.01, 0.0, 0.99],
+                       [1.0, 0.0, 0.0, 0.98]])
+    jet = Jet(leaves, ShowerParams.qcd(t_cut=100.0))
+    trees, totals = _sampled(jet, "symmetric", 30, 2.0, 1)
+    assert all(t.n_leaves == 4 for t in trees) and np.all(totals == -np.inf)
+    assert len(set(trees)) > 1
+
+
+def test_sampled_starts_are_searched_besides_the_others():
+    """``n_sampled`` start trees (none by default) are searched besides the six others; the same
+    seed gives the same result, and the estimate of the CPU time grows with the starts."""
+    jet = _jet("qcd", 20, 2)
+    res = window_search(jet, exact_first=False, n_sampled=4)
+    assert res.options["n_sampled"] == 4 and res.stats["sampled_starts"] == 4
+    assert res.stats["starts"] > 6
+    again = window_search(jet, exact_first=False, n_sampled=4)
+    assert again.tree == res.tree and again.log_likelihood == res.log_likelihood
+    none = window_search(jet, exact_first=False)
+    assert none.options["n_sampled"] == 0 and none.stats["sampled_starts"] == 0
+    assert none.stats["starts"] <= 6
+    assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+    # a jet solved as one window draws nothing
+    small = window_search(_jet("qcd", 12, 1), exact_first=False, n_sampled=4)
+    assert small.stats["sampled_starts"] == 0
+    assert expected_cpu_seconds("window-search", 20, {"n_sampled": 6}) > expected_cpu_seconds(
+        "window-search", 20, {})

@@ -14,10 +14,13 @@ the tree's log-likelihood changes by the difference of the interior's ψ sums.
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
-from ..ginkgo.likelihood import split_llh
+from ..ginkgo.likelihood import split_llh, t_of
+from ._agglomerative import leaf_ts, pair_llh
 
 _NEG_INF = -np.inf
 
@@ -295,3 +298,126 @@ def preorder(root, left, right, out):  # pragma: no cover - numba
         depth += 2
     return n_out
 
+
+
+@nb.njit(cache=True)
+def sampled_histories(leaves, consts, count, temperature, rseed):  # pragma: no cover - numba
+    """``count`` merge histories drawn at random, each merge with probability ∝ ``exp(ψ / T)``.
+
+    Greedy merges the most likely pair; here every step draws one pair of the current clusters
+    with weight ``exp((ψ − ψ_max) / temperature)`` (pairs with ``ψ = −inf`` never, unless every
+    pair has it: then uniformly). The draws are start trees of :func:`window_search` from basins
+    that greedy, beam search and the kt family do not reach. The leaves' pair values are computed
+    once for all draws; each draw then scores only the pairs of the cluster it made (O(n²) split
+    evaluations and O(n³) weights per draw). Random numbers: splitmix64 from the uint64 ``rseed``.
+
+    Args:
+        leaves: ``(n, 4)`` float64 leaves; consts: ``(2, 5)`` constants (root row last).
+        count: number of histories; temperature: ``T > 0``.
+
+    Returns:
+        ``(histories (count, n − 1, 2), steps (count, n − 1))``: the merged node ids of each step
+        (leaves ``0 .. n−1``, step ``k`` makes node ``n + k``) and each merge's ψ (root row at the
+        last step), as :func:`jetastar.clustering._agglomerative.canonical_results` takes them.
+    """
+    n = leaves.shape[0]
+    m = max(2 * n - 1, 1)
+    hist = np.zeros((count, max(n - 1, 0), 2), dtype=np.int64)
+    steps = np.zeros((count, max(n - 1, 0)), dtype=np.float64)
+    if n < 2:
+        return hist, steps
+    c = consts[0]
+    lt = leaf_ts(leaves, c)
+    base = np.full((n, n), _NEG_INF)
+    for i in range(n):
+        for j in range(i + 1, n):
+            base[i, j] = pair_llh(leaves, lt, i, j, c)
+    p = np.empty((m, 4), dtype=np.float64)
+    t = np.empty(m, dtype=np.float64)
+    tab = np.empty((n, n), dtype=np.float64)  # by slot: tab[low slot, high slot]
+    node_of = np.empty(n, dtype=np.int64)
+    live = np.empty(n, dtype=np.int64)
+    weight = np.empty(n * (n - 1) // 2, dtype=np.float64)
+    state = rseed
+    inv_t = 1.0 / temperature
+    for d in range(count):
+        for i in range(n):
+            for x in range(4):
+                p[i, x] = leaves[i, x]
+            t[i] = lt[i]
+            node_of[i] = i
+            live[i] = i
+            for j in range(n):
+                tab[i, j] = base[i, j]
+        k = n
+        for step in range(n - 1):
+            # draw a pair (x < y: positions in ``live``)
+            pick_x = 0
+            pick_y = 1
+            if k > 2:
+                top = _NEG_INF
+                for x in range(k):
+                    for y in range(x + 1, k):
+                        sx = live[x]
+                        sy = live[y]
+                        v = tab[sx, sy] if sx < sy else tab[sy, sx]
+                        if v > top:
+                            top = v
+                total = 0.0
+                q = 0
+                for x in range(k):
+                    for y in range(x + 1, k):
+                        sx = live[x]
+                        sy = live[y]
+                        v = tab[sx, sy] if sx < sy else tab[sy, sx]
+                        w = 1.0 if top == _NEG_INF else math.exp((v - top) * inv_t)
+                        weight[q] = w
+                        total += w
+                        q += 1
+                state, u = _next_uniform(state)
+                target = u * total
+                acc = 0.0
+                q = 0
+                done = False
+                for x in range(k):
+                    for y in range(x + 1, k):
+                        acc += weight[q]
+                        q += 1
+                        if weight[q - 1] > 0.0:
+                            pick_x = x
+                            pick_y = y
+                            if target < acc:
+                                done = True
+                                break
+                    if done:
+                        break
+            sa = live[pick_x]
+            sb = live[pick_y]
+            a = node_of[sa]
+            b = node_of[sb]
+            node = n + step
+            if step == n - 2:
+                value = pair_llh(p, t, a, b, consts[1])
+            else:
+                value = tab[sa, sb] if sa < sb else tab[sb, sa]
+            hist[d, step, 0] = a
+            hist[d, step, 1] = b
+            steps[d, step] = value
+            for x in range(4):
+                p[node, x] = p[a, x] + p[b, x]
+            t[node] = t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+            # the new cluster takes slot sa; slot sb leaves
+            node_of[sa] = node
+            live[pick_y] = live[k - 1]
+            k -= 1
+            if step < n - 2:
+                for x in range(k):
+                    so = live[x]
+                    if so == sa:
+                        continue
+                    v = pair_llh(p, t, node, node_of[so], c)
+                    if sa < so:
+                        tab[sa, so] = v
+                    else:
+                        tab[so, sa] = v
+    return hist, steps

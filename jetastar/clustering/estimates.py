@@ -145,10 +145,10 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
     Args:
         name: ``"trellis"`` (the exact MAP engine) or ``"window-search"``.
         n_leaves: size of the jet.
-        options: the window search's options (``window_size``, ``n_random``, ``widen``: more
-            effort, more time; ``root_size``: its root window; missing or ``None``: the window
-            search's default for this size, :func:`window_defaults`); ignored for
-            ``"trellis"``.
+        options: the window search's options (``window_size``, ``n_random``, ``widen``,
+            ``n_starts``, ``n_sampled``: more effort, more time; ``root_size``: its root window;
+            missing or ``None``: the window search's default for this size,
+            :func:`window_defaults`); ignored for ``"trellis"``.
 
     Returns:
         Seconds, or ``None`` for other algorithms.
@@ -167,9 +167,12 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
             default[k] if options.get(k) is None else int(options[k])
             for k in ("n_random", "widen", "root_size")
         )
+        starts = int(options.get("n_starts") or 6) + int(options.get("n_sampled") or 0)
         # a window of K parts costs about 3**K / 2 split bounds; the frontiers per cluster are
-        # 2 + n_random; widen searches the best optima once more with larger windows
-        effort = max(2.0 ** (window - 13), 0.25) * (2 + n_random) / 6.0 * (1.0 + 0.5 * widen)
+        # 2 + n_random; widen searches the best optima once more with larger windows; each start
+        # tree is searched (six by default)
+        effort = (max(2.0 ** (window - 13), 0.25) * (2 + n_random) / 6.0 * (1.0 + 0.5 * widen)
+                  * starts / 6.0)
         # the root window after the search (``root_size``): enumerated like an exact MAP of that
         # many leaves (measured 50-80 ms at 16, 0.15-0.2 s at 17)
         root_s = _MAP_CPU_PER_SPLIT * 3.0 ** min(root, n) / 2.0 if window < root < n else 0.0

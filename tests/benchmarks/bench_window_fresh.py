@@ -20,7 +20,9 @@ its own seeds, written here):
   (run once with them; its misses were looked at afterwards);
 * ``report3``: fresh seeds ``REPORT3_BASE + 100 N + type`` for the defaults after that (its
   20-24-leaf jets have been looked at since);
-* ``report4``: fresh seeds ``REPORT4_BASE + 100 N + type`` for the defaults after that.
+* ``report4``: fresh seeds ``REPORT4_BASE + 100 N + type`` for the defaults after that (its
+  20-24-leaf jets have been looked at since);
+* ``report5``: fresh seeds ``REPORT5_BASE + 100 N + type`` for the defaults after that.
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -74,6 +76,7 @@ REPORT_BASE = 52_000
 REPORT2_BASE = 85_000
 REPORT3_BASE = 96_000
 REPORT4_BASE = 118_000
+REPORT5_BASE = 131_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -83,7 +86,8 @@ FORMS = ("symmetric", "legacy")
 #: (symmetric form) are in the repository: tuning data too
 OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
-        "report3": REPORT3_BASE, "report4": REPORT4_BASE}
+        "report3": REPORT3_BASE, "report4": REPORT4_BASE,
+        "report5": REPORT5_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
