@@ -608,3 +608,17 @@ def test_sampled_starts_are_searched_besides_the_others():
     assert small.stats["sampled_starts"] == 0
     assert expected_cpu_seconds("window-search", 20, {"n_sampled": 6}) > expected_cpu_seconds(
         "window-search", 20, {})
+    # as text (the command line's --option n_sampled=2)
+    res = cluster(jet, "window-search", n_sampled="2", max_sweeps=1, exact_first=False)
+    assert res.options["n_sampled"] == 2 and res.stats["sampled_starts"] == 2
+
+
+def test_sampled_histories_of_two_leaves_and_none():
+    """Two leaves: the one merge, with the root constants; zero draws: empty arrays."""
+    jet = Jet(np.array([[40.0, 3.0, 1.0, 38.0], [30.0, -2.0, 2.0, 28.0]]),
+              ShowerParams.qcd(t_cut=1.0))
+    trees, totals = _sampled(jet, "symmetric", 3, 2.0, 1)
+    assert all(t == trees[0] for t in trees)
+    assert totals[0] == log_likelihood(jet, trees[0])
+    trees, totals = _sampled(_jet("qcd", 8, 5), "legacy", 0, 2.0, 1)
+    assert trees == [] and totals.shape == (0,)
