@@ -42,6 +42,10 @@ tuned on*) come from::
     maps --set report --sizes 24 --jets 1 --forms symmetric
     small --set tune0 --sizes 20 22 [--option widen_unsure=2 | widen_unsure=3 | n_random=6]
     small --set report --sizes 20 22 24              # once, with the final defaults
+    maps --set report5 --sizes 20 22 --jets 8        # the fifth fresh set
+    small --set report5 [--option n_sampled=4]
+    maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
+    small --set report5 --sizes 26 --forms symmetric
     tiny
     large --jets 3 --baseline beam_size=100
 """
