@@ -355,25 +355,22 @@ def sampled_histories(leaves, consts, count, temperature, rseed):  # pragma: no 
             pick_x = 0
             pick_y = 1
             if k > 2:
+                # the pairs' ψ in drawing order, then their weights relative to the largest
                 top = _NEG_INF
-                for x in range(k):
-                    for y in range(x + 1, k):
-                        sx = live[x]
-                        sy = live[y]
-                        v = tab[sx, sy] if sx < sy else tab[sy, sx]
-                        if v > top:
-                            top = v
-                total = 0.0
                 q = 0
                 for x in range(k):
                     for y in range(x + 1, k):
                         sx = live[x]
                         sy = live[y]
                         v = tab[sx, sy] if sx < sy else tab[sy, sx]
-                        w = 1.0 if top == _NEG_INF else math.exp((v - top) * inv_t)
-                        weight[q] = w
-                        total += w
+                        weight[q] = v
+                        top = max(top, v)
                         q += 1
+                total = 0.0
+                for r in range(q):
+                    w = 1.0 if top == _NEG_INF else math.exp((weight[r] - top) * inv_t)
+                    weight[r] = w
+                    total += w
                 state, u = _next_uniform(state)
                 target = u * total
                 acc = 0.0

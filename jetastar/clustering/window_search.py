@@ -299,8 +299,9 @@ def window_search(
         if proof is not None:
             return _proven(jet, likelihood, proof, options, watch)
     sampled = _sampled_trees(jet, likelihood, n_sampled, seed) if n > window_size else []
-    extra = [*(trees or ()), *sampled]
-    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, extra, n_starts)
+    n_extra = len(trees or ()) + len(sampled)
+    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts,
+                          sampled)
     best_tree, best_ll = starts[0]
     work = _Workspace(jet, likelihood,
                       min(max(window_size + max(widen, widen_unsure), top_size, root_size), n),
@@ -316,9 +317,9 @@ def window_search(
         search.whole(best)
     else:
         bar = search_progress(progress, f"window search jet {jet.label}", "search",
-                              total=min(n_starts + len(extra), len(starts)) + 1)
+                              total=min(n_starts + n_extra, len(starts)) + 1)
         try:
-            best = search.run(starts[:n_starts + len(extra)], bar)
+            best = search.run(starts[:n_starts + n_extra], bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -743,12 +744,14 @@ class _Workspace:
 def _start_trees(
     jet: Jet, likelihood: str, start: str, beam_size: int | None, seed: int,
     max_time: float | None, trees: Sequence[Tree] | None, n_starts: int,
+    scored: Sequence[tuple[Tree, float]] = (),
 ) -> list[tuple[Tree, float]]:
     """Distinct start trees with their log-likelihoods.
 
     First (best first): the tree of ``start`` (the best beam tree, the greedy tree, or approximate
     A*'s tree), the greedy tree, the kt, Cambridge/Aachen and anti-kt trees, the greedy tree of the
-    other likelihood form and ``trees``: trees from different basins, which is what lets restarts
+    other likelihood form, ``trees`` and the trees of ``scored`` (with their log-likelihoods, e.g.
+    the sampled starts): trees from different basins, which is what lets restarts
     reach different optima (the kt family's trees often have impossible splits, which the windows
     remove). Then the rest of the beam.
     """
@@ -774,6 +777,7 @@ def _start_trees(
     first.append((greedy(jet, other).tree, _NEG_INF))
     for tree in trees or ():
         first.append((tree, _NEG_INF))
+    first.extend(scored)
     out: list[tuple[Tree, float]] = []
     seen: set[Tree] = set()
     for tree, ll in first + rest:
@@ -784,16 +788,16 @@ def _start_trees(
     return [*head, *out[len(first):]]
 
 
-def _sampled_trees(jet: Jet, likelihood: str, count: int, seed: int) -> list[Tree]:
+def _sampled_trees(jet: Jet, likelihood: str, count: int, seed: int) -> list[tuple[Tree, float]]:
     """``count`` start trees drawn by :func:`~._window_kernels.sampled_histories` (seeded by
-    ``seed``: the same seed draws the same trees)."""
-    if count == 0 or jet.n_leaves < 3:
+    ``seed``: the same seed draws the same trees), with their exact log-likelihoods."""
+    if count == 0:
         return []
     leaves, consts = jet_arrays(jet, likelihood)
     rseed = np.uint64(np.random.default_rng([seed, 0x5A3D]).integers(0, 2**63 - 1))
     histories, steps = _wk.sampled_histories(leaves, consts, count, SAMPLE_TEMPERATURE, rseed)
-    trees, _ = canonical_results(histories, steps, jet.n_leaves, jet.label)
-    return list(trees)
+    trees, totals = canonical_results(histories, steps, jet.n_leaves, jet.label)
+    return list(zip(trees, totals.tolist(), strict=True))
 
 
 def _check_trees(jet: Jet, trees: Sequence[Tree] | None) -> None:
