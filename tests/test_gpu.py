@@ -145,6 +145,55 @@ def test_batched_many_jets_per_launch():
         _same_table(sol, Trellis(jet, device="cpu"), b)
 
 
+def test_batch_reads_trees_on_the_gpu_and_collections_as_columns():
+    """``tables=False`` brings back each jet's MAP tree (read on the device), root record and
+    impossible-cluster count; they equal what the copied-back tables give. A JetCollection goes
+    through the columnar path and gives the same results as its Jet objects."""
+    from jetastar import Jet, JetCollection
+    from jetastar.clustering._engine import tree_from_best
+
+    collinear = np.array([[5.0, 0.0, 0.0, 4.999], [5.0, 0.0, 0.01, 4.998],
+                          [5.0, 0.01, 0.0, 4.997], [5.0, 0.0, 0.0, 4.996]])
+    jets = [*_jets(4, count=2, seed=31), Jet(collinear, ShowerParams.qcd(), jet_id=77)]
+    for likelihood in ("symmetric", "legacy"):
+        c = np.stack([j.likelihood_constants(likelihood) for j in jets])
+        full = gpu_mod.solve_on_gpu([j.leaves for j in jets], c, **SHARED)
+        small = gpu_mod.solve_on_gpu([j.leaves for j in jets], c, tables=False, **SHARED)
+        assert small.node is None and small.best is None
+        m = full.node.shape[1]
+        for b in range(len(jets)):
+            want = tree_from_best(full.best[b], m - 1, b)
+            assert np.array_equal(small.children[b], want.children)
+            assert np.array_equal(small.root[b].view(np.int64), full.node[b, -1].view(np.int64))
+            assert small.impossible[b] == np.count_nonzero(full.node[b, 1:, 1] == -np.inf)
+        assert small.impossible[-1] > 0 and small.root[-1, 1] == -np.inf
+        collection = JetCollection.from_jets(jets)
+        from_list = exact_trellis_batch(jets, likelihood, device="gpu")
+        from_columns = exact_trellis_batch(collection, likelihood, device="gpu")
+        for a, b, jet in zip(from_list, from_columns, jets, strict=True):
+            one = Trellis(jet, likelihood, device="gpu").result()
+            for r in (a, b):
+                assert r.tree == one.tree and r.tree.to_nested() == one.tree.to_nested()
+                assert r.log_likelihood == one.log_likelihood and r.n_trees == one.n_trees
+                assert r.log_z == one.log_z or (r.log_z == one.log_z == -math.inf)
+                assert (r.status, r.message, r.jet_id) == (one.status, one.message, jet.jet_id)
+                assert r.options == one.options and r.exact and r.upper_bound == one.upper_bound
+                assert r.stats["clusters_impossible"] == one.stats["clusters_impossible"]
+        assert from_columns[-1].status == "all_inf" and from_columns[-1].jet_id == 77
+
+
+def test_batch_of_a_collection_with_an_invalid_jet_names_it():
+    from jetastar import InvalidJetError, JetCollection
+
+    collection = JetCollection.from_jets(_jets(5, count=1, seed=5))
+    bad = np.array(collection.leaves, copy=True)
+    bad[collection.leaf_offsets[1] + 2, 0] = np.nan
+    collection.leaves = bad
+    with pytest.raises(InvalidJetError, match=f"jet {collection.jet_id[1]}") as info:
+        exact_trellis_batch(collection, device="gpu")
+    assert "finite" in str(info.value)
+
+
 def test_all_inf_jet():
     # three nearly collinear light leaves: the whole jet's t is below t_cut, no tree is possible
     from jetastar import Jet

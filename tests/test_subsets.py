@@ -21,6 +21,7 @@ from jetastar.clustering._subsets import (
     popcount,
     subset_sizes,
     subset_sums,
+    subset_sums_many,
     subset_t,
 )
 from jetastar.ginkgo import ShowerParams, generate, likelihood_constants
@@ -90,6 +91,16 @@ def test_subset_sums_and_sizes():
         idx = list(leaves_of(s))
         assert np.allclose(sums[s], values[idx].sum(axis=0), rtol=0, atol=1e-12)
         assert sizes[s] == len(idx)
+
+
+def test_subset_sums_of_many_jets_are_each_jets_bit_for_bit():
+    values = np.random.default_rng(3).normal(size=(5, 9, 4))
+    for lo, hi in ((0, 4), (4, 9), (0, 9), (3, 3)):
+        many = subset_sums_many(values, lo, hi)
+        assert many.shape == (5, 1 << (hi - lo), 4)
+        for b in range(5):
+            one = subset_sums(np.ascontiguousarray(values[b, lo:hi]))
+            assert np.array_equal(many[b], one)
 
 
 def test_masks_by_size():

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import LEAF_OK, leaf_problems
 from .._cuda import resolve_device
 from .._jit import Stopwatch
 from ..clustering import ClusteringResult, algorithm_info, cluster, exact_trellis_batch
@@ -32,6 +33,7 @@ from ..clustering.columnar import (
     ChunkResults,
     cluster_columns,
     columnar_options,
+    params_valid,
 )
 from ..clustering.estimates import estimate_seconds
 from ..clustering.options import as_flag
@@ -259,23 +261,19 @@ def _cluster_on_gpu(
             return
     except (ValueError, GpuUnavailableError):  # a bad option or no GPU: run_one reports it per jet
         return
-    picked, jets = [], []
-    for i in range(len(collection)):
-        n_leaves = int(collection.leaf_offsets[i + 1] - collection.leaf_offsets[i])
-        if _refusal(n_leaves, None, name, o, config) is not None:
-            continue
-        try:
-            jet = _jet_for_clustering(collection, i)
-        except InvalidJetError:
-            continue
-        picked.append(i)
-        jets.append(jet)
-    if not jets:
+    # invalid jets (leaves or parameters, checked over the columns) and refused ones are left to
+    # run_one, which reports them per jet
+    kind = leaf_problems(collection.leaves, collection.leaf_offsets)[0]
+    valid = (kind == LEAF_OK) & params_valid(collection)
+    n_leaves = np.diff(collection.leaf_offsets)
+    picked = [i for i in np.flatnonzero(valid).tolist()
+              if _refusal(int(n_leaves[i]), None, name, o, config) is None]
+    if not picked:
         return
     try:
-        results = exact_trellis_batch(jets, o.get("likelihood"), device="gpu",
+        results = exact_trellis_batch(collection.take(picked), o.get("likelihood"), device="gpu",
                                       max_memory=o.get("max_memory"), progress=False)
-    except TooLargeError:
+    except (TooLargeError, InvalidJetError):
         return
     for i, res in zip(picked, results, strict=True):
         rows[name][i] = dataclasses.replace(res, options={**o, **res.options},

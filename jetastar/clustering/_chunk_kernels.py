@@ -43,7 +43,7 @@ from ..ginkgo.kernels import tree_postorder, tree_split_terms
 from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
 from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
 from ._map_kernels import init_records, solve_cluster, solve_ranks, w_scale_of
-from ._subsets import fill_subset_t
+from ._subsets import fill_subset_t, read_tree
 from .beam import N_REGS, R_DONE, R_NB, R_WORK, beam_advance, beam_state
 from .kt import kt_history, rapidity_problem
 
@@ -324,37 +324,8 @@ def _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, 
         counts[j, 4] += 1
     ll[j] = rec[full, 1]
     # the tree read top-down through the arg-max parts, numbered as tree_from_best numbers it
-    base = noff[j]
-    st_mask = np.empty(2 * n, dtype=np.int64)
-    st_parent = np.empty(2 * n, dtype=np.int64)
-    st_side = np.empty(2 * n, dtype=np.int64)
-    st_mask[0] = full
-    st_parent[0] = -1
-    st_side[0] = 0
-    top = 1
-    next_node = n
-    while top > 0:
-        top -= 1
-        mask = st_mask[top]
-        parent = st_parent[top]
-        side = st_side[top]
-        if mask & (mask - 1) == 0:
-            node = 0
-            while (np.int64(1) << node) != mask:
-                node += 1
-        else:
-            node = next_node
-            next_node += 1
-            part = np.int64(best[mask])
-            st_mask[top] = mask ^ part
-            st_parent[top] = node
-            st_side[top] = 1
-            st_mask[top + 1] = part
-            st_parent[top + 1] = node
-            st_side[top + 1] = 0
-            top += 2
-        if parent >= 0:
-            children[base + parent, side] = node
+    read_tree(best, n, children, noff[j], np.empty(2 * n, dtype=np.int64),
+              np.empty(2 * n, dtype=np.int64), np.empty(2 * n, dtype=np.int64))
     outcome[j] = DONE
 
 

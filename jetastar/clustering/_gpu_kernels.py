@@ -37,7 +37,7 @@ import numpy as np
 from .._cuda import load_cuda, simulator_enabled
 from ..ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
 from ._map_kernels import finish_cluster, scan_splits, warm_start
-from ._subsets import popcount, unsplittable
+from ._subsets import popcount, read_tree, unsplittable
 from ._trellis_kernels import lse_add, lse_value
 
 cuda = load_cuda()
@@ -162,6 +162,47 @@ def init_leaves(n, node, best, count_i, exact_count):  # pragma: no cover - devi
         best[j, s] = 0
         if exact_count:
             count_i[j, s] = 0 if i == n else 1
+
+
+@cuda.jit
+def map_trees(
+    n, node, best, count_i, exact_count, children, root, root_count,
+):  # pragma: no cover - device code
+    """Per jet (one thread each): the MAP tree read top-down through ``best`` into ``children``
+    ``(B, 2n - 1, 2)`` with the numbering of :func:`jetastar.clustering._engine.tree_from_best`
+    (leaf ``i`` is node ``i``; internal nodes in the order that function makes them), and the
+    whole jet's record into ``root`` ``(B, 4)`` and, when ``exact_count``, its exact count into
+    ``root_count`` ``(B,)``. Only these are copied back when a batch needs results, not the
+    tables."""
+    n_jets = node.shape[0]
+    full = (np.int64(1) << n) - 1
+    st_mask = cuda.local.array(64, nb.int64)
+    st_parent = cuda.local.array(64, nb.int64)
+    st_side = cuda.local.array(64, nb.int64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for j in range(start, n_jets, stride):
+        for c in range(2 * n - 1):
+            children[j, c, 0] = -1
+            children[j, c, 1] = -1
+        for c in range(4):
+            root[j, c] = node[j, full, c]
+        if exact_count:
+            root_count[j] = count_i[j, full]
+        read_tree(_plain(best)[j], n, _plain(children)[j], 0, st_mask, st_parent, st_side)
+
+
+@cuda.jit
+def count_impossible(n, node, impossible_out):  # pragma: no cover - device code
+    """``impossible_out[j]`` += the clusters of jet ``j`` (mask ≥ 1) whose MAP is ``-inf`` (the
+    ``clusters_impossible`` statistic of a trellis, without copying its table back)."""
+    n_jets = node.shape[0]
+    m = np.int64(1) << n
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * m, stride):
+        j = tid // m
+        s = tid - j * m
+        if s > 0 and node[j, s, _MAP] == _NEG_INF:
+            cuda.atomic.add(impossible_out, j, 1)
 
 
 @cuda.jit(device=True)

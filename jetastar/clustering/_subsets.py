@@ -160,6 +160,48 @@ def enumerate_splits(mask: int) -> np.ndarray:
     return out
 
 
+
+@nb.njit(cache=True)
+def read_tree(best, n, children, base, st_mask, st_parent, st_side):
+    """The hierarchy over all ``n`` leaves read top-down through arg-max parts ``best[mask]`` (the
+    part holding the lowest leaf), written into ``children[base:base + 2n - 1]`` with the numbering
+    of :func:`jetastar.clustering._engine.tree_from_best` (leaf ``i`` is node ``i``; internal
+    nodes in the order made, depth first, the ``best`` part first). Leaf rows are left as they
+    are (``-1`` where the caller filled them so).
+
+    One function for the CPU chunk kernel and the GPU (which compiles it as a device function);
+    the stacks ``st_*`` (at least ``2n`` int64 each) come from the caller, as each target makes
+    local arrays its own way.
+    """
+    full = (np.int64(1) << n) - 1
+    st_mask[0] = full
+    st_parent[0] = -1
+    st_side[0] = 0
+    top = 1
+    next_node = n
+    while top > 0:
+        top -= 1
+        mask = st_mask[top]
+        parent = st_parent[top]
+        side = st_side[top]
+        if mask & (mask - 1) == 0:
+            node = 0
+            while (np.int64(1) << node) != mask:
+                node += 1
+        else:
+            node = next_node
+            next_node += 1
+            part = np.int64(best[mask])
+            st_mask[top] = mask ^ part
+            st_parent[top] = node
+            st_side[top] = 1
+            st_mask[top + 1] = part
+            st_parent[top + 1] = node
+            st_side[top + 1] = 0
+            top += 2
+        if parent >= 0:
+            children[base + parent, side] = node
+
 @nb.njit(cache=True)
 def subset_sums(values: np.ndarray) -> np.ndarray:
     """Sum of the rows of ``values`` over every subset, by the lowest-bit recurrence (O(2**n k)).
@@ -181,6 +223,24 @@ def subset_sums(values: np.ndarray) -> np.ndarray:
         prev = s ^ low
         for j in range(k):
             out[s, j] = out[prev, j] + values[i, j]
+    return out
+
+
+@nb.njit(cache=True)
+def subset_sums_many(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """:func:`subset_sums` of rows ``lo:hi`` of each of ``B`` jets in one call.
+
+    Args:
+        values: ``(B, n, k)`` float64.
+        lo, hi: the rows summed (the same for every jet).
+
+    Returns:
+        ``(B, 2**(hi - lo), k)``; entry ``b`` is ``subset_sums(values[b, lo:hi])``, bit for bit.
+    """
+    out = np.empty((values.shape[0], np.int64(1) << (hi - lo), values.shape[2]),
+                   dtype=np.float64)
+    for b in range(values.shape[0]):
+        out[b] = subset_sums(np.ascontiguousarray(values[b, lo:hi]))
     return out
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from .._cuda import gpu_status, load_cuda, simulator_enabled
 from ..errors import TooLargeError
 from ._engine import check_memory, format_bytes, split_progress
-from ._subsets import n_splits_total, subset_sums
+from ._subsets import n_splits_total, subset_sums_many
 
 __all__ = [
     "GPU_MIN_LEAVES",
@@ -77,15 +77,28 @@ class GpuSolution:
         finished: False when ``max_time`` stopped the solve (the tables are then incomplete).
         stats: ``device``, ``splits_total``, ``launches``, ``gpu_memory_bytes``, ``time_s``,
             ``gsplits_per_s``, ...
+        root: ``(B, 4)`` the whole jet's record per jet (count column as ``node``'s).
+        children: ``(B, 2n - 1, 2)`` int64 MAP trees (``solve_on_gpu(..., tables=False)``; the
+            numbering of the trees :class:`~jetastar.clustering.Trellis` reads from ``best``).
+        impossible: ``(B,)`` int64 clusters whose MAP is ``-inf`` (``tables=False``).
+
+    With ``tables=False`` only ``root``, ``children`` and ``impossible`` come back (``node`` and
+    ``best`` are ``None``): what a batch of results needs, a few hundred bytes per jet instead of
+    the tables.
     """
 
-    def __init__(self, node: np.ndarray, best: np.ndarray, exact_count: bool, finished: bool,
-                 stats: dict[str, Any]) -> None:
+    def __init__(self, node: np.ndarray | None, best: np.ndarray | None, exact_count: bool,
+                 finished: bool, stats: dict[str, Any], *, root: np.ndarray | None = None,
+                 children: np.ndarray | None = None,
+                 impossible: np.ndarray | None = None) -> None:
         self.node = node
         self.best = best
         self.exact_count = exact_count
         self.finished = finished
         self.stats = stats
+        self.root = root
+        self.children = children
+        self.impossible = impossible
 
 
 def estimate_gpu_memory(n_leaves: int, n_jets: int = 1, log_z: bool = True) -> int:
@@ -193,6 +206,7 @@ def solve_on_gpu(
     max_memory: int | None = None,
     max_time: float | None = None,
     progress: bool = False,
+    tables: bool = True,
     target_threads: int = _TARGET_THREADS,
     min_free_bits: int = _MIN_FREE_BITS,
 ) -> GpuSolution:
@@ -207,6 +221,9 @@ def solve_on_gpu(
         max_memory: host memory limit for the copied-back tables (default: half the available).
         max_time: seconds; checked between launches (the solution is then ``finished=False``).
         progress: show a bar over split scores.
+        tables: copy the solved tables back (``False``: only each jet's root record, MAP tree
+            and count of impossible clusters, made on the GPU; what
+            :func:`~jetastar.clustering.exact_trellis_batch` needs).
         target_threads, min_free_bits: how work is dealt to threads (tests use small values to
             exercise the shared-cluster path).
 
@@ -232,15 +249,18 @@ def solve_on_gpu(
     m = 1 << n
     exact_count = log_z and n <= _MAX_EXACT_COUNT_LEAVES
     what = f"the exact trellis of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
-    host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0))
-    check_memory(host_need, max_memory, who, what + " (copied back from the GPU)",
-                 "use window_search or astar_approx")
+    host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0)) if tables else 0
+    if tables:
+        check_memory(host_need, max_memory, who, what + " (copied back from the GPU)",
+                     "use window_search or astar_approx")
     gpu_need = estimate_gpu_memory(n, n_jets, log_z)
     _check_gpu_memory(gpu_need, who, what)
 
     h = n // 2
-    lo = np.ascontiguousarray([subset_sums(np.ascontiguousarray(p[:h])) for p in leaves])
-    hi = np.ascontiguousarray([subset_sums(np.ascontiguousarray(p[h:])) for p in leaves])
+    stacked = np.ascontiguousarray(
+        leaves if isinstance(leaves, np.ndarray) else np.stack(leaves), dtype=np.float64)
+    lo = subset_sums_many(stacked, 0, h)
+    hi = subset_sums_many(stacked, h, n)
     consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5)
     binom = _binomials(n)
     d_node = cuda.device_array((n_jets, m, 4), dtype=np.float64)
@@ -284,10 +304,27 @@ def solve_on_gpu(
             if not finished:
                 break
     t_dp = time.perf_counter() - started - t_setup
-    node = d_node.copy_to_host()
-    best = d_best.copy_to_host()
-    if exact_count:
-        node.view(np.int64)[:, :, 3] = d_count.copy_to_host()
+    extra: dict[str, np.ndarray] = {}
+    if tables:
+        node = d_node.copy_to_host()
+        best = d_best.copy_to_host()
+        if exact_count:
+            node.view(np.int64)[:, :, 3] = d_count.copy_to_host()
+    else:
+        node = best = None
+        d_children = cuda.device_array((n_jets, 2 * n - 1, 2), dtype=np.int64)
+        d_root = cuda.device_array((n_jets, 4), dtype=np.float64)
+        d_root_count = cuda.device_array(n_jets if exact_count else 1, dtype=np.int64)
+        d_impossible = cuda.to_device(np.zeros(n_jets, dtype=np.int64))
+        _launch(_g.map_trees, n_jets, n, d_node, d_best, d_count, exact_count, d_children,
+                d_root, d_root_count)
+        _launch(_g.count_impossible, n_jets * m, n, d_node, d_impossible)
+        root = d_root.copy_to_host()
+        if exact_count:
+            root.view(np.int64)[:, 3] = d_root_count.copy_to_host()
+        extra = {"root": root, "children": d_children.copy_to_host(),
+                 "impossible": d_impossible.copy_to_host()}
+        host_need = sum(int(a.nbytes) for a in extra.values())
     del d_node, d_best, d_count, scratch
     total = time.perf_counter() - started
     status = gpu_status()
@@ -309,7 +346,7 @@ def solve_on_gpu(
         "time_s": total,
         "gsplits_per_s": done_splits / t_dp / 1e9 if t_dp > 0 else 0.0,
     }
-    return GpuSolution(node, best, exact_count, finished, stats)
+    return GpuSolution(node, best, exact_count, finished, stats, **extra)
 
 
 def gpu_marginals(

@@ -57,13 +57,14 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._columnar import first_leaf_problem
 from .._cuda import resolve_device
 from .._jit import Stopwatch
 from .._progress import PER_JET_DELAY, progress_bar
 from ..costs import CostModel
 from ..errors import InvalidJetError, OptionError
 from ..ginkgo.likelihood import check_likelihood
-from ..jet import Jet
+from ..jet import Jet, JetCollection
 from ..tree import Tree
 from . import _trellis_kernels as _k
 from ._engine import (
@@ -76,6 +77,7 @@ from ._engine import (
     valid_likelihood,
 )
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from .columnar import constant_rows, params_valid
 from .exact_map import exact_map
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
 from .options import as_flag
@@ -797,7 +799,7 @@ def exact_trellis(
 
 
 def exact_trellis_batch(
-    jets: Iterable[Jet],
+    jets: Iterable[Jet] | JetCollection,
     likelihood: str | None = None,
     *,
     device: str | None = "auto",
@@ -809,10 +811,14 @@ def exact_trellis_batch(
 
     On a GPU, jets of equal size are solved together (one launch per cluster size for a whole
     batch), so thousands of small jets cost a few launches instead of thousands; each batch holds
-    at most ``batch_memory`` bytes of tables. On the CPU this is :func:`exact_trellis` per jet.
+    at most ``batch_memory`` bytes of tables. Only what the results need comes back from the GPU
+    (each jet's MAP tree, read on the device, and its root record), not the tables. A
+    :class:`~jetastar.JetCollection` is read as columns (no :class:`~jetastar.Jet` is made per
+    jet). On the CPU this is :func:`exact_trellis` per jet.
 
     Args:
-        jets: :class:`jetastar.Jet` objects (any sizes; at most 30 leaves on the GPU).
+        jets: :class:`jetastar.Jet` objects or a :class:`~jetastar.JetCollection` (any sizes; at
+            most 30 leaves on the GPU).
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU when one is usable).
         max_memory: host memory limit per batch (default: half the available memory).
@@ -824,7 +830,7 @@ def exact_trellis_batch(
         (``stats["device"]`` says where it ran; ``stats["batch_jets"]`` how many shared a batch).
 
     Raises:
-        InvalidJetError: an element is not a Jet.
+        InvalidJetError: an element is not a Jet, or a jet of the collection is invalid.
         TooLargeError: a jet whose trellis does not fit.
         GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
 
@@ -834,27 +840,34 @@ def exact_trellis_batch(
         >>> [r.log_z == exact_trellis(j).log_z for r, j in zip(exact_trellis_batch(jets), jets)]
         [True, True, True]
     """
-    jets = list(jets)
-    for i, jet in enumerate(jets):
-        if not isinstance(jet, Jet):
-            raise InvalidJetError(
-                f"exact_trellis_batch needs jetastar.Jet objects, got {type(jet).__name__}",
-                jet=i, field="jets",
-            )
     likelihood = valid_likelihood(likelihood)
-    on_gpu = bool(jets) and resolve_device(device, worth_it=True) == "gpu"
-    show = len(jets) >= 1000 if progress is None else bool(progress)
-    out: list[ClusteringResult | None] = [None] * len(jets)
-    with progress_bar(total=len(jets), desc="exact trellis", unit="jet", show=show) as bar:
+    columns = _batch_columns(jets, likelihood) if isinstance(jets, JetCollection) else None
+    if columns is None:
+        jets = list(jets)
+        for i, jet in enumerate(jets):
+            if not isinstance(jet, Jet):
+                raise InvalidJetError(
+                    f"exact_trellis_batch needs jetastar.Jet objects, got {type(jet).__name__}",
+                    jet=i, field="jets",
+                )
+    n_total = len(jets)
+    on_gpu = n_total > 0 and resolve_device(device, worth_it=True) == "gpu"
+    if not on_gpu and columns is not None:
+        jets = list(jets)
+    show = n_total >= 1000 if progress is None else bool(progress)
+    out: list[ClusteringResult | None] = [None] * n_total
+    with progress_bar(total=n_total, desc="exact trellis", unit="jet", show=show) as bar:
         if not on_gpu:
             for i, jet in enumerate(jets):
                 out[i] = exact_trellis(jet, likelihood, max_memory, device="cpu", progress=False)
                 bar.update(1)
             return [r for r in out if r is not None]
-        by_size: dict[int, list[int]] = {}
-        for i, jet in enumerate(jets):
-            by_size.setdefault(jet.n_leaves, []).append(i)
-        for n, idx in sorted(by_size.items()):
+        if columns is None:
+            sizes = np.array([jet.n_leaves for jet in jets], dtype=np.int64)
+        else:
+            sizes = np.diff(columns[0])
+        for n in np.unique(sizes).tolist():
+            idx = np.flatnonzero(sizes == n).tolist()
             if n < 2:
                 for i in idx:
                     out[i] = exact_trellis(jets[i], likelihood, max_memory, device="cpu",
@@ -865,17 +878,77 @@ def exact_trellis_batch(
             size = max(1, min(len(idx), int(batch_memory) // per_jet))
             for lo in range(0, len(idx), size):
                 part = idx[lo:lo + size]
-                consts = np.stack([jets[i].likelihood_constants(likelihood) for i in part])
-                sol = solve_on_gpu([jets[i].leaves for i in part], consts, log_z=True,
-                                   who=f"jet {jets[part[0]].label}", max_memory=max_memory)
-                stats = dict(sol.stats, batch_jets=len(part))
-                stats["time_s"] = sol.stats["time_s"] / len(part)
-                for b, i in enumerate(part):
-                    tr = Trellis._solved_on_gpu(jets[i], likelihood, consts[b], max_memory,
-                                                sol.node[b], sol.best[b], sol.exact_count, stats)
-                    out[i] = tr.result()
+                if columns is None:
+                    leaves = [jets[i].leaves for i in part]
+                    consts = np.stack([jets[i].likelihood_constants(likelihood) for i in part])
+                    ids = [jets[i].jet_id for i in part]
+                else:
+                    offsets, flat, which, rows, jet_ids = columns
+                    leaves = [flat[offsets[i]:offsets[i + 1]] for i in part]
+                    consts = rows[which[part]]
+                    ids = [int(jet_ids[i]) for i in part]
+                who = f"jet {'<unnamed>' if ids[0] is None else ids[0]}"
+                sol = solve_on_gpu(leaves, consts, log_z=True, who=who, max_memory=max_memory,
+                                   tables=False)
+                for b, r in enumerate(_gpu_results(sol, likelihood, max_memory, ids)):
+                    out[part[b]] = r
                 bar.update(len(part))
     return [r for r in out if r is not None]
+
+
+def _batch_columns(
+    collection: JetCollection, likelihood: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(leaf offsets, leaves, constants row per jet, constants rows, jet ids)`` of a
+    collection whose jets are all valid (checked over the columns); ``None`` otherwise (the jets
+    are then made one by one, which raises the error naming the first invalid one)."""
+    offsets = np.asarray(collection.leaf_offsets, dtype=np.int64)
+    flat = np.ascontiguousarray(collection.leaves, dtype=np.float64)
+    valid = params_valid(collection)
+    if not valid.all() or first_leaf_problem(flat, offsets) is not None:
+        return None
+    which, rows = constant_rows(collection, valid, [likelihood])
+    return offsets, flat, which[0], rows, np.asarray(collection.jet_id)
+
+
+def _gpu_results(sol: Any, likelihood: str, max_memory: int | None,
+                 ids: list[int | None]) -> list[ClusteringResult]:
+    """The results of a batch solved with ``solve_on_gpu(..., tables=False)``: what
+    :meth:`Trellis.result` gives for each jet, made from the root records and the MAP trees
+    read on the GPU."""
+    n = int(sol.stats["n_leaves"])
+    stats = dict(sol.stats, batch_jets=len(ids))
+    stats["time_s"] = sol.stats["time_s"] / len(ids)
+    stats["memory_bytes"] = sol.stats["memory_bytes"] // len(ids)
+    root = sol.root
+    counts = root.view(np.int64)[:, _k.COUNT] if sol.exact_count else root[:, _k.COUNT]
+    leaf_of_node = np.full(2 * n - 1, -1, dtype=np.int64)
+    leaf_of_node[:n] = np.arange(n)
+    leaf_of_node.setflags(write=False)
+    options = {"likelihood": likelihood, "max_memory": max_memory, "threads": None,
+               "prune": True, "device": "gpu"}
+    impossible_message = ("every tree of this jet has likelihood zero (log-likelihood -inf); "
+                          "the tree returned is an arbitrary one")
+    out = []
+    for b, jet_id in enumerate(ids):
+        ll = float(root[b, _k.MAP])
+        inf = ll == -math.inf
+        out.append(ClusteringResult(
+            tree=Tree._trusted(sol.children[b], leaf_of_node, n),
+            log_likelihood=ll,
+            algorithm="trellis",
+            exact=True,
+            likelihood=likelihood,
+            options=dict(options),
+            stats=dict(stats, clusters_impossible=int(sol.impossible[b])),
+            log_z=float(root[b, _k.LOG_Z]),
+            n_trees=int(counts[b]) if sol.exact_count else float(counts[b]),
+            upper_bound=ll,
+            status="all_inf" if inf else "ok",
+            message=impossible_message if inf else "",
+            jet_id=jet_id,
+        ))
+    return out
 
 
 @register(

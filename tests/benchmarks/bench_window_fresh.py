@@ -45,6 +45,7 @@ tuned on*) come from::
     maps --set report5 --sizes 20 22 --jets 8        # the fifth fresh set
     small --set report5 [--option n_sampled=4]
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
+    maps --set report5 --sizes 26 --jets 3 --forms symmetric --device gpu --recheck 1
     small --set report5 --sizes 26 --forms symmetric
     tiny
     large --jets 3 --baseline beam_size=100
@@ -159,7 +160,9 @@ def verdict(res: Any) -> str:
 def cmd_maps(args: argparse.Namespace) -> None:
     path = Path(args.cache)
     cache = json.loads(path.read_text()) if path.exists() else {}
-    _warm_up()
+    if args.device == "cpu":
+        _warm_up()
+    rechecks = []
     for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
         if set_name == "tune0":
             continue  # in the repository already
@@ -169,16 +172,27 @@ def cmd_maps(args: argparse.Namespace) -> None:
             have = cache.get(key, [])
             for i, jet in enumerate(jets):
                 if i < len(have):
+                    if i < args.recheck:
+                        rechecks.append((key, i, jet, form, have[i]["map"]))
                     continue
-                res, cpu = _cpu(exact_map, jet, form, progress=False)
+                t0 = time.perf_counter()
+                res, cpu = _cpu(exact_map, jet, form, progress=False, device=args.device)
                 assert res.exact and res.status == "ok"
-                have.append({"map": res.log_likelihood, "cpu_s": cpu})
+                have.append({"map": res.log_likelihood, "cpu_s": cpu, "device": args.device,
+                             "wall_s": time.perf_counter() - t0})
                 cache[key] = have
-                print(f"{key} jet {i}: {res.log_likelihood:.9f} ({cpu:.1f} CPU-s)", flush=True)
+                print(f"{key} jet {i}: {res.log_likelihood:.9f} ({cpu:.1f} CPU-s, "
+                      f"{have[-1]['wall_s']:.1f} s on {args.device})", flush=True)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(".tmp")
                 tmp.write_text(json.dumps(cache, indent=1))
                 tmp.replace(path)
+    for key, i, jet, form, stored in rechecks:  # the same MAP again, on --device
+        t0 = time.perf_counter()
+        res = exact_map(jet, form, progress=False, device=args.device)
+        print(f"recheck {key} jet {i} on {args.device}: {res.log_likelihood:.9f}, stored "
+              f"{stored:.9f}, |diff| {abs(res.log_likelihood - stored):.1e} "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
 def _load_maps(path: str) -> dict[str, Any]:
@@ -288,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", action="append", default=[],
                         help="large: also run the window search with these options (key=value)")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                        help="maps: where exact_map runs (gpu: the MAP of 26-leaf jets in seconds)")
+    parser.add_argument("--recheck", type=int, default=0,
+                        help="maps: compute the first N cached MAPs again and print the difference")
     args = parser.parse_args(argv)
     defaults = {"maps": ([20, 22], 8), "small": ([20, 22], 1000), "tiny": ([6, 9, 12, 14, 16, 17, 18], 4),
                 "large": ([30, 50, 100], 5)}
