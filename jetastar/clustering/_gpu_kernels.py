@@ -337,8 +337,31 @@ def combine_parts(
 
 
 @cuda.jit
+def parent_table(n, node, consts):  # pragma: no cover - device code
+    """Before the marginals: each cluster's :func:`parent_terms` ``log t`` and stop term, written
+    over its MAP and count columns (the marginals pass works on its own copy of the table and
+    reads neither), so :func:`pull_marginals` does not recompute them for every split."""
+    n_jets = node.shape[0]
+    m = np.int64(1) << n
+    full = m - 1
+    c = cuda.local.array(_N_CONST, nb.float64)
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    for tid in range(start, n_jets * m, stride):
+        j = tid // m
+        s = tid - j * m
+        if s == 0:
+            continue
+        row = 1 if s == full else 0
+        for x in range(_N_CONST):
+            c[x] = consts[j, row, x]
+        pt = parent_terms(node[j, s, _T], c)
+        node[j, s, _MAP] = pt[1]
+        node[j, s, _COUNT] = pt[2]
+
+
+@cuda.jit
 def pull_marginals(
-    k, n, g, i0, n_clusters, binom, node, consts, marg, part_m,
+    k, n, g, i0, n_clusters, binom, node, consts, marg, part_m, table,
 ):  # pragma: no cover - device code
     """Posterior marginals of the clusters ``i0 ..`` of size ``k`` (``k < n``), pulled from their
     parents.
@@ -347,19 +370,26 @@ def pull_marginals(
     every parent ``c | d`` (a larger cluster, already final) that splits into ``c`` and ``d``. The
     complement's bits are dealt to ``P = 2**g`` threads as in :func:`solve_parts`; with ``g > 0``
     the partial sums go to ``part_m`` (summed by :func:`combine_marginals`). Same total work as the
-    CPU's push formulation, and no two threads write one cluster.
+    CPU's push formulation, and no two threads write one cluster. With ``table`` the parents'
+    :func:`parent_terms` come from :func:`parent_table` (same values, so the same marginals bit for
+    bit); without, each split computes them.
     """
     n_parts = np.int64(1) << g
     n_jets = node.shape[0]
     full = (np.int64(1) << n) - 1
-    cst = cuda.local.array(_N_CONST, nb.float64)
+    c0 = cuda.local.array(_N_CONST, nb.float64)
+    c1 = cuda.local.array(_N_CONST, nb.float64)
     start, stride = cuda.grid(1), cuda.gridsize(1)
     for tid in range(start, n_jets * n_clusters * n_parts, stride):
         p, j, s = _work_item(tid, n_parts, n_clusters, i0, k, n, binom)
         comp = full ^ s
         lz_s = node[j, s, _LOG_Z]
+        t_s = node[j, s, _T]
         total = 0.0
         if lz_s != _NEG_INF:
+            for x in range(_N_CONST):
+                c0[x] = consts[j, 0, x]
+                c1[x] = consts[j, 1, x]
             fixed = _lowest_bits(comp, g)
             free = comp ^ fixed
             f = _deposit(p, fixed)
@@ -372,14 +402,21 @@ def pull_marginals(
                     lz_p = node[j, par, _LOG_Z]
                     lz_d = node[j, d, _LOG_Z]
                     if w > 0.0 and lz_p != _NEG_INF and lz_d != _NEG_INF:
-                        row = 1 if par == full else 0
-                        for x in range(_N_CONST):
-                            cst[x] = consts[j, row, x]
                         t_p = node[j, par, _T]
-                        pt = parent_terms(t_p, cst)
-                        psi = split_llh_given_parent(
-                            node[j, s, _T], node[j, d, _T], t_p, pt[0], pt[1], pt[2], cst
-                        )
+                        if table:
+                            s_p = math.sqrt(t_p) if t_p > 0.0 else math.nan
+                            log_tp = node[j, par, _MAP]
+                            stop = node[j, par, _COUNT]
+                        elif par == full:
+                            s_p, log_tp, stop = parent_terms(t_p, c1)
+                        else:
+                            s_p, log_tp, stop = parent_terms(t_p, c0)
+                        if par == full:
+                            psi = split_llh_given_parent(t_s, node[j, d, _T], t_p, s_p, log_tp,
+                                                         stop, c1)
+                        else:
+                            psi = split_llh_given_parent(t_s, node[j, d, _T], t_p, s_p, log_tp,
+                                                         stop, c0)
                         if psi != _NEG_INF:
                             total += w * math.exp(psi + lz_s + lz_d - lz_p)
                 if h == 0:

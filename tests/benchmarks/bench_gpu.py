@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 # numba-cuda warns about every small grid (the first cluster sizes); the table is what matters here
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
@@ -101,7 +103,7 @@ def main() -> int:
         gpu_status,
     )
     from jetastar.clustering._subsets import n_splits_total
-    from jetastar.clustering.gpu import solve_on_gpu
+    from jetastar.clustering.gpu import gpu_marginals, solve_on_gpu
     from jetastar.ginkgo import ShowerParams, generate
 
     status = gpu_status()
@@ -217,6 +219,17 @@ def main() -> int:
                                "gsplits_per_s": rate / 1e9}
         print(f"marginals n={n_marg}: {dt:.2f} s ({rate / 1e9:.1f} Gsplit/s); MAP clusters: "
               f"{[round(p, 3) for _c, p in tr.map_clusters_with_marginals()[:6]]}", flush=True)
+        if left() > 3 * dt:  # the first version: parent terms computed for every split
+            consts = jet.likelihood_constants("symmetric")[None]
+            _sync()
+            t0 = time.perf_counter()
+            old = gpu_marginals(tr._node[None], consts, parent_terms_table=False)[0]
+            dt_old = time.perf_counter() - t0
+            same = bool(np.array_equal(old, marg))
+            ok &= same
+            report["marginals"].update(time_per_split_terms_s=dt_old, same_as_per_split=same)
+            print(f"marginals n={n_marg}, parent terms per split: {dt_old:.2f} s "
+                  f"(same values bit for bit: {same})", flush=True)
 
     print()
     print(f"GPU: {status['device']}")
@@ -227,6 +240,11 @@ def main() -> int:
                 print(f"{kind:13s} {row['n']:3d} {'skipped':>9s}")
             else:
                 print(f"{kind:13s} {row['n']:3d} {row['time_s']:9.2f} {row['gsplits_per_s']:9.1f}")
+    mg = report["marginals"]
+    if mg:
+        print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s"
+              + (f" (parent terms per split: {mg['time_per_split_terms_s']:.2f} s)"
+                 if "time_per_split_terms_s" in mg else ""))
     b = report["batch"]
     print(f"batch {b['n_leaves']} leaves: {b['jets_per_s']:,.0f} jets/s; "
           f"checks: {'ALL OK' if ok else 'FAILED'}")
