@@ -397,6 +397,9 @@ def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
 
     jets = _jets(5, count=3, seed=41) + _jets(6, count=2, seed=42) + _jets(9, count=1, seed=43)
     coll = JetCollection.from_jets(jets)
+    bad = np.array(coll.leaves, copy=True)
+    bad[coll.leaf_offsets[1], 0] = np.nan  # jet 1 is invalid: left to the per-jet path
+    coll.leaves = bad
     calls = []
     real = work.exact_trellis_batch
 
@@ -409,11 +412,11 @@ def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
     limits = {"trellis": 8}
     gpu = cluster_collection(coll, BatchConfig(["trellis"], options=opts, max_leaves=limits,
                                                device="gpu"))["trellis"]
-    assert calls == [len(jets) - 2]  # the two 9-leaf jets are over the size limit
+    assert calls == [len(jets) - 3]  # the two 9-leaf jets are over the size limit
     cpu = cluster_collection(coll, BatchConfig(["trellis"], options=opts, max_leaves=limits,
                                                device="cpu"))["trellis"]
-    assert calls == [len(jets) - 2]
-    assert list(gpu.status) == list(cpu.status)
+    assert calls == [len(jets) - 3]
+    assert list(gpu.status) == list(cpu.status) and gpu.status[1] == "failed"
     fin = np.isfinite(cpu.log_likelihood)
     np.testing.assert_allclose(gpu.log_likelihood[fin], cpu.log_likelihood[fin], rtol=1e-12)
     np.testing.assert_allclose(gpu.log_z[fin], cpu.log_z[fin], rtol=1e-9)
