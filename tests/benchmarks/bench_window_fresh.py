@@ -22,7 +22,9 @@ its own seeds, written here):
   20-24-leaf jets have been looked at since);
 * ``report4``: fresh seeds ``REPORT4_BASE + 100 N + type`` for the defaults after that (its
   20-24-leaf jets have been looked at since);
-* ``report5``: fresh seeds ``REPORT5_BASE + 100 N + type`` for the defaults after that.
+* ``report5``: fresh seeds ``REPORT5_BASE + 100 N + type`` for the defaults after that (its misses
+  have been looked at since);
+* ``report6``: fresh seeds ``REPORT6_BASE + 100 N + type``, the same defaults once more.
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -44,6 +46,8 @@ tuned on*) come from::
     small --set report --sizes 20 22 24              # once, with the final defaults
     maps --set report5 --sizes 20 22 --jets 8        # the fifth fresh set
     small --set report5 [--option n_sampled=4]
+    maps --set report6 --sizes 20 22 --jets 8        # the sixth, same defaults
+    small --set report6
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
     maps --set report5 --sizes 26 --jets 3 --forms symmetric --device gpu --recheck 1
     small --set report5 --sizes 26 --forms symmetric
@@ -82,6 +86,7 @@ REPORT2_BASE = 85_000
 REPORT3_BASE = 96_000
 REPORT4_BASE = 118_000
 REPORT5_BASE = 131_000
+REPORT6_BASE = 142_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -92,7 +97,7 @@ FORMS = ("symmetric", "legacy")
 OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
-        "report5": REPORT5_BASE}
+        "report5": REPORT5_BASE, "report6": REPORT6_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
