@@ -8,6 +8,10 @@ Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by p
     python tests/benchmarks/bench_gpu.py --budget 420 --sizes 20,22,24,26,28
     python tests/benchmarks/bench_gpu.py --make-reference   # (CPU) recompute the stored values
 
+The first run on an H100 (2026-11-27) took 4.5 min with ``--budget 200 --sizes 20,22,24,26,28``;
+its numbers are in ``docs/gpu.md``. Since then the script also times the marginals with and without
+the parent-terms table and a sweep of threads per launch (the two open leads).
+
 It is one script for one scarce GPU session: it checks first (the stored CPU values: MAP to 1e-9,
 log Z to 1e-9 relative, the same tree), then times each size, and skips a size whose predicted time
 (the last size's rate, 3x the splits per leaf) would not fit the remaining budget, so it finishes in
@@ -86,6 +90,9 @@ def main() -> int:
     ap.add_argument("--batch-jets", type=int, default=20000, help="12-leaf jets in the batch test")
     ap.add_argument("--marginals-size", type=int, default=22,
                     help="leaves of the jet whose marginals are timed (150 s at 24 on one H100)")
+    ap.add_argument("--sweep-size", type=int, default=24, help="leaves of the threads sweep")
+    ap.add_argument("--sweep-threads", default=str(1 << 19) + "," + str(1 << 20) + "," + str(1 << 21),
+                    help="target threads per launch to compare (full DP, each twice)")
     ap.add_argument("--json", default=None, help="write every number here")
     ap.add_argument("--make-reference", action="store_true", help="recompute the CPU reference")
     ap.add_argument("--simulate", action="store_true",
@@ -115,7 +122,7 @@ def main() -> int:
     if tiny:
         args.sizes, args.map_sizes, args.batch_jets = "6,7", "6,7", 20
     report: dict = {"gpu": status["device"], "check": [], "full": [], "map_only": [],
-                    "map_unbounded": [], "batch": None, "marginals": None}
+                    "map_unbounded": [], "batch": None, "marginals": None, "sweep": []}
     # warm-up: compile every kernel once (both forms share them)
     t0 = time.perf_counter()
     warm = _jet(6 if tiny else 10)
@@ -231,6 +238,25 @@ def main() -> int:
             print(f"marginals n={n_marg}, parent terms per split: {dt_old:.2f} s "
                   f"(same values bit for bit: {same})", flush=True)
 
+    # 5. threads per launch (the lead of the first H100 run: 2**19 gave 36.9 Gsplit/s against
+    # 33.4 for the default 2**21, one sample each): each setting twice, alternating
+    n_sweep = 7 if tiny else args.sweep_size
+    settings = [int(x) for x in args.sweep_threads.split(",") if x]
+    jet = _jet(n_sweep)
+    consts = jet.likelihood_constants("symmetric")[None]
+    for rep in range(2):
+        for target in settings:
+            if left() < 30:
+                break
+            sol = solve_on_gpu([jet.leaves], consts, tables=False, target_threads=target)
+            report["sweep"].append({"n": n_sweep, "target_threads": target, "rep": rep,
+                                    "time_dp_s": sol.stats["time_dp_s"],
+                                    "gsplits_per_s": sol.stats["gsplits_per_s"],
+                                    "map": float(sol.root[0, 1])})
+            print(f"sweep n={n_sweep} target_threads=2**{target.bit_length() - 1} run {rep}: "
+                  f"DP {sol.stats['time_dp_s']:.2f} s, {sol.stats['gsplits_per_s']:.1f} Gsplit/s",
+                  flush=True)
+
     print()
     print(f"GPU: {status['device']}")
     print(f"{'':13s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s}")
@@ -245,6 +271,9 @@ def main() -> int:
         print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s"
               + (f" (parent terms per split: {mg['time_per_split_terms_s']:.2f} s)"
                  if "time_per_split_terms_s" in mg else ""))
+    for row in report["sweep"]:
+        print(f"sweep {row['n']} leaves, 2**{row['target_threads'].bit_length() - 1} threads: "
+              f"{row['gsplits_per_s']:.1f} Gsplit/s")
     b = report["batch"]
     print(f"batch {b['n_leaves']} leaves: {b['jets_per_s']:,.0f} jets/s; "
           f"checks: {'ALL OK' if ok else 'FAILED'}")
