@@ -199,6 +199,34 @@ def test_batch_of_a_collection_with_an_invalid_jet_names_it():
     assert "finite" in str(info.value)
 
 
+def test_launches_silence_only_numba_cudas_low_occupancy_warning():
+    """On an H100 every small grid (the first cluster sizes) printed numba-cuda's low-occupancy
+    warning, which ``-W error`` turns into a failure; other warnings still come through."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    class FakeKernel:
+        def __init__(self, message):
+            self.message, self.launched = message, 0
+
+        def __getitem__(self, config):
+            def run(*args):
+                self.launched += 1
+                warnings.warn(NumbaPerformanceWarning(self.message), stacklevel=1)
+            return run
+
+    quiet = FakeKernel("\x1b[1mGrid size 3 will likely result in GPU under-utilization due to "
+                       "low occupancy.\x1b[0m")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gpu_mod._launch(quiet, 10)
+    assert quiet.launched == 1
+    loud = FakeKernel("Host array used in CUDA kernel will incur copy overhead to/from device.")
+    with pytest.warns(NumbaPerformanceWarning, match="Host array"):
+        gpu_mod._launch(loud, 10)
+
+
 def test_all_inf_jet():
     # three nearly collinear light leaves: the whole jet's t is below t_cut, no tree is possible
     from jetastar import Jet
