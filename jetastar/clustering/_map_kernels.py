@@ -182,6 +182,17 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
     return (np.int64(1) << (popcount(s) - 1)) - 1, passed + p2, evaluated + e2, 0
 
 
+@nb.njit(cache=True, inline="always")
+def _tight_bound(t_a, t_b, t_s, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack,
+                 c):  # pragma: no cover - numba
+    """The tighter bound on ``ψ + V(A) + V(B)`` of a split that passed the W test (with the
+    slack): the split bound with the parts' ``G`` taken as ``qa / scale − V(A)`` (≥ ``G(A)``, so
+    still a bound). One formula for :func:`warm_start` and :func:`scan_splits`."""
+    return split_bound_given_parent(
+        t_a, t_b, t_s, log_tp, stop, qa * inv_scale - v_a, qb * inv_scale - v_b, c
+    ) + v_a + v_b + slack
+
+
 @nb.njit(cache=True)
 def warm_start(
     s, rec, wq, best, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale
@@ -235,13 +246,10 @@ def warm_start(
                 passed += 1
                 t_a = rec[a, T]
                 t_b = rec[b, T]
-                if cut > _NEG_INF:
-                    tight = split_bound_given_parent(
-                        t_a, t_b, t_s, log_tp, stop, np.int64(wq[a]) * inv_scale - v_a,
-                        np.int64(wq[b]) * inv_scale - v_b, c,
-                    ) + v_a + v_b + slack
-                    if not tight > cut:
-                        continue
+                if cut > _NEG_INF and not _tight_bound(
+                        t_a, t_b, t_s, log_tp, stop, np.int64(wq[a]), np.int64(wq[b]), v_a, v_b,
+                        inv_scale, slack, c) > cut:
+                    continue
                 evaluated += 1
                 psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
                 if psi != _NEG_INF:
@@ -295,11 +303,8 @@ def scan_splits(
                 passed += 1
                 t_a = rec[a, T]
                 t_b = rec[b, T]
-                # qa / scale - V(A) >= G(A): the tighter bound with these is still a bound
-                tight = split_bound_given_parent(
-                    t_a, t_b, t_s, log_tp, stop, qa * inv_scale - v_a, qb * inv_scale - v_b, c
-                ) + v_a + v_b + slack
-                if tight > cut:
+                if _tight_bound(t_a, t_b, t_s, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack,
+                                c) > cut:
                     evaluated += 1
                     psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
                     if psi != _NEG_INF:
