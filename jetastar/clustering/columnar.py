@@ -72,7 +72,7 @@ from .beam import (
     default_beam_size,
     n_trees_capped,
 )
-from .exact_map import estimate_map_memory, root_slack
+from .exact_map import ALL_INF_MESSAGE, estimate_map_memory, root_slack
 from .greedy import greedy_status
 from .kt import minus_inf_message
 from .options import as_flag
@@ -592,8 +592,7 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
     message = np.full(n, "", dtype=object)
     impossible = done & ~(ll > -np.inf)
     status[impossible] = "all_inf"
-    message[impossible] = ("every tree of this jet has likelihood zero (log-likelihood -inf); "
-                           "the tree returned is an arbitrary one")
+    message[impossible] = ALL_INF_MESSAGE
     counters: dict[str, np.ndarray] = {}
     if done.any():
         total = np.array([n_splits_total(int(k)) for k in range(EXACT_CHUNK_MAX + 1)],

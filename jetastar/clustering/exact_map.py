@@ -65,6 +65,11 @@ from .threads import check_threads, parallel_worth_it
 
 __all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map", "map_over_parts", "root_slack", "w_scale"]
 
+#: The message of an exact result whose every tree is impossible (``status="all_inf"``): the same
+#: words from every exact engine (``exact_map``, the trellis on CPU and GPU, the columnar path).
+ALL_INF_MESSAGE = ("every tree of this jet has likelihood zero (log-likelihood -inf); the tree "
+                   "returned is an arbitrary one")
+
 #: The registry key of the exact MAP engine (``cluster(jet, "trellis")`` runs it): the
 #: ``algorithm`` of its results.
 ALGORITHM = "trellis"
@@ -273,8 +278,7 @@ def exact_map(
     status, message = "ok", ""
     if value == -math.inf:
         status = "all_inf"
-        message = ("every tree of this jet has likelihood zero (log-likelihood -inf); the tree "
-                   "returned is an arbitrary one")
+        message = ALL_INF_MESSAGE
     return ClusteringResult(
         tree=tree, log_likelihood=value, algorithm=ALGORITHM, exact=True,
         likelihood=likelihood, options=options, stats=stats, upper_bound=value, status=status,

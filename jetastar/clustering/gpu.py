@@ -261,8 +261,9 @@ def solve_on_gpu(
     m = 1 << n
     exact_count = log_z and n <= _MAX_EXACT_COUNT_LEAVES
     what = f"the exact trellis of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
-    host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0)) if tables else 0
+    host_need = 0  # bytes copied back: the tables, or (below) the roots and trees
     if tables:
+        host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0))
         check_memory(host_need, max_memory, who, what + " (copied back from the GPU)",
                      "use window_search or astar_approx")
     gpu_need = estimate_gpu_memory(n, n_jets, log_z)

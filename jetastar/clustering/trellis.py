@@ -78,7 +78,7 @@ from ._engine import (
 )
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
 from .columnar import constant_rows, params_valid
-from .exact_map import exact_map
+from .exact_map import ALL_INF_MESSAGE, exact_map
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
 from .options import as_flag
 from .registry import register
@@ -696,10 +696,7 @@ class Trellis:
         status, message = "ok", ""
         if ll == -math.inf:
             status = "all_inf"
-            message = (
-                "every tree of this jet has likelihood zero (log-likelihood -inf); the tree "
-                "returned is an arbitrary one"
-            )
+            message = ALL_INF_MESSAGE
         return ClusteringResult(
             tree=self.map_tree(),
             log_likelihood=ll,
@@ -927,8 +924,6 @@ def _gpu_results(sol: Any, likelihood: str, max_memory: int | None,
     leaf_of_node.setflags(write=False)
     options = {"likelihood": likelihood, "max_memory": max_memory, "threads": None,
                "prune": True, "device": "gpu"}
-    impossible_message = ("every tree of this jet has likelihood zero (log-likelihood -inf); "
-                          "the tree returned is an arbitrary one")
     out = []
     for b, jet_id in enumerate(ids):
         ll = float(root[b, _k.MAP])
@@ -945,7 +940,7 @@ def _gpu_results(sol: Any, likelihood: str, max_memory: int | None,
             n_trees=int(counts[b]) if sol.exact_count else float(counts[b]),
             upper_bound=ll,
             status="all_inf" if inf else "ok",
-            message=impossible_message if inf else "",
+            message=ALL_INF_MESSAGE if inf else "",
             jet_id=jet_id,
         ))
     return out
