@@ -24,7 +24,9 @@ its own seeds, written here):
   20-24-leaf jets have been looked at since);
 * ``report5``: fresh seeds ``REPORT5_BASE + 100 N + type`` for the defaults after that (its misses
   have been looked at since);
-* ``report6``: fresh seeds ``REPORT6_BASE + 100 N + type``, the same defaults once more.
+* ``report6``: fresh seeds ``REPORT6_BASE + 100 N + type``, the same defaults once more (its misses
+  have been looked at since);
+* ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -87,6 +89,7 @@ REPORT3_BASE = 96_000
 REPORT4_BASE = 118_000
 REPORT5_BASE = 131_000
 REPORT6_BASE = 142_000
+REPORT7_BASE = 164_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -97,7 +100,8 @@ FORMS = ("symmetric", "legacy")
 OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
-        "report5": REPORT5_BASE, "report6": REPORT6_BASE}
+        "report5": REPORT5_BASE, "report6": REPORT6_BASE,
+        "report7": REPORT7_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
