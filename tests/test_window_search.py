@@ -410,11 +410,14 @@ def test_root_window_reaches_the_top_of_the_tree():
     # 22 leaves (no top windows); four starts' local optima are the same tree, 0.087 nats below
     # the MAP (-157.3255, by exact_map in 30 CPU-s: too slow to repeat here)
     jet = generate(8, ShowerParams.w(), seed=54_200, min_leaves=22, max_leaves=22)[7]
-    without = window_search(jet, root_size=0)
-    res = window_search(jet)
-    # four sampled start trees reach the MAP's basin without the root window
-    assert window_search(jet, root_size=0, n_sampled=4).log_likelihood > (
+    former = {"n_sampled": 0, "skip_duplicates": False}  # the defaults before the sampled starts
+    without = window_search(jet, root_size=0, **former)
+    res = window_search(jet, **former)
+    # four sampled start trees reach the MAP's basin without the root window; so do the two of
+    # today's defaults
+    assert window_search(jet, root_size=0, n_sampled=4, skip_duplicates=False).log_likelihood > (
         without.log_likelihood + 0.01)
+    assert window_search(jet, root_size=0).log_likelihood > without.log_likelihood + 0.01
     assert res.options["root_size"] == 16 and without.options["root_size"] == 0
     assert without.stats["window_optimal"] and without.stats["root_windows"] == 0
     assert res.stats["root_windows"] >= 1 and res.stats["window_optimal"]
@@ -589,26 +592,38 @@ def test_sampled_trees_when_every_merge_is_impossible():
 
 
 def test_sampled_starts_are_searched_besides_the_others():
-    """``n_sampled`` start trees (none by default) are searched besides the six others; the same
-    seed gives the same result, and the estimate of the CPU time grows with the starts."""
+    """``n_sampled`` start trees (two by default below 23 leaves, none from 23 on) are searched
+    besides the six others; the same seed gives the same result, and the estimate of the CPU time
+    grows with the starts."""
     jet = _jet("qcd", 20, 2)
     res = window_search(jet, exact_first=False, n_sampled=4)
     assert res.options["n_sampled"] == 4 and res.stats["sampled_starts"] == 4
     assert res.stats["starts"] > 6
     again = window_search(jet, exact_first=False, n_sampled=4)
     assert again.tree == res.tree and again.log_likelihood == res.log_likelihood
-    none = window_search(jet, exact_first=False)
+    default = window_search(jet, exact_first=False)
+    assert default.options["n_sampled"] == 2 and default.stats["sampled_starts"] == 2
+    none = window_search(jet, exact_first=False, n_sampled=0)
     assert none.options["n_sampled"] == 0 and none.stats["sampled_starts"] == 0
     assert none.stats["starts"] <= 6
     assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+    big = window_search(_jet("qcd", 24, 4), beam_size=100, max_sweeps=1)
+    assert big.options["n_sampled"] == 0 and big.stats["sampled_starts"] == 0
     # a jet solved as one window draws nothing
     small = window_search(_jet("qcd", 12, 1), exact_first=False, n_sampled=4)
     assert small.stats["sampled_starts"] == 0
     # the cost model (a formula of the options, no timing) counts the sampled starts as starts:
     # six drawn besides the six deterministic ones double the search's estimate
-    base = expected_cpu_seconds("window-search", 20, {"root_size": 0})
+    base = expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 0})
     doubled = expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 6})
     assert doubled == pytest.approx(2.0 * base, rel=1e-12) and doubled > base
+    # the defaults' two sampled starts count as well (a third more), and skipping duplicates
+    # (on in all three) takes its measured share off
+    assert expected_cpu_seconds("window-search", 20, {"root_size": 0}) == pytest.approx(
+        base * 8.0 / 6.0, rel=1e-12)
+    assert expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 0,
+                                                      "skip_duplicates": False}) == pytest.approx(
+        base / 0.86, rel=1e-12)
     # as text (the command line's --option n_sampled=2)
     res = cluster(jet, "window-search", n_sampled="2", max_sweeps=1, exact_first=False)
     assert res.options["n_sampled"] == 2 and res.stats["sampled_starts"] == 2
@@ -623,3 +638,49 @@ def test_sampled_histories_of_two_leaves_and_none():
     assert totals[0] == log_likelihood(jet, trees[0])
     trees, totals = _sampled(_jet("qcd", 8, 5), "legacy", 0, 2.0, 1)
     assert trees == [] and totals.shape == (0,)
+
+
+def test_duplicate_starts_are_searched_through_once(monkeypatch):
+    """With ``skip_duplicates`` (the default below 23 leaves) every start is searched through the
+    first stage (11-part windows); a start that then holds an earlier start's tree is dropped, and
+    the last stage (``window_size``) runs once per distinct tree, with that start's own random
+    frontiers; ``max_sweeps`` counts the sweeps of both stages together."""
+    calls: list[tuple[int, int]] = []
+    sweep = _Search._sweep
+
+    def recording(self, st, k_max, salt):
+        calls.append((k_max, salt))
+        return sweep(self, st, k_max, salt)
+
+    monkeypatch.setattr(_Search, "_sweep", recording)
+    jet = _jet("qcd", 20, 2)
+    res = window_search(jet, exact_first=False)
+    starts = res.stats["starts"]
+    assert res.options["skip_duplicates"] is True and starts == 8  # 6 + 2 sampled
+    dropped = res.stats["duplicate_starts"]
+    assert 1 <= dropped < starts
+    # the first stage for every start, the last stage for the distinct ones only, in start order
+    first = {salt for k, salt in calls if k == 11 and salt < starts}
+    last = [salt for k, salt in calls if k == 13 and salt < starts]
+    assert first == set(range(starts))
+    assert len(set(last)) == starts - dropped and last == sorted(last)
+    assert res.stats["window_optimal"]
+    # every start through both stages in turn (as before, and from 23 leaves on)
+    calls.clear()
+    full = window_search(jet, exact_first=False, skip_duplicates=False)
+    assert full.stats["duplicate_starts"] == 0 and full.options["skip_duplicates"] is False
+    assert {salt for k, salt in calls if k == 13 and salt < starts} == set(range(starts))
+    assert res.stats["sweeps"] < full.stats["sweeps"]
+    # one sweep per local search: the first stage's, none left for the last stage of the starts
+    calls.clear()
+    once = window_search(jet, exact_first=False, max_sweeps=1)
+    assert not [salt for k, salt in calls if k == 13 and salt < starts]
+    assert not once.stats["window_optimal"]
+    # from 23 leaves on every start is searched through (no skipping by default)
+    big = window_search(_jet("qcd", 24, 4), beam_size=100, max_sweeps=1)
+    assert big.options["skip_duplicates"] is False and big.stats["duplicate_starts"] == 0
+    with pytest.raises(ValueError, match="skip_duplicates"):
+        window_search(jet, skip_duplicates="sometimes")
+    # as text (the command line's --option skip_duplicates=no)
+    text = cluster(jet, "window-search", skip_duplicates="no", max_sweeps=1, exact_first=False)
+    assert text.options["skip_duplicates"] is False and text.stats["duplicate_starts"] == 0

@@ -25,7 +25,9 @@ window's value depends only on its parts' leaf sets, so this holds across starts
 Local optima of this search are far apart: the MAP of a 20-leaf jet often differs from a window-optimal
 tree in half of its clusters, at a gap of a few tenths of a nat. What finds it is starting from trees
 of different basins: the best beam-search tree, the greedy tree, the kt, Cambridge/Aachen and anti-kt
-trees, and the greedy tree of the other likelihood form (``n_starts`` of them, best first). The best
+trees, and the greedy tree of the other likelihood form (``n_starts`` of them, best first), and below
+23 leaves two trees drawn at random (``n_sampled``); there, every start is searched through the
+11-part stage first and the last stage runs once per distinct tree (``skip_duplicates``). The best
 local optimum is then recombined with the others (windows whose parts are the largest clusters both
 trees share, which can build either tree's structure between them) and searched once more with fresh
 random frontiers. From 23 leaves on, the root window over the clusters the best optimum shares with
@@ -49,8 +51,9 @@ default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reache
 120 jets of 16–22 leaves (98 % over three more seeds) at a median of 0.11–0.28 CPU-s per jet, and of
 28 of 30 jets of 24 leaves with the former defaults (about 0.6 s; ``widen=3, n_random=8``, the
 defaults from 23 to 29 leaves now: 97 % at 2–4 s). On fresh jets
-(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 248 of 256 jets of
-20–22 leaves on four such sets (97 %). At 30, 50 and 100 leaves it is never below approximate A*
+(``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 307 of 320 jets of
+20–22 leaves on five such sets with the former defaults (96 %), and 62 of 64 on a sixth with today's
+(median 0.38 CPU-s). At 30, 50 and 100 leaves it is never below approximate A*
 and above it by 0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
@@ -143,7 +146,8 @@ def window_search(
     window_size: int = DEFAULT_WINDOW_SIZE,
     n_random: int | None = None,
     n_starts: int = 6,
-    n_sampled: int = 0,
+    n_sampled: int | None = None,
+    skip_duplicates: bool | None = None,
     widen: int | None = None,
     widen_unsure: int = 0,
     top_size: int | None = None,
@@ -170,12 +174,18 @@ def window_search(
             23-29 leaves, else 4; :func:`~jetastar.clustering.estimates.window_defaults`).
         n_starts: start trees searched (default 6: the first start, greedy, kt, Cambridge/Aachen,
             anti-kt and the other form's greedy tree, best first; more: further beam trees).
-        n_sampled: start trees drawn at random, searched besides those (default 0): each merge
-            drawn with probability ∝ ``exp(ψ / 2)`` among the current clusters
+        n_sampled: start trees drawn at random, searched besides those (``None``, the default:
+            2 below 23 leaves, else 0; :func:`~jetastar.clustering.estimates.window_defaults`):
+            each merge drawn with probability ∝ ``exp(ψ / 2)`` among the current clusters
             (``SAMPLE_TEMPERATURE``), seeded by ``seed``. They reach basins that the
-            deterministic starts miss, and cost a local search each: with 4 of them, 189 instead
-            of 186 of 192 tuning jets of 20-22 leaves reached the MAP, but 62 of 64 fresh jets
-            either way, at about 1.5 times the CPU time (``docs/window_search.md``).
+            deterministic starts miss, and cost a local search each: with 2 of them, 314 instead
+            of 307 of 320 tuning jets of 20-22 leaves reached the MAP, at 1.26 times the median
+            CPU time (``docs/window_search.md``).
+        skip_duplicates: search each start through the first stage (11-part windows) first, and
+            the last stage only from the distinct trees that reaches, best first (``None``, the
+            default: below 23 leaves; else each start is searched through in turn). Starts often
+            end the first stage in the same tree; 0.86 times the CPU time (with ``n_sampled=2``:
+            313 instead of 314 of the 320 tuning jets).
         widen: after the search, search the three best distinct local optima once more with
             ``window_size + widen`` parts per window (``None``, the default: 3 for jets of 23-29
             leaves, else 0 = no). With ``widen=3`` and ``n_random=8`` the search finds the exact
@@ -262,7 +272,10 @@ def window_search(
     n_random = _check_int(default["n_random"] if n_random is None else n_random, "n_random", 0,
                           None)
     n_starts = _check_int(n_starts, "n_starts", 1, None)
-    n_sampled = _check_int(n_sampled, "n_sampled", 0, None)
+    n_sampled = _check_int(default["n_sampled"] if n_sampled is None else n_sampled, "n_sampled",
+                           0, None)
+    if skip_duplicates is None:
+        skip_duplicates = bool(default["skip_duplicates"])
     widen = _check_int(default["widen"] if widen is None else widen, "widen", 0,
                        MAX_WINDOW_SIZE - window_size)
     widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
@@ -280,12 +293,13 @@ def window_search(
     max_time = check_budget(max_time, "max_time")
     if start not in START_TREES:
         raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
-    for name, flag in (("prove", prove), ("progress", progress), ("exact_first", exact_first)):
+    for name, flag in (("prove", prove), ("progress", progress), ("exact_first", exact_first),
+                       ("skip_duplicates", skip_duplicates)):
         if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts,
-        "n_sampled": n_sampled, "widen": widen,
+        "n_sampled": n_sampled, "skip_duplicates": bool(skip_duplicates), "widen": widen,
         "widen_unsure": widen_unsure,
         "top_size": top_size, "root_size": root_size,
         "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
@@ -307,7 +321,7 @@ def window_search(
                       min(max(window_size + max(widen, widen_unsure), top_size, root_size), n),
                       seed)
     search = _Search(work, window_size, n_random, seed, watch, max_time, max_sweeps, widen,
-                     top_size, widen_unsure, root_size)
+                     top_size, widen_unsure, root_size, bool(skip_duplicates))
     exact = n <= window_size
     stats = search.stats
     stats["path"] = "one_window" if exact else "search"
@@ -363,8 +377,9 @@ class _Search:
     def __init__(self, work: _Workspace, window_size: int, n_random: int, seed: int,
                  watch: Stopwatch, max_time: float | None, max_sweeps: int | None,
                  widen: int = 0, top_size: int = 0, widen_unsure: int = 0,
-                 root_size: int = 0) -> None:
+                 root_size: int = 0, skip_duplicates: bool = False) -> None:
         self.work = work
+        self.skip_duplicates = skip_duplicates
         self.root_size = min(root_size, work.k_cap)
         self.widen = widen
         self.widen_unsure = widen_unsure
@@ -379,24 +394,15 @@ class _Search:
         self.stopped = False
         self.stats: dict[str, Any] = {
             "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
-            "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0, "root_windows": 0,
-            "splits_evaluated": 0,
+            "sweeps": 0, "starts": 0, "duplicate_starts": 0, "recombined": 0, "top_windows": 0,
+            "root_windows": 0, "splits_evaluated": 0,
             "agreeing_optima": 0, "widened": False,
         }
 
     def run(self, starts: list[tuple[Tree, float]], bar: ProgressBar | None) -> _State:
         """Search from every start, recombine the best local optimum with the others, polish."""
         n = self.work.n
-        optima: list[_State] = []
-        for i, (tree, _) in enumerate(starts):
-            state = self.work.load(tree)
-            self.local(state, salt=i)
-            self.stats["starts"] += 1
-            optima.append(state)
-            if bar is not None:
-                bar.update(1)
-            if self.stopped:
-                break
+        optima, twins = self._starts(starts, bar)
         optima.sort(key=lambda st: -st.log_likelihood())  # stable: earlier starts win ties
         best = optima[0]
         others = [set(st.hsh[n:].tolist()) for st in optima[1:]]
@@ -416,8 +422,10 @@ class _Search:
         if self.root_size > self.window_size:
             self._root(best, salt=len(starts) + rounds + 1)
         top = best.log_likelihood()
+        # a start skipped as a duplicate agrees with its twin (ended in the same tree)
         self.stats["agreeing_optima"] = sum(
-            abs(st.log_likelihood() - top) <= _MARGIN * (1.0 + abs(top)) for st in optima[1:])
+            abs(st.log_likelihood() - top) <= _MARGIN * (1.0 + abs(top))
+            for st in [*optima[1:], *twins])
         if self.widen_unsure and not self.widen and self.stats["agreeing_optima"] == 0:
             self.widen = self.widen_unsure
         if self.widen and not self.stopped:
@@ -426,6 +434,49 @@ class _Search:
         if bar is not None:
             bar.update(1)
         return best
+
+    def _starts(self, starts: list[tuple[Tree, float]],
+                bar: ProgressBar | None) -> tuple[list[_State], list[_State]]:
+        """The local optima of the starts, and for each start skipped as a duplicate the optimum
+        it ended with (its twin's state).
+
+        Without ``skip_duplicates`` each start is searched through in turn. With it, every start
+        is searched through the stages before the last; a start that then holds the same tree as
+        an earlier one is dropped, and the last stage runs once per distinct tree, in the order
+        of the starts (each with the start's own random frontiers).
+        """
+        n = self.work.n
+        stages = self._stages()
+        first = stages[:-1] if self.skip_duplicates else stages
+        optima: list[_State] = []
+        salts: list[int] = []
+        sweeps: list[int] = []
+        twins: list[_State] = []
+        seen: dict[frozenset[int], _State] = {}
+        for i, (tree, _) in enumerate(starts):
+            state = self.work.load(tree)
+            done = self.local(state, salt=i, stages=first)
+            self.stats["starts"] += 1
+            if bar is not None:
+                bar.update(1)
+            key = frozenset(state.hsh[n:].tolist()) if self.skip_duplicates else None
+            if key is not None and key in seen:
+                self.stats["duplicate_starts"] += 1
+                twins.append(seen[key])
+            else:
+                if key is not None:
+                    seen[key] = state
+                optima.append(state)
+                salts.append(i)
+                sweeps.append(done)
+            if self.stopped:
+                break
+        if self.skip_duplicates:
+            for i, state in enumerate(optima):
+                if self.stopped:
+                    break
+                self.local(state, salt=salts[i], stages=stages[-1:], sweeps=sweeps[i])
+        return optima, twins
 
     def _widen(self, best: _State, optima: list[_State], salt: int) -> _State:
         """Local searches with ``window_size + widen`` parts from the best distinct optima."""
@@ -509,23 +560,35 @@ class _Search:
         work.solve(st, st.root, k, self.stats)
         st.optimal = True
 
-    def local(self, st: _State, salt: int) -> None:
-        """Stages of sweeps (window sizes ``STAGES``, then ``window_size``) until none improves;
-        ``salt`` varies the random frontiers (one value per start)."""
+    def _stages(self) -> list[int]:
+        """Window sizes of a local search's stages: ``STAGES`` below ``window_size``, then it."""
+        return [k for k in STAGES if k < self.window_size] + [self.window_size]
+
+    def local(self, st: _State, salt: int, stages: list[int] | None = None,
+              sweeps: int = 0) -> int:
+        """Stages of sweeps (window sizes ``stages``, default :meth:`_stages`) until none
+        improves; ``salt`` varies the random frontiers (one value per start). ``sweeps``: sweeps
+        this local search made before (a search in two calls), counted against ``max_sweeps``.
+
+        Returns:
+            The sweeps made, ``sweeps`` included. The tree is window optimal when the last stage
+            (``window_size``) ended without improvement.
+        """
         st.optimal = False
-        sweeps = 0
-        for k in [k for k in STAGES if k < self.window_size] + [self.window_size]:
+        stages = self._stages() if stages is None else stages
+        for k in stages:
             while True:
                 if self.max_sweeps is not None and sweeps >= self.max_sweeps:
-                    return
+                    return sweeps
                 improved = self._sweep(st, k, salt)
                 sweeps += 1
                 self.stats["sweeps"] += 1
                 if self.stopped:
-                    return
+                    return sweeps
                 if improved == 0:
                     break
-        st.optimal = True
+        st.optimal = bool(stages) and stages[-1] == self.window_size
+        return sweeps
 
     def _sweep(self, st: _State, k_max: int, salt: int) -> int:
         """One sweep over the clusters, top-down. Returns the number of improvements."""
@@ -824,7 +887,7 @@ def _proven(
     """The result of the ``exact_map`` path: the proven MAP, no window solved."""
     stats: dict[str, Any] = {
         "windows_solved": 0, "windows_cached": 0, "improvements": 0, "reverted": 0,
-        "sweeps": 0, "starts": 0, "recombined": 0, "top_windows": 0,
+        "sweeps": 0, "starts": 0, "duplicate_starts": 0, "recombined": 0, "top_windows": 0,
         "splits_evaluated": int(proof.stats.get("splits_evaluated", 0)),
         "agreeing_optima": 0, "widened": False,
         "path": "exact_map", "proved": True, "window_optimal": True, "sampled_starts": 0,
