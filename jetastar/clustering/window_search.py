@@ -233,6 +233,7 @@ def window_search(
         :class:`ClusteringResult` (``algorithm="window-search"``), never below its best start tree.
         ``stats``: ``windows_solved``, ``windows_cached`` (skipped: known optimal),
         ``improvements``, ``sweeps``, ``starts`` (local searches from start trees),
+        ``duplicate_starts`` (starts dropped by ``skip_duplicates``),
         ``recombined`` (improvements by recombination windows), ``sampled_starts`` (start trees
         drawn at random, ``n_sampled``), ``top_windows`` (root windows of
         more than ``window_size`` parts solved), ``window_optimal`` (the final tree
