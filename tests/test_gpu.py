@@ -103,10 +103,7 @@ def test_marginals_equal_the_cpu(shared, likelihood):
     c = jet.likelihood_constants(likelihood)[None]
     marg = gpu_mod.gpu_marginals(tg._node[None], c, **(SHARED if shared else {}))[0]
     np.testing.assert_allclose(marg, tc.marginals_array(), rtol=1e-9, atol=1e-12)
-    # the parent terms from the table or computed per split: the same marginals, bit for bit
-    per_split = gpu_mod.gpu_marginals(tg._node[None], c, parent_terms_table=False,
-                                      **(SHARED if shared else {}))[0]
-    assert np.array_equal(marg, per_split) and marg.max() == 1.0 and (marg > 0).sum() > 2 * 7
+    assert marg.max() == 1.0 and (marg > 0).sum() > 2 * 7
     np.testing.assert_allclose(tg.marginals_array(), tc.marginals_array(), rtol=1e-9, atol=1e-12)
     assert tg.stats["marginal_splits_evaluated"] == 3**7 - 2 * 2**7 + 1
 

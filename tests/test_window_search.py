@@ -30,7 +30,7 @@ from jetastar.clustering import (
     window_search,
 )
 from jetastar.clustering._agglomerative import canonical_results, jet_arrays
-from jetastar.clustering.estimates import expected_cpu_seconds
+from jetastar.clustering.estimates import expected_cpu_seconds, window_effort
 from jetastar.clustering.window_search import _Search, _seed64, _Workspace
 from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
@@ -612,17 +612,15 @@ def test_sampled_starts_are_searched_besides_the_others():
     # a jet solved as one window draws nothing
     small = window_search(_jet("qcd", 12, 1), exact_first=False, n_sampled=4)
     assert small.stats["sampled_starts"] == 0
-    # the cost model (a formula of the options, no timing) counts the sampled starts as starts:
-    # six drawn besides the six deterministic ones double the search's estimate
-    base = expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 0})
-    doubled = expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 6})
+    # the cost model's effort (a dimensionless formula of the options) counts the sampled
+    # starts as starts: six drawn besides the six deterministic ones double it
+    base = window_effort(20, {"n_sampled": 0})
+    doubled = window_effort(20, {"n_sampled": 6})
     assert doubled == pytest.approx(2.0 * base, rel=1e-12) and doubled > base
     # the defaults' two sampled starts count as well (a third more), and skipping duplicates
     # (on in all three) takes its measured share off
-    assert expected_cpu_seconds("window-search", 20, {"root_size": 0}) == pytest.approx(
-        base * 8.0 / 6.0, rel=1e-12)
-    assert expected_cpu_seconds("window-search", 20, {"root_size": 0, "n_sampled": 0,
-                                                      "skip_duplicates": False}) == pytest.approx(
+    assert window_effort(20, {}) == pytest.approx(base * 8.0 / 6.0, rel=1e-12)
+    assert window_effort(20, {"n_sampled": 0, "skip_duplicates": False}) == pytest.approx(
         base / 0.86, rel=1e-12)
     # as text (the command line's --option n_sampled=2)
     res = cluster(jet, "window-search", n_sampled="2", max_sweeps=1, exact_first=False)

@@ -160,7 +160,6 @@ def enumerate_splits(mask: int) -> np.ndarray:
     return out
 
 
-
 @nb.njit(cache=True)
 def read_tree(best, n, children, base, st_mask, st_parent, st_side):
     """The hierarchy over all ``n`` leaves read top-down through arg-max parts ``best[mask]`` (the
@@ -201,6 +200,7 @@ def read_tree(best, n, children, base, st_mask, st_parent, st_side):
             top += 2
         if parent >= 0:
             children[base + parent, side] = node
+
 
 @nb.njit(cache=True)
 def subset_sums(values: np.ndarray) -> np.ndarray:

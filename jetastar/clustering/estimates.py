@@ -39,7 +39,7 @@ from .kt import NN_MIN_LEAVES
 
 __all__ = [
     "DEFAULT_ROOT_SIZE", "ROOT_BELOW_LEAVES", "TOP_FROM_LEAVES", "estimate_seconds",
-    "expected_cpu_seconds", "window_defaults",
+    "expected_cpu_seconds", "window_defaults", "window_effort",
 ]
 
 #: The window search's size-dependent defaults (:func:`window_defaults`): from ``TOP_FROM_LEAVES``
@@ -176,19 +176,41 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
         return _MAP_CPU_FIXED + _MAP_CPU_PER_SPLIT * max(n_splits_total(n), 0)
     if name == "window-search":
         window = int(options.get("window_size") or 13)
-        default = window_defaults(n)
-        n_random, widen, root, sampled, skip = (
-            default[k] if options.get(k) is None else int(options[k])
-            for k in ("n_random", "widen", "root_size", "n_sampled", "skip_duplicates")
-        )
-        starts = int(options.get("n_starts") or 6) + sampled
-        # a window of K parts costs about 3**K / 2 split bounds; the frontiers per cluster are
-        # 2 + n_random; widen searches the best optima once more with larger windows; each start
-        # tree is searched (six by default), duplicates only through the first stage with skip
-        effort = (max(2.0 ** (window - 13), 0.25) * (2 + n_random) / 6.0 * (1.0 + 0.5 * widen)
-                  * starts / 6.0 * (_SKIP_DUPLICATES_FACTOR if skip else 1.0))
+        root = window_defaults(n)["root_size"]
+        root = root if options.get("root_size") is None else int(options["root_size"])
         # the root window after the search (``root_size``): enumerated like an exact MAP of that
         # many leaves (measured 50-80 ms at 16, 0.15-0.2 s at 17)
         root_s = _MAP_CPU_PER_SPLIT * 3.0 ** min(root, n) / 2.0 if window < root < n else 0.0
-        return _WINDOW_CPU_PER_LEAF * n * effort + root_s
+        return _WINDOW_CPU_PER_LEAF * n * window_effort(n, options) + root_s
     return None
+
+
+def window_effort(n_leaves: int, options: dict[str, Any]) -> float:
+    """The window search's local-search effort relative to its former defaults at 20 leaves
+    (``window_size=13``, six starts, ``n_random=4``, no widening, no sampled starts, every start
+    searched through): the factor :func:`expected_cpu_seconds` puts on its per-leaf time, before
+    the root window.
+
+    Args:
+        n_leaves: size of the jet.
+        options: as for :func:`expected_cpu_seconds` (``None`` or missing: the default).
+
+    Example:
+        >>> window_effort(20, {"n_sampled": 0, "skip_duplicates": False})
+        1.0
+        >>> window_effort(20, {"n_sampled": 6, "skip_duplicates": False})
+        2.0
+    """
+    n = int(n_leaves)
+    window = int(options.get("window_size") or 13)
+    default = window_defaults(n)
+    n_random, widen, sampled, skip = (
+        default[k] if options.get(k) is None else int(options[k])
+        for k in ("n_random", "widen", "n_sampled", "skip_duplicates")
+    )
+    starts = int(options.get("n_starts") or 6) + sampled
+    # a window of K parts costs about 3**K / 2 split bounds; the frontiers per cluster are
+    # 2 + n_random; widen searches the best optima once more with larger windows; each start
+    # tree is searched (six by default), duplicates only through the first stage with skip
+    return (max(2.0 ** (window - 13), 0.25) * (2 + n_random) / 6.0 * (1.0 + 0.5 * widen)
+            * starts / 6.0 * (_SKIP_DUPLICATES_FACTOR if skip else 1.0))

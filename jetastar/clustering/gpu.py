@@ -367,7 +367,6 @@ def solve_on_gpu(
 def gpu_marginals(
     node: np.ndarray, consts: np.ndarray, *, who: str = "jet",
     target_threads: int = _TARGET_THREADS, min_free_bits: int = _MIN_FREE_BITS,
-    parent_terms_table: bool = True,
 ) -> np.ndarray:
     """Posterior marginal of every cluster of solved trellises, on the GPU (pull formulation).
 
@@ -377,9 +376,6 @@ def gpu_marginals(
         consts: ``(B, 2, 5)`` likelihood constants.
         who: start of messages.
         target_threads, min_free_bits: as for :func:`solve_on_gpu`.
-        parent_terms_table: compute each cluster's parent terms once, before the pass, into the
-            uploaded copy's unused columns (``False``: once per split, as first built; the same
-            marginals bit for bit; the benchmark times both).
 
     Returns:
         ``(B, 2**n)`` float64: the probability that each cluster is a node of a posterior tree.
@@ -399,15 +395,15 @@ def gpu_marginals(
     d_binom = cuda.to_device(_binomials(n))
     d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5))
     d_part = cuda.device_array(n_scratch, dtype=np.float64)
-    if parent_terms_table:
-        _launch(_g.parent_table, n_jets * m, n, d_node, d_consts)
+    # each cluster's parent terms once, into the uploaded copy's unused MAP and count columns
+    _launch(_g.parent_table, n_jets * m, n, d_node, d_consts)
     for k in range(n - 1, 0, -1):
         launches = _launches(n, n - k + 1, n_jets, target_threads, min_free_bits,
                              splits_per=1 << (n - k), clusters=math.comb(n, k))
         for i0, count, g in launches:
             items = n_jets * count
             _launch(_g.pull_marginals, items << g, k, n, g, i0, count, d_binom, d_node, d_consts,
-                    d_marg, d_part, parent_terms_table)
+                    d_marg, d_part)
             if g:
                 _launch(_g.combine_marginals, items, k, n, g, i0, count, d_binom, d_marg, d_part)
         cuda.synchronize()

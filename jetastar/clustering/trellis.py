@@ -413,20 +413,6 @@ class Trellis:
                            max_memory=self.max_memory, progress=show)
         self._adopt(sol.node[0], sol.best[0], sol.exact_count, sol.stats)
 
-    @classmethod
-    def _solved_on_gpu(
-        cls, jet: Jet, likelihood: str, consts: np.ndarray, max_memory: int | None,
-        node: np.ndarray, best: np.ndarray, exact_count: bool, stats: dict[str, Any],
-    ) -> Trellis:
-        """A Trellis of ``jet`` over tables already solved on the GPU (one jet of a batch)."""
-        self = cls.__new__(cls)
-        self.jet, self.cost_model, self.likelihood = jet, None, likelihood
-        self.max_memory, self.prune, self.threads, self.device = max_memory, True, None, "gpu"
-        self.n_leaves, self._label, self._who = jet.n_leaves, jet.label, f"jet {jet.label}"
-        self._consts, self._marg = consts, None
-        self._adopt(node, best, exact_count, stats)
-        return self
-
     def _adopt(self, node: np.ndarray, best: np.ndarray, exact_count: bool,
                stats: dict[str, Any]) -> None:
         """Take over tables solved elsewhere (the GPU) in this class's layout."""
@@ -693,30 +679,11 @@ class Trellis:
                 upper_bound=ll,
                 jet_id=None,
             )
-        status, message = "ok", ""
-        if ll == -math.inf:
-            status = "all_inf"
-            message = ALL_INF_MESSAGE
-        return ClusteringResult(
-            tree=self.map_tree(),
-            log_likelihood=ll,
-            algorithm="trellis",
-            exact=True,
-            likelihood=self.likelihood,
-            options={
-                "likelihood": self.likelihood,
-                "max_memory": self.max_memory,
-                "threads": self.threads,
-                "prune": self.prune,
-                "device": self.device,
-            },
-            stats=dict(self.stats),
-            log_z=self.log_partition(),
-            n_trees=self.n_trees(),
-            upper_bound=ll,
-            status=status,
-            message=message,
-            jet_id=None if self.jet is None else self.jet.jet_id,
+        return _ginkgo_result(
+            self.map_tree(), ll, self.likelihood,
+            _options(self.likelihood, self.max_memory, self.threads, self.prune, self.device),
+            dict(self.stats), self.log_partition(), self.n_trees(),
+            None if self.jet is None else self.jet.jet_id,
         )
 
     def __repr__(self) -> str:
@@ -922,28 +889,35 @@ def _gpu_results(sol: Any, likelihood: str, max_memory: int | None,
     leaf_of_node = np.full(2 * n - 1, -1, dtype=np.int64)
     leaf_of_node[:n] = np.arange(n)
     leaf_of_node.setflags(write=False)
-    options = {"likelihood": likelihood, "max_memory": max_memory, "threads": None,
-               "prune": True, "device": "gpu"}
-    out = []
-    for b, jet_id in enumerate(ids):
-        ll = float(root[b, _k.MAP])
-        inf = ll == -math.inf
-        out.append(ClusteringResult(
-            tree=Tree._trusted(sol.children[b], leaf_of_node, n),
-            log_likelihood=ll,
-            algorithm="trellis",
-            exact=True,
-            likelihood=likelihood,
-            options=dict(options),
-            stats=dict(stats, clusters_impossible=int(sol.impossible[b])),
-            log_z=float(root[b, _k.LOG_Z]),
-            n_trees=int(counts[b]) if sol.exact_count else float(counts[b]),
-            upper_bound=ll,
-            status="all_inf" if inf else "ok",
-            message=ALL_INF_MESSAGE if inf else "",
-            jet_id=jet_id,
-        ))
-    return out
+    return [
+        _ginkgo_result(
+            Tree._trusted(sol.children[b], leaf_of_node, n), float(root[b, _k.MAP]), likelihood,
+            _options(likelihood, max_memory, None, True, "gpu"),
+            dict(stats, clusters_impossible=int(sol.impossible[b])), float(root[b, _k.LOG_Z]),
+            int(counts[b]) if sol.exact_count else float(counts[b]), jet_id,
+        )
+        for b, jet_id in enumerate(ids)
+    ]
+
+
+def _options(likelihood: str, max_memory: int | None, threads: int | None, prune: bool,
+             device: str) -> dict[str, Any]:
+    """The options of a Ginkgo trellis result (one jet or a batch)."""
+    return {"likelihood": likelihood, "max_memory": max_memory, "threads": threads,
+            "prune": prune, "device": device}
+
+
+def _ginkgo_result(tree: Tree, ll: float, likelihood: str, options: dict[str, Any],
+                   stats: dict[str, Any], log_z: float, n_trees: int | float,
+                   jet_id: int | None) -> ClusteringResult:
+    """A Ginkgo trellis result: :meth:`Trellis.result` and the GPU batch's (``status="all_inf"``
+    with :data:`~jetastar.clustering.exact_map.ALL_INF_MESSAGE` when every tree is impossible)."""
+    inf = ll == -math.inf
+    return ClusteringResult(
+        tree=tree, log_likelihood=ll, algorithm="trellis", exact=True, likelihood=likelihood,
+        options=options, stats=stats, log_z=log_z, n_trees=n_trees, upper_bound=ll,
+        status="all_inf" if inf else "ok", message=ALL_INF_MESSAGE if inf else "", jet_id=jet_id,
+    )
 
 
 @register(

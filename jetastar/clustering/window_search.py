@@ -182,8 +182,8 @@ def window_search(
             of 307 of 320 tuning jets of 20-22 leaves reached the MAP, at 1.26 times the median
             CPU time (``docs/window_search.md``).
         skip_duplicates: search each start through the first stage (11-part windows) first, and
-            the last stage only from the distinct trees that reaches, best first (``None``, the
-            default: below 23 leaves; else each start is searched through in turn). Starts often
+            the last stage only from the distinct trees that reaches, in start order (``None``,
+            the default: below 23 leaves; else each start is searched through in turn). Starts often
             end the first stage in the same tree; 0.86 times the CPU time (with ``n_sampled=2``:
             313 instead of 314 of the 320 tuning jets).
         widen: after the search, search the three best distinct local optima once more with

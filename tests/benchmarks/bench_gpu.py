@@ -9,8 +9,8 @@ Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by p
     python tests/benchmarks/bench_gpu.py --make-reference   # (CPU) recompute the stored values
 
 The first run on an H100 (2026-11-27) took 4.5 min with ``--budget 200 --sizes 20,22,24,26,28``;
-its numbers are in ``docs/gpu.md``. Since then the script also times the marginals with and without
-the parent-terms table and a sweep of threads per launch (the two open leads).
+its numbers are in ``docs/gpu.md``. Since then the script also times a sweep of threads per launch
+(which made 2**19 the default).
 
 It is one script for one scarce GPU session: it checks first (the stored CPU values: MAP to 1e-9,
 log Z to 1e-9 relative, the same tree), then times each size, and skips a size whose predicted time
@@ -31,8 +31,6 @@ import os
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 # numba-cuda warns about every small grid (the first cluster sizes); the table is what matters here
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
@@ -110,7 +108,7 @@ def main() -> int:
         gpu_status,
     )
     from jetastar.clustering._subsets import n_splits_total
-    from jetastar.clustering.gpu import gpu_marginals, solve_on_gpu
+    from jetastar.clustering.gpu import solve_on_gpu
     from jetastar.ginkgo import ShowerParams, generate
 
     status = gpu_status()
@@ -226,20 +224,9 @@ def main() -> int:
                                "gsplits_per_s": rate / 1e9}
         print(f"marginals n={n_marg}: {dt:.2f} s ({rate / 1e9:.1f} Gsplit/s); MAP clusters: "
               f"{[round(p, 3) for _c, p in tr.map_clusters_with_marginals()[:6]]}", flush=True)
-        if left() > 3 * dt:  # the first version: parent terms computed for every split
-            consts = jet.likelihood_constants("symmetric")[None]
-            _sync()
-            t0 = time.perf_counter()
-            old = gpu_marginals(tr._node[None], consts, parent_terms_table=False)[0]
-            dt_old = time.perf_counter() - t0
-            same = bool(np.array_equal(old, marg))
-            ok &= same
-            report["marginals"].update(time_per_split_terms_s=dt_old, same_as_per_split=same)
-            print(f"marginals n={n_marg}, parent terms per split: {dt_old:.2f} s "
-                  f"(same values bit for bit: {same})", flush=True)
 
     # 5. threads per launch (the lead of the first H100 run: 2**19 gave 36.9 Gsplit/s against
-    # 33.4 for the default 2**21, one sample each): each setting twice, alternating
+    # 33.4 for 2**21, the default then, one sample each): each setting twice, alternating
     n_sweep = 7 if tiny else args.sweep_size
     settings = [int(x) for x in args.sweep_threads.split(",") if x]
     jet = _jet(n_sweep)
@@ -268,9 +255,7 @@ def main() -> int:
                 print(f"{kind:13s} {row['n']:3d} {row['time_s']:9.2f} {row['gsplits_per_s']:9.1f}")
     mg = report["marginals"]
     if mg:
-        print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s"
-              + (f" (parent terms per split: {mg['time_per_split_terms_s']:.2f} s)"
-                 if "time_per_split_terms_s" in mg else ""))
+        print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s")
     for row in report["sweep"]:
         print(f"sweep {row['n']} leaves, 2**{row['target_threads'].bit_length() - 1} threads: "
               f"{row['gsplits_per_s']:.1f} Gsplit/s")
