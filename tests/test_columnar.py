@@ -8,14 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, TWINS
+from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, MCTS_TWINS, TWINS
 from helpers.processes import interrupted_on_call
 
 import jetastar
 from jetastar import JetCollection
 from jetastar._columnar import first_leaf_problem, leaf_problems
 from jetastar.batch import BatchConfig, cluster_collection
-from jetastar.clustering import beam_search, exact_map, greedy, kt
+from jetastar.clustering import beam_search, exact_map, greedy, kt, mcts
 from jetastar.clustering.columnar import (
     BEAM_CHUNK_MAX,
     DONE,
@@ -219,7 +219,7 @@ def test_columnar_options():
     assert columnar_options("kt", {"R": -1.0}) is None
     assert columnar_options("kt", {"likelihood": "x"}) is None
     with pytest.raises(ValueError, match="columnar path"):
-        cluster_columns(generate(2, ShowerParams.qcd(), seed=1), {"mcts": {}})
+        cluster_columns(generate(2, ShowerParams.qcd(), seed=1), {"astar-approx": {}})
 
 
 def test_per_jet_leaf_problems_agree_with_the_first_problem():
@@ -339,6 +339,7 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
 @pytest.mark.parametrize(("name", "options", "kernel", "per_call"), [
     ("trellis", {}, "_map_serial", "MAP_SLICE_SPLITS"),
     ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
+    ("mcts", {"n_rollouts": 3}, "_mcts_serial", "MCTS_SLICE_WORK"),
 ])
 def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call,
                                            python_sigint):
@@ -463,3 +464,122 @@ def test_beam_routing_and_options(jets):
     for bad in ({"beam_size": 0}, {"beam_size": 2.5}, {"beam_size": True}, {"max_time": -1},
                 {"likelihood": "x"}, {"threads": 1}):
         assert columnar_options("beam", bad) is None
+
+
+# ---------------------------------------------------------------------- MCTS
+def _mcts_jets(jets):
+    """300 QCD and 300 W jets of the fixture and its 60 larger ones."""
+    return jets.take(np.r_[0:300, 1000:1300, 2000:2060])
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("options", [
+    {},
+    {"n_rollouts": 7, "beam_size": 2, "planning": "max", "decision": "most_visited"},
+    {"prior": "uniform", "beam_size": 0, "n_mc_min": 3, "c_puct": 0.5,
+     "reward_range": (-300.0, -20.0), "seed": None},
+])
+def test_mcts_of_every_jet_is_mcts(jets, likelihood, options):
+    """One kernel call runs MCTS on every jet of 660 (QCD and W, ~8, ~11 and ~20 leaves): the
+    per-jet function's tree (canonical children), value bit for bit, status, message, options
+    and counters."""
+    sub = _mcts_jets(jets)
+    options = {"likelihood": likelihood, **options}
+    flat = cluster_columns(sub, {"mcts": options})["mcts"]
+    assert np.all(flat.outcome == DONE)
+    for i in range(len(sub)):
+        got = flat.result(i)
+        ref = mcts(sub[i], **options)
+        assert np.array_equal(got.tree.children, ref.tree.children), i
+        assert np.array_equal(got.tree.leaf_of_node, ref.tree.leaf_of_node), i
+        assert got.log_likelihood == ref.log_likelihood, i
+        assert (got.status, got.message, got.options) == (ref.status, ref.message, ref.options), i
+        assert got.stats == {k: v for k, v in ref.stats.items() if k != "time_s"}, i
+        assert got.jet_id == ref.jet_id and got.likelihood == likelihood
+
+
+def test_mcts_calls_of_any_size_and_threads_give_the_same_rows(jets, monkeypatch):
+    from jetastar.clustering import _chunk_kernels
+
+    sub = jets.take(np.r_[0:100, 1000:1100, 2000:2020])
+    whole = cluster_columns(sub, {"mcts": {}}, parallel=False)["mcts"]
+    monkeypatch.setattr(_chunk_kernels, "MCTS_SLICE_WORK", 1)
+    for parallel in (False, True):
+        cut = cluster_columns(sub, {"mcts": {}}, parallel=parallel)["mcts"]
+        assert np.array_equal(whole.outcome, cut.outcome)
+        assert np.array_equal(whole.children, cut.children)
+        assert np.array_equal(whole.log_likelihood, cut.log_likelihood, equal_nan=True)
+        assert np.array_equal(whole.work, cut.work)
+        for k in whole.counters:
+            assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_mcts_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets, likelihood):
+    """A batch chunk with invalid, one-leaf and -inf jets: the columnar MCTS table is the per-jet
+    function's, row for row (time aside)."""
+    chunk = _broken(jets)
+    for options in ({}, {"n_rollouts": 4, "decision": "most_visited"}):
+        names = ["mcts", *MCTS_TWINS]
+        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
+                             plugins=["helpers.perjet_algorithms"])
+        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+        for twin, name in MCTS_TWINS.items():
+            _assert_same_table(tables[name], tables[twin], twin)
+        t = tables["mcts"]
+        assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
+        assert "no search path reached a possible tree" in t.message[70]
+        assert t.status[3] == "failed" and t.message[3].startswith("jets.h5: entry 10:")
+        assert list(t.status).count("ok") > 250
+
+
+def test_mcts_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
+    """Under a time limit a search that is not done after the per-jet function's first slice of
+    work goes to that function (here a cap of 20 000 units sends the larger jets there); an
+    estimate above the chunk kernel's cap does too. The table is the per-jet path's."""
+    from jetastar.clustering import columnar
+
+    chunk = jets.take(np.r_[0:100, 1000:1100, 2000:2030])
+    names = ["mcts", *MCTS_TWINS]
+    config = BatchConfig(names, time_limit=30.0, plugins=["helpers.perjet_algorithms"])
+    monkeypatch.setattr(columnar, "FIRST_MCTS_BUDGET_WORK", 20_000)
+    flat = cluster_columns(chunk, {"mcts": {"max_time": 30.0}})["mcts"]
+    assert 20 < (flat.outcome == PER_JET).sum() < len(chunk) - 20
+    assert flat.result(int(np.flatnonzero(flat.outcome == DONE)[0])).options["max_time"] == 30.0
+    slow = flat.result(int(np.flatnonzero(flat.outcome == PER_JET)[0]))
+    assert slow.status == "ok" and slow.options["max_time"] == 30.0 and "time_s" in slow.stats
+    tables = cluster_collection(chunk, config)
+    _assert_same_table(tables["mcts"], tables["perjet-mcts"], "perjet-mcts")
+    assert set(tables["mcts"].status) == {"ok"}
+    # jets estimated above the cap: the per-jet function, whatever the time limit
+    monkeypatch.setattr(columnar, "MCTS_CHUNK_WORK", 50_000)
+    flat = cluster_columns(chunk, {"mcts": {}})["mcts"]
+    over = columnar.mcts_work(np.diff(chunk.leaf_offsets), columnar_options("mcts", {})) > 50_000
+    assert 20 < over.sum() < len(chunk) - 20
+    assert np.array_equal(flat.outcome == PER_JET, over)
+    none = cluster_columns(chunk, {"mcts": {}}, only={"mcts": ~over})["mcts"]
+    assert np.array_equal(none.outcome == NOT_RUN, over)
+
+
+def test_mcts_routing_and_options(jets):
+    defaults = columnar_options("mcts", {})
+    assert defaults == {"likelihood": "symmetric", "n_rollouts": 20, "seed": 0, "n_mc_target": 1,
+                        "n_mc_min": 0, "beam_size": 5, "c_puct": 1.0, "planning": "mean",
+                        "decision": "max_reward", "prior": "likelihood", "rollout": "greedy",
+                        "reward_range": [-500.0, 0.0], "max_time": None}
+    opts = columnar_options("mcts", {"n_rollouts": np.int64(5), "max_time": 2, "seed": 7,
+                                     "reward_range": (-10, 0)})
+    assert opts["n_rollouts"] == 5 and opts["max_time"] == 2.0 and opts["seed"] == 7
+    assert columnar_options("mcts", opts) == opts  # what it returns reads back
+    # sampled rollouts draw from each jet's own generator: the per-jet function
+    for per_jet in ({"rollout": "sample"}, {"seed": np.random.default_rng(1)}):
+        assert columnar_options("mcts", per_jet) is None
+    for bad in ({"n_rollouts": -1}, {"n_rollouts": 2.5}, {"c_puct": float("nan")},
+                {"planning": "best"}, {"reward_range": (0, -1)}, {"max_time": -1},
+                {"likelihood": "x"}, {"seed": True}, {"threads": 1}):
+        assert columnar_options("mcts", bad) is None
+    # sampled rollouts run on the per-jet path, seeded as there
+    sub = jets[:20]
+    tables = jetastar.cluster(sub, "mcts", rollout="sample", seed=3)
+    assert [r.tree for r in tables.results()] == [
+        mcts(sub[i], rollout="sample", seed=3).tree for i in range(20)]

@@ -58,17 +58,17 @@ TIME_OPTIONS = ("max_time", "time_limit")
 #: more, so a chunk's fixed cost is small already, and small chunks keep the workers balanced)
 DEFAULT_CHUNK_SIZE = 50
 #: jets per chunk when every algorithm runs on the columnar path (greedy, kt, cambridge, antikt:
-#: 2-40 µs per jet; the exact MAP of small jets and beam search: 0.1-10 ms per jet of up to 20
-#: leaves). Measured (30 000 QCD jets, those four algorithms, HDF5 in and out, one
+#: 2-40 µs per jet; the exact MAP of small jets, beam search and MCTS: 0.1-10 ms per jet of up
+#: to 20 leaves). Measured (30 000 QCD jets, those four algorithms, HDF5 in and out, one
 #: worker, a loaded 2-core machine): a chunk's reading and part-file writing cost ~0.1 s whatever
 #: its size; chunks of 50 jets ran at 390 jets/s, chunks of 5000 at 3100 jets/s end to end
 COLUMNAR_CHUNK_SIZE = 5000
 #: the first chunks' size when every algorithm runs on the columnar path but some cost up to
-#: 10 ms a jet (beam search, the exact MAP of small jets): 5000 such jets were ~50 s of work before
+#: 10 ms a jet (beam search, MCTS, the exact MAP of small jets): 5000 such jets were ~50 s of work before
 #: the first part and the first measured cost (later chunks are sized by that cost)
 COSTLY_COLUMNAR_CHUNK_SIZE = 200
 #: the columnar algorithms of :data:`COSTLY_COLUMNAR_CHUNK_SIZE`
-_COSTLY_COLUMNAR = frozenset({"beam", "trellis"})
+_COSTLY_COLUMNAR = frozenset({"beam", "mcts", "trellis"})
 
 
 @dataclasses.dataclass
@@ -182,7 +182,7 @@ def auto_chunk_size(config: BatchConfig) -> int:
     exact MAP), else :data:`DEFAULT_CHUNK_SIZE`. Later chunks are sized by the measured cost.
 
     Example:
-        >>> auto_chunk_size(BatchConfig(["greedy", "kt"])), auto_chunk_size(BatchConfig(["mcts"]))
+        >>> auto_chunk_size(BatchConfig(["greedy", "kt"])), auto_chunk_size(BatchConfig(["astar"]))
         (5000, 50)
         >>> auto_chunk_size(BatchConfig(["greedy", "beam"]))
         200

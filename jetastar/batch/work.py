@@ -56,7 +56,7 @@ def in_process_chunk_size(config: BatchConfig) -> int:
     or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path.
 
     Example:
-        >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["mcts"]))
+        >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["astar"]))
         (4096, 50)
     """
     if all(columnar_options(name, options_for(name, config, 1)) is not None
@@ -169,7 +169,7 @@ def cluster_collection(
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
 
     The algorithms of the columnar path (greedy, the kt family, the exact MAP of small jets with
-    their usual options and beam search,
+    their usual options, beam search and MCTS with deterministic rollouts,
     :data:`~jetastar.clustering.columnar.COLUMNAR_ALGORITHMS`) run on the whole collection in one
     kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt

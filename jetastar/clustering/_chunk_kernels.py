@@ -28,6 +28,11 @@ chunk, one jet per thread, with the kernels of the per-jet function (``beam_stat
 ``beam_advance`` in one call, ``greedy_kernel`` for the greedy guard, ``canonical_into`` and
 ``numpy_sum`` for the trees of the final beam): the best tree, its value and the counters are
 those of the per-jet function, bit for bit. The caller routes jets (a width of 0: :data:`PER_JET`).
+
+:func:`mcts_chunk` is MCTS (:func:`~jetastar.clustering.mcts`) with deterministic rollouts on every
+jet of a chunk, one jet per thread, with the per-jet function's search kernel (``mcts_run``: its
+first slice of work, the whole search without a ``max_time``) and ``canonical_into`` /
+``numpy_sum`` for the tree: trees, values and counters are the per-jet function's, bit for bit.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from ._map_kernels import init_records, solve_cluster, solve_ranks, w_scale_of
 from ._subsets import fill_subset_t, read_tree
 from .beam import N_REGS, R_DONE, R_NB, R_WORK, beam_advance, beam_state
 from .kt import kt_history, rapidity_problem
+from .mcts import mcts_run
 
 __all__ = [
     "ALG_ANTIKT",
@@ -59,6 +65,7 @@ __all__ = [
     "EXACT_CHUNK_MAX",
     "INVALID",
     "MAP_SLICE_SPLITS",
+    "MCTS_SLICE_WORK",
     "NOT_RUN",
     "PER_JET",
     "SCORE_BAD_TREE",
@@ -68,7 +75,9 @@ __all__ = [
     "beam_chunk",
     "cluster_chunk",
     "map_chunk",
+    "mcts_chunk",
     "score_chunk",
+    "search_outputs",
 ]
 
 #: algorithm codes (the kt family's exponent p is 2 - code: 1, 0, -1)
@@ -524,6 +533,18 @@ BEAM_SLICE_WORK = 2_500_000
 BEAM_JET_WORK = 2500
 
 
+def search_outputs(loff: np.ndarray, noff: np.ndarray,
+                   n_stats: int) -> tuple[np.ndarray, ...]:
+    """The output arrays of a search's chunk kernel (:func:`beam_chunk`, :func:`mcts_chunk`), as
+    they are before any jet is run: ``(children (K, 2), leaf_of_node (K,), log_likelihood (J,),
+    outcome (J,) all NOT_RUN, stats (J, n_stats), work (J,))``."""
+    n_jets = loff.shape[0] - 1
+    k_all = int(noff[-1])
+    return (np.full((k_all, 2), -1, dtype=np.int64), np.full(k_all, -1, dtype=np.int64),
+            np.full(n_jets, np.nan), np.full(n_jets, NOT_RUN, dtype=np.int64),
+            np.zeros((n_jets, n_stats), dtype=np.int64), np.zeros(n_jets, dtype=np.int64))
+
+
 def beam_chunk(
     leaves: np.ndarray, loff: np.ndarray, noff: np.ndarray, which: np.ndarray,
     consts: np.ndarray, run: np.ndarray, size: np.ndarray, width: np.ndarray,
@@ -552,18 +573,109 @@ def beam_chunk(
         ``duplicates``, ``selection_passes``, ``beam_trees``, ``pair_cache`` and
         ``greedy_added``; ``work`` the search's work units.
     """
-    n_jets = loff.shape[0] - 1
-    k_all = int(noff[-1])
-    children = np.full((k_all, 2), -1, dtype=np.int64)
-    leaf_of_node = np.full(k_all, -1, dtype=np.int64)
-    ll = np.full(n_jets, np.nan)
-    outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
-    stats = np.zeros((n_jets, 7), dtype=np.int64)
-    work = np.zeros(n_jets, dtype=np.int64)
+    children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 7)
     kernel = _beam_parallel if parallel else _beam_serial
     n = np.diff(loff).astype(np.float64)
     done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
     _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, leaves, loff, noff, which, consts, run,
                    size, width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
                    outcome, stats, work, SPACELIKE_TOLERANCE)
+    return children, leaf_of_node, ll, outcome, stats, work
+
+
+# ---------------------------------------------------------------------- MCTS
+@nb.njit(cache=True)
+def _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
+              children, leaf_of_node, ll, outcome, stats, work, tol):  # pragma: no cover - numba
+    """MCTS on jet ``j`` (see :func:`mcts_chunk`), as ``mcts`` runs it."""
+    if not _to_solve(j, leaves, loff, which, run, outcome, tol):
+        return
+    a = loff[j]
+    b = loff[j + 1]
+    n = b - a
+    if n < 2:
+        outcome[j] = PER_JET
+        return
+    lv = leaves[a:b]
+    history, steps, counters, finished, done_work = mcts_run(
+        lv, consts[which[j]], settings_i[0], settings_i[1], settings_i[2], settings_i[3],
+        settings_f[0], settings_i[4], settings_i[5], settings_i[6] != 0, settings_i[7] != 0,
+        settings_f[1], settings_f[2], rng, budget)
+    if not finished:  # over the work cap (a max_time): the per-jet function goes on
+        outcome[j] = PER_JET
+        return
+    m = 2 * n - 1
+    full = np.empty(m, dtype=np.float64)
+    base = noff[j]
+    canonical_into(history, steps, n, children[base:base + m], full)
+    for r in range(m):
+        leaf_of_node[base + r] = r if r < n else -1
+    ll[j] = numpy_sum(full, 0, m)
+    for q in range(4):
+        stats[j, q] = counters[q]
+    work[j] = done_work
+    outcome[j] = DONE
+
+
+@nb.njit(cache=True, parallel=True)
+def _mcts_parallel(lo, hi, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng,
+                   budget, children, leaf_of_node, ll, outcome, stats, work,
+                   tol):  # pragma: no cover - numba
+    for j in nb.prange(lo, hi):
+        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
+                  children, leaf_of_node, ll, outcome, stats, work, tol)
+
+
+@nb.njit(cache=True)
+def _mcts_serial(lo, hi, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng,
+                 budget, children, leaf_of_node, ll, outcome, stats, work,
+                 tol):  # pragma: no cover - numba
+    """The serial twin of :func:`_mcts_parallel` (see :func:`_cluster_serial`)."""
+    for j in range(lo, hi):
+        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
+                  children, leaf_of_node, ll, outcome, stats, work, tol)
+
+
+#: estimated work units per kernel call of :func:`mcts_chunk` (``columnar.mcts_work``): 0.1-0.3 s
+#: at the measured ~16-50 ns per unit, so that an interrupt is seen between calls
+MCTS_SLICE_WORK = 6_000_000
+
+
+def mcts_chunk(
+    leaves: np.ndarray, loff: np.ndarray, noff: np.ndarray, which: np.ndarray,
+    consts: np.ndarray, run: np.ndarray, settings: tuple[Any, ...], estimate: np.ndarray,
+    budget: int, parallel: bool,
+) -> tuple[np.ndarray, ...]:
+    """MCTS (:func:`~jetastar.clustering.mcts`, deterministic rollouts) on every jet of a chunk,
+    in kernel calls of about :data:`MCTS_SLICE_WORK` estimated work each (a run of consecutive
+    jets; at least one jet), with Ctrl-C held during a call and raised between calls.
+
+    Args:
+        leaves, loff, noff, consts: as in :func:`cluster_chunk`.
+        which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
+        run: ``(J,)`` bool: jets to run.
+        settings: the kernel settings of :func:`~jetastar.clustering.mcts.mcts_settings`
+            (``rollout="greedy"``: the random generator is not used).
+        estimate: ``(J,)`` estimated work units of each jet (how jets are cut into calls).
+        budget: work units of a search (``mcts_run``'s budget): a jet not finished within it is
+            :data:`PER_JET`.
+        parallel: jets in parallel (numba's threads) or on this thread.
+
+    Returns:
+        ``(children (K, 2), leaf_of_node (K,), log_likelihood (J,), outcome (J,), stats (J, 4),
+        work (J,))``: ``stats`` are the search's counters (trajectories, nodes, splits evaluated,
+        beam nodes), ``work`` its work units.
+    """
+    target, n_min, n_max, width, c_puct, plan, dec, uniform, sample, lo, hi = settings
+    if sample:
+        raise ValueError("mcts_chunk runs deterministic rollouts only (rollout='greedy')")
+    settings_i = np.array([target, n_min, n_max, width, plan, dec, uniform, sample],
+                          dtype=np.int64)
+    settings_f = np.array([c_puct, lo, hi], dtype=np.float64)
+    children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 4)
+    kernel = _mcts_parallel if parallel else _mcts_serial
+    rng = np.random.default_rng(0)  # not drawn from (deterministic rollouts)
+    _run_in_slices(kernel, np.cumsum(estimate.astype(np.float64)), MCTS_SLICE_WORK, leaves, loff,
+                   noff, which, consts, run, settings_i, settings_f, rng, np.int64(budget),
+                   children, leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work

@@ -9,7 +9,8 @@ and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The exact MA
 (the registry's ``"trellis"`` without ``log_z``) runs on every jet of up to 14 leaves the same way,
 one jet per thread, with the kernels of :func:`~jetastar.clustering.exact_map` (larger jets are
 left to it); beam search too, on every jet of up to 40 leaves (:data:`BEAM_CHUNK_MAX`), with the
-kernels of :func:`~jetastar.clustering.beam_search`. The answer is flat arrays, a
+kernels of :func:`~jetastar.clustering.beam_search`, and MCTS with its default deterministic
+rollouts, with the kernel of :func:`~jetastar.clustering.mcts`. The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
@@ -60,6 +61,7 @@ from ._chunk_kernels import (
     beam_chunk,
     cluster_chunk,
     map_chunk,
+    mcts_chunk,
     score_chunk,
 )
 from ._engine import check_budget, default_memory_limit
@@ -75,6 +77,9 @@ from .beam import (
 from .exact_map import ALL_INF_MESSAGE, estimate_map_memory, root_slack
 from .greedy import greedy_status
 from .kt import minus_inf_message
+from .mcts import ALL_INF_MESSAGE as MCTS_ALL_INF_MESSAGE
+from .mcts import FIRST_BUDGET_SLICE_WORK as FIRST_MCTS_BUDGET_WORK
+from .mcts import mcts_settings
 from .options import as_flag
 from .registry import cluster
 from .result import ClusteringResult
@@ -86,6 +91,7 @@ __all__ = [
     "DONE",
     "INVALID",
     "NOT_RUN",
+    "OWN_CHUNK_KERNELS",
     "PARALLEL_FROM",
     "PER_JET",
     "ChunkResults",
@@ -100,13 +106,16 @@ __all__ = [
 ALG_EXACT_MAP = 4
 #: code of beam search (its own chunk kernel, :func:`._chunk_kernels.beam_chunk`)
 ALG_BEAM = 5
+#: code of MCTS (its own chunk kernel, :func:`._chunk_kernels.mcts_chunk`)
+ALG_MCTS = 6
 
 #: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
 #: exact MAP engine (without ``log_z``) on jets of up to ``EXACT_CHUNK_MAX`` (14) leaves,
-#: ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves
+#: ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves, ``"mcts"`` MCTS with
+#: deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work
 COLUMNAR_ALGORITHMS = {
     "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
-    "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM,
+    "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM, "mcts": ALG_MCTS,
 }
 
 #: the options of beam search (all of them: the columnar path takes every value the per-jet
@@ -119,6 +128,19 @@ BEAM_CHUNK_MEMORY = 64 * 2**20
 #: each: about 0.5 s; the default beam at 40 leaves is 8.3 million) goes to the per-jet
 #: function, which sees Ctrl-C every 0.1 s
 BEAM_CHUNK_WORK = 12_500_000
+#: the algorithms of the path with chunk kernels of their own (the others share ``cluster_chunk``)
+OWN_CHUNK_KERNELS = ("trellis", "beam", "mcts")
+#: the options of MCTS (all of them; ``rollout="sample"`` and a Generator as ``seed`` go to the
+#: per-jet function, whose random draws are one generator's per jet)
+_MCTS_OPTIONS = {"likelihood", "n_rollouts", "seed", "n_mc_target", "n_mc_min", "beam_size",
+                 "c_puct", "planning", "decision", "prior", "rollout", "reward_range", "max_time"}
+#: a jet whose search is estimated at more work units than this (:func:`mcts_work`; ~16-50 ns
+#: each: ~0.4-1 s, 70 leaves with the defaults) goes to the per-jet function, which sees Ctrl-C
+#: every 0.1 s
+MCTS_CHUNK_WORK = 25_000_000
+#: the fixed cost of a jet in :func:`._chunk_kernels.mcts_chunk`, in work units (measured ~200 µs
+#: per QCD jet of ~7 leaves with the defaults, ~50 ns per unit there)
+MCTS_JET_WORK = 3000
 #: the beam counters that the per-jet function gives as bools
 _BOOL_COUNTERS = ("pair_cache", "greedy_added")
 
@@ -136,7 +158,7 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
     does not take, a bad value): those go through the per-jet path, which reports bad values.
 
     Example:
-        >>> columnar_options("kt", {"R": 1000}), columnar_options("mcts", {})
+        >>> columnar_options("kt", {"R": 1000}), columnar_options("astar-approx", {})
         ({'likelihood': 'symmetric', 'R': 1000.0}, None)
     """
     if name not in COLUMNAR_ALGORITHMS:
@@ -145,6 +167,8 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
         return _trellis_options(options)
     if name == "beam":
         return _beam_options(options)
+    if name == "mcts":
+        return _mcts_options(options)
     allowed = {"likelihood"} if name == "greedy" else {"likelihood", "R"}
     if set(options) - allowed:
         return None
@@ -227,6 +251,42 @@ def _beam_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     return {"likelihood": likelihood, "beam_size": None if size is None else int(size),
             "greedy_guard": guard, "max_time": max_time}
+
+
+def _mcts_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The options :func:`~jetastar.clustering.mcts` records (:func:`~.mcts.mcts_settings`), with
+    ``likelihood`` and ``max_time``; ``None`` for a value it would refuse, for sampled rollouts
+    (``rollout="sample"``: each jet's draws come from its own generator, on the per-jet path) and
+    for a :class:`numpy.random.Generator` as ``seed``.
+
+    With a ``max_time`` the chunk kernel stops each search after the work of the per-jet
+    function's first slice, as for beam search (:func:`_beam_options`).
+    """
+    if set(options) - _MCTS_OPTIONS:
+        return None
+    likelihood = options.get("likelihood", "symmetric")
+    if likelihood not in LIKELIHOODS:
+        return None
+    seed = options.get("seed", 0)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        return None
+    rest = {k: v for k, v in options.items() if k not in ("likelihood", "max_time")}
+    try:
+        recorded, settings = mcts_settings(**rest)
+        max_time = check_budget(options.get("max_time"), "max_time")
+    except (OptionError, ValueError, TypeError):
+        return None
+    if settings[8]:  # sampled rollouts
+        return None
+    return {"likelihood": likelihood, **recorded, "max_time": max_time}
+
+
+def mcts_work(n_leaves: np.ndarray, opts: Mapping[str, Any]) -> np.ndarray:
+    """Estimated work units of MCTS on jets of ``n_leaves`` leaves with the options ``opts`` (of
+    :func:`_mcts_options`): ``n⁴ · (n_rollouts + beam_size) / 25`` (measured ~1.1 n⁴ with the
+    defaults, 7-30 leaves) plus :data:`MCTS_JET_WORK`."""
+    n = np.asarray(n_leaves, dtype=np.float64)
+    return n**4 * (opts["n_rollouts"] + opts["beam_size"]) / 25.0 + MCTS_JET_WORK
 
 
 def params_valid(collection: JetCollection) -> np.ndarray:
@@ -376,6 +436,8 @@ class ChunkResults:
                 status=str(self.status[i]), message=str(self.message[i]), jet_id=jet_id,
             )
         opts = {"likelihood": self.likelihood}
+        if self.algorithm == "mcts":  # every option it records is one of its arguments
+            opts.update(self.options)
         for key in ("R", "max_time", "max_memory", "threads", "beam_size", "greedy_guard"):
             if self.options.get(key) is not None:
                 opts[key] = self.options[key]
@@ -455,7 +517,7 @@ def cluster_columns(
             run[q] = np.asarray(only[name], dtype=bool)
     threads = _use_threads(n_jets, parallel)
     out = {}
-    agg = [q for q, name in enumerate(names) if name not in ("trellis", "beam")]
+    agg = [q for q, name in enumerate(names) if name not in OWN_CHUNK_KERNELS]
     if agg:
         which = np.ascontiguousarray(
             np.stack([which_form[forms.index(opts[names[q]]["likelihood"])] for q in agg]))
@@ -477,18 +539,14 @@ def cluster_columns(
             out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff,
                                        children[k], leaf_of_node, ll[k], outcome[k], info[k],
                                        work[k])
-    if "trellis" in names:
-        q = names.index("trellis")
-        out["trellis"] = _map_results(
-            opts["trellis"], collection, leaves, loff, counts, sizes, noff,
-            np.ascontiguousarray(which_form[forms.index(opts["trellis"]["likelihood"])]), consts,
-            np.ascontiguousarray(run[q]), threads)
-    if "beam" in names:
-        q = names.index("beam")
-        out["beam"] = _beam_results(
-            opts["beam"], collection, leaves, loff, counts, sizes, noff,
-            np.ascontiguousarray(which_form[forms.index(opts["beam"]["likelihood"])]), consts,
-            np.ascontiguousarray(run[q]), threads)
+    # the algorithms with chunk kernels of their own, one jet per thread
+    for name, results in (("trellis", _map_results), ("beam", _beam_results),
+                          ("mcts", _mcts_results)):
+        if name in names:
+            form = forms.index(opts[name]["likelihood"])
+            out[name] = results(opts[name], collection, leaves, loff, counts, sizes, noff,
+                                np.ascontiguousarray(which_form[form]), consts,
+                                np.ascontiguousarray(run[names.index(name)]), threads)
     return {name: out[name] for name in names}
 
 
@@ -526,17 +584,9 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     n = counts.shape[0]
     size, width, cache = _beam_plan(opts, counts)
     budget = 2**62 if opts["max_time"] is None else FIRST_BUDGET_SLICE_WORK
-    if n:
-        children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
-            leaves, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"],
-            budget, threads)
-    else:
-        children = np.full((0, 2), -1, dtype=np.int64)
-        leaf_of_node = np.full(0, -1, dtype=np.int64)
-        ll = np.full(0, np.nan)
-        outcome = np.full(0, NOT_RUN, dtype=np.int64)
-        cnt = np.zeros((0, 7), dtype=np.int64)
-        work = np.zeros(0, dtype=np.int64)
+    children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
+        leaves, loff, noff, which, consts, run, size, width, cache, opts["greedy_guard"], budget,
+        threads)
     done = outcome == DONE
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
     status = np.where(done, "ok", "").astype(object)
@@ -562,6 +612,46 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
         leaf_of_node=leaf, counters=counters, work=np.where(done, work, 0).astype(np.float64),
         exact=np.zeros(n, dtype=bool), upper_bound=np.full(n, np.nan),
         row_options={"beam_size": size},
+    )
+
+
+def _mcts_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
+                  loff: np.ndarray, counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray,
+                  which: np.ndarray, consts: np.ndarray, run: np.ndarray,
+                  threads: bool) -> ChunkResults:
+    """MCTS's rows of a chunk (:func:`._chunk_kernels.mcts_chunk`), with the statuses, messages,
+    options and counters of :func:`~jetastar.clustering.mcts`; jets estimated at more than
+    :data:`MCTS_CHUNK_WORK` are left to that function."""
+    n = counts.shape[0]
+    options = {k: v for k, v in opts.items() if k not in ("likelihood", "max_time")}
+    if opts["max_time"] is not None:
+        options["max_time"] = opts["max_time"]
+    _, settings = mcts_settings(**{k: v for k, v in options.items() if k != "max_time"})
+    estimate = mcts_work(counts, opts)
+    over = run & (estimate > MCTS_CHUNK_WORK)
+    budget = 2**62 if opts["max_time"] is None else FIRST_MCTS_BUDGET_WORK
+    children, leaf_of_node, ll, outcome, cnt, work = mcts_chunk(
+        leaves, loff, noff, which, consts, run & ~over, settings, estimate, budget, threads)
+    # a jet over the cap is the per-jet function's (the kernel did not run it)
+    outcome[(outcome == NOT_RUN) & over] = PER_JET
+    done = outcome == DONE
+    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
+    status = np.where(done, "ok", "").astype(object)
+    message = np.full(n, "", dtype=object)
+    impossible = done & ~np.isfinite(ll)
+    status[impossible] = "all_inf"
+    message[impossible] = MCTS_ALL_INF_MESSAGE
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        counters = {k: np.where(done, cnt[:, q], np.nan).astype(np.float64) for k, q in
+                    (("trajectories", 0), ("nodes", 1), ("beam_nodes", 3),
+                     ("splits_evaluated", 2))}
+    return ChunkResults(
+        algorithm="mcts", likelihood=opts["likelihood"], options=options,
+        collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
+        status=status, message=message, node_offsets=node_offsets, children=ch,
+        leaf_of_node=leaf, counters=counters, work=np.where(done, work, 0).astype(np.float64),
+        exact=np.zeros(n, dtype=bool), upper_bound=np.full(n, np.nan),
     )
 
 

@@ -77,7 +77,7 @@ from ._engine import check_budget
 from .registry import register
 from .result import ClusteringResult
 
-__all__ = ["mcts"]
+__all__ = ["ALL_INF_MESSAGE", "FIRST_BUDGET_SLICE_WORK", "mcts", "mcts_run", "mcts_settings"]
 
 _PLANNING = ("mean", "max")
 _DECISIONS = ("max_reward", "most_visited")
@@ -620,13 +620,36 @@ def _mcts_advance(
     return ni, nf
 
 
+@nb.njit(cache=True)
+def mcts_run(
+    leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
+    uniform, sample, lo, hi, rng, budget,
+):  # pragma: no cover - numba
+    """A search in one call (:func:`_mcts_state`, then :func:`_mcts_advance` with ``budget``): the
+    first slice of :func:`_run_mcts`, for kernels that run many jets (the columnar path).
+
+    Returns:
+        ``(history, steps, counters, finished, work)``: the decisions (complete when
+        ``finished``), the counters of :func:`_mcts_advance` and the work units done.
+    """
+    regs = np.zeros(_N_REGS, dtype=np.int64)
+    regs[_R_COUNT] = 1
+    fregs = np.zeros(1, dtype=np.float64)
+    ni, nf, state = _mcts_state(leaves, consts)
+    _mcts_advance(leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning,
+                  decision, uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget)
+    return state[4], state[5], state[6], regs[_R_DONE] != 0, regs[_R_WORK]
+
+
 # ---------------------------------------------------------------------- Python API
+#: the message of a search whose tree has log-likelihood ``-inf`` (status ``"all_inf"``)
+ALL_INF_MESSAGE = "the tree found has log-likelihood -inf (no search path reached a possible tree)"
 #: A search returns to Python between slices of work of about this many seconds (see
 #: :func:`_run_mcts`); the first slice is :data:`_FIRST_SLICE_WORK` units (merges looked at).
 _SLICE_S = 0.1
 _FIRST_SLICE_WORK = 2_000_000
 #: the first slice under a ``max_time``
-_FIRST_BUDGET_SLICE_WORK = 100_000
+FIRST_BUDGET_SLICE_WORK = 100_000
 #: no slice is larger than this (tests set it small to cut a search into many slices)
 _MAX_SLICE_WORK = 2**62
 
@@ -645,7 +668,7 @@ def _run_mcts(
     regs = np.zeros(_N_REGS, dtype=np.int64)
     regs[_R_COUNT] = 1
     fregs = np.zeros(1, dtype=np.float64)
-    budget = _FIRST_SLICE_WORK if max_time is None else _FIRST_BUDGET_SLICE_WORK
+    budget = _FIRST_SLICE_WORK if max_time is None else FIRST_BUDGET_SLICE_WORK
     with DeferredSignals() as held:
         ni, nf, state = _mcts_state(leaves, consts)
         while True:
@@ -666,6 +689,77 @@ def _run_mcts(
                 budget = int(min(max(work * target / took, 1000.0), 8.0 * max(work, budget)))
     history, steps, counters = state[4], state[5], state[6]
     return history, steps, counters, int(regs[_R_DEC])
+
+
+def mcts_settings(
+    n_rollouts: int = 20,
+    seed: Any = 0,
+    *,
+    n_mc_target: int = 1,
+    n_mc_min: int = 0,
+    beam_size: int = 5,
+    c_puct: float = 1.0,
+    planning: str = "mean",
+    decision: str = "max_reward",
+    prior: str = "likelihood",
+    rollout: str = "greedy",
+    reward_range: Any = (-500.0, 0.0),
+) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The options of :func:`mcts` checked, as its results record them, and as its kernel takes them.
+
+    One check for the per-jet function and the columnar path (:mod:`.columnar`), so both accept,
+    refuse and record the same values. ``seed`` is recorded, not checked (:func:`_make_rng` checks
+    it when it makes the generator).
+
+    Returns:
+        ``(options, settings)``: the options dict of a result (without ``max_time``) and
+        ``(n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision, uniform,
+        sample, low, high)`` for :func:`mcts_run` / :func:`_mcts_advance`.
+
+    Raises:
+        ValueError: an invalid value (the message lists the valid ones).
+
+    Example:
+        >>> options, settings = mcts_settings(10, rollout="sample")
+        >>> options["n_rollouts"], options["rollout"], settings[8]
+        (10, 'sample', True)
+    """
+    n_max = _count("n_rollouts", n_rollouts)
+    target = _count("n_mc_target", n_mc_target)
+    n_min = _count("n_mc_min", n_mc_min)
+    width = _count("beam_size", beam_size)
+    try:
+        c = float(c_puct)
+    except (TypeError, ValueError):
+        raise ValueError(f"c_puct must be a number >= 0, got {c_puct!r}") from None
+    if not (math.isfinite(c) and c >= 0.0):
+        raise ValueError(f"c_puct must be a finite number >= 0, got {c_puct!r}")
+    plan = _choice("planning", planning, _PLANNING)
+    dec = _choice("decision", decision, _DECISIONS)
+    uniform = _choice("prior", prior, _PRIORS) == 1
+    sample = _choice("rollout", rollout, _ROLLOUTS) == 1
+    try:
+        lo, hi = (float(x) for x in reward_range)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"reward_range must be two numbers (low, high), got {reward_range!r}"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"reward_range must be finite with low < high, got {reward_range!r}")
+    options = {
+        "n_rollouts": n_max,
+        "seed": seed if isinstance(seed, (int, type(None))) else "Generator",
+        "n_mc_target": target,
+        "n_mc_min": n_min,
+        "beam_size": width,
+        "c_puct": c,
+        "planning": planning,
+        "decision": decision,
+        "prior": prior,
+        "rollout": rollout,
+        "reward_range": [lo, hi],
+    }
+    return options, (target, n_min, n_max, width, c, plan, dec, uniform, sample, lo, hi)
 
 
 def _choice(name: str, value: object, valid: tuple[str, ...]) -> int:
@@ -758,31 +852,14 @@ def mcts(
     check_jet(jet, "mcts")
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
-    n_max = _count("n_rollouts", n_rollouts)
-    target = _count("n_mc_target", n_mc_target)
-    n_min = _count("n_mc_min", n_mc_min)
-    width = _count("beam_size", beam_size)
-    try:
-        c = float(c_puct)
-    except (TypeError, ValueError):
-        raise ValueError(f"c_puct must be a number >= 0, got {c_puct!r}") from None
-    if not (math.isfinite(c) and c >= 0.0):
-        raise ValueError(f"c_puct must be a finite number >= 0, got {c_puct!r}")
-    plan = _choice("planning", planning, _PLANNING)
-    dec = _choice("decision", decision, _DECISIONS)
-    uniform = _choice("prior", prior, _PRIORS) == 1
-    sample = _choice("rollout", rollout, _ROLLOUTS) == 1
-    try:
-        lo, hi = (float(x) for x in reward_range)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"reward_range must be two numbers (low, high), got {reward_range!r}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"reward_range must be finite with low < high, got {reward_range!r}")
+    options, settings = mcts_settings(
+        n_rollouts, seed, n_mc_target=n_mc_target, n_mc_min=n_mc_min, beam_size=beam_size,
+        c_puct=c_puct, planning=planning, decision=decision, prior=prior, rollout=rollout,
+        reward_range=reward_range,
+    )
     max_time = check_budget(max_time, "max_time")
     rng = _make_rng(seed)
-    args = (leaves, consts, target, n_min, n_max, width, c, plan, dec, uniform, sample, lo, hi, rng)
+    args = (leaves, consts, *settings, rng)
     history, steps, counters, done = _run_mcts(args, watch, max_time)
     status, message = "ok", ""
     if done < max(n - 1, 0):  # stopped by max_time: the greedy tree
@@ -793,20 +870,7 @@ def mcts(
     tree, ll = canonical_result(history, steps, n, jet=jet.label)
     if status == "ok" and not math.isfinite(ll):
         status = "all_inf"
-        message = "the tree found has log-likelihood -inf (no search path reached a possible tree)"
-    options = {
-        "n_rollouts": n_max,
-        "seed": seed if isinstance(seed, (int, type(None))) else "Generator",
-        "n_mc_target": target,
-        "n_mc_min": n_min,
-        "beam_size": width,
-        "c_puct": c,
-        "planning": planning,
-        "decision": decision,
-        "prior": prior,
-        "rollout": rollout,
-        "reward_range": [lo, hi],
-    }
+        message = ALL_INF_MESSAGE
     if max_time is not None:
         options["max_time"] = max_time
     stats = {

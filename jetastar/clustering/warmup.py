@@ -24,7 +24,7 @@ import numpy as np
 from ..ginkgo.heuristics import bound_value, heuristic_tables
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
-from .columnar import cluster_columns, columnar_options
+from .columnar import OWN_CHUNK_KERNELS, cluster_columns, columnar_options
 from .registry import algorithm_info, cluster
 
 __all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
@@ -67,19 +67,24 @@ _WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limi
 
 _warmed: set[tuple[str, str]] = set()
 
-#: compile CPU seconds on a cold cache (2-core machine, 2026): the kernels every algorithm needs
-#: (likelihood, tree scoring), then each algorithm's own on top, in the order of
-#: :func:`warm_up_order` (approximate A* includes beam search and greedy; exact A* is cheap after
-#: approximate A*, and the whole of approximate A*'s cost without it)
-_COMPILE_BASE_S = 3.0
+#: compile CPU seconds on a cold cache (2-core machine, measured 2026-11-27, one warm-up per
+#: process with an empty cache): the kernels every algorithm needs (likelihood, tree scoring), then
+#: each algorithm's own on top, in the order of :func:`warm_up_order`. Measured alone: greedy 21,
+#: kt 20.5, beam 22.5, MCTS 24, the exact MAP (``trellis``) 15, the window search 26.5,
+#: approximate A* 36 and exact A* 26 CPU-s; greedy and kt together 22; greedy, beam, kt, MCTS,
+#: trellis and the window search together 66. The window search's entry counts only what it does
+#: not share with beam search and the exact MAP (alone it is ~21 s on top of the base); exact A*
+#: is cheap after approximate A*, and costs the whole of approximate A*'s without it
+_COMPILE_BASE_S = 5.0
 _COMPILE_OWN_S = {
-    "astar-approx": 21.0, "beam": 3.0, "greedy": 0.5, "kt": 0.5, "cambridge": 0.0, "antikt": 0.0,
-    "mcts": 4.0, "trellis": 3.0, "window-search": 3.0, "astar": 1.5,
+    "astar-approx": 31.0, "beam": 17.5, "greedy": 1.0, "kt": 1.0, "cambridge": 0.0,
+    "antikt": 0.0, "mcts": 19.0, "trellis": 10.0, "window-search": 12.0, "astar": 1.5,
 }
 _COMPILE_OTHER_S = 3.0
-#: the columnar path's chunk kernels, serial and parallel, beyond the per-jet kernels they call
-#: (greedy and the kt family share them; measured ~14 s of CPU with their callees)
-_COMPILE_COLUMNAR_S = 10.0
+#: the columnar path's shared chunk kernel (``cluster_chunk``: greedy and the kt family), serial
+#: and parallel, with the per-jet kernels it calls (beam search, MCTS and the exact MAP have chunk
+#: kernels of their own, counted in their entries above)
+_COMPILE_COLUMNAR_S = 14.0
 
 
 def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
@@ -98,7 +103,8 @@ def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
     """
     names = list(names)
     own = [_COMPILE_OWN_S.get(name, _COMPILE_OTHER_S) for name in names]
-    if any(columnar_options(name, {}) is not None for name in names):
+    if any(columnar_options(name, {}) is not None and name not in OWN_CHUNK_KERNELS
+           for name in names):
         own.append(_COMPILE_COLUMNAR_S)
     if "astar" in names and "astar-approx" not in names:
         own[names.index("astar")] = _COMPILE_OWN_S["astar-approx"]
@@ -232,9 +238,10 @@ def warm_up(
 
 def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
     """Compile (or load) the columnar path's chunk kernels, serial and parallel, once per process
-    (every algorithm of the path and every option runs the same two kernels; the exact MAP engine
-    and beam search have two of their own)."""
-    key = ("kernels", {"trellis": "columnar-map", "beam": "columnar-beam"}.get(name, "columnar"))
+    (every algorithm of the path and every option runs the same two kernels; the exact MAP
+    engine, beam search and MCTS have two of their own)."""
+    key = ("kernels", {"trellis": "columnar-map", "beam": "columnar-beam",
+                       "mcts": "columnar-mcts"}.get(name, "columnar"))
     if key in _warmed:
         return
     _warmed.add(key)

@@ -29,6 +29,9 @@ few minutes): ``jetastar.cluster`` and, unless
 numba's threads) and ``per-jet beam_search`` (a loop of
 :func:`jetastar.clustering.beam_search` over the jets).
 
+``--mcts``: MCTS (default options), as ``--beam`` (``per-jet mcts``: a loop of
+:func:`jetastar.clustering.mcts`).
+
 ``--deadline``: beam search with ``max_time`` on a 400-leaf jet (leaves of QCD jets with
 ``t_cut = 0.05`` GeV² put together; the whole search would take an hour): the wall and CPU time
 until it returns, for ``max_time`` 1 and 5 s.
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--only-cluster", action="store_true")
     parser.add_argument("--exact", action="store_true", help="the exact MAP of <= 10-leaf jets")
     parser.add_argument("--beam", action="store_true", help="beam search, default options")
+    parser.add_argument("--mcts", action="store_true", help="MCTS, default options")
     parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
     parser.add_argument("--big", action="store_true", help="greedy on 500-2000 leaves")
     args = parser.parse_args()
@@ -109,8 +113,8 @@ def main() -> None:
     if args.deadline:
         _deadline()
         return
-    if args.beam:
-        _beam(args.jets, args.repeat, args.only_cluster)
+    if args.beam or args.mcts:
+        _search("beam" if args.beam else "mcts", args.jets, args.repeat, args.only_cluster)
         return
     samples = {
         "QCD default": generate(args.jets, ShowerParams.qcd(), seed=2033),
@@ -164,9 +168,12 @@ def _exact(n_jets: int, repeat: int) -> None:
               f"{count / wall:9.0f}", flush=True)
 
 
-def _beam(n_jets: int, repeat: int, only_cluster: bool) -> None:
-    """Beam search (default options): the columnar path against the per-jet function."""
-    from jetastar.clustering import beam_search
+def _search(name: str, n_jets: int, repeat: int, only_cluster: bool) -> None:
+    """Beam search or MCTS (``name``, default options): the columnar path against the per-jet
+    function."""
+    from jetastar.clustering import beam_search, mcts
+
+    per_jet = beam_search if name == "beam" else mcts
 
     samples = {
         "QCD default": generate(n_jets, ShowerParams.qcd(), seed=2033),
@@ -177,7 +184,7 @@ def _beam(n_jets: int, repeat: int, only_cluster: bool) -> None:
     for label, jets in samples.items():
         mean = float(np.mean(jets.n_leaves))
         rows: list[tuple[str, Callable[[], Any]]] = [
-            ("jetastar.cluster", lambda jets=jets: jetastar.cluster(jets, "beam")),
+            ("jetastar.cluster", lambda jets=jets: jetastar.cluster(jets, name)),
         ]
         if not only_cluster:
             from jetastar.clustering.columnar import cluster_columns
@@ -185,10 +192,10 @@ def _beam(n_jets: int, repeat: int, only_cluster: bool) -> None:
             one = [jets[i] for i in range(len(jets))]
             rows += [
                 ("columnar kernel, serial",
-                 lambda jets=jets: cluster_columns(jets, {"beam": {}}, parallel=False)),
+                 lambda jets=jets: cluster_columns(jets, {name: {}}, parallel=False)),
                 ("columnar kernel, threads",
-                 lambda jets=jets: cluster_columns(jets, {"beam": {}}, parallel=True)),
-                ("per-jet beam_search", lambda one=one: [beam_search(j) for j in one]),
+                 lambda jets=jets: cluster_columns(jets, {name: {}}, parallel=True)),
+                (f"per-jet {per_jet.__name__}", lambda one=one: [per_jet(j) for j in one]),
             ]
         for what, fn in rows:
             cpu, wall = _best(fn, repeat)

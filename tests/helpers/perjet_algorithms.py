@@ -5,7 +5,7 @@ can be compared row by row."""
 
 from __future__ import annotations
 
-from jetastar.clustering import beam_search, exact_map, greedy, kt, register
+from jetastar.clustering import beam_search, exact_map, greedy, kt, mcts, register
 
 #: per-jet twin name -> the algorithm it repeats
 TWINS = {"perjet-greedy": "greedy", "perjet-kt": "kt", "perjet-cambridge": "cambridge",
@@ -55,3 +55,18 @@ def _perjet_beam(jet, beam_size: int | None = None, likelihood: str = "symmetric
                  greedy_guard: bool = True, max_time: float | None = None):
     return beam_search(jet, beam_size=beam_size, likelihood=likelihood,
                        greedy_guard=greedy_guard, max_time=max_time)
+
+
+#: per-jet twin of MCTS
+MCTS_TWINS = {"perjet-mcts": "mcts"}
+
+
+@register("perjet-mcts", description="test: MCTS through the per-jet path")
+def _perjet_mcts(jet, n_rollouts: int = 20, seed=0, likelihood: str = "symmetric", *,
+                 n_mc_target: int = 1, n_mc_min: int = 0, beam_size: int = 5,
+                 c_puct: float = 1.0, planning: str = "mean", decision: str = "max_reward",
+                 prior: str = "likelihood", rollout: str = "greedy",
+                 reward_range=(-500.0, 0.0), max_time: float | None = None):
+    return mcts(jet, n_rollouts, seed, likelihood, n_mc_target=n_mc_target, n_mc_min=n_mc_min,
+                beam_size=beam_size, c_puct=c_puct, planning=planning, decision=decision,
+                prior=prior, rollout=rollout, reward_range=reward_range, max_time=max_time)
