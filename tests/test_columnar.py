@@ -570,6 +570,9 @@ def test_mcts_routing_and_options(jets):
     opts = columnar_options("mcts", {"n_rollouts": np.int64(5), "max_time": 2, "seed": 7,
                                      "reward_range": (-10, 0)})
     assert opts["n_rollouts"] == 5 and opts["max_time"] == 2.0 and opts["seed"] == 7
+    # a numpy integer seed is recorded as the int it is (it was "Generator" before)
+    assert type(columnar_options("mcts", {"seed": np.int64(4)})["seed"]) is int
+    assert mcts(jets[0], seed=np.int64(4)).options["seed"] == 4
     assert columnar_options("mcts", opts) == opts  # what it returns reads back
     # sampled rollouts draw from each jet's own generator: the per-jet function
     for per_jet in ({"rollout": "sample"}, {"seed": np.random.default_rng(1)}):

@@ -748,7 +748,7 @@ def mcts_settings(
         raise ValueError(f"reward_range must be finite with low < high, got {reward_range!r}")
     options = {
         "n_rollouts": n_max,
-        "seed": seed if isinstance(seed, (int, type(None))) else "Generator",
+        "seed": _recorded_seed(seed),
         "n_mc_target": target,
         "n_mc_min": n_min,
         "beam_size": width,
@@ -760,6 +760,14 @@ def mcts_settings(
         "reward_range": [lo, hi],
     }
     return options, (target, n_min, n_max, width, c, plan, dec, uniform, sample, lo, hi)
+
+
+def _recorded_seed(seed: Any) -> Any:
+    """``seed`` as a result records it: an int (numpy integers too), ``None``, or ``"Generator"``
+    for anything else (a generator; :func:`_make_rng` refuses what is neither)."""
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return int(seed)
+    return None if seed is None else "Generator"
 
 
 def _choice(name: str, value: object, valid: tuple[str, ...]) -> int:
