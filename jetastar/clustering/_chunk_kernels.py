@@ -637,7 +637,7 @@ def _mcts_serial(lo, hi, leaves, loff, noff, which, consts, run, settings_i, set
 
 
 #: estimated work units per kernel call of :func:`mcts_chunk` (``columnar.mcts_work``): 0.1-0.3 s
-#: at the measured ~16-50 ns per unit, so that an interrupt is seen between calls
+#: at the measured ~20-50 ns per unit, so that an interrupt is seen between calls
 MCTS_SLICE_WORK = 6_000_000
 
 

@@ -134,8 +134,8 @@ OWN_CHUNK_KERNELS = ("trellis", "beam", "mcts")
 #: per-jet function, whose random draws are one generator's per jet)
 _MCTS_OPTIONS = {"likelihood", "n_rollouts", "seed", "n_mc_target", "n_mc_min", "beam_size",
                  "c_puct", "planning", "decision", "prior", "rollout", "reward_range", "max_time"}
-#: a jet whose search is estimated at more work units than this (:func:`mcts_work`; ~16-50 ns
-#: each: ~0.4-1 s, 70 leaves with the defaults) goes to the per-jet function, which sees Ctrl-C
+#: a jet whose search is estimated at more work units than this (:func:`mcts_work`; ~20-50 ns
+#: each: ~0.5-1 s, 66 leaves with the defaults) goes to the per-jet function, which sees Ctrl-C
 #: every 0.1 s
 MCTS_CHUNK_WORK = 25_000_000
 #: the fixed cost of a jet in :func:`._chunk_kernels.mcts_chunk`, in work units (measured ~200 µs
@@ -282,11 +282,17 @@ def _mcts_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def mcts_work(n_leaves: np.ndarray, opts: Mapping[str, Any]) -> np.ndarray:
-    """Estimated work units of MCTS on jets of ``n_leaves`` leaves with the options ``opts`` (of
-    :func:`_mcts_options`): ``n⁴ · (n_rollouts + beam_size) / 25`` (measured ~1.1 n⁴ with the
-    defaults, 7-30 leaves) plus :data:`MCTS_JET_WORK`."""
+    """Estimated work of MCTS on jets of ``n_leaves`` leaves with the options ``opts`` (of
+    :func:`_mcts_options`), in units of ~20-50 ns: ``n⁴ · (R + 1.5 B + 0.065 B²) / 22`` plus
+    :data:`MCTS_JET_WORK`, with ``R = n_rollouts`` and ``B = beam_size``.
+
+    Fitted to the CPU time of QCD jets of ~20 leaves with the defaults, 100 or 200 rollouts and beams
+    of 20 and 50 (the beam's candidates cost more than the trajectories' merges); ~1.3 n⁴ with the
+    defaults, where the kernel counts ~1.1 n⁴ merges looked at.
+    """
     n = np.asarray(n_leaves, dtype=np.float64)
-    return n**4 * (opts["n_rollouts"] + opts["beam_size"]) / 25.0 + MCTS_JET_WORK
+    r, b = float(opts["n_rollouts"]), float(opts["beam_size"])
+    return n**4 * (r + 1.5 * b + 0.065 * b * b) / 22.0 + MCTS_JET_WORK
 
 
 def params_valid(collection: JetCollection) -> np.ndarray:
