@@ -147,8 +147,9 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="jets per work unit and part file (default: the first chunks 5000 jets "
                         "when every algorithm runs on the columnar path, which clusters whole "
                         "chunks in one kernel call: greedy, the kt family, the exact MAP of jets "
-                        "up to 14 leaves, beam search; 50 otherwise; later chunks sized to about 2 s of work "
-                        "each by their measured cost)")
+                        "up to 14 leaves, beam search, MCTS; 200 when one of them is beam search, "
+                        "MCTS or the exact MAP; 50 otherwise; later chunks sized to about 2 s of "
+                        "work each by their measured cost)")
     p.add_argument("--plugin", action="append", metavar="MODULE",
                    help="import MODULE first (e.g. one that registers extra algorithms)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
