@@ -585,22 +585,17 @@ def beam_chunk(
 
 # ---------------------------------------------------------------------- MCTS
 @nb.njit(cache=True)
-def _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
-              children, leaf_of_node, ll, outcome, stats, work, tol):  # pragma: no cover - numba
-    """MCTS on jet ``j`` (see :func:`mcts_chunk`), as ``mcts`` runs it."""
+def _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, children,
+              leaf_of_node, ll, outcome, stats, work, tol):  # pragma: no cover - numba
+    """MCTS on jet ``j`` (see :func:`mcts_chunk`), as ``mcts`` runs it (a valid jet has at least
+    two leaves: ``_to_solve``)."""
     if not _to_solve(j, leaves, loff, which, run, outcome, tol):
         return
     a = loff[j]
     b = loff[j + 1]
     n = b - a
-    if n < 2:
-        outcome[j] = PER_JET
-        return
-    lv = leaves[a:b]
     history, steps, counters, finished, done_work = mcts_run(
-        lv, consts[which[j]], settings_i[0], settings_i[1], settings_i[2], settings_i[3],
-        settings_f[0], settings_i[4], settings_i[5], settings_i[6] != 0, settings_i[7] != 0,
-        settings_f[1], settings_f[2], rng, budget)
+        leaves[a:b], consts[which[j]], *settings, rng, budget)
     if not finished:  # over the work cap (a max_time): the per-jet function goes on
         outcome[j] = PER_JET
         return
@@ -618,22 +613,22 @@ def _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f,
 
 
 @nb.njit(cache=True, parallel=True)
-def _mcts_parallel(lo, hi, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng,
-                   budget, children, leaf_of_node, ll, outcome, stats, work,
+def _mcts_parallel(lo, hi, leaves, loff, noff, which, consts, run, settings, rng, budget,
+                   children, leaf_of_node, ll, outcome, stats, work,
                    tol):  # pragma: no cover - numba
     for j in nb.prange(lo, hi):
-        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
-                  children, leaf_of_node, ll, outcome, stats, work, tol)
+        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, children,
+                  leaf_of_node, ll, outcome, stats, work, tol)
 
 
 @nb.njit(cache=True)
-def _mcts_serial(lo, hi, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng,
-                 budget, children, leaf_of_node, ll, outcome, stats, work,
+def _mcts_serial(lo, hi, leaves, loff, noff, which, consts, run, settings, rng, budget,
+                 children, leaf_of_node, ll, outcome, stats, work,
                  tol):  # pragma: no cover - numba
     """The serial twin of :func:`_mcts_parallel` (see :func:`_cluster_serial`)."""
     for j in range(lo, hi):
-        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings_i, settings_f, rng, budget,
-                  children, leaf_of_node, ll, outcome, stats, work, tol)
+        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, children,
+                  leaf_of_node, ll, outcome, stats, work, tol)
 
 
 #: estimated work units per kernel call of :func:`mcts_chunk` (``columnar.mcts_work``): 0.1-0.3 s
@@ -666,16 +661,12 @@ def mcts_chunk(
         work (J,))``: ``stats`` are the search's counters (trajectories, nodes, splits evaluated,
         beam nodes), ``work`` its work units.
     """
-    target, n_min, n_max, width, c_puct, plan, dec, uniform, sample, lo, hi = settings
-    if sample:
+    if settings[8]:  # sampled rollouts
         raise ValueError("mcts_chunk runs deterministic rollouts only (rollout='greedy')")
-    settings_i = np.array([target, n_min, n_max, width, plan, dec, uniform, sample],
-                          dtype=np.int64)
-    settings_f = np.array([c_puct, lo, hi], dtype=np.float64)
     children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 4)
     kernel = _mcts_parallel if parallel else _mcts_serial
     rng = np.random.default_rng(0)  # not drawn from (deterministic rollouts)
     _run_in_slices(kernel, np.cumsum(estimate.astype(np.float64)), MCTS_SLICE_WORK, leaves, loff,
-                   noff, which, consts, run, settings_i, settings_f, rng, np.int64(budget),
+                   noff, which, consts, run, tuple(settings), rng, np.int64(budget),
                    children, leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work

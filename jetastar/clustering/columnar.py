@@ -629,10 +629,9 @@ def _mcts_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     options and counters of :func:`~jetastar.clustering.mcts`; jets estimated at more than
     :data:`MCTS_CHUNK_WORK` are left to that function."""
     n = counts.shape[0]
-    options = {k: v for k, v in opts.items() if k not in ("likelihood", "max_time")}
-    if opts["max_time"] is not None:
-        options["max_time"] = opts["max_time"]
-    _, settings = mcts_settings(**{k: v for k, v in options.items() if k != "max_time"})
+    recorded = {k: v for k, v in opts.items() if k not in ("likelihood", "max_time")}
+    _, settings = mcts_settings(**recorded)
+    options = recorded if opts["max_time"] is None else {**recorded, "max_time": opts["max_time"]}
     estimate = mcts_work(counts, opts)
     over = run & (estimate > MCTS_CHUNK_WORK)
     budget = 2**62 if opts["max_time"] is None else FIRST_MCTS_BUDGET_WORK

@@ -621,6 +621,15 @@ def _mcts_advance(
 
 
 @nb.njit(cache=True)
+def _new_registers():  # pragma: no cover - numba
+    """The registers of a search before its first call of :func:`_mcts_advance`: ``(regs,
+    fregs)`` (``_R_*``; the realized log-likelihood in ``fregs[0]``)."""
+    regs = np.zeros(_N_REGS, dtype=np.int64)
+    regs[_R_COUNT] = 1
+    return regs, np.zeros(1, dtype=np.float64)
+
+
+@nb.njit(cache=True)
 def mcts_run(
     leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
     uniform, sample, lo, hi, rng, budget,
@@ -632,9 +641,7 @@ def mcts_run(
         ``(history, steps, counters, finished, work)``: the decisions (complete when
         ``finished``), the counters of :func:`_mcts_advance` and the work units done.
     """
-    regs = np.zeros(_N_REGS, dtype=np.int64)
-    regs[_R_COUNT] = 1
-    fregs = np.zeros(1, dtype=np.float64)
+    regs, fregs = _new_registers()
     ni, nf, state = _mcts_state(leaves, consts)
     _mcts_advance(leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning,
                   decision, uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget)
@@ -665,9 +672,7 @@ def _run_mcts(
         ``(history, steps, counters, decisions made)``.
     """
     leaves, consts = args[0], args[1]
-    regs = np.zeros(_N_REGS, dtype=np.int64)
-    regs[_R_COUNT] = 1
-    fregs = np.zeros(1, dtype=np.float64)
+    regs, fregs = _new_registers()
     budget = _FIRST_SLICE_WORK if max_time is None else FIRST_BUDGET_SLICE_WORK
     with DeferredSignals() as held:
         ni, nf, state = _mcts_state(leaves, consts)
