@@ -550,6 +550,7 @@ def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
     jio.write(inp, _mixed_jets())
     config = BatchConfig(["greedy", "kt", "test-chain"], plugins=[PLUGIN], chunk_size=9)
     monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # many blocks of jets
+    monkeypatch.setattr(merge, "MERGE_ROWS", 20)  # rows written in blocks of three parts
     real = batch.merge_parts
     memory = tmp_path / f"memory.{ext}"
     copied = []
@@ -575,24 +576,36 @@ def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
     assert list(jets.jet_type[:2]) == ["W", "W"] and jets.jet_type[-1] == "QCD"
 
 
-def test_merge_holds_one_part_and_one_block_at_a_time(tmp_path, monkeypatch):
+def test_merge_holds_one_block_of_rows_and_one_block_of_jets_at_a_time(tmp_path, monkeypatch):
     import weakref
 
     import jetastar.batch.merge as merge
     import jetastar.batch.sources as sources
+    from jetastar.io.root import RootStreamWriter
 
     inp = tmp_path / "jets.root"
     jio.write(inp, generate(200, ShowerParams.qcd(), seed=5))
     monkeypatch.setattr(merge, "MERGE_BLOCK", 30)
+    monkeypatch.setattr(merge, "MERGE_ROWS", 50)
     alive: list = []
     real_read = merge.read_part
 
     def counted(path, algorithms=None):
         tables = real_read(path, algorithms)
         alive[:] = [r for r in alive if r() is not None]
-        assert len(alive) <= 1, "the merge holds the tables of at most one part"
+        held = sum(len(r()) for r in alive if r() is not None)
+        assert held < 50, "the merge holds fewer than MERGE_ROWS rows besides the part it reads"
         alive.extend(weakref.ref(t) for t in tables.values())
         return tables
+
+    writes: list[tuple[str, int]] = []
+    real_add = RootStreamWriter.add_results
+
+    def add_results(self, label, table):
+        writes.append((label, len(table)))
+        return real_add(self, label, table)
+
+    monkeypatch.setattr(RootStreamWriter, "add_results", add_results)
 
     biggest = []
     real_chunk = sources.JetFileReader.chunk
@@ -611,6 +624,8 @@ def test_merge_holds_one_part_and_one_block_at_a_time(tmp_path, monkeypatch):
     (s,) = run_batch([inp], config, output=tmp_path / "out.root", progress=False)
     assert s.ok, s.error
     assert max(biggest) <= 30 and len(alive) >= 1
+    # ten parts of 20 rows per algorithm: written as three blocks of 60 rows and the last part
+    assert writes == [(name, n) for name in ("greedy", "antikt") for n in (60, 60, 60, 20)]
     _check_complete(tmp_path / "out.root", 200, ("greedy", "antikt"))
 
 
