@@ -909,3 +909,39 @@ def test_the_merge_hashes_the_input_again_only_when_the_file_was_touched(tmp_pat
     with pytest.raises(BatchError, match="changed while it was being clustered"):
         merge("c.h5")
     assert not (tmp_path / "c.h5").exists()
+
+
+def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monkeypatch):
+    import jetastar.batch.runner as batch
+
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(30, ShowerParams.qcd(), seed=9))
+    events: list[tuple[str, str]] = []
+    real_digest = JetFileReader.digest
+    real_warm = batch.warm_up_for
+
+    def digest(self, *args, **kwargs):
+        events.append(("digest", threading.current_thread().name))
+        return real_digest(self, *args, **kwargs)
+
+    def warm(*args, **kwargs):
+        events.append(("warm-up", threading.current_thread().name))
+        return real_warm(*args, **kwargs)
+
+    monkeypatch.setattr(JetFileReader, "digest", digest)
+    monkeypatch.setattr(batch, "warm_up_for", warm)
+    config = BatchConfig(["greedy"])
+    out = tmp_path / "out.h5"
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok, s.error
+    # the hash on a thread of its own, the warm-up on this one meanwhile (and once more before
+    # the chunks, which costs nothing once warm)
+    (hashed,) = [where for what, where in events if what == "digest"]
+    assert hashed.startswith("jetastar-digest")
+    assert ("warm-up", "MainThread") in events
+    _check_complete(out, 30, ("greedy",))
+    # an output that exists may be finished: hashed first, nothing warmed for nothing
+    events.clear()
+    (again,) = run_batch([inp], config, output=out, progress=False)
+    assert again.ok and again.already_done
+    assert events == [("digest", "MainThread")]
