@@ -85,14 +85,15 @@ class _CountingFile:
 
 
 @pytest.mark.parametrize("dtype, shape", [("float64", ()), ("int64", ()), ("uint8", ()),
-                                          ("float64", (4,))])
+                                          ("bool", ()), (">f8", ()), ("float64", (4,))])
 def test_chunks_compressed_here_read_back_through_hdf5s_own_filters(tmp_path, dtype, shape):
     from jetastar.io._hdf5_chunks import CHUNK_ROWS, LEVEL, ChunkedAppends, write_whole
 
     rng = np.random.default_rng(7)
     # block sizes around the chunk: empty, partial, exactly one chunk, several chunks at once
     sizes = [0, 5, CHUNK_ROWS - 5, CHUNK_ROWS, 1, 3 * CHUNK_ROWS + 17, 0, 2]
-    blocks = [(rng.normal(size=(k, *shape)) * 1000).astype(dtype) for k in sizes]
+    blocks = [(rng.normal(size=(k, *shape)) * 1000 > 0 if dtype == "bool" else
+               rng.normal(size=(k, *shape)) * 1000).astype(dtype) for k in sizes]
     whole = np.concatenate(blocks)
     path = tmp_path / "chunks.h5"
     with h5py.File(path, "w") as f:
@@ -103,10 +104,22 @@ def test_chunks_compressed_here_read_back_through_hdf5s_own_filters(tmp_path, dt
         appends.finish()
         write_whole(f, "whole", whole)
         write_whole(f, "short", whole[:3])
+        # appends to a big-endian dataset made elsewhere (h5py, from an empty block) keep its order
+        f.create_dataset("big-endian", shape=(0, *shape), maxshape=(None, *shape), dtype=">f8",
+                         chunks=(CHUNK_ROWS, *shape), compression="gzip", compression_opts=LEVEL,
+                         shuffle=True)
+        more = ChunkedAppends()
+        for block in blocks:
+            more.append(f, "big-endian", block)
+        more.finish()
     with h5py.File(path, "r") as f:
-        for name, expected in (("appended", whole), ("whole", whole), ("short", whole[:3])):
+        for name, expected in (("appended", whole), ("whole", whole), ("short", whole[:3]),
+                               ("big-endian", whole)):
             ds = f[name]
-            assert ds.dtype == np.dtype(dtype) and ds.shape == expected.shape
+            # a new dataset is in this machine's byte order, whatever the order of the data
+            stored = np.dtype(dtype).newbyteorder("=") if name != "big-endian" else np.dtype(">f8")
+            assert ds.dtype == stored
+            assert ds.shape == expected.shape
             assert np.array_equal(ds[:], expected), name
             assert (ds.compression, ds.compression_opts, ds.shuffle) == ("gzip", LEVEL, True)
             assert ds.chunks == (min(expected.shape[0], CHUNK_ROWS), *shape)

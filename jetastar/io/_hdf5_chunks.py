@@ -44,15 +44,25 @@ def direct(arr: np.ndarray) -> bool:
     return arr.dtype.kind in "fiub" and arr.ndim >= 1 and arr.shape[0] > 0
 
 
-def compressed_chunk(block: np.ndarray, rows: int) -> bytes:
-    """The stored bytes of one chunk of ``rows`` rows holding ``block`` (padded with zeros): the
-    shuffle filter's byte planes, then zlib at :data:`LEVEL`."""
+def _native(data: Any) -> np.ndarray:
+    """``data`` as a C-contiguous array in this machine's byte order (new datasets are native;
+    :func:`compressed_chunk` writes each chunk in the byte order its dataset declares)."""
+    arr = np.asarray(data)
+    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+
+
+def compressed_chunk(block: np.ndarray, rows: int, dtype: Any = None) -> bytes:
+    """The stored bytes of one chunk of ``rows`` rows holding ``block`` (padded with zeros) in a
+    dataset of ``dtype`` (default: the block's; its byte order is the file's): the shuffle
+    filter's byte planes, then zlib at :data:`LEVEL`."""
+    dtype = block.dtype if dtype is None else np.dtype(dtype)
     if block.shape[0] < rows:
         pad = np.zeros((rows - block.shape[0], *block.shape[1:]), dtype=block.dtype)
-        block = np.concatenate([block, pad])
-    planes = np.ascontiguousarray(block).view(np.uint8).reshape(-1, block.dtype.itemsize)
-    data = planes.T.tobytes() if planes.shape[1] > 1 else planes.tobytes()
-    return deflate.zlib_compress(data, LEVEL)
+        block = np.concatenate([block, pad])  # (numpy returns it in native byte order)
+    data = np.ascontiguousarray(block, dtype=dtype)
+    planes = data.view(np.uint8).reshape(-1, dtype.itemsize)
+    return deflate.zlib_compress(planes.T.tobytes() if planes.shape[1] > 1 else planes.tobytes(),
+                                 LEVEL)
 
 
 def _create(group: Any, name: str, arr: np.ndarray, rows: int, chunk_rows: int,
@@ -70,13 +80,13 @@ def _write_chunks(ds: Any, start: int, arr: np.ndarray, chunk_rows: int) -> None
     tail = (0,) * (arr.ndim - 1)
     for a in range(0, arr.shape[0], chunk_rows):
         ds.id.write_direct_chunk((start + a, *tail),
-                                 compressed_chunk(arr[a:a + chunk_rows], chunk_rows))
+                                 compressed_chunk(arr[a:a + chunk_rows], chunk_rows, ds.dtype))
 
 
 def write_whole(group: Any, name: str, data: Any) -> Any:
     """A new dataset holding ``data`` (numeric, with rows), chunked by up to :data:`CHUNK_ROWS`
     rows, gzip + shuffle."""
-    arr = np.ascontiguousarray(data)
+    arr = _native(data)
     chunk_rows = min(arr.shape[0], CHUNK_ROWS)
     ds = _create(group, name, arr, arr.shape[0], chunk_rows, False)
     _write_chunks(ds, 0, arr, chunk_rows)
@@ -98,7 +108,7 @@ class ChunkedAppends:
     def append(self, group: Any, name: str, data: Any) -> None:
         """Append the rows ``data`` (numeric; see :func:`direct`) to ``group[name]`` (created
         on first use with :data:`CHUNK_ROWS`-row chunks)."""
-        arr = np.ascontiguousarray(data)
+        arr = _native(data)
         ds = group.get(name)
         if ds is None:
             ds = _create(group, name, arr, 0, CHUNK_ROWS, True)
@@ -107,7 +117,7 @@ class ChunkedAppends:
             state = self._open[ds.name] = [ds, 0, [], 0]
         if arr.shape[0] == 0:
             return
-        state[2].append(arr.astype(ds.dtype, copy=False))
+        state[2].append(arr)
         state[3] += arr.shape[0]
         ds.resize(state[1] + state[3], axis=0)
         if state[3] >= CHUNK_ROWS:
