@@ -26,6 +26,9 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import os
+from collections import deque
 from typing import Any
 
 import deflate
@@ -74,13 +77,44 @@ def _create(group: Any, name: str, arr: np.ndarray, rows: int, chunk_rows: int,
     )
 
 
-def _write_chunks(ds: Any, start: int, arr: np.ndarray, chunk_rows: int) -> None:
-    """Chunks of ``arr`` stored at rows ``start, start + chunk_rows, ...`` (``start`` on a chunk
-    boundary; the last one padded)."""
-    tail = (0,) * (arr.ndim - 1)
-    for a in range(0, arr.shape[0], chunk_rows):
-        ds.id.write_direct_chunk((start + a, *tail),
-                                 compressed_chunk(arr[a:a + chunk_rows], chunk_rows, ds.dtype))
+#: threads that compress chunks (libdeflate releases the interpreter lock)
+_THREADS = 2
+#: (process id, pool): one pool per process, made on first use (a forked child makes its own)
+_POOL: list[tuple[int, cf.ThreadPoolExecutor]] = []
+
+
+def _pool() -> cf.ThreadPoolExecutor:
+    if not _POOL or _POOL[0][0] != os.getpid():
+        _POOL[:] = [(os.getpid(), cf.ThreadPoolExecutor(_THREADS,
+                                                        thread_name_prefix="jetastar-deflate"))]
+    return _POOL[0][1]
+
+
+class _Stores:
+    """Chunks compressed on the pool, at most ``2 * _THREADS`` at a time, and stored by the
+    calling thread (every h5py call stays on it), in the order they were given."""
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[Any, tuple[int, ...], cf.Future]] = deque()
+
+    def put(self, ds: Any, start: int, arr: np.ndarray, chunk_rows: int) -> None:
+        """Chunks of ``arr`` for rows ``start, start + chunk_rows, ...`` (``start`` on a chunk
+        boundary; the last one padded)."""
+        tail = (0,) * (arr.ndim - 1)
+        for a in range(0, arr.shape[0], chunk_rows):
+            self._queue.append((ds, (start + a, *tail), _pool().submit(
+                compressed_chunk, arr[a:a + chunk_rows], chunk_rows, ds.dtype)))
+            while len(self._queue) > 2 * _THREADS:
+                self._store_first()
+
+    def _store_first(self) -> None:
+        ds, offset, chunk = self._queue.popleft()
+        ds.id.write_direct_chunk(offset, chunk.result())
+
+    def drain(self) -> None:
+        """Store every chunk given so far."""
+        while self._queue:
+            self._store_first()
 
 
 def write_whole(group: Any, name: str, data: Any) -> Any:
@@ -89,7 +123,9 @@ def write_whole(group: Any, name: str, data: Any) -> Any:
     arr = _native(data)
     chunk_rows = min(arr.shape[0], CHUNK_ROWS)
     ds = _create(group, name, arr, arr.shape[0], chunk_rows, False)
-    _write_chunks(ds, 0, arr, chunk_rows)
+    stores = _Stores()
+    stores.put(ds, 0, arr, chunk_rows)
+    stores.drain()
     return ds
 
 
@@ -98,12 +134,14 @@ class ChunkedAppends:
     chunk wait (at most one chunk per dataset) until more come or :meth:`finish` writes them.
 
     A dataset's shape always counts every row appended; its values are complete once
-    :meth:`finish` has run (call it before the file closes).
+    :meth:`finish` has run (call it before the file closes). Chunks are compressed on a small
+    thread pool while the caller goes on.
     """
 
     def __init__(self) -> None:
-        #: dataset path -> [dataset, rows stored, waiting arrays, rows waiting]
+        #: dataset path -> [dataset, rows given to the stores, waiting arrays, rows waiting]
         self._open: dict[str, list[Any]] = {}
+        self._stores = _Stores()
 
     def append(self, group: Any, name: str, data: Any) -> None:
         """Append the rows ``data`` (numeric; see :func:`direct`) to ``group[name]`` (created
@@ -123,7 +161,7 @@ class ChunkedAppends:
         if state[3] >= CHUNK_ROWS:
             waiting = np.concatenate(state[2]) if len(state[2]) > 1 else state[2][0]
             full = state[3] - state[3] % CHUNK_ROWS
-            _write_chunks(ds, state[1], waiting[:full], CHUNK_ROWS)
+            self._stores.put(ds, state[1], waiting[:full], CHUNK_ROWS)
             state[1] += full
             state[2] = [waiting[full:]] if full < state[3] else []
             state[3] -= full
@@ -133,6 +171,7 @@ class ChunkedAppends:
         for state in self._open.values():
             if state[3]:
                 waiting = np.concatenate(state[2]) if len(state[2]) > 1 else state[2][0]
-                _write_chunks(state[0], state[1], waiting, CHUNK_ROWS)
+                self._stores.put(state[0], state[1], waiting, CHUNK_ROWS)
                 state[1] += state[3]
                 state[2], state[3] = [], 0
+        self._stores.drain()
