@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import threading
 from collections import deque
 from typing import Any
 
@@ -79,15 +80,26 @@ def _create(group: Any, name: str, arr: np.ndarray, rows: int, chunk_rows: int,
 
 #: threads that compress chunks (libdeflate releases the interpreter lock)
 _THREADS = 2
-#: (process id, pool): one pool per process, made on first use (a forked child makes its own)
-_POOL: list[tuple[int, cf.ThreadPoolExecutor]] = []
+#: the pool of this process, made on first use
+_POOL: list[cf.ThreadPoolExecutor] = []
+_POOL_LOCK = [threading.Lock()]
 
 
 def _pool() -> cf.ThreadPoolExecutor:
-    if not _POOL or _POOL[0][0] != os.getpid():
-        _POOL[:] = [(os.getpid(), cf.ThreadPoolExecutor(_THREADS,
-                                                        thread_name_prefix="jetastar-deflate"))]
-    return _POOL[0][1]
+    with _POOL_LOCK[0]:  # writers on two threads (a jets copy, the merge) share it
+        if not _POOL:
+            _POOL.append(cf.ThreadPoolExecutor(_THREADS, thread_name_prefix="jetastar-deflate"))
+        return _POOL[0]
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads (and perhaps a held lock) did not come along."""
+    _POOL.clear()
+    _POOL_LOCK[0] = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 class _Stores:
