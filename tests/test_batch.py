@@ -945,3 +945,9 @@ def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monke
     (again,) = run_batch([inp], config, output=out, progress=False)
     assert again.ok and again.already_done
     assert events == [("digest", "MainThread")]
+    # a fresh run replaces it: every jet is clustered again, so the warm-up goes beside the hash
+    events.clear()
+    (fresh,) = run_batch([inp], config, output=out, progress=False, fresh=True)
+    assert fresh.ok and not fresh.already_done
+    (hashed,) = [where for what, where in events if what == "digest"]
+    assert hashed.startswith("jetastar-digest") and ("warm-up", "MainThread") in events

@@ -31,8 +31,8 @@ from .resume import file_state, part_counters, part_name, read_part
 from .sources import JetSource
 
 __all__ = [
-    "MERGE_BLOCK", "MERGE_ROWS", "JetsCopy", "MergeCounts", "check_unchanged", "merge_parts", "output_meta",
-    "status_counts_of", "streams",
+    "MERGE_BLOCK", "MERGE_ROWS", "JetsCopy", "MergeCounts", "check_unchanged", "merge_parts",
+    "output_meta", "status_counts_of", "streams",
 ]
 
 #: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
@@ -205,8 +205,7 @@ def _merge_streaming(
     """The output written block by block: the jets (or what ``jets_copy`` wrote of them), then
     each algorithm's rows in blocks of consecutive parts (the layout of
     :func:`jetastar.io.write`); at most one block of jets or about :data:`MERGE_ROWS` rows in
-    memory. Returns the status and tree counts of each
-    algorithm."""
+    memory. Returns the status and tree counts of each algorithm."""
     n = reader.n_jets
     files = [parts / part_name(a, b) for a, b in chunks]
     if jets_copy is None:

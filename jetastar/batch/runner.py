@@ -260,10 +260,12 @@ def _run_file(
         n = reader.n_jets
         summary.n_jets = n
         state = file_state(inp)  # before the hash: a write during it changes the state
-        # a first run into this output needs the kernels: they are warmed while the hash is taken
-        identity = input_identity(inp, _digest_while_warming(
-            reader, config, executor, n_workers, warm=n > 0 and not out.exists()))
         parts = parts_dir(out)
+        # a first run into this output (or a fresh one) clusters every jet: the kernels are
+        # warmed while the hash is taken (a resume may have nothing left to cluster)
+        first = fresh or not (out.exists() or parts.exists())
+        identity = input_identity(inp, _digest_while_warming(
+            reader, config, executor, n_workers, warm=n > 0 and first))
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
