@@ -7,7 +7,8 @@ outputs use as well: about twice as fast at the same level, and it releases the 
 copy beside the clustering no longer stalls it) and stored with ``write_direct_chunk``. The file is
 the same to every reader: the dataset declares the same filters, and a chunk is the zlib stream of
 the shuffled bytes, as HDF5's deflate filter writes it. Text (fixed-width bytes, variable-length
-strings) keeps h5py's own path.
+strings) keeps h5py's own path. :class:`ChunkReader` reads rows of such datasets back the same way
+(raw chunks, libdeflate, numpy), whoever wrote them; other layouts go through h5py.
 
 Example:
     >>> import os, tempfile
@@ -35,7 +36,10 @@ from typing import Any
 import deflate
 import numpy as np
 
-__all__ = ["CHUNK_ROWS", "LEVEL", "ChunkedAppends", "compressed_chunk", "direct", "write_whole"]
+__all__ = [
+    "CHUNK_ROWS", "LEVEL", "ChunkReader", "ChunkedAppends", "compressed_chunk", "direct",
+    "write_whole",
+]
 
 #: rows per chunk of a dataset (schema.md: at most 16384 elements per chunk)
 CHUNK_ROWS = 16384
@@ -187,3 +191,76 @@ class ChunkedAppends:
                 state[1] += state[3]
                 state[2], state[3] = [], 0
         self._stores.drain()
+
+
+class ChunkReader:
+    """Rows of numeric gzip (+ shuffle) datasets chunked along their first axis, read as raw
+    chunks (``read_direct_chunk``), decompressed with libdeflate (outside the interpreter lock)
+    and unshuffled with numpy: the values h5py would return, about twice as fast. The last chunk
+    read of each dataset is kept, so consecutive slices decompress a boundary chunk once.
+
+    :meth:`rows` returns ``None`` where it cannot read a dataset this way (another layout or
+    filter, a chunk stored without its filters or not at all); the caller then reads it with h5py.
+    """
+
+    def __init__(self) -> None:
+        #: dataset path -> whether it has a layout read here
+        self._layout: dict[str, bool] = {}
+        #: dataset path -> (chunk index, its rows)
+        self._last: dict[str, tuple[int, np.ndarray]] = {}
+
+    def _readable(self, ds: Any) -> bool:
+        ok = self._layout.get(ds.name)
+        if ok is None:
+            ok = False
+            chunks = ds.chunks
+            if chunks is not None and ds.dtype.kind in "fiub" and ds.ndim >= 1 and \
+                    tuple(chunks[1:]) == tuple(ds.shape[1:]):
+                import h5py
+
+                plist = ds.id.get_create_plist()
+                filters = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+                ok = filters in ([h5py.h5z.FILTER_SHUFFLE, h5py.h5z.FILTER_DEFLATE],
+                                 [h5py.h5z.FILTER_DEFLATE])
+            self._layout[ds.name] = ok
+        return ok
+
+    def _chunk(self, ds: Any, index: int) -> np.ndarray | None:
+        last = self._last.get(ds.name)
+        if last is not None and last[0] == index:
+            return last[1]
+        rows = ds.chunks[0]
+        try:
+            mask, raw = ds.id.read_direct_chunk((index * rows, *(0,) * (ds.ndim - 1)))
+        except (OSError, RuntimeError, KeyError, ValueError):  # e.g. a chunk never written
+            return None
+        if mask != 0:  # a filter was skipped for this chunk
+            return None
+        dtype = ds.dtype
+        n_items = rows * int(np.prod(ds.shape[1:], dtype=np.int64))
+        data = deflate.zlib_decompress(raw, n_items * dtype.itemsize)
+        planes = np.frombuffer(data, dtype=np.uint8)
+        if dtype.itemsize > 1 and ds.shuffle:
+            planes = planes.reshape(dtype.itemsize, n_items).T.copy()
+        block = planes.view(dtype).reshape(rows, *ds.shape[1:])
+        self._last[ds.name] = (index, block)
+        return block
+
+    def rows(self, ds: Any, start: int, stop: int) -> np.ndarray | None:
+        """``ds[start:stop]`` (``0 <= start <= stop <= len(ds)``), or ``None`` (see above).
+
+        Raises:
+            deflate.DeflateError: a chunk that does not decompress (a corrupt file).
+        """
+        if not self._readable(ds):
+            return None
+        rows = ds.chunks[0]
+        out = np.empty((stop - start, *ds.shape[1:]), dtype=ds.dtype)
+        for index in range(start // rows, (stop - 1) // rows + 1 if stop > start else 0):
+            block = self._chunk(ds, index)
+            if block is None:
+                return None
+            a = max(start, index * rows)
+            b = min(stop, (index + 1) * rows)
+            out[a - start:b - start] = block[a - index * rows:b - index * rows]
+        return out

@@ -24,7 +24,9 @@ The layout is documented in ``jetastar/io/schema.md``; in short (``J`` jets, ``M
 Every array is chunked (at most 16384 elements per chunk) and gzip-compressed with the shuffle
 filter, so reading a slice of jets reads only the chunks it needs. Numeric chunks are compressed by
 jetastar with libdeflate and stored whole (:mod:`jetastar.io._hdf5_chunks`: about twice as fast as
-HDF5's own zlib, outside Python's interpreter lock); any HDF5 reader decodes them.
+HDF5's own zlib, outside Python's interpreter lock); any HDF5 reader decodes them. Slices of numeric
+gzip datasets are read back the same way (raw chunks, libdeflate, numpy; about 1.4 times as fast
+as h5py), other layouts through h5py.
 
 Example:
     >>> import os, tempfile
@@ -45,6 +47,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+from deflate import DeflateError
 
 from .._atomic import atomic_path
 from ..jet import JetCollection
@@ -66,7 +69,7 @@ from ._common import (
     truth_log_likelihoods,
     validate_columns,
 )
-from ._hdf5_chunks import ChunkedAppends, direct, write_whole
+from ._hdf5_chunks import ChunkedAppends, ChunkReader, direct, write_whole
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
 from .formats import ColumnReader, Format, register_format
 from .schema import (
@@ -519,6 +522,7 @@ class _File:
         p = check_exists(path)
         try:
             self.f = h5py.File(p, "r")
+            self._chunks = ChunkReader()
         except OSError as exc:
             text = str(exc)
             if "errno = 13" in text or "Permission denied" in text:
@@ -572,8 +576,13 @@ class _File:
         except KeyError:
             raise FileFormatError(f"{self.path}: dataset '{name}' is missing") from None
         try:
+            if isinstance(sel, slice) and sel.step in (None, 1) and ds.ndim >= 1:
+                start, stop, _ = sel.indices(ds.shape[0])
+                rows = self._chunks.rows(ds, start, max(start, stop))
+                if rows is not None:
+                    return rows
             return ds[sel]
-        except (OSError, RuntimeError, ValueError) as exc:
+        except (OSError, RuntimeError, ValueError, DeflateError) as exc:
             raise FileFormatError(
                 f"{self.path}: dataset '{name}' cannot be read, the file is corrupt or truncated "
                 f"({_short(str(exc))})"
