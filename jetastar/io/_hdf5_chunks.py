@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = [
     "CHUNK_ROWS", "LEVEL", "ChunkReader", "ChunkedAppends", "compressed_chunk", "direct",
-    "write_whole",
+    "new_dataset", "write_whole",
 ]
 
 #: rows per chunk of a dataset (schema.md: at most 16384 elements per chunk)
@@ -73,8 +73,11 @@ def compressed_chunk(block: np.ndarray, rows: int, dtype: Any = None) -> bytes:
                                  LEVEL)
 
 
-def _create(group: Any, name: str, arr: np.ndarray, rows: int, chunk_rows: int,
-            resizable: bool) -> Any:
+def new_dataset(group: Any, name: str, arr: np.ndarray, rows: int, chunk_rows: int,
+                resizable: bool) -> Any:
+    """A new dataset ``group[name]`` of ``rows`` rows shaped and typed as ``arr``'s, in the
+    layout of every jetastar array (``chunk_rows``-row chunks, gzip at :data:`LEVEL` with the
+    shuffle filter); ``resizable``: along its first axis."""
     rest = arr.shape[1:]
     return group.create_dataset(
         name, shape=(rows, *rest), maxshape=(None, *rest) if resizable else None, dtype=arr.dtype,
@@ -138,7 +141,7 @@ def write_whole(group: Any, name: str, data: Any) -> Any:
     rows, gzip + shuffle."""
     arr = _native(data)
     chunk_rows = min(arr.shape[0], CHUNK_ROWS)
-    ds = _create(group, name, arr, arr.shape[0], chunk_rows, False)
+    ds = new_dataset(group, name, arr, arr.shape[0], chunk_rows, False)
     stores = _Stores()
     stores.put(ds, 0, arr, chunk_rows)
     stores.drain()
@@ -165,7 +168,7 @@ class ChunkedAppends:
         arr = _native(data)
         ds = group.get(name)
         if ds is None:
-            ds = _create(group, name, arr, 0, CHUNK_ROWS, True)
+            ds = new_dataset(group, name, arr, 0, CHUNK_ROWS, True)
         state = self._open.get(ds.name)
         if state is None:
             state = self._open[ds.name] = [ds, 0, [], 0]

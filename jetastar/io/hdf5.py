@@ -69,7 +69,15 @@ from ._common import (
     truth_log_likelihoods,
     validate_columns,
 )
-from ._hdf5_chunks import ChunkedAppends, ChunkReader, direct, write_whole
+from ._hdf5_chunks import (
+    CHUNK_ROWS,
+    LEVEL,
+    ChunkedAppends,
+    ChunkReader,
+    direct,
+    new_dataset,
+    write_whole,
+)
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
 from .formats import ColumnReader, Format, register_format
 from .schema import (
@@ -92,9 +100,6 @@ __all__ = [
     "write_hdf5",
 ]
 
-_CHUNK = 16384
-
-
 def _h5py() -> Any:
     import h5py
 
@@ -102,18 +107,16 @@ def _h5py() -> Any:
 
 
 # ---------------------------------------------------------------------- writing
-def _dataset(group: Any, name: str, data: Any, **kw: Any) -> None:
+def _dataset(group: Any, name: str, data: Any) -> None:
     arr = np.asarray(data)
     if arr.shape[0] == 0 or arr.dtype == object:
-        group.create_dataset(name, data=arr, **kw)
+        group.create_dataset(name, data=arr)
         return
-    if direct(arr) and not kw:
+    if direct(arr):
         write_whole(group, name, arr)
         return
-    chunks = (min(arr.shape[0], _CHUNK), *arr.shape[1:])
-    group.create_dataset(
-        name, data=arr, chunks=chunks, compression="gzip", compression_opts=4, shuffle=True, **kw
-    )
+    # fixed-width bytes: the same layout, filled through h5py
+    new_dataset(group, name, arr, arr.shape[0], min(arr.shape[0], CHUNK_ROWS), False)[...] = arr
 
 
 def _text_dataset(group: Any, name: str, values: Any) -> None:
@@ -124,7 +127,7 @@ def _text_dataset(group: Any, name: str, values: Any) -> None:
         return
     group.create_dataset(
         name, data=data, dtype=h5py.string_dtype("utf-8"),
-        chunks=(min(data.shape[0], 4096),), compression="gzip", compression_opts=4,
+        chunks=(min(data.shape[0], 4096),), compression="gzip", compression_opts=LEVEL,
     )
 
 
@@ -430,7 +433,7 @@ class HDF5StreamWriter:
         if direct(arr):
             self._appends.append(group, name, arr)
         else:
-            _append(group, name, arr)
+            _append_through_h5py(group, name, arr)
 
     # -- end
     def close(self) -> None:
@@ -481,17 +484,13 @@ class HDF5StreamWriter:
             self.abort(exc)
 
 
-def _append(group: Any, name: str, data: Any) -> None:
-    """Append rows to a resizable, chunked, compressed dataset (created on first use) through
-    h5py (text, and empty blocks that create a dataset)."""
+def _append_through_h5py(group: Any, name: str, data: Any) -> None:
+    """Append rows to a resizable dataset (created on first use, :func:`new_dataset`) through
+    h5py (fixed-width bytes, and empty blocks that create a dataset)."""
     arr = np.asarray(data)
     ds = group.get(name)
     if ds is None:
-        ds = group.create_dataset(
-            name, shape=(0, *arr.shape[1:]), maxshape=(None, *arr.shape[1:]), dtype=arr.dtype,
-            chunks=(_CHUNK, *arr.shape[1:]), compression="gzip", compression_opts=4,
-            shuffle=True,
-        )
+        ds = new_dataset(group, name, arr, 0, CHUNK_ROWS, True)
     if arr.shape[0]:
         n = ds.shape[0]
         ds.resize(n + arr.shape[0], axis=0)
@@ -504,7 +503,7 @@ def _append_text(group: Any, name: str, values: Any) -> None:
     if ds is None:
         ds = group.create_dataset(name, shape=(0,), maxshape=(None,), chunks=(4096,),
                                   dtype=h5py.string_dtype("utf-8"), compression="gzip",
-                                  compression_opts=4)
+                                  compression_opts=LEVEL)
     data = np.array([_safe_text(str(v)) for v in values], dtype=object)
     if data.shape[0]:
         n = ds.shape[0]
