@@ -15,7 +15,7 @@ import jetastar
 from jetastar import JetCollection
 from jetastar._columnar import first_leaf_problem, leaf_problems
 from jetastar.batch import BatchConfig, cluster_collection
-from jetastar.clustering import beam_search, exact_map, greedy, kt, mcts
+from jetastar.clustering import beam_search, exact_map, exact_trellis, exact_trellis_batch, greedy, kt, mcts
 from jetastar.clustering.columnar import (
     BEAM_CHUNK_MAX,
     DONE,
@@ -314,7 +314,7 @@ def test_exact_map_columnar_options():
                                         "likelihood": "legacy", "device": "auto"})
     assert opts["max_time"] == 5.0 and opts["threads"] == 1 and opts["likelihood"] == "legacy"
     assert columnar_options("trellis", opts) == opts  # what it returns reads back
-    assert columnar_options("trellis", {"log_z": True}) is None
+    assert columnar_options("trellis", {"log_z": True})["log_z"] is True  # the full trellis
     assert columnar_options("trellis", {"device": "gpu"}) is None
     assert columnar_options("trellis", {"max_memory": 1000}) is None
     assert columnar_options("trellis", {"max_time": -1}) is None
@@ -338,6 +338,7 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
 
 @pytest.mark.parametrize(("name", "options", "kernel", "per_call"), [
     ("trellis", {}, "_map_serial", "MAP_SLICE_SPLITS"),
+    ("trellis", {"log_z": True}, "_trellis_serial", "TRELLIS_SLICE_SPLITS"),
     ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
     ("mcts", {"n_rollouts": 3}, "_mcts_serial", "MCTS_SLICE_WORK"),
 ])
@@ -353,6 +354,115 @@ def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, ker
     with pytest.raises(KeyboardInterrupt):
         cluster_columns(chosen, {name: options}, parallel=False)
     assert len(calls) == 2
+
+
+# ---------------------------------------------------------------------- the full trellis (log Z)
+def _same_as_exact_trellis(got, ref, i):
+    """A columnar full-trellis row is exact_trellis' result: tree, MAP value, log Z, tree count,
+    status, message, options and counters (timings aside), bit for bit."""
+    assert np.array_equal(got.tree.children, ref.tree.children), i
+    assert np.array_equal(got.tree.leaf_of_node, ref.tree.leaf_of_node), i
+    assert got.log_likelihood == ref.log_likelihood and got.upper_bound == ref.upper_bound, i
+    assert got.log_z == ref.log_z and got.n_trees == ref.n_trees, i
+    assert type(got.n_trees) is type(ref.n_trees) is int
+    assert (got.status, got.message, got.exact) == (ref.status, ref.message, ref.exact), i
+    assert got.options == ref.options and got.jet_id == ref.jet_id, i
+    timing = ("time_s", "time_setup_s", "time_dp_s")  # (a row left to exact_trellis has them)
+    assert {k: v for k, v in got.stats.items() if k not in timing} == {
+        k: v for k, v in ref.stats.items() if k not in timing}, i
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_full_trellis_of_small_jets_is_exact_trellis(jets, likelihood, parallel):
+    """With log_z, one kernel call solves the full trellis of every jet of up to 14 leaves: the
+    result of exact_trellis, field by field; larger jets are left to the per-jet trellis."""
+    sub = _small_jets(jets, 16)
+    flat = cluster_columns(sub, {"trellis": {"likelihood": likelihood, "log_z": True}},
+                           parallel=parallel)["trellis"]
+    sizes = np.diff(sub.leaf_offsets)
+    assert np.array_equal(flat.outcome == PER_JET, sizes > 14)
+    assert np.array_equal(flat.outcome == DONE, sizes <= 14)
+    for i in np.flatnonzero(flat.outcome == DONE)[::4].tolist():
+        _same_as_exact_trellis(flat.result(i), exact_trellis(sub[i], likelihood), i)
+    i = int(np.flatnonzero(flat.outcome == PER_JET)[0])  # the per-jet trellis, with log Z
+    _same_as_exact_trellis(flat.result(i), exact_trellis(sub[i], likelihood), i)
+
+
+def test_full_trellis_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets):
+    """A batch chunk with invalid, one-leaf and -inf jets: the columnar full trellis' table is the
+    per-jet trellis', row for row, log Z and tree counts included (timing counters aside)."""
+    chunk = _broken(jets)
+    for likelihood in ("symmetric", "legacy"):
+        names = ["trellis", *EXACT_TWINS]
+        config = BatchConfig(names, options={"*": {"likelihood": likelihood, "log_z": True}},
+                             max_leaves={n: 16 for n in names},
+                             plugins=["helpers.perjet_algorithms"])
+        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+        for twin, name in EXACT_TWINS.items():
+            a, b = tables[name], tables[twin]
+            for k in ("time_setup_s", "time_dp_s"):
+                a.counters.pop(k, None)
+                b.counters.pop(k, None)
+            _assert_same_table(a, b, twin)
+            assert np.array_equal(a.exact, b.exact)
+            assert np.array_equal(a.upper_bound, b.upper_bound, equal_nan=True)
+            assert np.array_equal(a.log_z, b.log_z, equal_nan=True)
+            assert np.array_equal(a.n_trees, b.n_trees, equal_nan=True)
+        t = tables["trellis"]
+        assert t.status[70] == "all_inf" and t.log_z[70] == -math.inf and t.n_trees[70] == 0
+        assert t.status[3] == "failed" and np.isnan(t.log_z[3])
+        ok = t.status == "ok"
+        assert ok.sum() > 250 and np.all(t.log_z[ok] >= t.log_likelihood[ok])
+        assert np.all(t.n_trees[ok] >= 1)
+
+
+def test_full_trellis_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
+    from jetastar.clustering import _chunk_kernels
+
+    sub = _small_jets(jets, 12)[:300]
+    whole = cluster_columns(sub, {"trellis": {"log_z": True}})["trellis"]
+    monkeypatch.setattr(_chunk_kernels, "TRELLIS_SLICE_SPLITS", 1)
+    cut = cluster_columns(sub, {"trellis": {"log_z": True}}, parallel=False)["trellis"]
+    assert np.array_equal(whole.outcome, cut.outcome)
+    assert np.array_equal(whole.children, cut.children)
+    for k in ("log_likelihood", "log_z", "n_trees"):
+        assert np.array_equal(getattr(whole, k), getattr(cut, k), equal_nan=True)
+    for k in whole.counters:
+        assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
+
+
+def test_full_trellis_columnar_options():
+    opts = columnar_options("trellis", {"log_z": True, "max_time": 5, "threads": 1,
+                                        "progress": False, "likelihood": "legacy"})
+    assert opts == {"likelihood": "legacy", "max_memory": None, "threads": 1, "prune": True,
+                    "device": "cpu", "log_z": True}
+    assert columnar_options("trellis", opts) == opts  # what it returns reads back
+    # a limit between the MAP engine's tables and the full trellis' at 14 leaves
+    from jetastar.clustering._engine import estimate_trellis_memory
+    from jetastar.clustering.exact_map import estimate_map_memory
+
+    limit = estimate_trellis_memory(14) - 1
+    assert estimate_map_memory(14) <= limit
+    assert columnar_options("trellis", {"max_memory": limit}) is not None
+    assert columnar_options("trellis", {"max_memory": limit, "log_z": True}) is None
+    assert columnar_options("trellis", {"log_z": True, "prune": False}) is None
+    assert columnar_options("trellis", {"log_z": True, "device": "gpu"}) is None
+
+
+def test_exact_trellis_batch_on_the_cpu_is_exact_trellis(jets):
+    """exact_trellis_batch of a collection on the CPU: the columnar path for jets of up to 14
+    leaves, the per-jet trellis for larger ones; every result is exact_trellis'; a collection
+    with an invalid jet still raises the error naming it."""
+    sub = _small_jets(jets, 16)
+    sizes = np.diff(sub.leaf_offsets)
+    pick = sub.take(np.r_[np.flatnonzero(sizes > 14)[:3], np.arange(40)])
+    got = exact_trellis_batch(pick, "legacy", device="cpu")
+    assert len(got) == len(pick)
+    for i, res in enumerate(got):
+        _same_as_exact_trellis(res, exact_trellis(pick[i], "legacy"), i)
+    with pytest.raises(jetastar.InvalidJetError, match="5003"):
+        exact_trellis_batch(_broken(jets), device="cpu")
 
 
 # ---------------------------------------------------------------------- beam search

@@ -49,20 +49,29 @@ __all__ = ["COLUMNAR_CHUNK", "chunk_task", "cluster_collection", "in_process_chu
 #: jets per call of :func:`cluster_collection` in this process when every algorithm runs on the
 #: columnar path (a call's fixed cost, ~0.2 ms, is then spread over many jets)
 COLUMNAR_CHUNK = 4096
+#: the same with the full trellis (``log_z``), up to ~0.1 s a jet at 14 leaves: enough jets for
+#: numba's threads (:data:`~jetastar.clustering.columnar.PARALLEL_FROM`), few enough that the
+#: progress bar moves every few seconds
+COLUMNAR_LOG_Z_CHUNK = 256
 
 
 def in_process_chunk_size(config: BatchConfig) -> int:
     """Jets per :func:`cluster_collection` call for a run in this process: ``config.chunk_size``,
-    or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path.
+    or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path
+    (:data:`COLUMNAR_LOG_Z_CHUNK` when one of them is the full trellis).
 
     Example:
         >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["astar"]))
         (4096, 50)
+        >>> in_process_chunk_size(BatchConfig(["kt", "trellis"], options={"trellis": {"log_z": True}}))
+        256
     """
-    if all(columnar_options(name, options_for(name, config, 1)) is not None
-           for name in config.algorithms):
-        return max(config.chunk_size, COLUMNAR_CHUNK)
-    return config.chunk_size
+    flat = [columnar_options(name, options_for(name, config, 1)) for name in config.algorithms]
+    if any(o is None for o in flat):
+        return config.chunk_size
+    if any(o.get("log_z") for o in flat if o is not None):
+        return max(config.chunk_size, COLUMNAR_LOG_Z_CHUNK)
+    return max(config.chunk_size, COLUMNAR_CHUNK)
 
 
 def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> ClusteringResult:
@@ -252,15 +261,9 @@ def _cluster_on_gpu(
     :class:`~jetastar.TooLargeError`) are left to :func:`run_one`; the others get their rows here.
     """
     name = "trellis"
-    if name not in config.algorithms or not len(collection):
+    if name not in config.algorithms or not len(collection) or not _gpu_batch(name, opts[name]):
         return
     o = opts[name]
-    try:
-        if not as_flag(o.get("log_z", False), "log_z") or resolve_device(
-                o.get("device", "auto")) != "gpu":
-            return
-    except (ValueError, GpuUnavailableError):  # a bad option or no GPU: run_one reports it per jet
-        return
     # invalid jets (leaves or parameters, checked over the columns) and refused ones are left to
     # run_one, which reports them per jet
     kind = leaf_problems(collection.leaves, collection.leaf_offsets)[0]
@@ -280,6 +283,16 @@ def _cluster_on_gpu(
                                             jet_id=int(collection.jet_id[i]))
 
 
+def _gpu_batch(name: str, options: dict[str, Any]) -> bool:
+    """Whether :func:`_cluster_on_gpu` takes algorithm ``name`` with ``options``: the trellis
+    with ``log_z`` whose ``device`` resolves to a GPU."""
+    try:
+        return name == "trellis" and as_flag(options.get("log_z", False), "log_z") and \
+            resolve_device(options.get("device", "auto")) == "gpu"
+    except (ValueError, GpuUnavailableError):  # a bad option or no GPU: run_one reports it per jet
+        return False
+
+
 def _cluster_columnar(
     collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]], n_workers: int,
     rows: dict[str, dict[int, ClusteringResult]],
@@ -291,7 +304,8 @@ def _cluster_columnar(
         ``(name -> ChunkResults, seconds of the kernel call)``.
     """
     names = [name for name in config.algorithms
-             if columnar_options(name, opts[name]) is not None]
+             if columnar_options(name, opts[name]) is not None
+             and not _gpu_batch(name, opts[name])]
     n = len(collection)
     if not names or n == 0:
         return {}, 0.0
@@ -336,8 +350,12 @@ def _flat_table(
                 message[i] = f"{message[i]}; {note}" if message[i] else note
     table = AlgorithmResults(
         name, jet_index=index, jet_id=jet_id, log_likelihood=chunk.log_likelihood,
-        exact=chunk.exact, log_z=np.full(n, np.nan), upper_bound=chunk.upper_bound,
-        n_trees=np.full(n, np.nan), time_s=time_s,
+        exact=chunk.exact,
+        log_z=np.full(n, np.nan) if chunk.log_z is None else chunk.log_z,
+        upper_bound=chunk.upper_bound,
+        n_trees=np.full(n, np.nan) if chunk.n_trees is None else np.where(
+            chunk.outcome == DONE, chunk.n_trees, np.nan),
+        time_s=time_s,
         status=np.where(done, chunk.status, "failed"),  # the other rows are replaced below
         message=message,
         options=_options_column(chunk, opts),

@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import numba as nb
 import numpy as np
 
 from .._progress import PER_JET_DELAY, ProgressBar, progress_bar
@@ -37,6 +38,7 @@ __all__ = [
     "check_memory",
     "check_size",
     "default_memory_limit",
+    "estimate_trellis_memory",
     "format_bytes",
     "search_progress",
     "solving",
@@ -77,6 +79,42 @@ def check_budget(value: Any, name: str, integer: bool = False) -> Any:
 
 
 # ---------------------------------------------------------------------- memory
+#: bytes per cluster of the cost-model features ((P, N, W, size) float64)
+_FEATURE_BYTES = 32
+
+
+def estimate_trellis_memory(
+    n_leaves: int, marginals: bool = False, threads: int | None = None, *, cost_model: bool = False
+) -> int:
+    """Bytes the trellis of an ``n_leaves`` jet allocates (peak, without Python overhead).
+
+    Per mask: a 32-byte record (``t``, MAP, ``log Z``, tree count), the arg-max part (int32), the
+    by-size order (int32) and a transient int8 size table: 41 bytes; a cost model adds its 32-byte
+    features. Marginals add one float64 per mask plus one float64 accumulator per mask and thread.
+
+    Args:
+        n_leaves: number of leaves (points of a cost model).
+        marginals: include the marginal pass.
+        threads: threads for the marginal pass (default: numba's current setting).
+        cost_model: the trellis of a cost model (per-cluster features).
+
+    Returns:
+        The estimate in bytes.
+
+    Example:
+        >>> estimate_trellis_memory(20) // 2**20
+        41
+    """
+    m = 1 << n_leaves
+    total = m * (8 + 8 + 8 + 4 + 8 + 4 + 1) + 4096 * 64
+    if cost_model:
+        total += m * _FEATURE_BYTES
+    if marginals:
+        rows = nb.get_num_threads() if threads is None else threads
+        total += m * 8 * (1 + rows)
+    return int(total)
+
+
 def default_memory_limit() -> int:
     """Half of the available memory (``MemAvailable`` in /proc/meminfo, else physical memory)."""
     try:

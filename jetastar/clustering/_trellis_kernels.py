@@ -226,6 +226,37 @@ def dp_range_serial(
 
 
 @nb.njit(cache=True)
+def dp_all_serial(
+    n, node, node_i, best, exact_count, consts, t_cut, legacy, prune, code, feat
+):  # pragma: no cover - numba
+    """Every cluster of an ``n``-leaf jet on this thread, in increasing mask order (a cluster's
+    subsets are smaller masks, so each is solved after them; the values are those of the
+    size-by-size :func:`dp_range`, which solves each cluster with the same :func:`_solve_cluster`).
+    For many small jets, one per thread (the columnar path); the leaves must be initialised
+    (:func:`init_leaves`).
+
+    Returns:
+        ``(splits evaluated, splits skipped, clusters pruned)`` as :func:`dp_range`.
+    """
+    full = (np.int64(1) << n) - 1
+    evaluated = 0
+    skipped = 0
+    pruned = 0
+    for s in range(3, full + 1):
+        if s & (s - 1) == 0:  # a leaf
+            continue
+        row = 1 if s == full else 0
+        e, k, p = _solve_cluster(
+            np.int64(s), node, node_i, best, exact_count, consts[row], t_cut, legacy, prune, code,
+            feat,
+        )
+        evaluated += e
+        skipped += k
+        pruned += p
+    return evaluated, skipped, pruned
+
+
+@nb.njit(cache=True)
 def init_leaves(n, node, node_i, best, exact_count):  # pragma: no cover - numba
     """Leaf clusters: MAP 0, log Z 0, one tree; the empty mask gets ``-inf``."""
     for i in range(n):

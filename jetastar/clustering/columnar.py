@@ -8,9 +8,11 @@ requested algorithm of :data:`COLUMNAR_ALGORITHMS` and scores the trees with the
 and :func:`~jetastar.clustering.kt`, trees and values bit for bit). The exact MAP engine
 (the registry's ``"trellis"`` without ``log_z``) runs on every jet of up to 14 leaves the same way,
 one jet per thread, with the kernels of :func:`~jetastar.clustering.exact_map` (larger jets are
-left to it); beam search too, on every jet of up to 40 leaves (:data:`BEAM_CHUNK_MAX`), with the
-kernels of :func:`~jetastar.clustering.beam_search`, and MCTS with its default deterministic
-rollouts, with the kernel of :func:`~jetastar.clustering.mcts`. The answer is flat arrays, a
+left to it), and with ``log_z`` the full trellis, with the kernel of
+:func:`~jetastar.clustering.exact_trellis` (log Z and the tree count too); beam search too, on
+every jet of up to 40 leaves (:data:`BEAM_CHUNK_MAX`), with the kernels of
+:func:`~jetastar.clustering.beam_search`, and MCTS with its default deterministic rollouts, with
+the kernel of :func:`~jetastar.clustering.mcts`. The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
@@ -63,8 +65,9 @@ from ._chunk_kernels import (
     map_chunk,
     mcts_chunk,
     score_chunk,
+    trellis_chunk,
 )
-from ._engine import check_budget, default_memory_limit
+from ._engine import check_budget, default_memory_limit, estimate_trellis_memory
 from ._map_kernels import binomials
 from ._subsets import n_splits_total
 from .beam import (
@@ -110,7 +113,8 @@ ALG_BEAM = 5
 ALG_MCTS = 6
 
 #: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
-#: exact MAP engine (without ``log_z``) on jets of up to ``EXACT_CHUNK_MAX`` (14) leaves,
+#: exact MAP engine (with ``log_z``: the full trellis) on jets of up to ``EXACT_CHUNK_MAX`` (14)
+#: leaves,
 #: ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves, ``"mcts"`` MCTS with
 #: deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work
 COLUMNAR_ALGORITHMS = {
@@ -141,10 +145,10 @@ MCTS_CHUNK_WORK = 25_000_000
 #: the fixed cost of a jet in :func:`._chunk_kernels.mcts_chunk`, in work units (measured ~200 µs
 #: per QCD jet of ~7 leaves with the defaults, ~50 ns per unit there)
 MCTS_JET_WORK = 3000
-#: the beam counters that the per-jet function gives as bools
-_BOOL_COUNTERS = ("pair_cache", "greedy_added")
+#: the counters that the per-jet functions give as bools (beam search's; the trellis' ``exact_count``)
+_BOOL_COUNTERS = ("pair_cache", "greedy_added", "exact_count")
 
-#: the options of the registry's ``"trellis"`` that the columnar path takes (``log_z`` only false)
+#: the options of the registry's ``"trellis"`` that the columnar path takes
 _TRELLIS_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress", "device",
                     "prune", "incumbent"}
 
@@ -188,19 +192,22 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
 
 
 def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The options :func:`~jetastar.clustering.exact_map` records, as it would check them, for the
-    registry's ``"trellis"`` on the columnar path.
+    """The options the registry's ``"trellis"`` records, as it would check them, on the columnar
+    path: those of :func:`~jetastar.clustering.exact_map`, or with ``log_z`` those of
+    :func:`~jetastar.clustering.exact_trellis` plus ``"log_z": True`` (which says which engine
+    runs; the rows' results record the per-jet function's options without it).
 
-    The columnar path solves jets of up to 14 leaves in a few ms each, so a ``max_time`` is
-    recorded but does not stop it (the per-jet engine also always runs its first slice of work).
+    The columnar path solves jets of up to 14 leaves in a few ms each (the full trellis in at
+    most ~0.1 s), so a ``max_time`` is recorded but does not stop the MAP engine (the per-jet
+    engine also always runs its first slice of work); the full trellis has no time budget.
 
     Args:
         options: the registry options (``likelihood``, ``log_z``, ``max_time``, ``max_memory``,
             ``threads``, ``progress``, ``device``; or what this function returned).
 
     Returns:
-        The options dict of the engine's results, or ``None`` for ``log_z``, a GPU, a memory limit
-        below the tables of the largest jet the path takes, or a value the engine would refuse.
+        The options dict of the engine's results, or ``None`` for a GPU, a memory limit below
+        the tables of the largest jet the path takes, or a value the engine would refuse.
     """
     if set(options) - _TRELLIS_OPTIONS:
         return None
@@ -208,8 +215,9 @@ def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
     if likelihood not in LIKELIHOODS:
         return None
     try:
-        if as_flag(options.get("log_z", False), "log_z") or not as_flag(
-                options.get("prune", True), "prune") or options.get("incumbent", False) is not False:
+        log_z = as_flag(options.get("log_z", False), "log_z")
+        if not as_flag(options.get("prune", True), "prune") or options.get(
+                "incumbent", False) is not False:
             return None  # (prune and incumbent: what this function returns, read back)
         device = options.get("device", "auto")
         if check_device(device) == "gpu":
@@ -219,8 +227,13 @@ def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
         threads = check_threads(options.get("threads"))
     except (OptionError, ValueError, TypeError):
         return None
-    if max_memory is not None and max_memory < estimate_map_memory(EXACT_CHUNK_MAX):
+    need = estimate_trellis_memory(EXACT_CHUNK_MAX) if log_z else estimate_map_memory(
+        EXACT_CHUNK_MAX)
+    if max_memory is not None and max_memory < need:
         return None
+    if log_z:
+        return {"likelihood": likelihood, "max_memory": max_memory, "threads": threads,
+                "prune": True, "device": "cpu", "log_z": True}
     return {"likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
             "prune": True, "threads": threads, "incumbent": False, "device": "cpu"}
 
@@ -383,6 +396,9 @@ class ChunkResults:
             size each jet ran with, its default depending on the jet's size): name -> ``(J,)``,
             over ``options`` in the :data:`DONE` rows' results (``options`` holds the value
             asked for, ``None`` for the default).
+        log_z, n_trees: ``(J,)`` the full trellis' log partition function (float64) and exact
+            tree count (int64) of :data:`DONE` rows (the registry's ``"trellis"`` with
+            ``log_z``); ``None`` for the other algorithms.
 
     The result of a :data:`DONE` row (:meth:`result`) is the per-jet function's without the
     objects that the columnar path does not make: for beam search, ``beam`` (every tree of the
@@ -406,6 +422,8 @@ class ChunkResults:
     exact: np.ndarray
     upper_bound: np.ndarray
     row_options: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    log_z: np.ndarray | None = None
+    n_trees: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -438,10 +456,14 @@ class ChunkResults:
             return ClusteringResult(
                 self.tree(i), float(self.log_likelihood[i]), self.algorithm, exact=exact,
                 likelihood=self.likelihood, options=self.options_of(i), stats=stats,
+                log_z=None if self.log_z is None else float(self.log_z[i]),
+                n_trees=None if self.n_trees is None else int(self.n_trees[i]),
                 upper_bound=float(self.upper_bound[i]) if exact else None,
                 status=str(self.status[i]), message=str(self.message[i]), jet_id=jet_id,
             )
-        opts = {"likelihood": self.likelihood}
+        opts: dict[str, Any] = {"likelihood": self.likelihood}
+        if self.log_z is not None:
+            opts["log_z"] = True
         if self.algorithm == "mcts":  # every option it records is one of its arguments
             opts.update(self.options)
         for key in ("R", "max_time", "max_memory", "threads", "beam_size", "greedy_guard"):
@@ -549,6 +571,8 @@ def cluster_columns(
     for name, results in (("trellis", _map_results), ("beam", _beam_results),
                           ("mcts", _mcts_results)):
         if name in names:
+            if name == "trellis" and opts[name].get("log_z"):
+                results = _trellis_results
             form = forms.index(opts[name]["likelihood"])
             out[name] = results(opts[name], collection, leaves, loff, counts, sizes, noff,
                                 np.ascontiguousarray(which_form[form]), consts,
@@ -677,36 +701,16 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
         ll = np.full(0, np.nan)
         outcome = np.full(0, NOT_RUN, dtype=np.int64)
         cnt = np.zeros((0, 5), dtype=np.int64)
-    done = outcome == DONE
-    # leaves first in each jet's block of nodes, numbered 0 .. n - 1 (as tree_from_best numbers)
-    leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
-    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    leaf_of_node[np.repeat(noff[:-1], counts) + local] = local
-    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
-    status = np.where(done, "ok", "").astype(object)
-    message = np.full(n, "", dtype=object)
-    impossible = done & ~(ll > -np.inf)
-    status[impossible] = "all_inf"
-    message[impossible] = ALL_INF_MESSAGE
-    counters: dict[str, np.ndarray] = {}
+    done, node_offsets, ch, leaf, status, message, counters = _exact_rows(
+        opts, outcome, ll, counts, sizes, noff, children, estimate_map_memory)
     if done.any():
-        total = np.array([n_splits_total(int(k)) for k in range(EXACT_CHUNK_MAX + 1)],
-                         dtype=np.float64)
-        memory = np.array([estimate_map_memory(int(k)) for k in range(EXACT_CHUNK_MAX + 1)],
-                          dtype=np.float64)
-        small = np.minimum(counts, EXACT_CHUNK_MAX)
-
-        def column(values: np.ndarray) -> np.ndarray:
-            return np.where(done, values, np.nan).astype(np.float64)
-
-        counters = {
-            "n_leaves": column(counts), "clusters": column(2.0 ** small - 1),
-            "splits_total": column(total[small]), "splits_enumerated": column(cnt[:, 0]),
-            "splits_bound_passed": column(cnt[:, 1]), "splits_evaluated": column(cnt[:, 2]),
-            "clusters_unsplittable": column(cnt[:, 3]), "clusters_impossible": column(cnt[:, 4]),
-            "threads": column(np.full(n, opts["threads"] or nb.get_num_threads())),
-            "memory_bytes": column(memory[small]),
-        }
+        counters.update({
+            "splits_enumerated": _done_column(done, cnt[:, 0]),
+            "splits_bound_passed": _done_column(done, cnt[:, 1]),
+            "splits_evaluated": _done_column(done, cnt[:, 2]),
+            "clusters_unsplittable": _done_column(done, cnt[:, 3]),
+            "clusters_impossible": _done_column(done, cnt[:, 4]),
+        })
     return ChunkResults(
         algorithm="trellis", likelihood=opts["likelihood"], options=dict(opts),
         collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
@@ -715,6 +719,86 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
         work=np.where(done, cnt[:, 0] + counts, 0).astype(np.float64), exact=done.copy(),
         upper_bound=np.where(done, ll, np.nan),
     )
+
+
+def _trellis_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
+                     loff: np.ndarray, counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray,
+                     which: np.ndarray, consts: np.ndarray, run: np.ndarray,
+                     threads: bool) -> ChunkResults:
+    """The full trellis' rows of a chunk (:func:`._chunk_kernels.trellis_chunk`): MAP, log Z and
+    tree count, with the statuses, messages, options and counters of
+    :func:`~jetastar.clustering.exact_trellis` (its timings aside)."""
+    n = counts.shape[0]
+    children, ll, log_z, n_trees, outcome, cnt = trellis_chunk(
+        leaves, loff, noff, which, consts, run, threads)
+    done, node_offsets, ch, leaf, status, message, counters = _exact_rows(
+        opts, outcome, ll, counts, sizes, noff, children, estimate_trellis_memory)
+    if done.any():
+        counters.update({
+            "clusters_pruned": _done_column(done, cnt[:, 2]),
+            "clusters_impossible": _done_column(done, cnt[:, 3]),
+            "splits_evaluated": _done_column(done, cnt[:, 0]),
+            "splits_skipped": _done_column(done, cnt[:, 1]),
+            "exact_count": _done_column(done, np.ones(n)),
+        })
+    options = {k: v for k, v in opts.items() if k != "log_z"}
+    return ChunkResults(
+        algorithm="trellis", likelihood=opts["likelihood"], options=options,
+        collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
+        status=status, message=message, node_offsets=node_offsets, children=ch,
+        leaf_of_node=leaf, counters=counters,
+        work=np.where(done, cnt[:, 0] + cnt[:, 1] + counts, 0).astype(np.float64),
+        exact=done.copy(), upper_bound=np.where(done, ll, np.nan),
+        log_z=np.where(done, log_z, np.nan), n_trees=np.where(done, n_trees, 0),
+    )
+
+
+def _exact_rows(
+    opts: dict[str, Any], outcome: np.ndarray, ll: np.ndarray, counts: np.ndarray,
+    sizes: np.ndarray, noff: np.ndarray, children: np.ndarray, memory_of: Any,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           dict[str, np.ndarray]]:
+    """What the rows of the exact engines (the MAP engine, the full trellis) share:
+    ``(done, node_offsets, children, leaf_of_node, status, message, counters)``, with the trees
+    of the :data:`DONE` rows, ``"all_inf"`` where every tree is impossible, and the counters both
+    give (``n_leaves``, ``clusters``, ``splits_total``, ``memory_bytes`` by ``memory_of(n)``,
+    ``threads``; none when no row is done)."""
+    done = outcome == DONE
+    node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, _leaves_first(counts, noff))
+    status = np.where(done, "ok", "").astype(object)
+    message = np.full(outcome.shape[0], "", dtype=object)
+    impossible = done & ~(ll > -np.inf)
+    status[impossible] = "all_inf"
+    message[impossible] = ALL_INF_MESSAGE
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        per_size = range(EXACT_CHUNK_MAX + 1)
+        total = np.array([n_splits_total(k) for k in per_size], dtype=np.float64)
+        memory = np.array([memory_of(k) for k in per_size], dtype=np.float64)
+        small = np.minimum(counts, EXACT_CHUNK_MAX)
+        threads = opts["threads"] or nb.get_num_threads()
+        counters = {
+            "n_leaves": _done_column(done, counts),
+            "clusters": _done_column(done, 2.0 ** small - 1),
+            "splits_total": _done_column(done, total[small]),
+            "memory_bytes": _done_column(done, memory[small]),
+            "threads": _done_column(done, np.full(outcome.shape[0], threads)),
+        }
+    return done, node_offsets, ch, leaf, status, message, counters
+
+
+def _done_column(done: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A float64 counter column: ``values`` on the :data:`DONE` rows, NaN elsewhere."""
+    return np.where(done, values, np.nan).astype(np.float64)
+
+
+def _leaves_first(counts: np.ndarray, noff: np.ndarray) -> np.ndarray:
+    """``leaf_of_node`` of trees numbered as ``tree_from_best`` numbers them: each jet's leaves
+    first in its block of nodes, ``0 .. n - 1`` (``-1`` on internal nodes)."""
+    leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
+    local = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    leaf_of_node[np.repeat(noff[:-1], counts) + local] = local
+    return leaf_of_node
 
 
 def _done_trees(done: np.ndarray, sizes: np.ndarray, noff: np.ndarray, children: np.ndarray,

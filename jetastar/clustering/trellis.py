@@ -76,8 +76,9 @@ from ._engine import (
     tree_from_best,
     valid_likelihood,
 )
+from ._engine import estimate_trellis_memory as estimate_memory
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
-from .columnar import constant_rows, params_valid
+from .columnar import DONE, cluster_columns, columnar_options, constant_rows, params_valid
 from .exact_map import ALL_INF_MESSAGE, exact_map
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
 from .options import as_flag
@@ -103,49 +104,15 @@ MAX_TRELLIS_LEAVES = 30
 
 #: Show a progress bar from this many leaves on when ``progress=None``.
 _PROGRESS_FROM = 19
+#: Jets per columnar kernel call of :func:`exact_trellis_batch` on the CPU (bounds the flat
+#: results held at once).
+_CPU_BATCH = 4096
 #: Posterior samples are drawn in batches of this many (bounds the sampler's scratch memory).
 _SAMPLE_BATCH = 20_000
 
 # layout of a constants row (see jetastar.ginkgo.likelihood.likelihood_constants)
 _ROW_TCUT = 0
 _ROW_LEGACY = 4
-
-#: bytes per cluster of the cost-model features ((P, N, W, size) float64)
-_FEATURE_BYTES = 32
-
-
-# ---------------------------------------------------------------------- memory guard
-def estimate_memory(
-    n_leaves: int, marginals: bool = False, threads: int | None = None, *, cost_model: bool = False
-) -> int:
-    """Bytes the trellis of an ``n_leaves`` jet allocates (peak, without Python overhead).
-
-    Per mask: a 32-byte record (``t``, MAP, ``log Z``, tree count), the arg-max part (int32), the
-    by-size order (int32) and a transient int8 size table: 41 bytes; a cost model adds its 32-byte
-    features. Marginals add one float64 per mask plus one float64 accumulator per mask and thread.
-
-    Args:
-        n_leaves: number of leaves (points of a cost model).
-        marginals: include the marginal pass.
-        threads: threads for the marginal pass (default: numba's current setting).
-        cost_model: the trellis of a cost model (per-cluster features).
-
-    Returns:
-        The estimate in bytes.
-
-    Example:
-        >>> estimate_memory(20) // 2**20
-        41
-    """
-    m = 1 << n_leaves
-    total = m * (8 + 8 + 8 + 4 + 8 + 4 + 1) + 4096 * 64
-    if cost_model:
-        total += m * _FEATURE_BYTES
-    if marginals:
-        rows = nb.get_num_threads() if threads is None else threads
-        total += m * 8 * (1 + rows)
-    return int(total)
-
 
 def _check_memory(
     n: int, who: str, max_memory: int | None, marginals: bool = False,
@@ -778,7 +745,10 @@ def exact_trellis_batch(
     at most ``batch_memory`` bytes of tables. Only what the results need comes back from the GPU
     (each jet's MAP tree, read on the device, and its root record), not the tables. A
     :class:`~jetastar.JetCollection` is read as columns (no :class:`~jetastar.Jet` is made per
-    jet). On the CPU this is :func:`exact_trellis` per jet.
+    jet). On the CPU the jets of 2 to 14 leaves of a collection (all valid, no memory limit
+    below their tables) are solved on the columnar path, one kernel call per 4096 jets and one
+    jet per thread (the same results as :func:`exact_trellis`, without its per-jet cost); other
+    jets run :func:`exact_trellis` one by one.
 
     Args:
         jets: :class:`jetastar.Jet` objects or a :class:`~jetastar.JetCollection` (any sizes; at
@@ -816,15 +786,17 @@ def exact_trellis_batch(
                 )
     n_total = len(jets)
     on_gpu = n_total > 0 and resolve_device(device, worth_it=True) == "gpu"
-    if not on_gpu and columns is not None:
-        jets = list(jets)
     show = n_total >= 1000 if progress is None else bool(progress)
     out: list[ClusteringResult | None] = [None] * n_total
     with progress_bar(total=n_total, desc="exact trellis", unit="jet", show=show) as bar:
         if not on_gpu:
-            for i, jet in enumerate(jets):
-                out[i] = exact_trellis(jet, likelihood, max_memory, device="cpu", progress=False)
-                bar.update(1)
+            if columns is not None and _columnar_ok(likelihood, max_memory):
+                _cpu_columnar(jets, likelihood, max_memory, out, bar)
+            else:
+                for i, jet in enumerate(jets):
+                    out[i] = exact_trellis(jet, likelihood, max_memory, device="cpu",
+                                           progress=False)
+                    bar.update(1)
             return [r for r in out if r is not None]
         if columns is None:
             sizes = np.array([jet.n_leaves for jet in jets], dtype=np.int64)
@@ -858,6 +830,30 @@ def exact_trellis_batch(
                     out[part[b]] = r
                 bar.update(len(part))
     return [r for r in out if r is not None]
+
+
+def _columnar_ok(likelihood: str, max_memory: int | None) -> bool:
+    """Whether the columnar path takes the full trellis with these options."""
+    return columnar_options("trellis", {"likelihood": likelihood, "log_z": True,
+                                        "max_memory": max_memory}) is not None
+
+
+def _cpu_columnar(collection: JetCollection, likelihood: str, max_memory: int | None,
+                  out: list[ClusteringResult | None], bar: Any) -> None:
+    """:func:`exact_trellis_batch` on the CPU for a collection of valid jets: the jets of
+    2 to 14 leaves on the columnar path (one kernel call per :data:`_CPU_BATCH` jets, one jet
+    per thread, the per-jet results bit for bit), the others one by one."""
+    options = {"likelihood": likelihood, "log_z": True, "max_memory": max_memory}
+    for lo in range(0, len(collection), _CPU_BATCH):
+        hi = min(lo + _CPU_BATCH, len(collection))
+        flat = cluster_columns(collection[lo:hi], {"trellis": options})["trellis"]
+        for i in range(hi - lo):
+            if flat.outcome[i] == DONE:
+                out[lo + i] = flat.result(i)
+            else:  # one leaf, or over the columnar path's size
+                out[lo + i] = exact_trellis(collection[lo + i], likelihood, max_memory,
+                                            device="cpu", progress=False)
+        bar.update(hi - lo)
 
 
 def _batch_columns(

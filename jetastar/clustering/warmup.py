@@ -239,9 +239,11 @@ def warm_up(
 def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
     """Compile (or load) the columnar path's chunk kernels, serial and parallel, once per process
     (every algorithm of the path and every option runs the same two kernels; the exact MAP
-    engine, beam search and MCTS have two of their own)."""
-    key = ("kernels", {"trellis": "columnar-map", "beam": "columnar-beam",
-                       "mcts": "columnar-mcts"}.get(name, "columnar"))
+    engine, the full trellis (``log_z``), beam search and MCTS have two of their own)."""
+    kernel = "columnar-trellis" if name == "trellis" and options.get("log_z") else {
+        "trellis": "columnar-map", "beam": "columnar-beam", "mcts": "columnar-mcts"}.get(
+        name, "columnar")
+    key = ("kernels", kernel)
     if key in _warmed:
         return
     _warmed.add(key)

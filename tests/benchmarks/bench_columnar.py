@@ -23,6 +23,11 @@ parameters): ``jetastar.cluster`` and ``columnar kernel`` as above, serial (``pa
 on numba's threads, and ``per-jet exact_map`` (a loop of :func:`jetastar.clustering.exact_map`
 over the first 500 jets), with jets per second (wall) besides the times per jet.
 
+``--log-z``: the full trellis (``"trellis"`` with ``log_z``: MAP, log Z and tree count) on the
+same jets as ``--exact``: ``jetastar.cluster``, ``columnar kernel`` (serial and on numba's
+threads), ``exact_trellis_batch`` (the columnar path, results as objects) and ``per-jet
+exact_trellis`` (a loop of :func:`jetastar.clustering.exact_trellis` over the first 500 jets).
+
 ``--beam``: beam search (default options) on the two samples (``--jets 1000`` keeps it to a
 few minutes): ``jetastar.cluster`` and, unless
 ``--only-cluster``, ``columnar kernel`` (``cluster_columns(jets, {"beam": {}})``, serial and on
@@ -99,6 +104,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only-cluster", action="store_true")
     parser.add_argument("--exact", action="store_true", help="the exact MAP of <= 10-leaf jets")
+    parser.add_argument("--log-z", action="store_true", help="the full trellis of <= 10-leaf jets")
     parser.add_argument("--beam", action="store_true", help="beam search, default options")
     parser.add_argument("--mcts", action="store_true", help="MCTS, default options")
     parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
@@ -107,8 +113,8 @@ def main() -> None:
     if args.big:
         _big(args.repeat)
         return
-    if args.exact:
-        _exact(args.jets, args.repeat)
+    if args.exact or args.log_z:
+        _exact(args.jets, args.repeat, args.log_z)
         return
     if args.deadline:
         _deadline()
@@ -144,24 +150,33 @@ def main() -> None:
                       f"{1e6 * cpu / len(jets):11.2f} {1e6 * wall / len(jets):11.2f}", flush=True)
 
 
-def _exact(n_jets: int, repeat: int) -> None:
-    """The exact MAP of small jets: columnar path against the per-jet engine."""
-    from jetastar.clustering import exact_map
+def _exact(n_jets: int, repeat: int, log_z: bool = False) -> None:
+    """The exact MAP (``log_z``: the full trellis) of small jets: columnar path against the
+    per-jet engine."""
+    from jetastar.clustering import exact_map, exact_trellis, exact_trellis_batch
     from jetastar.clustering.columnar import cluster_columns
 
     jets = generate(n_jets, ShowerParams.qcd(), seed=2035, max_leaves=10)
     print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
-    print(f"{len(jets)} QCD jets of <= 10 leaves, {np.mean(jets.n_leaves):.2f} leaves on average")
+    print(f"{len(jets)} QCD jets of <= 10 leaves, {np.mean(jets.n_leaves):.2f} leaves on average"
+          f"{', full trellis (log Z)' if log_z else ', exact MAP'}")
     print(f"{'what':<28} {'cpu µs/jet':>11} {'wall µs/jet':>11} {'jets/s':>9}")
     few = [jets[i] for i in range(min(500, len(jets)))]
+    options = {"log_z": True} if log_z else {}
     rows: list[tuple[str, Callable[[], Any], int]] = [
-        ("jetastar.cluster", lambda: jetastar.cluster(jets, "trellis"), len(jets)),
+        ("jetastar.cluster", lambda: jetastar.cluster(jets, "trellis", **options), len(jets)),
         ("columnar kernel, serial",
-         lambda: cluster_columns(jets, {"trellis": {}}, parallel=False), len(jets)),
+         lambda: cluster_columns(jets, {"trellis": options}, parallel=False), len(jets)),
         ("columnar kernel, threads",
-         lambda: cluster_columns(jets, {"trellis": {}}, parallel=True), len(jets)),
-        ("per-jet exact_map", lambda: [exact_map(j) for j in few], len(few)),
+         lambda: cluster_columns(jets, {"trellis": options}, parallel=True), len(jets)),
     ]
+    if log_z:
+        rows += [
+            ("exact_trellis_batch", lambda: exact_trellis_batch(jets, progress=False), len(jets)),
+            ("per-jet exact_trellis", lambda: [exact_trellis(j) for j in few], len(few)),
+        ]
+    else:
+        rows.append(("per-jet exact_map", lambda: [exact_map(j) for j in few], len(few)))
     for what, fn, count in rows:
         cpu, wall = _best(fn, repeat)
         print(f"{what:<28} {1e6 * cpu / count:11.2f} {1e6 * wall / count:11.2f} "

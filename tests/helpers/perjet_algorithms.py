@@ -5,7 +5,7 @@ can be compared row by row."""
 
 from __future__ import annotations
 
-from jetastar.clustering import beam_search, exact_map, greedy, kt, mcts, register
+from jetastar.clustering import beam_search, exact_map, exact_trellis, greedy, kt, mcts, register
 
 #: per-jet twin name -> the algorithm it repeats
 TWINS = {"perjet-greedy": "greedy", "perjet-kt": "kt", "perjet-cambridge": "cambridge",
@@ -32,16 +32,19 @@ def _perjet_antikt(jet, likelihood: str = "symmetric", R: float = 1000.0):
     return kt(jet, algorithm="antikt", likelihood=likelihood, R=R)
 
 
-#: per-jet twin of the exact MAP engine (the registry's "trellis" without log_z)
+#: per-jet twin of the registry's "trellis" (the exact MAP engine, or with log_z the full trellis)
 EXACT_TWINS = {"perjet-trellis": "trellis"}
 
 
 @register("perjet-trellis", exact=True, max_leaves=24,
-          description="test: the exact MAP engine through the per-jet path")
+          description="test: the exact MAP engine / full trellis through the per-jet path")
 def _perjet_trellis(jet, likelihood: str | None = None, *, log_z: bool = False,
                     max_time: float | None = None, max_memory: int | None = None,
                     threads: int | None = None, progress: bool | None = None,
                     device: str = "auto"):
+    if log_z:
+        return exact_trellis(jet, likelihood, max_memory, threads=threads, progress=progress,
+                             device=device)
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
                      progress=progress, device=device)
 
