@@ -417,8 +417,8 @@ def map_chunk(
     kernel = _map_parallel if parallel else _map_serial
     sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
     done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)  # splits of jets 0 .. j
-    _run_in_slices(kernel, done_before, MAP_SLICE_SPLITS, leaves, loff, noff, which, consts,
-                   slack, run, binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
+    _run_in_slices(kernel, done_before, MAP_SLICE_SPLITS, parallel, leaves, loff, noff, which,
+                   consts, slack, run, binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
     return children, ll, outcome, counts
 
 
@@ -506,15 +506,26 @@ def trellis_chunk(
     kernel = _trellis_parallel if parallel else _trellis_serial
     sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
     done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)
-    _run_in_slices(kernel, done_before, TRELLIS_SLICE_SPLITS, leaves, loff, noff, which, consts,
-                   run, children, ll, log_z, n_trees, outcome, counts, SPACELIKE_TOLERANCE)
+    _run_in_slices(kernel, done_before, TRELLIS_SLICE_SPLITS, parallel, leaves, loff, noff, which,
+                   consts, run, children, ll, log_z, n_trees, outcome, counts, SPACELIKE_TOLERANCE)
     return children, ll, log_z, n_trees, outcome, counts
 
 
-def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, *args: Any) -> None:
+#: how many single-thread slices of work a parallel chunk kernel call takes per thread
+#: (:func:`_run_in_slices`): with one slice per thread a call held one or two jets of 14 leaves,
+#: and the second thread sat idle
+PARALLEL_SLICES = 4
+
+
+def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, parallel: bool,
+                   *args: Any) -> None:
     """``kernel(lo, hi, *args)`` over runs of consecutive jets of about ``per_call`` units of work
     each (at least one jet; ``done_before[j]``: the work of jets ``0 .. j``), with Ctrl-C held
-    during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`)."""
+    during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`). A
+    ``parallel`` kernel gets :data:`PARALLEL_SLICES` times as much work per thread per call, so
+    that its threads share many jets of unequal cost (~0.4 s a call instead of ~0.1 s)."""
+    if parallel:
+        per_call *= PARALLEL_SLICES * nb.get_num_threads()
     n_jets = done_before.shape[0]
     with DeferredSignals() as held:
         lo = 0
@@ -691,8 +702,8 @@ def beam_chunk(
     kernel = _beam_parallel if parallel else _beam_serial
     n = np.diff(loff).astype(np.float64)
     done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
-    _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, leaves, loff, noff, which, consts, run,
-                   size, width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
+    _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, parallel, leaves, loff, noff, which,
+                   consts, run, size, width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
                    outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work
 
@@ -780,7 +791,7 @@ def mcts_chunk(
     children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 4)
     kernel = _mcts_parallel if parallel else _mcts_serial
     rng = np.random.default_rng(0)  # not drawn from (deterministic rollouts)
-    _run_in_slices(kernel, np.cumsum(estimate.astype(np.float64)), MCTS_SLICE_WORK, leaves, loff,
-                   noff, which, consts, run, tuple(settings), rng, np.int64(budget),
+    _run_in_slices(kernel, np.cumsum(estimate.astype(np.float64)), MCTS_SLICE_WORK, parallel,
+                   leaves, loff, noff, which, consts, run, tuple(settings), rng, np.int64(budget),
                    children, leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work

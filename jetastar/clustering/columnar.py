@@ -95,6 +95,7 @@ __all__ = [
     "INVALID",
     "NOT_RUN",
     "OWN_CHUNK_KERNELS",
+    "OWN_PARALLEL_FROM",
     "PARALLEL_FROM",
     "PER_JET",
     "ChunkResults",
@@ -154,6 +155,10 @@ _TRELLIS_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", 
 
 #: chunks of fewer jets run on one thread (a parallel launch costs more than their work)
 PARALLEL_FROM = 256
+#: the same for the algorithms with chunk kernels of their own (the exact engines, beam search,
+#: MCTS: 0.1-0.3 ms a jet of 7 leaves, up to ~0.1 s at 14), whose first chunks of a batch run are
+#: 200 jets (``batch.config.COSTLY_COLUMNAR_CHUNK_SIZE``)
+OWN_PARALLEL_FROM = 16
 
 
 def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -481,9 +486,11 @@ class ChunkResults:
         return [self.result(i) for i in range(len(self))]
 
 
-def _use_threads(n_jets: int, parallel: bool | None) -> bool:
+def _use_threads(n_jets: int, parallel: bool | None, first: int = PARALLEL_FROM) -> bool:
+    """``parallel``, or by default whether a chunk of ``n_jets`` is worth numba's threads (from
+    ``first`` jets on)."""
     if parallel is None:
-        return n_jets >= PARALLEL_FROM and nb.get_num_threads() > 1
+        return n_jets >= first and nb.get_num_threads() > 1
     return bool(parallel)
 
 
@@ -503,7 +510,8 @@ def cluster_columns(
         only: per algorithm, a ``(J,)`` bool mask of the jets to run it on (others are
             :data:`NOT_RUN`, e.g. over a size limit).
         parallel: jets on numba's threads (default: for chunks of :data:`PARALLEL_FROM` jets or
-            more) or on this thread.
+            more, :data:`OWN_PARALLEL_FROM` for the exact engines, beam search and MCTS) or on
+            this thread.
 
     Returns:
         Registry name -> :class:`ChunkResults`.
@@ -576,7 +584,8 @@ def cluster_columns(
             form = forms.index(opts[name]["likelihood"])
             out[name] = results(opts[name], collection, leaves, loff, counts, sizes, noff,
                                 np.ascontiguousarray(which_form[form]), consts,
-                                np.ascontiguousarray(run[names.index(name)]), threads)
+                                np.ascontiguousarray(run[names.index(name)]),
+                                _use_threads(n_jets, parallel, OWN_PARALLEL_FROM))
     return {name: out[name] for name in names}
 
 
