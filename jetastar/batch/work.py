@@ -50,8 +50,7 @@ __all__ = ["COLUMNAR_CHUNK", "chunk_task", "cluster_collection", "in_process_chu
 #: columnar path (a call's fixed cost, ~0.2 ms, is then spread over many jets)
 COLUMNAR_CHUNK = 4096
 #: the same with the full trellis (``log_z``), up to ~0.1 s a jet at 14 leaves: enough jets for
-#: numba's threads (:data:`~jetastar.clustering.columnar.PARALLEL_FROM`), few enough that the
-#: progress bar moves every few seconds
+#: numba's threads to share, few enough that the progress bar moves every few seconds
 COLUMNAR_LOG_Z_CHUNK = 256
 
 

@@ -415,9 +415,7 @@ def map_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 5), dtype=np.int64)
     kernel = _map_parallel if parallel else _map_serial
-    sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
-    done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)  # splits of jets 0 .. j
-    _run_in_slices(kernel, done_before, MAP_SLICE_SPLITS, parallel, leaves, loff, noff, which,
+    _run_in_slices(kernel, _splits_before(loff), MAP_SLICE_SPLITS, parallel, leaves, loff, noff, which,
                    consts, slack, run, binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
     return children, ll, outcome, counts
 
@@ -504,11 +502,16 @@ def trellis_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 4), dtype=np.int64)
     kernel = _trellis_parallel if parallel else _trellis_serial
-    sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
-    done_before = np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)
-    _run_in_slices(kernel, done_before, TRELLIS_SLICE_SPLITS, parallel, leaves, loff, noff, which,
+    _run_in_slices(kernel, _splits_before(loff), TRELLIS_SLICE_SPLITS, parallel, leaves, loff, noff, which,
                    consts, run, children, ll, log_z, n_trees, outcome, counts, SPACELIKE_TOLERANCE)
     return children, ll, log_z, n_trees, outcome, counts
+
+
+def _splits_before(loff: np.ndarray) -> np.ndarray:
+    """The splits of the trellises of jets ``0 .. j`` (``(3^n + 1) / 2 − 2^n`` each, ``n`` capped
+    at :data:`EXACT_CHUNK_MAX`): the work measure of the exact engines' kernel calls."""
+    sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
+    return np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)
 
 
 #: how many single-thread slices of work a parallel chunk kernel call takes per thread
@@ -703,8 +706,8 @@ def beam_chunk(
     n = np.diff(loff).astype(np.float64)
     done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
     _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, parallel, leaves, loff, noff, which,
-                   consts, run, size, width, cache, bool(guard), np.int64(budget), children, leaf_of_node, ll,
-                   outcome, stats, work, SPACELIKE_TOLERANCE)
+                   consts, run, size, width, cache, bool(guard), np.int64(budget), children,
+                   leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work
 
 

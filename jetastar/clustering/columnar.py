@@ -115,9 +115,8 @@ ALG_MCTS = 6
 
 #: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
 #: exact MAP engine (with ``log_z``: the full trellis) on jets of up to ``EXACT_CHUNK_MAX`` (14)
-#: leaves,
-#: ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves, ``"mcts"`` MCTS with
-#: deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work
+#: leaves, ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves, ``"mcts"``
+#: MCTS with deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work
 COLUMNAR_ALGORITHMS = {
     "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
     "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM, "mcts": ALG_MCTS,
