@@ -356,6 +356,45 @@ def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, ker
     assert len(calls) == 2
 
 
+@pytest.mark.parametrize("n_lists", [1, 2, 3, 8])
+def test_balanced_lists_deal_every_job_once_largest_first(n_lists):
+    """A parallel call's jets are dealt into one list per thread, largest first, each to the
+    least loaded list: every job once, and no list more than one job's cost above another."""
+    from jetastar.clustering._chunk_kernels import balanced_lists
+
+    rng = np.random.default_rng(5)
+    for cost in (rng.exponential(1.0, 37), np.zeros(5), 3.0 ** rng.integers(2, 15, 60),
+                 np.array([7.0])):
+        jobs, offsets = balanced_lists(cost, n_lists)
+        assert offsets[0] == 0 and offsets[-1] == cost.size and np.all(np.diff(offsets) >= 0)
+        assert np.array_equal(np.sort(jobs), np.arange(cost.size))
+        loads = np.array([cost[jobs[offsets[t]:offsets[t + 1]]].sum() for t in range(n_lists)])
+        assert loads.max() - loads.min() <= cost.max() + 1e-9 * cost.sum()
+        for t in range(n_lists):  # each list in the order dealt: decreasing cost
+            assert np.all(np.diff(cost[jobs[offsets[t]:offsets[t + 1]]]) <= 0)
+        again = balanced_lists(cost, n_lists)
+        assert np.array_equal(again[0], jobs) and np.array_equal(again[1], offsets)
+
+
+@pytest.mark.parametrize(("name", "options"), [
+    ("trellis", {}), ("trellis", {"log_z": True}), ("beam", {"beam_size": 3}),
+    ("mcts", {"n_rollouts": 3}),
+])
+def test_threads_dealt_jets_give_the_rows_of_one_thread(jets, name, options):
+    """Jets dealt to the threads by cost (several per call, out of order) give the rows of the
+    serial kernel, jets in order."""
+    chosen = _small_jets(jets, 16)[:120] if name == "trellis" else jets[:120]
+    one = cluster_columns(chosen, {name: options}, parallel=False)[name]
+    dealt = cluster_columns(chosen, {name: options}, parallel=True)[name]
+    assert np.array_equal(one.outcome, dealt.outcome)
+    assert np.array_equal(one.children, dealt.children)
+    assert np.array_equal(one.log_likelihood, dealt.log_likelihood, equal_nan=True)
+    assert set(one.counters) == set(dealt.counters)
+    for k in one.counters:
+        if k != "threads":
+            assert np.array_equal(one.counters[k], dealt.counters[k], equal_nan=True), k
+
+
 # ---------------------------------------------------------------------- the full trellis (log Z)
 def _same_as_exact_trellis(got, ref, i):
     """A columnar full-trellis row is exact_trellis' result: tree, MAP value, log Z, tree count,

@@ -38,6 +38,10 @@ those of the per-jet function, bit for bit. The caller routes jets (a width of 0
 jet of a chunk, one jet per thread, with the per-jet function's search kernel (``mcts_run``: its
 first slice of work, the whole search without a ``max_time``) and ``canonical_into`` /
 ``numpy_sum`` for the tree: trees, values and counters are the per-jet function's, bit for bit.
+
+These four run in calls of bounded work (Ctrl-C is seen between calls); a parallel call deals its
+jets to the threads by estimated cost, largest first (:func:`balanced_lists`), so that a thread is
+not left alone with one large jet at the end of a call.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ __all__ = [
     "SCORE_NO_TREE",
     "SCORE_OK",
     "TRELLIS_SLICE_SPLITS",
+    "balanced_lists",
     "beam_chunk",
     "cluster_chunk",
     "map_chunk",
@@ -364,20 +369,21 @@ def _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, 
 
 
 @nb.njit(cache=True, parallel=True)
-def _map_parallel(lo, hi, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+def _map_parallel(jobs, toff, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
                   outcome, counts, tol):  # pragma: no cover - numba
-    for j in nb.prange(lo, hi):
-        _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
-                 counts, tol)
+    for t in nb.prange(toff.shape[0] - 1):
+        for i in range(toff[t], toff[t + 1]):
+            _map_jet(jobs[i], leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+                     outcome, counts, tol)
 
 
 @nb.njit(cache=True)
-def _map_serial(lo, hi, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+def _map_serial(jobs, toff, leaves, loff, noff, which, consts, slack, run, binom, children, ll,
                 outcome, counts, tol):  # pragma: no cover - numba
     """The serial twin of :func:`_map_parallel` (see :func:`_cluster_serial`)."""
-    for j in range(lo, hi):
-        _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, ll, outcome,
-                 counts, tol)
+    for i in range(jobs.shape[0]):
+        _map_jet(jobs[i], leaves, loff, noff, which, consts, slack, run, binom, children, ll,
+                 outcome, counts, tol)
 
 
 #: splits (``(3**n + 1) / 2 - 2**n`` per jet) per kernel call of :func:`map_chunk`: ~0.1 s at
@@ -415,8 +421,9 @@ def map_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 5), dtype=np.int64)
     kernel = _map_parallel if parallel else _map_serial
-    _run_in_slices(kernel, _splits_before(loff), MAP_SLICE_SPLITS, parallel, leaves, loff, noff, which,
-                   consts, slack, run, binom, children, ll, outcome, counts, SPACELIKE_TOLERANCE)
+    _run_in_slices(kernel, _splits_before(loff, run), MAP_SLICE_SPLITS, parallel, leaves, loff,
+                   noff, which, consts, slack, run, binom, children, ll, outcome, counts,
+                   SPACELIKE_TOLERANCE)
     return children, ll, outcome, counts
 
 
@@ -454,20 +461,21 @@ def _trellis_jet(j, leaves, loff, noff, which, consts, run, children, ll, log_z,
 
 
 @nb.njit(cache=True, parallel=True)
-def _trellis_parallel(lo, hi, leaves, loff, noff, which, consts, run, children, ll, log_z, n_trees,
-                      outcome, counts, tol):  # pragma: no cover - numba
-    for j in nb.prange(lo, hi):
-        _trellis_jet(j, leaves, loff, noff, which, consts, run, children, ll, log_z, n_trees,
-                     outcome, counts, tol)
+def _trellis_parallel(jobs, toff, leaves, loff, noff, which, consts, run, children, ll, log_z,
+                      n_trees, outcome, counts, tol):  # pragma: no cover - numba
+    for t in nb.prange(toff.shape[0] - 1):
+        for i in range(toff[t], toff[t + 1]):
+            _trellis_jet(jobs[i], leaves, loff, noff, which, consts, run, children, ll, log_z,
+                         n_trees, outcome, counts, tol)
 
 
 @nb.njit(cache=True)
-def _trellis_serial(lo, hi, leaves, loff, noff, which, consts, run, children, ll, log_z, n_trees,
-                    outcome, counts, tol):  # pragma: no cover - numba
+def _trellis_serial(jobs, toff, leaves, loff, noff, which, consts, run, children, ll, log_z,
+                    n_trees, outcome, counts, tol):  # pragma: no cover - numba
     """The serial twin of :func:`_trellis_parallel`."""
-    for j in range(lo, hi):
-        _trellis_jet(j, leaves, loff, noff, which, consts, run, children, ll, log_z, n_trees,
-                     outcome, counts, tol)
+    for i in range(jobs.shape[0]):
+        _trellis_jet(jobs[i], leaves, loff, noff, which, consts, run, children, ll, log_z,
+                     n_trees, outcome, counts, tol)
 
 
 #: splits per kernel call of :func:`trellis_chunk`: ~0.1 s at the measured ~45 ns per split
@@ -502,16 +510,20 @@ def trellis_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 4), dtype=np.int64)
     kernel = _trellis_parallel if parallel else _trellis_serial
-    _run_in_slices(kernel, _splits_before(loff), TRELLIS_SLICE_SPLITS, parallel, leaves, loff, noff, which,
-                   consts, run, children, ll, log_z, n_trees, outcome, counts, SPACELIKE_TOLERANCE)
+    _run_in_slices(kernel, _splits_before(loff, run), TRELLIS_SLICE_SPLITS, parallel, leaves, loff,
+                   noff, which, consts, run, children, ll, log_z, n_trees, outcome, counts,
+                   SPACELIKE_TOLERANCE)
     return children, ll, log_z, n_trees, outcome, counts
 
 
-def _splits_before(loff: np.ndarray) -> np.ndarray:
-    """The splits of the trellises of jets ``0 .. j`` (``(3^n + 1) / 2 − 2^n`` each, ``n`` capped
-    at :data:`EXACT_CHUNK_MAX`): the work measure of the exact engines' kernel calls."""
-    sizes = np.minimum(np.diff(loff), EXACT_CHUNK_MAX)
-    return np.cumsum((3.0**sizes + 1.0) / 2.0 - 2.0**sizes)
+def _splits_before(loff: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """The splits of the trellises of jets ``0 .. j`` (``(3^n + 1) / 2 − 2^n`` each, counted only
+    for the jets an exact engine's chunk kernel solves: asked for, 2 to :data:`EXACT_CHUNK_MAX`
+    leaves): the work measure of the exact engines' kernel calls."""
+    sizes = np.diff(loff)
+    solved = np.asarray(run, dtype=bool) & (sizes <= EXACT_CHUNK_MAX)
+    n = np.where(solved, sizes, 0).astype(np.float64)
+    return np.cumsum((3.0**n + 1.0) / 2.0 - 2.0**n)
 
 
 #: how many single-thread slices of work a parallel chunk kernel call takes per thread
@@ -520,23 +532,67 @@ def _splits_before(loff: np.ndarray) -> np.ndarray:
 PARALLEL_SLICES = 4
 
 
+@nb.njit(cache=True)
+def balanced_lists(cost: np.ndarray,
+                   n_lists: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
+    """Jobs ``0 .. len(cost) - 1`` dealt into ``n_lists`` lists of about equal total cost, largest
+    job first, each to the list with the least cost so far (longest processing time first; the
+    lowest list wins ties, so the deal is deterministic).
+
+    Returns:
+        ``(jobs, offsets)``: list ``t`` is ``jobs[offsets[t]:offsets[t + 1]]``, in the order dealt.
+    """
+    n = cost.shape[0]
+    order = np.argsort(-cost, kind="mergesort")
+    load = np.zeros(n_lists, dtype=np.float64)
+    owner = np.empty(n, dtype=np.int64)
+    offsets = np.zeros(n_lists + 1, dtype=np.int64)
+    for i in range(n):
+        t = 0
+        for u in range(1, n_lists):
+            if load[u] < load[t]:
+                t = u
+        load[t] += cost[order[i]]
+        owner[i] = t
+        offsets[t + 1] += 1
+    for t in range(n_lists):
+        offsets[t + 1] += offsets[t]
+    fill = offsets[:-1].copy()
+    jobs = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        jobs[fill[owner[i]]] = order[i]
+        fill[owner[i]] += 1
+    return jobs, offsets
+
+
 def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, parallel: bool,
                    *args: Any) -> None:
-    """``kernel(lo, hi, *args)`` over runs of consecutive jets of about ``per_call`` units of work
-    each (at least one jet; ``done_before[j]``: the work of jets ``0 .. j``), with Ctrl-C held
-    during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`). A
-    ``parallel`` kernel gets :data:`PARALLEL_SLICES` times as much work per thread per call, so
-    that its threads share many jets of unequal cost (~0.4 s a call instead of ~0.1 s)."""
+    """``kernel(jobs, offsets, *args)`` over runs of consecutive jets of about ``per_call`` units
+    of work each (at least one jet; ``done_before[j]``: the work of jets ``0 .. j``), with Ctrl-C
+    held during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`).
+
+    A serial kernel gets the run's jets in order (``offsets`` is one list). A ``parallel`` kernel
+    gets :data:`PARALLEL_SLICES` times as much work per thread per call, dealt into one list per
+    thread by :func:`balanced_lists` (each thread runs its list), so that no thread is left
+    finishing a large jet alone at the end of a call."""
+    n_threads = nb.get_num_threads()
     if parallel:
-        per_call *= PARALLEL_SLICES * nb.get_num_threads()
+        per_call *= PARALLEL_SLICES * n_threads
     n_jets = done_before.shape[0]
+    cost = np.diff(done_before, prepend=0.0)
     with DeferredSignals() as held:
         lo = 0
         while lo < n_jets:
             start = done_before[lo - 1] if lo else 0.0
             hi = int(np.searchsorted(done_before, start + per_call, side="right"))
             hi = min(max(hi, lo + 1), n_jets)
-            kernel(np.int64(lo), np.int64(hi), *args)
+            if parallel:
+                jobs, offsets = balanced_lists(cost[lo:hi], n_threads)
+                jobs += lo
+            else:
+                jobs = np.arange(lo, hi, dtype=np.int64)
+                offsets = np.array([0, hi - lo], dtype=np.int64)
+            kernel(jobs, offsets, *args)
             held.deliver()
             lo = hi
 
@@ -633,22 +689,23 @@ def _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, gua
 
 
 @nb.njit(cache=True, parallel=True)
-def _beam_parallel(lo, hi, leaves, loff, noff, which, consts, run, size, width, cache, guard,
+def _beam_parallel(jobs, toff, leaves, loff, noff, which, consts, run, size, width, cache, guard,
                    budget, children, leaf_of_node, ll, outcome, stats, work,
                    tol):  # pragma: no cover - numba
-    for j in nb.prange(lo, hi):
-        _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, guard, budget,
-                  children, leaf_of_node, ll, outcome, stats, work, tol)
+    for t in nb.prange(toff.shape[0] - 1):
+        for i in range(toff[t], toff[t + 1]):
+            _beam_jet(jobs[i], leaves, loff, noff, which, consts, run, size, width, cache, guard,
+                      budget, children, leaf_of_node, ll, outcome, stats, work, tol)
 
 
 @nb.njit(cache=True)
-def _beam_serial(lo, hi, leaves, loff, noff, which, consts, run, size, width, cache, guard,
+def _beam_serial(jobs, toff, leaves, loff, noff, which, consts, run, size, width, cache, guard,
                  budget, children, leaf_of_node, ll, outcome, stats, work,
                  tol):  # pragma: no cover - numba
     """The serial twin of :func:`_beam_parallel` (see :func:`_cluster_serial`)."""
-    for j in range(lo, hi):
-        _beam_jet(j, leaves, loff, noff, which, consts, run, size, width, cache, guard, budget,
-                  children, leaf_of_node, ll, outcome, stats, work, tol)
+    for i in range(jobs.shape[0]):
+        _beam_jet(jobs[i], leaves, loff, noff, which, consts, run, size, width, cache, guard,
+                  budget, children, leaf_of_node, ll, outcome, stats, work, tol)
 
 
 #: estimated work units (candidates ranked, about ``width · n³ / 6`` per jet, plus
@@ -741,21 +798,22 @@ def _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, 
 
 
 @nb.njit(cache=True, parallel=True)
-def _mcts_parallel(lo, hi, leaves, loff, noff, which, consts, run, settings, rng, budget,
+def _mcts_parallel(jobs, toff, leaves, loff, noff, which, consts, run, settings, rng, budget,
                    children, leaf_of_node, ll, outcome, stats, work,
                    tol):  # pragma: no cover - numba
-    for j in nb.prange(lo, hi):
-        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, children,
-                  leaf_of_node, ll, outcome, stats, work, tol)
+    for t in nb.prange(toff.shape[0] - 1):
+        for i in range(toff[t], toff[t + 1]):
+            _mcts_jet(jobs[i], leaves, loff, noff, which, consts, run, settings, rng, budget,
+                      children, leaf_of_node, ll, outcome, stats, work, tol)
 
 
 @nb.njit(cache=True)
-def _mcts_serial(lo, hi, leaves, loff, noff, which, consts, run, settings, rng, budget,
+def _mcts_serial(jobs, toff, leaves, loff, noff, which, consts, run, settings, rng, budget,
                  children, leaf_of_node, ll, outcome, stats, work,
                  tol):  # pragma: no cover - numba
     """The serial twin of :func:`_mcts_parallel` (see :func:`_cluster_serial`)."""
-    for j in range(lo, hi):
-        _mcts_jet(j, leaves, loff, noff, which, consts, run, settings, rng, budget, children,
+    for i in range(jobs.shape[0]):
+        _mcts_jet(jobs[i], leaves, loff, noff, which, consts, run, settings, rng, budget, children,
                   leaf_of_node, ll, outcome, stats, work, tol)
 
 
