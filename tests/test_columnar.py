@@ -5,6 +5,7 @@ including -inf trees and invalid jets; and the per-jet leaf validator it shares 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -130,6 +131,24 @@ def _assert_same_table(a, b, twin):
         assert np.array_equal(a.counters[k], b.counters[k], equal_nan=True)
     assert (a.likelihood, a.exact_method) == (b.likelihood, b.exact_method)
     assert np.array_equal(np.isnan(a.time_s), np.isnan(b.time_s))
+
+
+def test_each_algorithm_gets_its_own_time(jets):
+    """A columnar call times each algorithm apart (its kernel calls and arrays, plus an equal
+    share of the common preparation); a batch table's time_s sums to its algorithm's seconds,
+    so cheap greedy is not charged beam search's time."""
+    chosen = jets[:200]
+    names = {"greedy": {}, "kt": {}, "beam": {"beam_size": 50}}
+    cluster_columns(jets[:20], names)  # the kernels loaded
+    watch = time.perf_counter()
+    flat = cluster_columns(chosen, names)
+    wall = time.perf_counter() - watch
+    assert all(flat[name].seconds > 0 for name in names)
+    assert sum(flat[name].seconds for name in names) <= wall
+    assert flat["greedy"].seconds < 0.3 * flat["beam"].seconds
+    tables = cluster_collection(chosen, BatchConfig(list(names), options=names))
+    spent = {name: float(np.nansum(tables[name].time_s)) for name in names}
+    assert spent["greedy"] < 0.3 * spent["beam"] and spent["kt"] < 0.3 * spent["beam"]
 
 
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])

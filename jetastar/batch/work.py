@@ -182,8 +182,9 @@ def cluster_collection(
     kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt
     leaf without a rapidity), go through :func:`run_one` jet by jet. The results are the same
-    either way; the ``time_s`` of a row of the columnar path is the kernel call's time shared
-    among its rows in proportion to their work (split evaluations / pair distances).
+    either way; the ``time_s`` of a row of the columnar path is its algorithm's time in the
+    columnar call (:attr:`~jetastar.clustering.columnar.ChunkResults.seconds`) shared among the
+    algorithm's rows in proportion to their work (split evaluations / pair distances).
 
     Args:
         collection: a :class:`~jetastar.JetCollection`.
@@ -204,7 +205,7 @@ def cluster_collection(
     if n:
         warm_up_here(config, opts)
     rows: dict[str, dict[int, ClusteringResult]] = {name: {} for name in config.algorithms}
-    flat, seconds = _cluster_columnar(collection, config, opts, n_workers, rows)
+    flat = _cluster_columnar(collection, config, opts, n_workers, rows)
     _cluster_on_gpu(collection, config, opts, rows)
     per_jet = [name for name in config.algorithms if name not in flat]
     need = np.full(n, bool(per_jet))
@@ -239,7 +240,7 @@ def cluster_collection(
         info = algorithm_info(name)
         if name in flat:
             tables[name] = _flat_table(name, flat[name], rows[name], opts[name], index,
-                                       collection.jet_id, seconds, config, info.exact)
+                                       collection.jet_id, config, info.exact)
         else:
             results = [rows[name][i] for i in range(n)]
             tables[name] = AlgorithmResults.from_results(
@@ -295,19 +296,21 @@ def _gpu_batch(name: str, options: dict[str, Any]) -> bool:
 def _cluster_columnar(
     collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]], n_workers: int,
     rows: dict[str, dict[int, ClusteringResult]],
-) -> tuple[dict[str, ChunkResults], float]:
-    """The columnar algorithms of ``config`` on the whole collection, in one kernel call; jets
-    refused by a size or time limit are not run (their ``"skipped"`` results go into ``rows``).
+) -> dict[str, ChunkResults]:
+    """The columnar algorithms of ``config`` on the whole collection
+    (:func:`~jetastar.clustering.columnar.cluster_columns`); jets refused by a size or time
+    limit are not run (their ``"skipped"`` results go into ``rows``).
 
     Returns:
-        ``(name -> ChunkResults, seconds of the kernel call)``.
+        name -> :class:`~jetastar.clustering.columnar.ChunkResults` (with the algorithm's
+        seconds).
     """
     names = [name for name in config.algorithms
              if columnar_options(name, opts[name]) is not None
              and not _gpu_batch(name, opts[name])]
     n = len(collection)
     if not names or n == 0:
-        return {}, 0.0
+        return {}
     n_leaves = np.diff(collection.leaf_offsets)
     only = {}
     for name in names:
@@ -320,21 +323,20 @@ def _cluster_columnar(
                 rows[name][i] = _refusal(size, int(collection.jet_id[i]), name, opts[name],
                                          config)
         only[name] = run
-    watch = Stopwatch()
-    flat = cluster_columns(collection, {name: opts[name] for name in names}, only=only,
+    return cluster_columns(collection, {name: opts[name] for name in names}, only=only,
                            parallel=None if n_workers == 1 else False)
-    return flat, watch.seconds()
 
 
 def _flat_table(
     name: str, chunk: ChunkResults, rows: dict[int, ClusteringResult], opts: dict[str, Any],
-    index: np.ndarray, jet_id: np.ndarray, seconds: float, config: BatchConfig,
+    index: np.ndarray, jet_id: np.ndarray, config: BatchConfig,
     exact_method: bool,
 ) -> AlgorithmResults:
     """An algorithm's table from the columnar path's arrays, with the rows that went another way
     (``rows``: position -> result) put in their places."""
     n = len(chunk)
     total = float(chunk.work.sum())
+    seconds = chunk.seconds
     time_s = chunk.work * (seconds / total) if total > 0 else np.full(n, seconds / max(n, 1))
     done = chunk.outcome == DONE
     time_s = np.where(done, time_s, np.nan)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -403,6 +404,9 @@ class ChunkResults:
         log_z, n_trees: ``(J,)`` the full trellis' log partition function (float64) and exact
             tree count (int64) of :data:`DONE` rows (the registry's ``"trellis"`` with
             ``log_z``); ``None`` for the other algorithms.
+        seconds: wall seconds of this algorithm in :func:`cluster_columns`: its own kernel calls
+            and arrays, plus an equal share of the chunk's common preparation (what a batch
+            shares among the algorithm's rows as their ``time_s``).
 
     The result of a :data:`DONE` row (:meth:`result`) is the per-jet function's without the
     objects that the columnar path does not make: for beam search, ``beam`` (every tree of the
@@ -428,6 +432,7 @@ class ChunkResults:
     row_options: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     log_z: np.ndarray | None = None
     n_trees: np.ndarray | None = None
+    seconds: float = 0.0
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -500,7 +505,8 @@ def cluster_columns(
     only: Mapping[str, np.ndarray] | None = None,
     parallel: bool | None = None,
 ) -> dict[str, ChunkResults]:
-    """Cluster every jet of a collection with each algorithm, in one kernel call.
+    """Cluster every jet of a collection with each algorithm, in one kernel call per algorithm
+    (or calls of bounded work, for the exact engines, beam search and MCTS).
 
     Args:
         collection: the jets (flat columns; truth trees are not used).
@@ -525,6 +531,7 @@ def cluster_columns(
         >>> flat["kt"].outcome.tolist(), flat["kt"].result(0).options["R"]
         ([0, 0, 0, 0, 0], 1000.0)
     """
+    start = time.perf_counter()
     names = list(algorithms)
     opts = {}
     for name in names:
@@ -551,33 +558,38 @@ def cluster_columns(
         if only is not None and name in only:
             run[q] = np.asarray(only[name], dtype=bool)
     threads = _use_threads(n_jets, parallel)
+    common = time.perf_counter() - start
     out = {}
-    agg = [q for q, name in enumerate(names) if name not in OWN_CHUNK_KERNELS]
-    if agg:
-        which = np.ascontiguousarray(
-            np.stack([which_form[forms.index(opts[names[q]]["likelihood"])] for q in agg]))
-        algs = np.array([COLUMNAR_ALGORITHMS[names[q]] for q in agg], dtype=np.int64)
-        r2 = np.array([opts[names[q]].get("R", 1.0) ** 2 for q in agg], dtype=np.float64)
+    seconds = {}
+    # greedy and the kt family: one call per algorithm (each is timed; the shared validation of
+    # the leaves costs 3-5 % more than one call for all)
+    for q, name in enumerate(names):
+        if name in OWN_CHUNK_KERNELS:
+            continue
+        start = time.perf_counter()
+        which = np.ascontiguousarray(which_form[forms.index(opts[name]["likelihood"])][None])
+        algs = np.array([COLUMNAR_ALGORITHMS[name]], dtype=np.int64)
+        r2 = np.array([opts[name].get("R", 1.0) ** 2], dtype=np.float64)
         if n_jets == 0:
-            children = np.full((len(agg), int(noff[-1]), 2), -1, dtype=np.int64)
+            children = np.full((1, int(noff[-1]), 2), -1, dtype=np.int64)
             leaf_of_node = np.full(int(noff[-1]), -1, dtype=np.int64)
-            ll = np.full((len(agg), n_jets), np.nan)
-            outcome = np.full((len(agg), n_jets), NOT_RUN, dtype=np.int64)
-            info = np.full((len(agg), n_jets), -1, dtype=np.int64)
-            work = np.zeros((len(agg), n_jets), dtype=np.int64)
+            ll = np.full((1, n_jets), np.nan)
+            outcome = np.full((1, n_jets), NOT_RUN, dtype=np.int64)
+            info = np.full((1, n_jets), -1, dtype=np.int64)
+            work = np.zeros((1, n_jets), dtype=np.int64)
         else:
             children, leaf_of_node, ll, outcome, info, work = cluster_chunk(
-                leaves, loff, noff, which, consts, algs, np.ascontiguousarray(run[agg]), r2,
+                leaves, loff, noff, which, consts, algs, np.ascontiguousarray(run[q][None]), r2,
                 threads)
-        for k, q in enumerate(agg):
-            name = names[q]
-            out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff,
-                                       children[k], leaf_of_node, ll[k], outcome[k], info[k],
-                                       work[k])
+        out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff,
+                                   children[0], leaf_of_node, ll[0], outcome[0], info[0],
+                                   work[0])
+        seconds[name] = time.perf_counter() - start
     # the algorithms with chunk kernels of their own, one jet per thread
     for name, results in (("trellis", _map_results), ("beam", _beam_results),
                           ("mcts", _mcts_results)):
         if name in names:
+            start = time.perf_counter()
             if name == "trellis" and opts[name].get("log_z"):
                 results = _trellis_results
             form = forms.index(opts[name]["likelihood"])
@@ -585,6 +597,10 @@ def cluster_columns(
                                 np.ascontiguousarray(which_form[form]), consts,
                                 np.ascontiguousarray(run[names.index(name)]),
                                 _use_threads(n_jets, parallel, OWN_PARALLEL_FROM))
+            seconds[name] = time.perf_counter() - start
+    share = common / max(len(names), 1)
+    out = {name: dataclasses.replace(chunk, seconds=seconds[name] + share)
+           for name, chunk in out.items()}
     return {name: out[name] for name in names}
 
 
