@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -270,15 +270,62 @@ class AlgorithmResults:
     def __len__(self) -> int:
         return int(self.jet_index.shape[0])
 
+    def __getitem__(self, key: Any) -> ClusteringResult | AlgorithmResults:
+        """``table[i]``: row ``i`` as a :class:`ClusteringResult` (as :meth:`result`; negative
+        ``i`` counts from the end); ``table[a:b]``, an array of row numbers or a boolean mask: a
+        new table of those rows (as :meth:`take`).
+
+        Example:
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> import jetastar
+            >>> table = jetastar.cluster(generate(4, ShowerParams.qcd(), seed=1), "greedy")
+            >>> table[-1].jet_id, len(table[1:3]), [r.jet_id for r in table][:2]
+            (3, 2, [0, 1])
+        """
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return self.result(int(key))
+        if isinstance(key, slice):
+            return self.take(np.arange(len(self))[key])
+        if isinstance(key, str):
+            raise TypeError(
+                f"results tables are indexed by row (table[i], table[a:b]); the column "
+                f"{key!r} is an attribute: table.{key}" if hasattr(self, key) else
+                f"results tables are indexed by row (table[i], table[a:b]), not by {key!r}")
+        rows = np.asarray(key)
+        if rows.size == 0:
+            rows = rows.astype(np.int64)
+        if rows.dtype == bool:
+            if rows.shape != (len(self),):
+                raise IndexError(f"a boolean mask of {rows.shape} for a table of {len(self)} "
+                                 "rows")
+            rows = np.flatnonzero(rows)
+        elif rows.dtype.kind not in "iu":
+            raise TypeError(f"results tables are indexed by row numbers, not {rows.dtype}")
+        return self.take([self._row(int(r)) for r in rows.ravel()])
+
+    def __iter__(self) -> Iterator[ClusteringResult]:
+        """Every row as a :class:`ClusteringResult`, made as it is reached."""
+        for row in range(len(self)):
+            yield self.result(row)
+
+    def _row(self, row: int) -> int:
+        """``row`` as a position ``0 .. len - 1`` (negative counts from the end)."""
+        n = len(self)
+        if not -n <= row < n:
+            raise IndexError(f"row {row} of a table of {n} rows ({self.algorithm!r})")
+        return row + n if row < 0 else row
+
     def tree(self, row: int) -> Tree | None:
         """The tree of row ``row`` (``None`` when the row has none)."""
+        row = self._row(int(row))
         a, b = self.node_offsets[row], self.node_offsets[row + 1]
         if b == a:
             return None
         return Tree(self.children[a:b], self.leaf_of_node[a:b], jet=int(self.jet_id[row]))
 
     def result(self, row: int) -> ClusteringResult:
-        """Row ``row`` as a :class:`ClusteringResult`."""
+        """Row ``row`` as a :class:`ClusteringResult` (negative ``row`` counts from the end)."""
+        row = self._row(int(row))
         stats: dict[str, Any] = {
             k: _counter_value(v[row]) for k, v in self.counters.items() if not np.isnan(v[row])
         }

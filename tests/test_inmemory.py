@@ -109,6 +109,38 @@ def test_registry_cluster_accepts_collections_and_awkward(jets: JetCollection) -
         Jet(ak.Array([1.0, 2.0]))
 
 
+def test_a_results_table_is_a_sequence_of_results(jets: JetCollection) -> None:
+    """table[i] is row i's result (negative from the end), slices / row numbers / masks are
+    tables, iteration gives every row's result; a column name or a row out of range is a clear
+    error."""
+    table = cluster(jets[:6], "greedy")
+    assert table[0].log_likelihood == greedy(jets[0]).log_likelihood
+    assert table[-1].jet_id == table.result(5).jet_id == int(jets.jet_id[5])
+    assert table[np.int64(2)].tree.to_nested() == table.tree(2).to_nested()
+    assert table[-6].tree.to_nested() == table.tree(0).to_nested()
+    part = table[1:5:2]
+    assert isinstance(part, AlgorithmResults) and list(part.jet_id) == list(table.jet_id[[1, 3]])
+    assert part[1].log_likelihood == table[3].log_likelihood
+    mask = table.log_likelihood > np.median(table.log_likelihood)
+    assert list(table[mask].jet_index) == list(np.flatnonzero(mask))
+    assert list(table[np.array([5, -6])].jet_id) == list(table.jet_id[[5, 0]])
+    assert len(table[[]]) == 0
+    assert [r.log_likelihood for r in table] == [table.result(i).log_likelihood for i in range(6)]
+    for bad in (6, -7):
+        with pytest.raises(IndexError, match=f"row {bad} of a table of 6 rows"):
+            table[bad]
+        with pytest.raises(IndexError, match="of 6 rows"):
+            table.tree(bad)
+    with pytest.raises(IndexError, match="of 6 rows"):
+        table[[0, 9]]
+    with pytest.raises(TypeError, match=r"table\.log_likelihood"):
+        table["log_likelihood"]
+    with pytest.raises(IndexError, match="boolean mask"):
+        table[np.ones(3, dtype=bool)]
+    with pytest.raises(TypeError, match="row numbers"):
+        table[np.array([0.5])]
+
+
 def test_script_without_main_guard_gets_a_clear_message(tmp_path):
     """Worker processes import the main script; without the ``__main__`` guard they die, and the
     user is told why instead of getting a bare BrokenProcessPool."""
