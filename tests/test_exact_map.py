@@ -9,12 +9,14 @@ registry / ``exact_trellis(log_z=False)`` entry points and bad input.
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
 import pytest
 from helpers.bruteforce import brute_force_map
 from helpers.builders import collinear_jet
+from helpers.processes import stops_at_second_call
 from helpers.refdata import close, reference_jets, split_cases
 
 from jetastar import Jet, TooLargeError, Tree
@@ -299,3 +301,31 @@ def test_max_time_below_the_table_setup_stops_at_once():
     assert res.status == "budget" and not res.exact
     assert "setting up the tables" in res.message and "memory_bytes" in res.stats
     assert res.tree == greedy(jet).tree
+
+
+def test_kernel_calls_are_bounded_and_an_interrupt_stops_between_them(monkeypatch, python_sigint):
+    """Without a bar or a budget the DP still runs in calls of at most ``_CALL_SPLITS`` splits
+    (or one cluster), so Ctrl-C is seen within a call: values as in one call per size."""
+    engine = importlib.import_module("jetastar.clustering.exact_map")
+    jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=5, min_leaves=12, max_leaves=12)[0]
+    whole = exact_map(jet, progress=False)
+    splits: list[tuple[int, int]] = []
+
+    def counted(name):
+        kernel = getattr(_k, name)
+
+        def run(k, lo, hi, *args):
+            splits.append(((hi - lo) * ((1 << (k - 1)) - 1), (1 << (k - 1)) - 1))
+            return kernel(k, lo, hi, *args)
+        return run
+
+    monkeypatch.setattr(engine, "_CALL_SPLITS", 1000)
+    for name in ("solve_size", "solve_ranks"):
+        monkeypatch.setattr(_k, name, counted(name))
+    cut = exact_map(jet, progress=False)
+    assert len(splits) > 30 and all(s <= max(1000, per) for s, per in splits)
+    assert cut.log_likelihood == whole.log_likelihood
+    assert cut.tree.to_nested() == whole.tree.to_nested()
+    stops_at_second_call(monkeypatch, _k, "solve_ranks",
+                         lambda: exact_map(jet, progress=False, threads=1))
+

@@ -12,12 +12,14 @@ per-subset minimum cost on every subset (random graphs n = 10, ALOI samples n = 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
 import pytest
 from helpers.bruteforce import all_nested, brute_force, double_factorial_trees
 from helpers.builders import collinear_jet
+from helpers.processes import stops_at_second_call
 from helpers.refdata import DATA, close, reference_jets
 from scipy import stats
 
@@ -544,3 +546,27 @@ def test_cost_model_bad_input_and_size_guard():
         exact_trellis(HCCCost(_random_graph(40, 0, signed=True)), max_memory=2**62)
     with pytest.raises(ValueError, match="non-empty set of leaf indices"):
         Trellis(model).cluster_map([11])
+
+
+def test_kernel_calls_are_bounded_and_an_interrupt_stops_between_them(monkeypatch, python_sigint):
+    """Without a bar the DP still runs in calls of at most ``_CALL_SPLITS`` splits (or one
+    cluster), so Ctrl-C is seen within a call: values as in one call per size."""
+    from jetastar.clustering import _trellis_kernels as tk
+
+    jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=5, min_leaves=11, max_leaves=11)[0]
+    whole = exact_trellis(jet, progress=False)
+    offsets = trellis_mod.masks_by_size(11)[1]
+    monkeypatch.setattr(trellis_mod, "_CALL_SPLITS", 1000)
+    for size in range(2, 12):
+        per = (1 << (size - 1)) - 1
+        pieces = trellis_mod._chunks(offsets, size, 11, False)
+        assert pieces[0][0] == offsets[size] and pieces[-1][1] == offsets[size + 1]
+        assert all(b == c for (_, b), (c, _) in itertools.pairwise(pieces))
+        assert all((b - a) * per <= max(1000, per) for a, b in pieces)
+    cut = exact_trellis(jet, progress=False)
+    assert (cut.log_likelihood, cut.log_z, cut.n_trees) == (whole.log_likelihood, whole.log_z,
+                                                            whole.n_trees)
+    assert cut.tree.to_nested() == whole.tree.to_nested()
+    stops_at_second_call(monkeypatch, tk, "dp_range_serial",
+                         lambda: exact_trellis(jet, progress=False, threads=1))
+

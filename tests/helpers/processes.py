@@ -52,3 +52,16 @@ def interrupted_on_call(kernel: Callable[..., Any], calls: list[int], at: int = 
         return kernel(*args)
 
     return wrapped
+
+
+def stops_at_second_call(monkeypatch: Any, module: Any, name: str, run: Callable[[], Any]) -> None:
+    """``run()`` with ``module.name`` wrapped by :func:`interrupted_on_call`: it raises
+    ``KeyboardInterrupt`` after exactly two calls of that kernel (the interrupt is seen between
+    calls, not after all of them). Needs the ``python_sigint`` fixture."""
+    import pytest
+
+    calls: list[int] = []
+    monkeypatch.setattr(module, name, interrupted_on_call(getattr(module, name), calls))
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    assert len(calls) == 2
