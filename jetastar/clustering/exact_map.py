@@ -447,7 +447,8 @@ class _MapSolver:
         with solving(self.threads, show, total, who, "exact MAP", delay) as bar:
             pieces = _PIECES_PER_THREAD * nb.get_num_threads()
             # splits per slice: ~0.5 % of the work, and under a max_time at most what takes 5 % of
-            # it at the measured rate (a slice of a 22-leaf jet can take tenths of a second)
+            # it at the measured rate (a slice of a 22-leaf jet can take tenths of a second); never
+            # more than _CALL_SPLITS (0.5 % of a 24-leaf jet is ~700 million splits, ~4 s of one thread)
             slice_splits = int(total * _SLICE_FRACTION)
             for k in range(2, n):
                 per = (1 << (k - 1)) - 1
@@ -460,7 +461,8 @@ class _MapSolver:
                             and watch.seconds() > max_time):
                         finished = False
                         break
-                    step = max(1, (slice_splits if fine else _CALL_SPLITS) // per)
+                    call = min(slice_splits, _CALL_SPLITS) if fine else _CALL_SPLITS
+                    step = max(1, call // per)
                     hi = min(n_k, lo + step)
                     started = clock.seconds()
                     if parallel_worth_it((hi - lo) * per):
