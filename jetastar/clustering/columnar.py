@@ -38,7 +38,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +45,7 @@ import numba as nb
 import numpy as np
 
 from .._cuda import check_device
+from .._jit import Stopwatch
 from ..errors import OptionError
 from ..ginkgo.likelihood import LIKELIHOODS, likelihood_constants
 from ..jet import JetCollection
@@ -404,9 +404,10 @@ class ChunkResults:
         log_z, n_trees: ``(J,)`` the full trellis' log partition function (float64) and exact
             tree count (int64) of :data:`DONE` rows (the registry's ``"trellis"`` with
             ``log_z``); ``None`` for the other algorithms.
-        seconds: wall seconds of this algorithm in :func:`cluster_columns`: its own kernel calls
-            and arrays, plus an equal share of the chunk's common preparation (what a batch
-            shares among the algorithm's rows as their ``time_s``).
+        seconds: run time (wall, without compiling or loading kernels:
+            :class:`~jetastar._jit.Stopwatch`) of this algorithm in :func:`cluster_columns`: its
+            own kernel calls and arrays, plus an equal share of the chunk's common preparation
+            (what a batch shares among the algorithm's rows as their ``time_s``).
 
     The result of a :data:`DONE` row (:meth:`result`) is the per-jet function's without the
     objects that the columnar path does not make: for beam search, ``beam`` (every tree of the
@@ -531,7 +532,7 @@ def cluster_columns(
         >>> flat["kt"].outcome.tolist(), flat["kt"].result(0).options["R"]
         ([0, 0, 0, 0, 0], 1000.0)
     """
-    start = time.perf_counter()
+    watch = Stopwatch()
     names = list(algorithms)
     opts = {}
     for name in names:
@@ -558,7 +559,7 @@ def cluster_columns(
         if only is not None and name in only:
             run[q] = np.asarray(only[name], dtype=bool)
     threads = _use_threads(n_jets, parallel)
-    common = time.perf_counter() - start
+    common = watch.seconds()
     out = {}
     seconds = {}
     # greedy and the kt family: one call per algorithm (each is timed; the shared validation of
@@ -566,7 +567,7 @@ def cluster_columns(
     for q, name in enumerate(names):
         if name in OWN_CHUNK_KERNELS:
             continue
-        start = time.perf_counter()
+        watch = Stopwatch()
         which = np.ascontiguousarray(which_form[forms.index(opts[name]["likelihood"])][None])
         algs = np.array([COLUMNAR_ALGORITHMS[name]], dtype=np.int64)
         r2 = np.array([opts[name].get("R", 1.0) ** 2], dtype=np.float64)
@@ -584,12 +585,12 @@ def cluster_columns(
         out[name] = _chunk_results(name, opts[name], collection, counts, sizes, noff,
                                    children[0], leaf_of_node, ll[0], outcome[0], info[0],
                                    work[0])
-        seconds[name] = time.perf_counter() - start
+        seconds[name] = watch.seconds()
     # the algorithms with chunk kernels of their own, one jet per thread
     for name, results in (("trellis", _map_results), ("beam", _beam_results),
                           ("mcts", _mcts_results)):
         if name in names:
-            start = time.perf_counter()
+            watch = Stopwatch()
             if name == "trellis" and opts[name].get("log_z"):
                 results = _trellis_results
             form = forms.index(opts[name]["likelihood"])
@@ -597,7 +598,7 @@ def cluster_columns(
                                 np.ascontiguousarray(which_form[form]), consts,
                                 np.ascontiguousarray(run[names.index(name)]),
                                 _use_threads(n_jets, parallel, OWN_PARALLEL_FROM))
-            seconds[name] = time.perf_counter() - start
+            seconds[name] = watch.seconds()
     share = common / max(len(names), 1)
     out = {name: dataclasses.replace(chunk, seconds=seconds[name] + share)
            for name, chunk in out.items()}
