@@ -421,7 +421,7 @@ def map_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 5), dtype=np.int64)
     kernel = _map_parallel if parallel else _map_serial
-    _run_in_slices(kernel, _splits_before(loff, run), MAP_SLICE_SPLITS, parallel, leaves, loff,
+    _run_in_slices(kernel, _exact_splits(loff, run), MAP_SLICE_SPLITS, parallel, leaves, loff,
                    noff, which, consts, slack, run, binom, children, ll, outcome, counts,
                    SPACELIKE_TOLERANCE)
     return children, ll, outcome, counts
@@ -510,20 +510,20 @@ def trellis_chunk(
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     counts = np.zeros((n_jets, 4), dtype=np.int64)
     kernel = _trellis_parallel if parallel else _trellis_serial
-    _run_in_slices(kernel, _splits_before(loff, run), TRELLIS_SLICE_SPLITS, parallel, leaves, loff,
+    _run_in_slices(kernel, _exact_splits(loff, run), TRELLIS_SLICE_SPLITS, parallel, leaves, loff,
                    noff, which, consts, run, children, ll, log_z, n_trees, outcome, counts,
                    SPACELIKE_TOLERANCE)
     return children, ll, log_z, n_trees, outcome, counts
 
 
-def _splits_before(loff: np.ndarray, run: np.ndarray) -> np.ndarray:
-    """The splits of the trellises of jets ``0 .. j`` (``(3^n + 1) / 2 − 2^n`` each, counted only
-    for the jets an exact engine's chunk kernel solves: asked for, 2 to :data:`EXACT_CHUNK_MAX`
-    leaves): the work measure of the exact engines' kernel calls."""
+def _exact_splits(loff: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """The splits of each jet's trellis (``(3^n + 1) / 2 − 2^n``, 0 for the jets an exact engine's
+    chunk kernel does not solve: not asked for, or not 2 to :data:`EXACT_CHUNK_MAX` leaves): the
+    work measure of the exact engines' kernel calls."""
     sizes = np.diff(loff)
     solved = np.asarray(run, dtype=bool) & (sizes <= EXACT_CHUNK_MAX)
     n = np.where(solved, sizes, 0).astype(np.float64)
-    return np.cumsum((3.0**n + 1.0) / 2.0 - 2.0**n)
+    return (3.0**n + 1.0) / 2.0 - 2.0**n
 
 
 #: how many single-thread slices of work a parallel chunk kernel call takes per thread
@@ -565,10 +565,10 @@ def balanced_lists(cost: np.ndarray,
     return jobs, offsets
 
 
-def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, parallel: bool,
+def _run_in_slices(kernel: Any, cost: np.ndarray, per_call: float, parallel: bool,
                    *args: Any) -> None:
     """``kernel(jobs, offsets, *args)`` over runs of consecutive jets of about ``per_call`` units
-    of work each (at least one jet; ``done_before[j]``: the work of jets ``0 .. j``), with Ctrl-C
+    of work each (at least one jet; ``cost[j]``: the estimated work of jet ``j``), with Ctrl-C
     held during a call and raised between calls (:class:`~jetastar._jit.DeferredSignals`).
 
     A serial kernel gets the run's jets in order (``offsets`` is one list). A ``parallel`` kernel
@@ -578,8 +578,8 @@ def _run_in_slices(kernel: Any, done_before: np.ndarray, per_call: float, parall
     n_threads = nb.get_num_threads()
     if parallel:
         per_call *= PARALLEL_SLICES * n_threads
-    n_jets = done_before.shape[0]
-    cost = np.diff(done_before, prepend=0.0)
+    n_jets = cost.shape[0]
+    done_before = np.cumsum(cost)  # the work of jets 0 .. j
     with DeferredSignals() as held:
         lo = 0
         while lo < n_jets:
@@ -761,8 +761,8 @@ def beam_chunk(
     children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 7)
     kernel = _beam_parallel if parallel else _beam_serial
     n = np.diff(loff).astype(np.float64)
-    done_before = np.cumsum(width * n**3 / 6.0 + BEAM_JET_WORK)  # estimated work of jets 0 .. j
-    _run_in_slices(kernel, done_before, BEAM_SLICE_WORK, parallel, leaves, loff, noff, which,
+    cost = width * n**3 / 6.0 + BEAM_JET_WORK  # estimated work of each jet
+    _run_in_slices(kernel, cost, BEAM_SLICE_WORK, parallel, leaves, loff, noff, which,
                    consts, run, size, width, cache, bool(guard), np.int64(budget), children,
                    leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work
@@ -852,7 +852,7 @@ def mcts_chunk(
     children, leaf_of_node, ll, outcome, stats, work = search_outputs(loff, noff, 4)
     kernel = _mcts_parallel if parallel else _mcts_serial
     rng = np.random.default_rng(0)  # not drawn from (deterministic rollouts)
-    _run_in_slices(kernel, np.cumsum(estimate.astype(np.float64)), MCTS_SLICE_WORK, parallel,
+    _run_in_slices(kernel, estimate.astype(np.float64), MCTS_SLICE_WORK, parallel,
                    leaves, loff, noff, which, consts, run, tuple(settings), rng, np.int64(budget),
                    children, leaf_of_node, ll, outcome, stats, work, SPACELIKE_TOLERANCE)
     return children, leaf_of_node, ll, outcome, stats, work

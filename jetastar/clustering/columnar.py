@@ -727,15 +727,10 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
         outcome = np.full(0, NOT_RUN, dtype=np.int64)
         cnt = np.zeros((0, 5), dtype=np.int64)
     done, node_offsets, ch, leaf, status, message, counters = _exact_rows(
-        opts, outcome, ll, counts, sizes, noff, children, estimate_map_memory)
-    if done.any():
-        counters.update({
-            "splits_enumerated": _done_column(done, cnt[:, 0]),
-            "splits_bound_passed": _done_column(done, cnt[:, 1]),
-            "splits_evaluated": _done_column(done, cnt[:, 2]),
-            "clusters_unsplittable": _done_column(done, cnt[:, 3]),
-            "clusters_impossible": _done_column(done, cnt[:, 4]),
-        })
+        opts, outcome, ll, counts, sizes, noff, children, estimate_map_memory, {
+            "splits_enumerated": cnt[:, 0], "splits_bound_passed": cnt[:, 1],
+            "splits_evaluated": cnt[:, 2], "clusters_unsplittable": cnt[:, 3],
+            "clusters_impossible": cnt[:, 4]})
     return ChunkResults(
         algorithm="trellis", likelihood=opts["likelihood"], options=dict(opts),
         collection=collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
@@ -757,15 +752,10 @@ def _trellis_results(opts: dict[str, Any], collection: JetCollection, leaves: np
     children, ll, log_z, n_trees, outcome, cnt = trellis_chunk(
         leaves, loff, noff, which, consts, run, threads)
     done, node_offsets, ch, leaf, status, message, counters = _exact_rows(
-        opts, outcome, ll, counts, sizes, noff, children, estimate_trellis_memory)
-    if done.any():
-        counters.update({
-            "clusters_pruned": _done_column(done, cnt[:, 2]),
-            "clusters_impossible": _done_column(done, cnt[:, 3]),
-            "splits_evaluated": _done_column(done, cnt[:, 0]),
-            "splits_skipped": _done_column(done, cnt[:, 1]),
-            "exact_count": _done_column(done, np.ones(n)),
-        })
+        opts, outcome, ll, counts, sizes, noff, children, estimate_trellis_memory, {
+            "clusters_pruned": cnt[:, 2], "clusters_impossible": cnt[:, 3],
+            "splits_evaluated": cnt[:, 0], "splits_skipped": cnt[:, 1],
+            "exact_count": np.ones(n)})
     options = {k: v for k, v in opts.items() if k != "log_z"}
     return ChunkResults(
         algorithm="trellis", likelihood=opts["likelihood"], options=options,
@@ -781,13 +771,15 @@ def _trellis_results(opts: dict[str, Any], collection: JetCollection, leaves: np
 def _exact_rows(
     opts: dict[str, Any], outcome: np.ndarray, ll: np.ndarray, counts: np.ndarray,
     sizes: np.ndarray, noff: np.ndarray, children: np.ndarray, memory_of: Any,
+    columns: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
            dict[str, np.ndarray]]:
     """What the rows of the exact engines (the MAP engine, the full trellis) share:
     ``(done, node_offsets, children, leaf_of_node, status, message, counters)``, with the trees
     of the :data:`DONE` rows, ``"all_inf"`` where every tree is impossible, and the counters both
     give (``n_leaves``, ``clusters``, ``splits_total``, ``memory_bytes`` by ``memory_of(n)``,
-    ``threads``; none when no row is done)."""
+    ``threads``) followed by the engine's own ``columns`` (name -> per-row values); no counter
+    when no row is done."""
     done = outcome == DONE
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, _leaves_first(counts, noff))
     status = np.where(done, "ok", "").astype(object)
@@ -809,6 +801,7 @@ def _exact_rows(
             "memory_bytes": _done_column(done, memory[small]),
             "threads": _done_column(done, np.full(outcome.shape[0], threads)),
         }
+        counters.update({name: _done_column(done, values) for name, values in columns.items()})
     return done, node_offsets, ch, leaf, status, message, counters
 
 
