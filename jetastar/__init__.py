@@ -31,18 +31,21 @@ __all__ = [
     "Tree",
     "__version__",
     "cluster",
+    "cluster_jets",
     "ginkgo",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # jetastar.cluster (one jet or many) is the in-memory collection layer's; it is loaded on first
-    # use so that ``import jetastar`` does not import the batch machinery
-    if name == "cluster":
-        from .inmemory import cluster
+    # jetastar.cluster (one jet or many) and cluster_jets (several algorithms, workers, time
+    # limits) are the in-memory collection layer's; they are loaded on first use so that
+    # ``import jetastar`` does not import the batch machinery
+    if name in ("cluster", "cluster_jets"):
+        from . import inmemory
 
-        globals()["cluster"] = cluster
-        return cluster
+        func = getattr(inmemory, name)
+        globals()[name] = func
+        return func
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -433,6 +433,10 @@ def first_nonfinite_input(components: Mapping[str, np.ndarray]) -> tuple[str, in
 _P4_ORDER = ("E", "px", "py", "pz")
 
 
+#: appended to the message of a jet rejected because ``validate=True``: how to keep such jets
+KEEP_HINT = " (validate=False keeps invalid jets; clustering then records them as failed)"
+
+
 def _fail(msg: str, *, path: str | None, entry: int, field: str) -> InvalidJetError:
     if path:
             return InvalidJetInFileError(msg, path=path, entry=entry, jet=entry, field=field)
@@ -495,13 +499,14 @@ def flat_columns(
         if small.size:
             i = int(small[0])
             few = LeafProblem("too few", i, int(counts[i]))
-            raise _fail(few.message("particle"), path=path, entry=int(entry[i]), field="particles")
+            raise _fail(few.message("particle") + KEEP_HINT, path=path, entry=int(entry[i]),
+                        field="particles")
         bad_input = first_nonfinite_input(comps)
         if bad_input is not None:
             k, q = bad_input
             i = _jet_of(offsets, q)
-            raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({comps[k][q]})",
-                        path=path, entry=int(entry[i]), field=fields.get(k, k))
+            raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({comps[k][q]})"
+                        + KEEP_HINT, path=path, entry=int(entry[i]), field=fields.get(k, k))
     p4 = to_cartesian(comps)
     changed = apply_mass_policy(p4, mass_policy)
     n_adjusted = np.zeros(n_jets, np.float64)
@@ -517,8 +522,8 @@ def flat_columns(
         if bad is not None:
             source = "/".join(fields.get(c, c) for c in comps)
             field = source if bad.kind == "non-positive energy" else fields.get("mass", source)
-            raise _fail(bad.message("particle"), path=path, entry=int(entry[bad.jet]),
-                        field=field)
+            raise _fail(bad.message("particle") + KEEP_HINT, path=path,
+                        entry=int(entry[bad.jet]), field=field)
     with np.errstate(all="ignore"):
         t_root = total[:, 0] ** 2 - (total[:, 1] ** 2 + total[:, 2] ** 2 + total[:, 3] ** 2)
     if validate:
@@ -527,7 +532,8 @@ def flat_columns(
             i = int(low[0])
             raise _fail(
                 f"the jet's squared mass {t_root[i]:.6g} GeV² is not above t_cut = {t_cut:g} GeV², "
-                "so every tree has likelihood −∞ (choose a smaller t_cut)",
+                "so every tree has likelihood −∞ (choose a smaller t_cut, or validate=False to "
+                "keep such jets; clustering then records them as failed)",
                 path=path, entry=int(entry[i]), field="params.t_cut",
             )
     m_hard = np.sqrt(np.abs(t_root))

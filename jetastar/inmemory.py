@@ -158,6 +158,14 @@ def cluster_jets(
 
     Raises:
         BatchError: unknown algorithm or option, bad settings.
+
+    Example:
+        >>> import jetastar
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(4, ShowerParams.qcd(), seed=1)
+        >>> res = jetastar.cluster_jets(jets, ["greedy", "kt"], progress=False)
+        >>> len(res["greedy"]), res["kt"].algorithm
+        (4, 'kt')
     """
     if isinstance(algorithms, str):
         algorithms = [a.strip() for a in algorithms.split(",") if a.strip()]
@@ -250,6 +258,7 @@ def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
 
     Raises:
         ValueError: an unknown algorithm or option, or a bad option value.
+        TypeError: ``algorithm`` is not one name (several algorithms: :func:`cluster_jets`).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -257,6 +266,13 @@ def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
         >>> len(cluster(jets, "kt")), cluster(jets[0], "kt").algorithm
         (3, 'kt')
     """
+    if not isinstance(algorithm, str):
+        several = isinstance(algorithm, (list, tuple, set, frozenset))
+        raise TypeError(
+            f"jetastar.cluster runs one algorithm, given by its name; got {algorithm!r}"
+            + (f" (several algorithms: jetastar.cluster_jets(jets, {[str(a) for a in algorithm]!r}))"
+               if several else "")
+        )
     if holds_many_jets(jets):
         options = checked_options(algorithm, options)  # bad options fail before any jet runs
         return cluster_jets(jets, [algorithm], options={algorithm: options}, progress=False)[

@@ -109,6 +109,42 @@ def test_registry_cluster_accepts_collections_and_awkward(jets: JetCollection) -
         Jet(ak.Array([1.0, 2.0]))
 
 
+def test_one_algorithm_for_cluster_several_for_cluster_jets(jets: JetCollection) -> None:
+    import jetastar
+    from jetastar.clustering import algorithm_info
+
+    # a list is not one algorithm: the error says where several go, before any jet runs
+    with pytest.raises(TypeError, match=r"runs one algorithm.*jetastar\.cluster_jets\(jets, "
+                                        r"\['greedy', 'kt'\]\)"):
+        cluster(jets, ["greedy", "kt"])
+    with pytest.raises(TypeError, match="runs one algorithm"):
+        cluster(jets[0], ("greedy",))
+    with pytest.raises(TypeError, match="an algorithm name is a string; got list"):
+        algorithm_info(["greedy"])
+    # and cluster_jets is a top-level name, as cluster is
+    res = jetastar.cluster_jets(jets, ["greedy", "kt"], progress=False)
+    assert list(res) == ["greedy", "kt"]
+    assert res["kt"].log_likelihood.tolist() == cluster(jets, "kt").log_likelihood.tolist()
+
+
+def test_a_rejected_jet_says_how_to_keep_it(tmp_path) -> None:
+    import jetastar.io as jio
+
+    parts = ak.zip({"pt": [[30.0, 20.0, 5.0], [40.0]], "eta": [[0.1, 0.2, 0.0], [0.0]],
+                    "phi": [[0.1, 0.3, 0.2], [0.0]], "mass": [[0.0, 0.0, 0.0], [0.0]]})
+    with pytest.raises(InvalidJetError, match=r"jet 1, field 'particles': .* got 1 "
+                                              r"\(validate=False keeps invalid jets"):
+        JetCollection.from_momenta(parts, t_cut=1.0)
+    kept = JetCollection.from_momenta(parts, t_cut=1.0, validate=False)
+    res = cluster_jets(kept, ["greedy"], progress=False)
+    assert res["greedy"].status.tolist() == ["ok", "failed"]
+    # a file holding such a jet reads back the same way
+    res.write(tmp_path / "r.h5")
+    with pytest.raises(InvalidJetError, match=r"entry 1: jet 1, .*validate=False keeps"):
+        jio.read(tmp_path / "r.h5")
+    assert jio.read(tmp_path / "r.h5", validate=False).n_leaves.tolist() == [3, 1]
+
+
 def test_a_results_table_is_a_sequence_of_results(jets: JetCollection) -> None:
     """table[i] is row i's result (negative from the end), slices / row numbers / masks are
     tables, iteration gives every row's result; a column name or a row out of range is a clear

@@ -13,7 +13,7 @@ import pytest
 PUBLIC = {
     "jetastar": [
         "InvalidJetError", "InvalidTreeError", "Jet", "JetCollection", "JetastarError",
-        "TooLargeError", "Tree", "__version__", "cluster", "ginkgo",
+        "TooLargeError", "Tree", "__version__", "cluster", "cluster_jets", "ginkgo",
     ],
     "jetastar.ginkgo": [
         "LIKELIHOODS", "ShowerParams", "check_likelihood", "default_root_momentum", "generate",
@@ -74,7 +74,8 @@ def test_old_module_paths_still_import():
 
     assert old_readers is particle_files and old_results is result_tables
     assert old_momenta.collection_from_flat is momenta.collection_from_flat
-    from jetastar import cluster
+    from jetastar import cluster, cluster_jets
     from jetastar.inmemory import cluster as inmemory_cluster
+    from jetastar.inmemory import cluster_jets as inmemory_cluster_jets
 
-    assert cluster is inmemory_cluster
+    assert cluster is inmemory_cluster and cluster_jets is inmemory_cluster_jets

@@ -102,7 +102,10 @@ def algorithm_info(name: str) -> AlgorithmInfo:
 
     Raises:
         ValueError: for an unknown name, listing the valid ones.
+        TypeError: ``name`` is not a string.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"an algorithm name is a string; got {type(name).__name__} {name!r}")
     try:
         return _REGISTRY[name]
     except KeyError:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._columnar import first_leaf_problem
+from .._columnar import KEEP_HINT, first_leaf_problem
 from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
 from ..ginkgo.likelihood import truth_log_likelihoods
@@ -173,7 +173,7 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
 
     def fail(i: int, field: str, msg: str) -> None:
         raise InvalidJetInFileError(
-            msg, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
+            msg + KEEP_HINT, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
         )
 
     bad = first_leaf_problem(collection.leaves, collection.leaf_offsets)
