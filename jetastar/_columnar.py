@@ -682,7 +682,11 @@ def dense_columns(
     """
     arr = np.asarray(array)
     where = f"{path}: " if path else ""
-    if arr.dtype.names:
+    if arr.dtype.names and type(array).__module__.startswith("vector"):
+        # a vector numpy array (its fields are vector's own: x, y, z, t, rho, tau, ...)
+        names = ["E", "px", "py", "pz"]
+        data = np.stack([np.asarray(getattr(array, n), dtype=np.float64) for n in names], axis=-1)
+    elif arr.dtype.names:
         coords = detect_coordinates(arr.dtype.names, where=path or "")
         names = list(coords.values())
         data = np.stack([np.asarray(arr[n], dtype=np.float64) for n in names], axis=-1)

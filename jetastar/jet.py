@@ -204,15 +204,22 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
     records (any coordinates ``vector`` understands) or a vector momentum array."""
     import awkward as ak
 
-    try:
-        arr = ak.Array(leaves)
-    except Exception:  # a vector numpy array: its E/px/py/pz properties
+    def own_properties() -> np.ndarray:
         try:
             return np.stack([np.asarray(getattr(leaves, c), dtype=np.float64)
-                             for c in ("E", "px", "py", "pz")], axis=1)
+                             for c in ("E", "px", "py", "pz")], axis=-1)
         except Exception as exc:
             raise InvalidJetError(f"cannot read momenta from {type(leaves).__name__}: {exc}",
                                   jet=label, field="leaves") from exc
+
+    if not isinstance(leaves, ak.Array) and type(leaves).__module__.startswith("vector"):
+        # a vector numpy array stores its own field names (x, y, z, t for px, py, pz, E; rho,
+        # tau, ...): ask vector for the momenta
+        return own_properties()
+    try:
+        arr = ak.Array(leaves)
+    except Exception:  # an object with E/px/py/pz properties
+        return own_properties()
     if arr.layout.purelist_depth != 1 or not ak.fields(arr):
         raise InvalidJetError(
             f"one jet's particles as an awkward array must be 1-D records of momentum "
@@ -247,7 +254,9 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
         raise InvalidJetError(f"cannot be read as numbers: {exc}", jet=label, field="leaves") from exc
     if p.ndim != 2 or p.shape[1] != 4:
         raise InvalidJetError(
-            f"must have shape (n, 4) as (E, px, py, pz), got {p.shape}", jet=label, field="leaves"
+            f"must have shape (n, 4) as (E, px, py, pz), got {p.shape}"
+            + ("; several jets in one padded array: JetCollection.from_momenta(array, "
+               "components, mask=...)" if p.ndim == 3 else ""), jet=label, field="leaves"
         )
     bad = first_leaf_problem(p, (0, p.shape[0]))
     if bad is not None:

@@ -72,6 +72,36 @@ def test_vector_momentum4d_records_with_vector_names():
                                ref[:, 1:], rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("system", ["cartesian", "ptetaphiE", "ptetaphimass"])
+def test_vector_numpy_arrays_in_any_coordinates(system):
+    """vector's numpy arrays store vector's own field names (x, y, z, t; rho, phi, eta, tau...):
+    one jet (jetastar.cluster, Jet) and a padded (n_jets, n_particles) array (from_momenta) are
+    read through vector's properties."""
+    import jetastar
+    from jetastar import Jet
+
+    counts, cols = _random_particles(3, n_jets=1)
+    ref = _reference(cols)
+    v = vector.array({"E": ref[:, 0], "px": ref[:, 1], "py": ref[:, 2], "pz": ref[:, 3]})
+    one = vector.array({k: np.asarray(x) for k, x in COORDINATE_SYSTEMS[system](v).items()})
+    assert not set(one.dtype.names) >= {"px", "E"}  # vector renamed the fields
+    np.testing.assert_allclose(Jet(one).leaves[:, 1:], ref[:, 1:], rtol=1e-12, atol=1e-9)
+    res = jetastar.cluster(one, "greedy")
+    assert res.log_likelihood == jetastar.cluster(Jet(ref), "greedy").log_likelihood
+    dense = vector.array({k: np.stack([np.asarray(x)] * 3)
+                          for k, x in COORDINATE_SYSTEMS[system](v).items()})
+    jets = JetCollection.from_momenta(dense, t_cut=0.01)
+    assert jets.n_leaves.tolist() == [counts[0]] * 3
+    np.testing.assert_allclose(jets.leaves[:counts[0], 1:], ref[:, 1:], rtol=1e-12, atol=1e-9)
+    # several jets are not one: the message says where they go
+    with pytest.raises(InvalidJetError, match=r"got \(3, \d+, 4\); several jets .*from_momenta"):
+        Jet(dense)
+    # one jet as a plain list of (E, px, py, pz) rows
+    assert jetastar.cluster(ref.tolist(), "greedy").log_likelihood == res.log_likelihood
+    with pytest.raises(InvalidJetError, match="rows of four numbers"):
+        jetastar.cluster([[1.0, 0.0, 0.0], [1.0]], "greedy")
+
+
 def test_explicit_mapping():
     counts, cols = _random_particles(3)
     arr = ak.unflatten(ak.zip({"a": cols[:, 0], "b": cols[:, 1], "c": cols[:, 2],

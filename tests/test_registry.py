@@ -100,6 +100,9 @@ def test_bad_option_values(jet, name, options, match):
 @pytest.mark.parametrize("name", BASELINES)
 def test_not_a_jet(name):
     with pytest.raises(InvalidJetError, match=r"jetastar\.Jet"):
+        cluster({"E": [10.0], "pz": [9.0]}, name)
+    # a list of rows is one jet's momenta, checked as a Jet's are
+    with pytest.raises(InvalidJetError, match=r"field 'leaves'.*at least 2 leaves, got 1"):
         cluster([[10.0, 0.0, 0.0, 9.0]], name)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._jit import DeferredSignals
+from ..errors import InvalidJetError
 from ..jet import Jet, JetCollection
 from .options import check_options
 from .result import ClusteringResult
@@ -198,8 +199,15 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
         raise TypeError(
             f"jetastar.clustering.cluster runs one jet, got {_describe(jet)}: use "
             f"jetastar.cluster(jets, {algorithm!r}) for a results table, or "
-            "jetastar.inmemory.cluster_jets for several algorithms, workers and time limits"
+            "jetastar.cluster_jets for several algorithms, workers and time limits"
         )
+    if isinstance(jet, (list, tuple)):  # one jet's momenta as rows of (E, px, py, pz)
+        try:
+            jet = np.asarray(jet, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidJetError(
+                f"a {type(jet).__name__} given as one jet must hold rows of four numbers "
+                "(E, px, py, pz) in GeV", field="jet") from None
     if not isinstance(jet, Jet) and (
         type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
     ):
