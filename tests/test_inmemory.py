@@ -121,6 +121,8 @@ def test_one_algorithm_for_cluster_several_for_cluster_jets(jets: JetCollection)
         cluster(jets[0], ("greedy",))
     with pytest.raises(TypeError, match="an algorithm name is a string; got list"):
         algorithm_info(["greedy"])
+    with pytest.raises(BatchError, match="an algorithm name is a string; got list"):
+        cluster_jets(jets, [["greedy"]], progress=False)
     # and cluster_jets is a top-level name, as cluster is
     res = jetastar.cluster_jets(jets, ["greedy", "kt"], progress=False)
     assert list(res) == ["greedy", "kt"]

@@ -219,7 +219,7 @@ def check_config(config: BatchConfig) -> None:
     for name in config.algorithms:
         try:
             algorithm_info(name)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise BatchError(str(exc)) from None
     twice = sorted({a for a in config.algorithms if config.algorithms.count(a) > 1})
     if twice:
