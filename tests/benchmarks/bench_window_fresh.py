@@ -26,7 +26,9 @@ its own seeds, written here):
   have been looked at since);
 * ``report6``: fresh seeds ``REPORT6_BASE + 100 N + type``, the same defaults once more (its misses
   have been looked at since);
-* ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU).
+* ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU);
+* ``report8``: fresh seeds ``REPORT8_BASE + 100 N + type``, the report7 defaults once more (20-22
+  leaves; exact MAPs by ``exact_map`` on the CPU).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -50,6 +52,8 @@ tuned on*) come from::
     small --set report5 [--option n_sampled=4]
     maps --set report6 --sizes 20 22 --jets 8        # the sixth, same defaults
     small --set report6
+    maps --set report8 --sizes 20 22 --jets 8        # the eighth, the report7 defaults
+    small --set report8
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
     maps --set report5 --sizes 26 --jets 3 --forms symmetric --device gpu --recheck 1
     small --set report5 --sizes 26 --forms symmetric
@@ -90,6 +94,7 @@ REPORT4_BASE = 118_000
 REPORT5_BASE = 131_000
 REPORT6_BASE = 142_000
 REPORT7_BASE = 164_000
+REPORT8_BASE = 186_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -101,7 +106,7 @@ OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
         "report5": REPORT5_BASE, "report6": REPORT6_BASE,
-        "report7": REPORT7_BASE}
+        "report7": REPORT7_BASE, "report8": REPORT8_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
