@@ -167,8 +167,9 @@ def _cluster_jet(j, leaves, loff, noff, which, consts, algs, run, r2, children, 
 def _cluster_parallel(leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node,
                       ll, outcome, info, work, tol):  # pragma: no cover - numba
     for j in nb.prange(loff.shape[0] - 1):
-        _cluster_jet(j, leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node,
-                     ll, outcome, info, work, tol)
+        # int64 as in the serial twin: prange's unsigned index would compile _cluster_jet twice
+        _cluster_jet(np.int64(j), leaves, loff, noff, which, consts, algs, run, r2, children,
+                     leaf_of_node, ll, outcome, info, work, tol)
 
 
 @nb.njit(cache=True)
@@ -249,7 +250,8 @@ def _score_jet(j, leaves, loff, children, leaf_of_node, noff, which, consts, out
 def _score_parallel(leaves, loff, children, leaf_of_node, noff, which, consts, out, status,
                     tol):  # pragma: no cover - numba
     for j in nb.prange(loff.shape[0] - 1):
-        _score_jet(j, leaves, loff, children, leaf_of_node, noff, which, consts, out, status, tol)
+        _score_jet(np.int64(j), leaves, loff, children, leaf_of_node, noff, which, consts, out,
+                   status, tol)  # int64 (see _cluster_parallel)
 
 
 @nb.njit(cache=True)
