@@ -27,7 +27,7 @@ its own seeds, written here):
 * ``report6``: fresh seeds ``REPORT6_BASE + 100 N + type``, the same defaults once more (its misses
   have been looked at since);
 * ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU);
-* ``report8``: fresh seeds ``REPORT8_BASE + 100 N + type``, the report7 defaults once more (20-22
+* ``report8``: fresh seeds ``REPORT8_BASE + 100 N + type``, the report7 defaults once more (20-24
   leaves; exact MAPs by ``exact_map`` on the CPU).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
@@ -53,7 +53,8 @@ tuned on*) come from::
     maps --set report6 --sizes 20 22 --jets 8        # the sixth, same defaults
     small --set report6
     maps --set report8 --sizes 20 22 --jets 8        # the eighth, the report7 defaults
-    small --set report8
+    maps --set report8 --sizes 24 --jets 4           # ~2.3 min a jet on 2 cores
+    small --set report8 --sizes 20 22 24
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
     maps --set report5 --sizes 26 --jets 3 --forms symmetric --device gpu --recheck 1
     small --set report5 --sizes 26 --forms symmetric
