@@ -145,6 +145,20 @@ def test_file_level_errors_do_not_stop_other_files(tmp_path, jets_file):
                                            plugins=[PLUGIN]), output_dir=tmp_path)
 
 
+def test_one_input_path_is_one_file(tmp_path, jets_file):
+    # a path given as a string (or Path) is one input, not a sequence of one-letter files
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN], chunk_size=20)
+    for given, out in ((str(jets_file), tmp_path / "a.h5"), (jets_file, tmp_path / "b.h5")):
+        (summary,) = run_batch(given, config, output=out, progress=False)
+        assert summary.ok and summary.input == str(jets_file) and Path(summary.output) == out
+        _check_complete(out, 60)
+    (summary,) = run_batch(str(jets_file), config, output_dir=tmp_path / "folder", progress=False)
+    assert Path(summary.output) == tmp_path / "folder" / "qcd.results.h5"
+    # and algorithms given as one string are names, as in cluster_jets and on the command line
+    assert BatchConfig("greedy").algorithms == ["greedy"]
+    assert BatchConfig(" greedy, kt ,").algorithms == ["greedy", "kt"]
+
+
 def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
     import jetastar.batch.runner as batch
 

@@ -76,7 +76,7 @@ class BatchConfig:
     """What to run on every jet.
 
     Args:
-        algorithms: registry names, in output order.
+        algorithms: registry names, in output order (a comma-separated string works too).
         options: per algorithm name, keyword options (``{"beam": {"beam_size": 10}}``); the key
             ``"*"`` holds options for every algorithm that accepts them.
         time_limit: seconds per jet and algorithm (see :mod:`jetastar.batch`), ``None`` = none.
@@ -106,6 +106,10 @@ class BatchConfig:
     chunk_size: int | None = 50
     threads: int | None = None
     device: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.algorithms, str):  # "greedy" or "greedy,kt": names, not letters
+            self.algorithms = [a.strip() for a in self.algorithms.split(",") if a.strip()]
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that must match for part files to be reused."""

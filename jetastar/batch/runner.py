@@ -96,7 +96,7 @@ def output_path_for(input_path: str | os.PathLike[str], output_dir: str | os.Pat
 
 
 def run_batch(
-    inputs: Sequence[str | os.PathLike[str]],
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     config: BatchConfig,
     *,
     output: str | os.PathLike[str] | None = None,
@@ -117,7 +117,7 @@ def run_batch(
     """Cluster every jet of every input file with every algorithm; resumable.
 
     Args:
-        inputs: jet files (``.h5``, ``.root``, ``.pkl``).
+        inputs: jet files (``.h5``, ``.root``, ``.pkl``), or one file's path.
         config: algorithms, options, limits, chunk size.
         output: the output file (only with a single input; extension ``.h5``/``.root``).
         output_dir: folder for ``<stem>.results.<fmt>`` per input (default: the current folder).
@@ -153,6 +153,8 @@ def run_batch(
         raise BatchError(f"workers must be an integer >= 1, got {workers!r}")
     if fmt not in ("h5", "hdf5", "root"):
         raise BatchError(f"unknown output format {fmt!r}; use h5 or root")
+    if isinstance(inputs, (str, os.PathLike)):  # one file (a string is not a list of files)
+        inputs = [inputs]
     inputs = [Path(p) for p in inputs]
     if not inputs:
         raise BatchError("no input files")
