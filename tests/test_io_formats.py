@@ -70,6 +70,28 @@ def test_round_trip_jets_and_results(tmp_path, ref_collection, suffix):
     assert list(sub["alpha"].jet_index) == [0, 1, 2, 3, 4]
 
 
+def test_results_as_a_table_a_list_of_tables_or_a_list_of_results(tmp_path, suffix):
+    import jetastar
+
+    jets = generate(6, ShowerParams.qcd(), seed=3)
+    greedy = jetastar.cluster(jets, "greedy")
+    kt = jetastar.cluster(jets, "kt")
+    cases = ((greedy, ["greedy"]), ([greedy, kt], ["greedy", "kt"]), ((kt,), ["kt"]),
+             (greedy.results(), ["greedy"]))
+    for i, (given, expected) in enumerate(cases):
+        path = tmp_path / f"r{i}{suffix}"
+        jio.write(path, jets, given)
+        back = jio.read_results(path)
+        assert list(back) == expected
+        for name in expected:
+            ref = greedy if name == "greedy" else kt
+            assert back[name].log_likelihood.tolist() == ref.log_likelihood.tolist()
+    with pytest.raises(ValueError, match="two results tables of greedy"):
+        jio.write(tmp_path / f"x{suffix}", jets, [greedy, greedy])
+    with pytest.raises(TypeError, match="results must be a mapping"):
+        jio.write(tmp_path / f"x{suffix}", jets, 3.0)
+
+
 def test_generated_jets_round_trip_with_extras(tmp_path, fmt):
     jets = generate(30, ShowerParams.w(), seed=5)
     jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},

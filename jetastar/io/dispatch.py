@@ -76,11 +76,37 @@ def results_table(
     return AlgorithmResults.from_results(algorithm, list(results), jet_index=list(jet_index), **kw)
 
 
+def _labelled(results: Any) -> Mapping[str, Any]:
+    """``results`` as label -> results: a mapping as it is; one table (``jetastar.cluster(jets,
+    name)``), a sequence of tables, or one algorithm's list of results under their algorithm's
+    name."""
+    if results is None:
+        return {}
+    if isinstance(results, Mapping) or callable(getattr(results, "items", None)):
+        return results  # a mapping, or a JetResults (cluster_jets)
+    if isinstance(results, AlgorithmResults):
+        return {results.algorithm: results}
+    if isinstance(results, (list, tuple)):
+        if all(isinstance(r, AlgorithmResults) for r in results):
+            names = [r.algorithm for r in results]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"two results tables of {', '.join(twice)}: pass a mapping "
+                                 "label -> table to write both")
+            return dict(zip(names, results, strict=True))
+        if results and all(isinstance(r, ClusteringResult) for r in results):
+            return {results[0].algorithm: results}
+    raise TypeError(
+        "results must be a mapping label -> AlgorithmResults (or a list of ClusteringResult), one "
+        f"AlgorithmResults table, or a list of them; got {type(results).__name__}"
+    )
+
+
 def _as_tables(
-    results: Mapping[str, Any] | None, collection: JetCollection | None
+    results: Any, collection: JetCollection | None
 ) -> dict[str, AlgorithmResults]:
     out: dict[str, AlgorithmResults] = {}
-    for label, value in (results or {}).items():
+    for label, value in _labelled(results).items():
         if isinstance(value, AlgorithmResults):
             out[label] = value
             continue
@@ -100,7 +126,7 @@ def _as_tables(
 def write(
     path: str | os.PathLike[str],
     collection: JetCollection | None,
-    results: Mapping[str, Any] | None = None,
+    results: Any = None,
     *,
     attrs: Mapping[str, Any] | None = None,
 ) -> None:
@@ -111,7 +137,9 @@ def write(
             complete.
         collection: the jets (``None``: results only).
         results: label (usually the algorithm name) -> :class:`AlgorithmResults` or a list of
-            :class:`~jetastar.clustering.ClusteringResult`, one per jet in collection order.
+            :class:`~jetastar.clustering.ClusteringResult`, one per jet in collection order; or
+            one table (``jetastar.cluster(jets, "greedy")``), a list of tables, or one
+            algorithm's list of results, each under its algorithm's name.
         attrs: provenance to record (``seed``, ``command``, ``generator``, ...); jetastar version,
             date and command line are added automatically.
 
