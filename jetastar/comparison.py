@@ -259,9 +259,16 @@ def comparison_table(
     Raises:
         FileFormatError: for a file without results.
         ValueError: for an unknown reference algorithm.
+        TypeError: for anything but a path or a JetResults (e.g. one results table).
     """
     if hasattr(path, "jets") and hasattr(path, "keys"):  # in-memory results (JetResults)
         collection, tables = path.jets, dict(path)
+    elif not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"comparison_table needs the jets with the results: a results file, or the JetResults "
+            f"of jetastar.cluster_jets(jets, [...]); got {type(path).__name__} (a results table "
+            "alone does not hold the jets: run cluster_jets with every algorithm to compare)"
+        )
     else:
         collection = io.read(path, validate=False)
         tables = io.read_results(path)

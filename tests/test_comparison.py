@@ -117,6 +117,13 @@ def test_reference_algorithm_and_errors(results_file) -> None:
     assert all(r["d_median"] == 0.0 for r in _rows(rows, algorithm="greedy"))
     with pytest.raises(ValueError, match="unknown reference"):
         comparison_table(path, reference="nope")
+    # a results table alone does not hold the jets: the error says what does
+    import jetastar.io as jio
+
+    table = jio.read_results(path)["greedy"]
+    for wrong in (table, [table], {"greedy": table}):
+        with pytest.raises(TypeError, match=r"needs the jets .* jetastar\.cluster_jets"):
+            comparison_table(wrong)
 
 
 def test_format_and_plot(results_file, tmp_path) -> None:
