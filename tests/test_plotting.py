@@ -91,3 +91,24 @@ def test_compare_trees_and_dendrogram(jet, tmp_path):
     ginkgo_label(ax)
     assert any("Ginkgo" in t.get_text() for t in ax.texts)
     plt.close("all")
+
+
+def test_clustering_results_are_drawn_by_their_trees(jet):
+    import jetastar
+
+    res = jetastar.cluster(jet, "greedy")
+    by_result = draw_tree(res, jet, compare_to=jet.truth)
+    by_tree = draw_tree(res.tree, jet, compare_to=jet.truth)
+    np.testing.assert_array_equal(by_result.collections[0].get_segments(),
+                                  by_tree.collections[0].get_segments())
+    fig = compare_trees(jet.truth, res, jet)
+    assert fig.axes[1].get_title().startswith("MAP: log L = ")
+    assert sorted(int(i) for i in dendrogram(res)["ivl"]) == list(range(jet.n_leaves))
+    plt.close("all")
+    from jetastar.clustering import ClusteringResult
+
+    no_tree = ClusteringResult(None, -np.inf, "trellis", status="skipped")
+    with pytest.raises(ValueError, match=r"the trellis result has no tree \(status 'skipped'\)"):
+        draw_tree(no_tree)
+    with pytest.raises(TypeError, match=r"must be a jetastar\.Tree or a clustering result"):
+        draw_tree([0, 1])
