@@ -209,3 +209,20 @@ def test_bad_names_and_arguments():
     )
     with pytest.raises(InvalidJetError, match="node momenta"):
         log_likelihood(jet, caterpillar, use_node_momenta=True)
+
+
+def test_a_tree_may_be_given_as_a_result_or_as_nested_pairs():
+    import jetastar
+    from jetastar.clustering import ClusteringResult
+
+    jet = generate(1, ShowerParams.qcd(), seed=3)[0]
+    res = jetastar.cluster(jet, "greedy")
+    nested = res.tree.to_nested()
+    assert log_likelihood(jet, res) == log_likelihood(jet, res.tree) == res.log_likelihood
+    assert log_likelihood(jet, nested) == res.log_likelihood
+    np.testing.assert_array_equal(node_log_likelihoods(jet, res, "legacy"),
+                                  node_log_likelihoods(jet, res.tree, "legacy"))
+    with pytest.raises(InvalidJetError, match=r"field 'tree': the greedy result has no tree"):
+        log_likelihood(jet, ClusteringResult(None, -np.inf, "greedy", status="failed"))
+    with pytest.raises(InvalidJetError, match=r"must be a jetastar\.Tree, a clustering result or"):
+        log_likelihood(jet, "((0, 1), 2)")

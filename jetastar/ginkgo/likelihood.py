@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidJetError
+from ..tree import Tree
 from .kernels import (
     N_CONSTANTS,
     TRUNCATION,
@@ -237,7 +238,8 @@ def node_log_likelihoods(
 
     Args:
         jet: a :class:`jetastar.Jet`.
-        tree: the :class:`jetastar.Tree` to score; default the jet's truth tree.
+        tree: as in :func:`log_likelihood` (a tree, a clustering result or nested pairs);
+            default the jet's truth tree.
         likelihood: ``"symmetric"`` or ``"legacy"``.
         use_node_momenta: score with the jet's stored per-node 4-vectors (the truth tree's
             ``node_momenta``, as the generator stored them) instead of sums of leaf momenta.
@@ -250,6 +252,7 @@ def node_log_likelihoods(
         tree = jet.truth
         if tree is None:
             raise InvalidJetError("has no truth tree; pass tree=...", jet=jet.label, field="truth")
+    tree = _as_tree(tree, jet)
     if tree.n_leaves != jet.n_leaves:
         raise InvalidJetError(
             f"the tree has {tree.n_leaves} leaves, the jet {jet.n_leaves}",
@@ -278,6 +281,23 @@ def node_log_likelihoods(
     return tree_node_llh(tree.children, node_p, tree.root, consts)
 
 
+def _as_tree(tree: Any, jet: Any) -> Tree:
+    """A :class:`Tree`; the tree of a clustering result; nested pairs of leaf indices."""
+    if isinstance(tree, Tree):
+        return tree
+    if hasattr(tree, "tree") and hasattr(tree, "log_likelihood"):  # a ClusteringResult
+        if tree.tree is None:
+            raise InvalidJetError(
+                f"the {tree.algorithm} result has no tree (status {tree.status!r})",
+                jet=jet.label, field="tree")
+        return tree.tree
+    if isinstance(tree, (tuple, list)):
+        return Tree.from_nested(tree, jet=jet.label)
+    raise InvalidJetError(
+        f"tree must be a jetastar.Tree, a clustering result or nested pairs of leaf indices, got "
+        f"{type(tree).__name__}", jet=jet.label, field="tree")
+
+
 def log_likelihood(
     jet: Any,
     tree: Any = None,
@@ -290,7 +310,8 @@ def log_likelihood(
 
     Args:
         jet: a :class:`jetastar.Jet`.
-        tree: the :class:`jetastar.Tree` to score; default the jet's truth tree.
+        tree: the :class:`jetastar.Tree` to score (or a clustering result: its tree; or nested
+            pairs of leaf indices such as ``((0, 2), 1)``); default the jet's truth tree.
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
         use_node_momenta: use the truth tree's stored per-node 4-vectors (reproduces generator
             values) instead of sums of leaf momenta.
