@@ -54,19 +54,6 @@ def _axes(ax: Axes | None) -> Axes:
     return ax
 
 
-def _as_tree(tree: Any, what: str = "tree") -> Tree:
-    """A :class:`Tree`, or the tree of a clustering result (anything with a ``tree``)."""
-    if isinstance(tree, Tree):
-        return tree
-    if hasattr(tree, "tree"):  # a ClusteringResult, e.g. jetastar.cluster(jet, "greedy")
-        if tree.tree is None:
-            raise ValueError(f"{what}: the {getattr(tree, 'algorithm', '')} result has no tree "
-                             f"(status {getattr(tree, 'status', '?')!r})")
-        return tree.tree
-    raise TypeError(f"{what} must be a jetastar.Tree or a clustering result, got "
-                    f"{type(tree).__name__}")
-
-
 def node_heights(tree: Tree, jet: Any = None, heights: str | Sequence[float] = "auto") -> np.ndarray:
     """Height of every node for drawing.
 
@@ -123,7 +110,8 @@ def draw_tree(
     """Draw a tree as a dendrogram.
 
     Args:
-        tree: the :class:`jetastar.Tree` to draw (or a clustering result: its tree).
+        tree: the :class:`jetastar.Tree` to draw (or anything :meth:`Tree.from_any` takes: a
+            clustering result, nested pairs).
         jet: its jet; node heights are then cluster masses (GeV) and leaves can show energies.
         ax: matplotlib axes to draw into (default: a new figure).
         heights: see :func:`node_heights`.
@@ -139,7 +127,7 @@ def draw_tree(
     """
     from matplotlib.collections import LineCollection
 
-    tree = _as_tree(tree)
+    tree = Tree.from_any(tree)
     ax = _axes(ax)
     h = node_heights(tree, jet, heights)
     ch = tree.children
@@ -147,7 +135,7 @@ def draw_tree(
     shared: set[frozenset[int]] | None = None
     if compare_to is not None:
         if hasattr(compare_to, "tree"):  # a clustering result
-            compare_to = _as_tree(compare_to, "compare_to")
+            compare_to = Tree.from_any(compare_to)
         other = compare_to.clusters() if isinstance(compare_to, Tree) else compare_to
         shared = {frozenset(int(i) for i in c) for c in other}
     # x positions: leaves in drawing order, internal nodes centred over their children
@@ -223,7 +211,7 @@ def compare_trees(
     """Two trees of one jet side by side; clusters found in both are blue, the others red.
 
     Args:
-        tree_a, tree_b: trees over the same leaves (or clustering results: their trees).
+        tree_a, tree_b: trees over the same leaves (or what :meth:`Tree.from_any` takes).
         jet: their jet (heights by cluster mass).
         titles: the two panel titles; the log-likelihoods are appended when a jet is given.
         heights: see :func:`node_heights`.
@@ -234,7 +222,7 @@ def compare_trees(
     """
     import matplotlib.pyplot as plt
 
-    tree_a, tree_b = _as_tree(tree_a, "tree_a"), _as_tree(tree_b, "tree_b")
+    tree_a, tree_b = Tree.from_any(tree_a), Tree.from_any(tree_b)
     if tree_a.n_leaves != tree_b.n_leaves:
         raise ValueError(
             f"the trees have different numbers of leaves ({tree_a.n_leaves}, {tree_b.n_leaves})"
@@ -265,7 +253,7 @@ def dendrogram(tree: Tree, jet: Any = None, *, ax: Axes | None = None, **kwargs:
     """
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
-    tree = _as_tree(tree)
+    tree = Tree.from_any(tree)
     ax = _axes(ax)
     z = tree.to_linkage(node_heights(tree, jet) if jet is not None else None)
     out = scipy_dendrogram(z, ax=ax, **kwargs)

@@ -99,6 +99,38 @@ class Tree:
         return cls(children, leaf_of_node, jet=jet)
 
     @classmethod
+    def from_any(cls, tree: Any, *, jet: object = None) -> Tree:
+        """A :class:`Tree` given as a tree, a clustering result (its tree) or nested pairs of leaf
+        indices: what the functions that score or draw a tree accept.
+
+        Args:
+            tree: a :class:`Tree`, a :class:`~jetastar.clustering.ClusteringResult` or nested
+                pairs such as ``((0, 2), 1)`` (:meth:`from_nested`).
+            jet: jet index or id for error messages.
+
+        Raises:
+            InvalidTreeError: a result without a tree (skipped, failed), or anything else (field
+                ``tree``).
+
+        Example:
+            >>> Tree.from_any(((0, 2), 1)).n_leaves
+            3
+        """
+        if isinstance(tree, Tree):
+            return tree
+        if hasattr(tree, "tree") and hasattr(tree, "log_likelihood"):  # a ClusteringResult
+            if tree.tree is None:
+                raise InvalidTreeError(
+                    f"the {tree.algorithm} result has no tree (status {tree.status!r})",
+                    jet=jet, field="tree")
+            return tree.tree
+        if isinstance(tree, (tuple, list)):
+            return cls.from_nested(tree, jet=jet)
+        raise InvalidTreeError(
+            "must be a jetastar.Tree, a clustering result or nested pairs of leaf indices, got "
+            f"{type(tree).__name__}", jet=jet, field="tree")
+
+    @classmethod
     def from_nested(cls, nested: Nested, *, jet: object = None) -> Tree:
         """Tree from nested pairs of leaf indices, e.g. ``((0, 3), (1, 2))``.
 

@@ -9,7 +9,7 @@ from helpers.refdata import close, reference_jet_records, reference_jets, split_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jetastar import InvalidJetError, Jet, Tree
+from jetastar import InvalidJetError, InvalidTreeError, Jet, Tree
 from jetastar.ginkgo import (
     ShowerParams,
     generate,
@@ -222,7 +222,7 @@ def test_a_tree_may_be_given_as_a_result_or_as_nested_pairs():
     assert log_likelihood(jet, nested) == res.log_likelihood
     np.testing.assert_array_equal(node_log_likelihoods(jet, res, "legacy"),
                                   node_log_likelihoods(jet, res.tree, "legacy"))
-    with pytest.raises(InvalidJetError, match=r"field 'tree': the greedy result has no tree"):
+    with pytest.raises(InvalidTreeError, match=r"field 'tree': the greedy result has no tree"):
         log_likelihood(jet, ClusteringResult(None, -np.inf, "greedy", status="failed"))
-    with pytest.raises(InvalidJetError, match=r"must be a jetastar\.Tree, a clustering result or"):
+    with pytest.raises(InvalidTreeError, match=r"must be a jetastar\.Tree, a clustering result or"):
         log_likelihood(jet, "((0, 1), 2)")

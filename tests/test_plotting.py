@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
-from jetastar import Tree
+from jetastar import InvalidTreeError, Tree
 from jetastar.ginkgo import ShowerParams, generate
 from jetastar.plotting import (
     OTHER_COLOR,
@@ -108,7 +108,9 @@ def test_clustering_results_are_drawn_by_their_trees(jet):
     from jetastar.clustering import ClusteringResult
 
     no_tree = ClusteringResult(None, -np.inf, "trellis", status="skipped")
-    with pytest.raises(ValueError, match=r"the trellis result has no tree \(status 'skipped'\)"):
+    with pytest.raises(InvalidTreeError, match=r"the trellis result has no tree .status 'skip"):
         draw_tree(no_tree)
-    with pytest.raises(TypeError, match=r"must be a jetastar\.Tree or a clustering result"):
-        draw_tree([0, 1])
+    with pytest.raises(InvalidTreeError, match=r"must be a jetastar\.Tree, a clustering result"):
+        draw_tree(3.5)
+    # nested pairs are a tree too
+    assert len(draw_tree(((0, 1), 2)).collections[0].get_segments()) == 8

@@ -252,7 +252,7 @@ def node_log_likelihoods(
         tree = jet.truth
         if tree is None:
             raise InvalidJetError("has no truth tree; pass tree=...", jet=jet.label, field="truth")
-    tree = _as_tree(tree, jet)
+    tree = Tree.from_any(tree, jet=jet.label)
     if tree.n_leaves != jet.n_leaves:
         raise InvalidJetError(
             f"the tree has {tree.n_leaves} leaves, the jet {jet.n_leaves}",
@@ -279,23 +279,6 @@ def node_log_likelihoods(
         node_p = tree.node_momenta(jet.leaves)
     consts = jet.likelihood_constants(likelihood)
     return tree_node_llh(tree.children, node_p, tree.root, consts)
-
-
-def _as_tree(tree: Any, jet: Any) -> Tree:
-    """A :class:`Tree`; the tree of a clustering result; nested pairs of leaf indices."""
-    if isinstance(tree, Tree):
-        return tree
-    if hasattr(tree, "tree") and hasattr(tree, "log_likelihood"):  # a ClusteringResult
-        if tree.tree is None:
-            raise InvalidJetError(
-                f"the {tree.algorithm} result has no tree (status {tree.status!r})",
-                jet=jet.label, field="tree")
-        return tree.tree
-    if isinstance(tree, (tuple, list)):
-        return Tree.from_nested(tree, jet=jet.label)
-    raise InvalidJetError(
-        f"tree must be a jetastar.Tree, a clustering result or nested pairs of leaf indices, got "
-        f"{type(tree).__name__}", jet=jet.label, field="tree")
 
 
 def log_likelihood(
