@@ -356,7 +356,8 @@ class AlgorithmResults:
         """One record per row: ``jet_index``, ``jet_id``, ``status``, ``log_likelihood``,
         ``finite`` (a tree with non-zero likelihood), ``exact``, ``time_s``, ``message`` and the
         tree as ``var * {left, right, leaf}`` (empty without a tree; ``leaf`` is the leaf index of
-        leaf nodes, −1 otherwise).
+        leaf nodes, −1 otherwise); and ``log_z``, ``n_trees`` and ``upper_bound`` where the
+        algorithm gave them for some row (the full trellis, A*; NaN in the other rows).
 
         Example:
             >>> from jetastar import Tree
@@ -374,14 +375,19 @@ class AlgorithmResults:
             np.diff(self.node_offsets),
         )
         has_tree = np.diff(self.node_offsets) > 0
-        return ak.zip({
+        fields = {
             "jet_index": self.jet_index, "jet_id": self.jet_id,
             "status": ak.Array([str(s) for s in self.status]),
             "log_likelihood": self.log_likelihood,
             "finite": has_tree & np.isfinite(self.log_likelihood),
             "exact": self.exact, "time_s": self.time_s,
             "message": ak.Array([str(s) for s in self.message]), "tree": tree,
-        }, depth_limit=1)
+        }
+        for name in ("log_z", "n_trees", "upper_bound"):
+            values = getattr(self, name)
+            if not np.isnan(values).all():
+                fields[name] = values
+        return ak.zip(fields, depth_limit=1)
 
     def status_counts(self) -> dict[str, int]:
         """How many rows have each status."""

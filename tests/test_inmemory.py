@@ -227,3 +227,15 @@ def test_awkward_particles_get_the_documented_mass_policy_on_every_entry_point()
     np.testing.assert_array_equal(cluster(parts, "greedy").log_likelihood, reference)
     for i in (0, 3):  # one jet's records
         assert cluster(parts[i], "greedy").log_likelihood == reference[i]
+
+
+def test_to_awkward_carries_log_z_and_bounds_where_given(jets: JetCollection) -> None:
+    small = jets.take(np.flatnonzero(jets.n_leaves <= 9)[:6])
+    full = cluster(small, "trellis", log_z=True)
+    arr = full.to_awkward()
+    assert arr.log_z.tolist() == full.log_z.tolist()
+    assert arr.n_trees.tolist() == full.n_trees.tolist()
+    log_z = ak.to_numpy(arr.log_z)
+    assert np.isfinite(log_z).all() and (log_z >= ak.to_numpy(arr.log_likelihood)).all()
+    # an algorithm without them has no such fields (not a column of NaN)
+    assert "log_z" not in cluster(small, "greedy").to_awkward().fields
