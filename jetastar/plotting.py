@@ -134,7 +134,7 @@ def draw_tree(
     sets = tree.leaf_sets()
     shared: set[frozenset[int]] | None = None
     if compare_to is not None:
-        if hasattr(compare_to, "tree"):  # a clustering result
+        if hasattr(compare_to, "log_likelihood"):  # a clustering result
             compare_to = Tree.from_any(compare_to)
         other = compare_to.clusters() if isinstance(compare_to, Tree) else compare_to
         shared = {frozenset(int(i) for i in c) for c in other}

@@ -118,12 +118,14 @@ class Tree:
         """
         if isinstance(tree, Tree):
             return tree
-        if hasattr(tree, "tree") and hasattr(tree, "log_likelihood"):  # a ClusteringResult
-            if tree.tree is None:
+        inner = getattr(tree, "tree", False)
+        if (inner is None or isinstance(inner, Tree)) and hasattr(tree, "log_likelihood"):
+            # a ClusteringResult (not a results table, whose ``tree`` is a method)
+            if inner is None:
                 raise InvalidTreeError(
                     f"the {tree.algorithm} result has no tree (status {tree.status!r})",
                     jet=jet, field="tree")
-            return tree.tree
+            return inner
         if isinstance(tree, (tuple, list)):
             return cls.from_nested(tree, jet=jet)
         raise InvalidTreeError(

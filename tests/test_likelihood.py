@@ -226,3 +226,6 @@ def test_a_tree_may_be_given_as_a_result_or_as_nested_pairs():
         log_likelihood(jet, ClusteringResult(None, -np.inf, "greedy", status="failed"))
     with pytest.raises(InvalidTreeError, match=r"must be a jetastar\.Tree, a clustering result or"):
         log_likelihood(jet, "((0, 1), 2)")
+    # a results table is not one result (its tree is a method): the same error, not a crash
+    with pytest.raises(InvalidTreeError, match=r"got AlgorithmResults"):
+        log_likelihood(jet, jetastar.cluster(generate(2, ShowerParams.qcd(), seed=3), "greedy"))
