@@ -47,6 +47,7 @@ __all__ = [
     "nonfinite_problems",
     "offset_ranges",
     "to_cartesian",
+    "vector_momenta",
 ]
 
 #: Default Ginkgo parameters for particles that carry none (those of ``ShowerParams.qcd()``).
@@ -433,6 +434,13 @@ def first_nonfinite_input(components: Mapping[str, np.ndarray]) -> tuple[str, in
 _P4_ORDER = ("E", "px", "py", "pz")
 
 
+def vector_momenta(obj: Any) -> np.ndarray:
+    """``(..., 4)`` float64 ``(E, px, py, pz)`` of a vector momentum object (e.g. a vector numpy
+    array, whose fields carry vector's own names ``x, y, z, t``, ``rho, phi, eta, tau``, ...),
+    read through vector's properties."""
+    return np.stack([np.asarray(getattr(obj, c), dtype=np.float64) for c in _P4_ORDER], axis=-1)
+
+
 #: appended to the message of a jet rejected because ``validate=True``: how to keep such jets
 KEEP_HINT = " (validate=False keeps invalid jets; clustering then records them as failed)"
 
@@ -684,8 +692,8 @@ def dense_columns(
     where = f"{path}: " if path else ""
     if arr.dtype.names and type(array).__module__.startswith("vector"):
         # a vector numpy array (its fields are vector's own: x, y, z, t, rho, tau, ...)
-        names = ["E", "px", "py", "pz"]
-        data = np.stack([np.asarray(getattr(array, n), dtype=np.float64) for n in names], axis=-1)
+        names = list(_P4_ORDER)
+        data = vector_momenta(array)
     elif arr.dtype.names:
         coords = detect_coordinates(arr.dtype.names, where=path or "")
         names = list(coords.values())

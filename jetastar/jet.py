@@ -38,6 +38,7 @@ from ._columnar import (
     dense_columns,
     first_leaf_problem,
     offset_ranges,
+    vector_momenta,
 )
 from .errors import InvalidJetError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
@@ -206,8 +207,7 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
 
     def own_properties() -> np.ndarray:
         try:
-            return np.stack([np.asarray(getattr(leaves, c), dtype=np.float64)
-                             for c in ("E", "px", "py", "pz")], axis=-1)
+            return vector_momenta(leaves)
         except Exception as exc:
             raise InvalidJetError(f"cannot read momenta from {type(leaves).__name__}: {exc}",
                                   jet=label, field="leaves") from exc

@@ -301,7 +301,12 @@ class AlgorithmResults:
             rows = np.flatnonzero(rows)
         elif rows.dtype.kind not in "iu":
             raise TypeError(f"results tables are indexed by row numbers, not {rows.dtype}")
-        return self.take([self._row(int(r)) for r in rows.ravel()])
+        rows = rows.ravel().astype(np.int64)
+        n = len(self)
+        outside = np.flatnonzero((rows < -n) | (rows >= n))
+        if outside.size:
+            self._row(int(rows[outside[0]]))  # the IndexError naming the first such row
+        return self.take(np.where(rows < 0, rows + n, rows))
 
     def __iter__(self) -> Iterator[ClusteringResult]:
         """Every row as a :class:`ClusteringResult`, made as it is reached."""
