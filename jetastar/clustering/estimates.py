@@ -47,8 +47,11 @@ __all__ = [
 #: windows and more random frontiers; from ``ROOT_BELOW_LEAVES`` leaves no root window.
 TOP_FROM_LEAVES = 23
 ROOT_BELOW_LEAVES = 30
-#: parts of the root window below ``TOP_FROM_LEAVES`` leaves
-DEFAULT_ROOT_SIZE = 16
+#: parts of the root window below ``TOP_FROM_LEAVES`` leaves (16 until 2026-11-27: the same trees
+#: on 511 of 512 tuning jet-forms of 20-22 leaves and 256 of 256 of 18-19 leaves, at 0.89-0.91
+#: times the median CPU time), and from ``TOP_FROM_LEAVES`` to ``ROOT_BELOW_LEAVES`` leaves
+DEFAULT_ROOT_SIZE = 15
+_ROOT_SIZE_FROM_TOP = 17
 #: sampled start trees below ``TOP_FROM_LEAVES`` leaves (``n_sampled=None``)
 SAMPLED_BELOW_TOP = 2
 #: the window search's CPU time with ``skip_duplicates`` relative to without (measured 2026 on 320
@@ -61,9 +64,10 @@ def window_defaults(n_leaves: int) -> dict[str, int]:
     ``skip_duplicates`` (0 or 1) for a jet of ``n_leaves`` leaves (what its ``None`` options
     become).
 
-    Below 23 leaves: 4 random frontiers, no widening, a 16-part root window, two sampled start
+    Below 23 leaves: 4 random frontiers, no widening, a 15-part root window, two sampled start
     trees and duplicate starts skipped after the first stage (on 320 tuning jets of 20-22 leaves:
-    the exact MAP of 313 instead of 307, at 8 % more median CPU time). From 23 to 29 leaves, where
+    the exact MAP of 313 instead of 307, at 8 % more median CPU time; a 16-part root window found
+    a better tree on 1 of 512 jet-forms, for 10 % more). From 23 to 29 leaves, where
     a search costs 0.5-1 s anyway and the former defaults reached the MAP of 83-93 % of 24-leaf
     jets: 8 random frontiers and a last search with windows 3 parts wider (97 % of 42 tuning jets
     of 24 leaves, 2-4 CPU-s), a 17-part root window, no sampled starts, every start searched
@@ -72,7 +76,7 @@ def window_defaults(n_leaves: int) -> dict[str, int]:
 
     Example:
         >>> window_defaults(20)
-        {'n_random': 4, 'widen': 0, 'root_size': 16, 'n_sampled': 2, 'skip_duplicates': 1}
+        {'n_random': 4, 'widen': 0, 'root_size': 15, 'n_sampled': 2, 'skip_duplicates': 1}
         >>> window_defaults(24)["widen"], window_defaults(50)["root_size"]
         (3, 0)
     """
@@ -82,7 +86,8 @@ def window_defaults(n_leaves: int) -> dict[str, int]:
     return {
         "n_random": 8 if mid else 4,
         "widen": 3 if mid else 0,
-        "root_size": 0 if n >= ROOT_BELOW_LEAVES else DEFAULT_ROOT_SIZE + (n >= TOP_FROM_LEAVES),
+        "root_size": (0 if n >= ROOT_BELOW_LEAVES else
+                      _ROOT_SIZE_FROM_TOP if n >= TOP_FROM_LEAVES else DEFAULT_ROOT_SIZE),
         "n_sampled": SAMPLED_BELOW_TOP if small else 0,
         "skip_duplicates": int(small),
     }

@@ -33,7 +33,7 @@ trees share, which can build either tree's structure between them) and searched 
 random frontiers. From 23 leaves on, the root window over the clusters the best optimum shares with
 each other one is then solved with up to ``top_size`` (18) parts: the optima mostly differ near the
 root. Last, below 30 leaves, the root window over the ``root_size`` largest clusters below the
-root (16 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ
+root (15 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ
 from the MAP at the top, down to clusters of a few leaves, which 13-part windows do not reach. From
 23 to 29 leaves the defaults spend more (``n_random=8``, and ``widen=3``: the best optima searched
 once more with 16-part windows). The result is never worse than the start trees.
@@ -52,8 +52,8 @@ default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reache
 28 of 30 jets of 24 leaves with the former defaults (about 0.6 s; ``widen=3, n_random=8``, the
 defaults from 23 to 29 leaves now: 97 % at 2–4 s). On fresh jets
 (``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 307 of 320 jets of
-20–22 leaves on five such sets with the former defaults (96 %), and 62 of 64 on a sixth with today's
-(median 0.38 CPU-s). At 30, 50 and 100 leaves it is never below approximate A*
+20–22 leaves on five such sets with the former defaults (96 %), and 63 of 64 on a ninth with today's
+(median 0.30 CPU-s). At 30, 50 and 100 leaves it is never below approximate A*
 and above it by 0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:
@@ -124,12 +124,13 @@ WIDEN_TOP = 3
 #: least ``TOP_FROM_LEAVES`` leaves; below, the top windows found nothing the search misses
 #: (175 vs 176 of 180 jets of 20–22 leaves) and cost a quarter more
 DEFAULT_TOP_SIZE = 18
-# ``root_size=None``: the root window solved after the search, ``DEFAULT_ROOT_SIZE`` parts (one
-# more from ``TOP_FROM_LEAVES`` leaves on, none from ``ROOT_BELOW_LEAVES`` on): the frontier of the
-# largest clusters below the root, which holds the top of the tree, where window-optimal trees that
-# every start agrees on can still differ from the MAP (a 16-part window costs about 50 ms of one
-# core, a 17-part one about 150 ms). At 30-100 leaves it found nothing (18 jets) for 3-20 % more
-# CPU time. These and ``n_random=None``, ``widen=None`` are resolved by :func:`window_defaults`.
+# ``root_size=None``: the root window solved after the search, ``DEFAULT_ROOT_SIZE`` parts (17 from
+# ``TOP_FROM_LEAVES`` leaves on, none from ``ROOT_BELOW_LEAVES`` on): the frontier of the largest
+# clusters below the root, which holds the top of the tree, where window-optimal trees that every
+# start agrees on can still differ from the MAP (a 15-part window costs about 20 ms of one core, a
+# 16-part one about 50 ms, a 17-part one about 150 ms). At 30-100 leaves it found nothing (18 jets)
+# for 3-20 % more CPU time. These and ``n_random=None``, ``widen=None`` are resolved by
+# :func:`window_defaults`.
 _MARGIN = _mk.MARGIN
 _NEG_INF = -math.inf
 
@@ -202,11 +203,12 @@ def window_search(
             top of the tree, and these windows join them there (24 leaves: exact MAP of 89 %
             instead of 77 % of jets). An 18-part window costs about 0.1–0.5 s of one core.
         root_size: parts of the root window solved once the search has settled (``None``, the
-            default: 16 parts, 17 for jets of 23-29 leaves, none from 30 leaves on; 0 = none):
+            default: 15 parts, 17 for jets of 23-29 leaves, none from 30 leaves on; 0 = none):
             the frontier grown from the root by always expanding the part with the most leaves,
             so the window holds the top of the tree down to clusters of a few leaves. After an
-            improvement the tree is searched locally and the window solved again. A 16-part
-            window costs about 50 ms of one core, a 17-part one about 150 ms.
+            improvement the tree is searched locally and the window solved again. A 15-part
+            window costs about 20 ms of one core, a 16-part one about 50 ms, a 17-part one about
+            150 ms.
         start: the first start tree: ``"beam"`` (default: the tree of :func:`beam_search` with its
             default settings, so the result is never below plain beam search),
             ``"greedy"`` (no beam search) or ``"astar-approx"`` (the tree of

@@ -29,16 +29,20 @@ its own seeds, written here):
 * ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU);
 * ``report8``: fresh seeds ``REPORT8_BASE + 100 N + type``, the report7 defaults once more (20-24
   leaves; exact MAPs by ``exact_map`` on the CPU).
+* ``report9``: fresh seeds ``REPORT9_BASE + 100 N + type``, generated after the 15-part root window
+  had been chosen (on the sets above), run once with it (20-22 leaves).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
 time, so an interrupted run resumes. 20-22 leaves take 2-30 CPU-s a jet, 24 leaves minutes.
-``small`` runs the window search (``--option key=value``) on the jets whose MAP is cached and prints,
-per size, type and form, how many reach the MAP, the median and largest CPU-s per jet and the
-verdicts (proven / window optimal / budget). ``tiny`` times the window search against
-:func:`exact_map` on jets of 6-18 leaves. ``large`` compares with approximate A* at 30, 50 and 100
-leaves (t_cut of ``analysis/paper_jets.py``; ``--baseline key=value`` runs a second configuration on
-the same jets). CPU seconds are those of the process
+``compare`` runs the defaults and named variants jet by jet (no exact MAPs: how often a variant ends
+below or above the defaults, and its median CPU time). ``small`` runs the window search (``--option
+key=value``) on the jets whose MAP is cached and prints, per size, type and form, how many reach the
+MAP, the median and largest CPU-s per jet and the verdicts (proven / window optimal / budget).
+``tiny`` times the window search against :func:`exact_map` on jets of 6-18 leaves. ``large``
+compares with approximate A* at 30, 50 and 100 leaves (t_cut of ``analysis/paper_jets.py``;
+``--baseline key=value`` runs a second configuration on the same jets).
+CPU seconds are those of the process
 (``time.process_time``: all threads), compilation excluded.
 
 The numbers of ``docs/window_search.md`` (*Small jets*, *Never below plain beam search*, *Jets nobody
@@ -55,6 +59,10 @@ tuned on*) come from::
     maps --set report8 --sizes 20 22 --jets 8        # the eighth, the report7 defaults
     maps --set report8 --sizes 24 --jets 4           # ~2.3 min a jet on 2 cores
     small --set report8 --sizes 20 22 24
+    maps --set report9 --sizes 20 22 --jets 8        # the ninth, 15-part root window
+    small --set report9 [--option root_size=16]
+    compare --set report report2 report3 report4 --option r15:root_size=15 --option r14:root_size=14
+    compare --set report5 report6 report7 report8 [--sizes 18 19] --option r15:root_size=15
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
     maps --set report5 --sizes 26 --jets 3 --forms symmetric --device gpu --recheck 1
     small --set report5 --sizes 26 --forms symmetric
@@ -96,6 +104,7 @@ REPORT5_BASE = 131_000
 REPORT6_BASE = 142_000
 REPORT7_BASE = 164_000
 REPORT8_BASE = 186_000
+REPORT9_BASE = 197_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -107,7 +116,7 @@ OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
         "report5": REPORT5_BASE, "report6": REPORT6_BASE,
-        "report7": REPORT7_BASE, "report8": REPORT8_BASE}
+        "report7": REPORT7_BASE, "report8": REPORT8_BASE, "report9": REPORT9_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
@@ -273,6 +282,35 @@ def cmd_tiny(args: argparse.Namespace) -> None:
               f" path {paths}", flush=True)
 
 
+def cmd_compare(args: argparse.Namespace) -> None:
+    """The defaults and ``--option`` variants (``name:key=value``) jet by jet, no exact MAPs: per
+    variant, on how many (jet, form) its log-likelihood is below / above the defaults', and the
+    median CPU-s of each (all runs of one jet back to back, so load hits them alike)."""
+    variants: dict[str, dict[str, Any]] = {"defaults": {}}
+    for item in args.option:
+        name, _, pair = item.partition(":")
+        variants.setdefault(name, {}).update(_options([pair]))
+    _warm_up()
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    lower = dict.fromkeys(variants, 0)
+    higher = dict.fromkeys(variants, 0)
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+        for jet in jets_for(SETS[set_name], kind, n, args.jets):
+            for form in args.forms:
+                values = {}
+                for name, opts in variants.items():
+                    res, seconds = _cpu(window_search, jet, form, progress=False, **opts)
+                    values[name] = res.log_likelihood
+                    cpu[name].append(seconds)
+                ref = values["defaults"]
+                for name, value in values.items():
+                    lower[name] += value < ref - 1e-9 * (1.0 + abs(ref))
+                    higher[name] += value > ref + 1e-9 * (1.0 + abs(ref))
+    for name, opts in variants.items():
+        print(f"{name} {opts}: {len(cpu[name])} runs, below the defaults on {lower[name]}, above "
+              f"on {higher[name]}; median CPU {statistics.median(cpu[name]):.3f} s", flush=True)
+
+
 def cmd_large(args: argparse.Namespace) -> None:
     opts = _options(args.option)
     base = _options(args.baseline) if args.baseline else None
@@ -305,7 +343,7 @@ def cmd_large(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["maps", "small", "tiny", "large"])
+    parser.add_argument("command", choices=["maps", "small", "compare", "tiny", "large"])
     parser.add_argument("--set", choices=sorted(SETS), nargs="+", default=["report"],
                         help="jet sets (small: several are pooled in the total)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
@@ -313,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
     parser.add_argument("--cache", default=str(default_cache()))
     parser.add_argument("--option", action="append", default=[],
-                        help="window_search option key=value (JSON value), repeatable")
+                        help="window_search option key=value (JSON value), repeatable; "
+                             "compare: name:key=value (a variant named name)")
     parser.add_argument("--baseline", action="append", default=[],
                         help="large: also run the window search with these options (key=value)")
     parser.add_argument("--verbose", action="store_true")
@@ -322,12 +361,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recheck", type=int, default=0,
                         help="maps: compute the first N cached MAPs again and print the difference")
     args = parser.parse_args(argv)
-    defaults = {"maps": ([20, 22], 8), "small": ([20, 22], 1000), "tiny": ([6, 9, 12, 14, 16, 17, 18], 4),
+    defaults = {"maps": ([20, 22], 8), "small": ([20, 22], 1000), "compare": ([20, 22], 8),
+                "tiny": ([6, 9, 12, 14, 16, 17, 18], 4),
                 "large": ([30, 50, 100], 5)}
     sizes, jets = defaults[args.command]
     args.sizes = args.sizes or sizes
     args.jets = args.jets or jets
-    {"maps": cmd_maps, "small": cmd_small, "tiny": cmd_tiny, "large": cmd_large}[args.command](args)
+    {"maps": cmd_maps, "small": cmd_small, "compare": cmd_compare, "tiny": cmd_tiny,
+     "large": cmd_large}[args.command](args)
     return 0
 
 
