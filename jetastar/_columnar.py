@@ -133,6 +133,76 @@ def detect_coordinates(fields: Sequence[str], *, where: str = "") -> dict[str, s
     )
 
 
+def coordinate_prefixes(fields: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Prefixes of field names whose suffixes hold a complete set of coordinates (``PFCands`` of
+    ``PFCands_pt, PFCands_eta, PFCands_phi, PFCands_mass``, NanoAOD's branch names; ``_`` or
+    ``.`` after the prefix), each with its coordinates (vector name -> full field name).
+
+    Example:
+        >>> coordinate_prefixes(["nPFCands", "PFCands_pt", "PFCands_eta", "PFCands_phi",
+        ...                      "PFCands_mass", "Jet_pt"])
+        {'PFCands': {'pt': 'PFCands_pt', 'eta': 'PFCands_eta', 'phi': 'PFCands_phi', \
+'mass': 'PFCands_mass'}}
+    """
+    groups: dict[str, dict[str, str]] = {}
+    for field in fields:
+        last = str(field).split("/")[-1]
+        for sep in ("_", "."):
+            if sep in last:
+                prefix, suffix = last.split(sep, 1)
+                groups.setdefault(prefix, {}).setdefault(suffix, str(field))
+    found: dict[str, dict[str, str]] = {}
+    for prefix, by_suffix in groups.items():
+        if _has_coordinates(list(by_suffix)):
+            coords = detect_coordinates(list(by_suffix))
+            found[prefix] = {c: by_suffix[suffix] for c, suffix in coords.items()}
+    return found
+
+
+def _detect_fields(fields: Sequence[str], where: str) -> dict[str, str]:
+    """:func:`detect_coordinates`, else the coordinates of the one prefix that has a complete set
+    (``PFCands_pt, ...``); several such prefixes are an error that names them."""
+    if _has_coordinates(fields):
+        return detect_coordinates(fields, where=where)
+    prefixed = coordinate_prefixes(fields)
+    if len(prefixed) == 1:
+        return next(iter(prefixed.values()))
+    if len(prefixed) > 1:
+        names = ", ".join(f"{p!r} ({', '.join(m.values())})" for p, m in prefixed.items())
+        first = next(iter(prefixed))
+        raise InvalidJetError(
+            f"{where + ': ' if where else ''}the fields hold the coordinates of several particle "
+            f"collections: {names}; select one (e.g. array[[f for f in array.fields if "
+            f"f.startswith({first + '_'!r})]]) or give mapping=",
+            field="particles",
+        )
+    return detect_coordinates(fields, where=where)  # raises, listing the fields
+
+
+def _records_of_particles(arr: Any, where: str) -> Any:
+    """``n * {f: var * x, ...}`` (a record of per-jet lists, as ``tree.arrays([...])`` returns
+    separate jagged branches) as ``n * var * {f: x, ...}``; the record's fields that are not lists
+    (one value per jet, such as a particle count) are left out. Other arrays are unchanged."""
+    import awkward as ak
+
+    if not ak.fields(arr) or not ak.to_layout(arr).is_record:
+        return arr
+    lists = [f for f in ak.fields(arr) if arr[f].ndim == 2]
+    if not lists:
+        return arr
+    try:
+        return ak.zip({f: arr[f] for f in lists})
+    except ValueError:
+        counts = np.stack([ak.to_numpy(ak.num(arr[f], axis=1)) for f in lists])
+        jet = int(np.flatnonzero((counts != counts[0]).any(axis=0))[0])
+        sizes = ", ".join(f"{f}: {int(n)}" for f, n in zip(lists, counts[:, jet], strict=True))
+        raise InvalidJetError(
+            f"{where + ': ' if where else ''}jet {jet}: the particle fields are lists of different "
+            f"lengths ({sizes}); each field needs one value per particle",
+            field="particles",
+        ) from None
+
+
 def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
     """``(n, 4)`` float64 ``(E, px, py, pz)`` from flat arrays of vector coordinates, via ``vector``.
 
@@ -758,7 +828,7 @@ def awkward_columns(
     """
     import awkward as ak
 
-    arr = ak.Array(array)
+    arr = _records_of_particles(ak.Array(array), path or "")
     if arr.ndim != 2:
         raise InvalidJetError(
             f"{path + ': ' if path else ''}particles must be a jagged array n_jets * var * "
@@ -778,7 +848,7 @@ def awkward_columns(
         if not fields:
             raise InvalidJetError("particles must be records with coordinate fields "
                                   "(e.g. pt, eta, phi, mass)", field="particles")
-        mapping = detect_coordinates(fields, where=path or "")
+        mapping = _detect_fields(fields, path or "")
     else:
         missing = [f for f in mapping.values() if f not in fields]
         if missing:

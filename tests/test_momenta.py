@@ -120,6 +120,49 @@ def test_explicit_mapping():
         JetCollection.from_momenta(arr, mapping={"pt": "a", "eta": "b", "phi": "c"})
 
 
+def test_records_of_jagged_lists_and_branch_prefixes(tmp_path):
+    """``tree.arrays([...])`` of separate jagged branches gives a record of per-jet lists
+    (``n * {pt: var * float32, ...}``), with NanoAOD's prefixed names (``PFCands_pt``) and a
+    per-jet count: read as the same jets as the zipped records (this crashed inside awkward)."""
+    import uproot
+
+    import jetastar
+    from jetastar.ginkgo import ShowerParams, generate
+
+    gen = generate(6, ShowerParams.qcd(), seed=5)
+    counts = np.asarray([j.n_leaves for j in gen])
+    p4 = np.concatenate([np.asarray(j.leaves) for j in gen])
+    v = vector.array({"E": p4[:, 0], "px": p4[:, 1], "py": p4[:, 2], "pz": p4[:, 3]})
+    zipped = ak.unflatten(ak.zip({"pt": v.pt, "eta": v.eta, "phi": v.phi, "mass": v.mass}),
+                          counts)
+    ref = JetCollection.from_momenta(zipped, t_cut=0.01, mass_policy="keep")
+    fields = {f"PFCands_{c}": zipped[c] for c in ("pt", "eta", "phi", "mass")}
+    path = tmp_path / "nano.root"
+    with uproot.recreate(path) as f:
+        f["Events"] = {"nPFCands": ak.num(zipped, axis=1), **fields}
+    with uproot.open(path) as f:
+        read = f["Events"].arrays(filter_name=["nPFCands", "PFCands_*"])
+    assert ak.to_layout(read).is_record and "nPFCands" in read.fields
+    for arr in (read, ak.Array({c: zipped[c] for c in zipped.fields}), ak.Array(fields)):
+        jets = JetCollection.from_momenta(arr, t_cut=0.01, mass_policy="keep")
+        np.testing.assert_allclose(jets.leaves, ref.leaves, rtol=1e-12, atol=1e-9)
+        assert np.array_equal(jets.n_leaves, counts)
+    # jetastar.cluster takes it as many jets, not as one jet of list-valued particles
+    table = jetastar.cluster(read, "greedy")
+    expected = jetastar.cluster(zipped, "greedy").log_likelihood
+    assert len(table) == len(counts) and np.isfinite(expected).all()
+    np.testing.assert_allclose(table.log_likelihood, expected, rtol=1e-9)
+    # lists of different lengths in one jet, and two collections' coordinates: clear errors
+    bad = ak.Array({**fields, "PFCands_eta": ak.concatenate([zipped.eta[:2, :-1],
+                                                             zipped.eta[2:]])})
+    with pytest.raises(InvalidJetError, match=r"jet 0: the particle fields are lists of "
+                                              r"different lengths \(PFCands_pt: \d+, PFCands_eta"):
+        JetCollection.from_momenta(bad)
+    two = ak.Array({**fields, **{f"Jet_{c}": zipped[c] for c in ("pt", "eta", "phi", "mass")}})
+    with pytest.raises(InvalidJetError, match=r"several particle collections: 'PFCands' .*'Jet'"):
+        JetCollection.from_momenta(two)
+
+
 @pytest.mark.parametrize("order", ["E,px,py,pz", "px,py,pz,E", "pt,eta,phi,mass"])
 def test_dense_with_padding_and_with_mask(order):
     counts, cols = _random_particles(4)

@@ -220,8 +220,9 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
 
 def holds_many_jets(jet: Any) -> bool:
     """Whether ``jet`` holds several jets: a :class:`~jetastar.JetCollection`, a non-empty list or
-    tuple of :class:`~jetastar.Jet`, or an awkward array of jets (two list levels, or records with
-    a ``leaves`` field).
+    tuple of :class:`~jetastar.Jet`, or an awkward array of jets (two list levels, records with
+    a ``leaves`` field, or records of per-jet lists such as ``{pt: var * float32, ...}``, what
+    ``tree.arrays([...])`` gives for separate jagged branches).
 
     Example:
         >>> import numpy as np
@@ -236,7 +237,8 @@ def holds_many_jets(jet: Any) -> bool:
         import awkward as ak
 
         return isinstance(jet, ak.Array) and (
-            jet.layout.purelist_depth >= 2 or "leaves" in ak.fields(jet))
+            jet.layout.purelist_depth >= 2 or "leaves" in ak.fields(jet)
+            or (jet.layout.is_record and jet.layout.minmax_depth[1] >= 2))
     return False
 
 

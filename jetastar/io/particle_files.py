@@ -51,7 +51,12 @@ from typing import Any
 
 import numpy as np
 
-from .._columnar import DEFAULT_MASS_POLICY, check_mass_policy, first_nonfinite_input
+from .._columnar import (
+    DEFAULT_MASS_POLICY,
+    check_mass_policy,
+    coordinate_prefixes,
+    first_nonfinite_input,
+)
 from ..errors import InvalidJetError
 from ..ginkgo.params import ShowerParams
 from ..jet import JetCollection
@@ -750,21 +755,7 @@ def _scalar_branches(tree: Any, names: list[str], rntuple: bool) -> list[str]:
 
 def _coordinate_prefixes(keys: list[str]) -> list[str]:
     """Branch prefixes (``PFCands`` of ``PFCands_pt``) whose suffixes are momentum coordinates."""
-    groups: dict[str, list[str]] = {}
-    for k in keys:
-        last = k.split("/")[-1]
-        for sep in ("_", "."):
-            if sep in last:
-                prefix, suffix = last.split(sep, 1)
-                groups.setdefault(prefix, []).append(suffix)
-    found = []
-    for prefix, suffixes in groups.items():
-        try:
-            detect_coordinates(suffixes)
-        except InvalidJetError:
-            continue
-        found.append(prefix)
-    return found
+    return list(coordinate_prefixes(keys))
 
 
 def _did_you_mean(name: str, keys: list[str]) -> str:

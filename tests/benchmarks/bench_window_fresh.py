@@ -105,6 +105,7 @@ REPORT6_BASE = 142_000
 REPORT7_BASE = 164_000
 REPORT8_BASE = 186_000
 REPORT9_BASE = 197_000
+REPORT10_BASE = 208_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -116,7 +117,8 @@ OLD_BASE = 23_000
 SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": REPORT2_BASE,
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
         "report5": REPORT5_BASE, "report6": REPORT6_BASE,
-        "report7": REPORT7_BASE, "report8": REPORT8_BASE, "report9": REPORT9_BASE}
+        "report7": REPORT7_BASE, "report8": REPORT8_BASE, "report9": REPORT9_BASE,
+        "report10": REPORT10_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
