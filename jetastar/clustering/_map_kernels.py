@@ -193,7 +193,7 @@ def _tight_bound(t_a, t_b, t_s, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack
     ) + v_a + v_b + slack
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def warm_start(
     s, rec, wq, best, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale
 ):  # pragma: no cover - numba
@@ -262,7 +262,7 @@ def warm_start(
     return best_v, best_a, passed, evaluated
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def scan_splits(
     s, fixed, free, rec, wq, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale, best_v, best_a,
 ):  # pragma: no cover - numba
@@ -322,7 +322,7 @@ def scan_splits(
     return best_v, best_a, passed, evaluated
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale):  # pragma: no cover - numba
     """Write cluster ``s``'s ``V`` (``-inf`` below ``floor``), arg-max part and fixed-point ``W``."""
     if best_v < floor:
