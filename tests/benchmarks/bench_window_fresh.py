@@ -29,8 +29,9 @@ its own seeds, written here):
 * ``report7``: fresh seeds ``REPORT7_BASE + 100 N + type`` (20-24 leaves; exact MAPs on a GPU);
 * ``report8``: fresh seeds ``REPORT8_BASE + 100 N + type``, the report7 defaults once more (20-24
   leaves; exact MAPs by ``exact_map`` on the CPU).
-* ``report9``: fresh seeds ``REPORT9_BASE + 100 N + type``, generated after the 15-part root window
-  had been chosen (on the sets above), run once with it (20-22 leaves).
+* ``report9``, ``report10``: fresh seeds ``REPORT9_BASE`` / ``REPORT10_BASE + 100 N + type``,
+  generated after the 15-part root window had been chosen (on the sets above), run with it
+  (20-22 leaves).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -61,6 +62,8 @@ tuned on*) come from::
     small --set report8 --sizes 20 22 24
     maps --set report9 --sizes 20 22 --jets 8        # the ninth, 15-part root window
     small --set report9 [--option root_size=16]
+    maps --set report10 --sizes 20 22 --jets 8       # the tenth
+    small --set report10 [--option root_size=16]
     compare --set report report2 report3 report4 --option r15:root_size=15 --option r14:root_size=14
     compare --set report5 report6 report7 report8 [--sizes 18 19] --option r15:root_size=15
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
