@@ -75,6 +75,15 @@ def test_nanoaod_like_root_round_trip(tmp_path):
     mapping = {c: f"PFCands_{c}" for c in cols}
     same = read_particles(path, mapping=mapping, t_cut=0.01, mass_policy="keep")
     assert np.array_equal(same.leaves, jets.leaves)
+    # without particles=: the tree's one collection with momentum coordinates
+    found = read_particles(path, t_cut=0.01, mass_policy="keep")
+    assert np.array_equal(found.leaves, jets.leaves)
+    two = tmp_path / "two.root"
+    cands = ak.unflatten(ak.zip(cols), counts)
+    _write_tree(two, "Events", {"PFCands": cands, "Jet": cands})
+    with pytest.raises(FileFormatError, match=r"give the particle branch prefix .*tree 'Events': "
+                                              r"its collections .* are \['PFCands', 'Jet'\]"):
+        read_particles(two)
 
 
 def test_delphes_like_cartesian_names_and_rntuple(tmp_path):

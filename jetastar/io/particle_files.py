@@ -95,8 +95,9 @@ class ParticleSource:
     Args:
         path: the ROOT or HDF5 file.
         tree: ROOT: the TTree (default ``"Events"`` if present, else the file's only TTree).
-        particles: ROOT: branch prefix (``"PFCands"``, ``"Particle"``, ``"part"``); HDF5: the
-            dataset or group holding the particles (default: the file's only top-level one).
+        particles: ROOT: branch prefix (``"PFCands"``, ``"Particle"``, ``"part"``; default: the
+            tree's only prefix whose branches hold momentum coordinates); HDF5: the dataset or
+            group holding the particles (default: the file's only top-level one).
         mapping: vector coordinate -> branch / field / dataset name, instead of detection
             (e.g. ``{"pt": "PFCands_pt", "eta": "PFCands_eta", "phi": "PFCands_phi",
             "mass": "PFCands_mass"}``).
@@ -206,36 +207,42 @@ class _RootParticles:
             self.branches = {canonical_name(c): b for c, b in src.mapping.items()}
             detect_coordinates(list(self.branches), where=f"{self.path}: mapping")
         else:
-            if not src.particles:
-                raise FileFormatError(f"{self.path}: give the particle branch prefix (--particles, "
-                                      f"e.g. PFCands); tree '{name}' has branches {_listing(keys)}")
+            particles = src.particles
+            if not particles:  # the one collection with momentum coordinates, if there is one
+                found = _coordinate_prefixes(keys)
+                if len(found) != 1:
+                    which = (f"its collections with momentum coordinates are {found}" if found
+                             else f"it has branches {_listing(keys)}")
+                    raise FileFormatError(f"{self.path}: give the particle branch prefix "
+                                          f"(--particles, e.g. PFCands); tree '{name}': {which}")
+                particles = found[0]
             by_suffix: dict[str, str] = {}
             for k in keys:
                 last = k.split("/")[-1]
-                if last.startswith(src.particles) and last != src.particles:
-                    suffix = last[len(src.particles):].lstrip("_.")
+                if last.startswith(particles) and last != particles:
+                    suffix = last[len(particles):].lstrip("_.")
                     if suffix:
                         by_suffix.setdefault(suffix, k)
             if not by_suffix:
                 raise FileFormatError(f"{self.path}: tree '{name}' has no branches starting with "
-                                      f"{src.particles!r}{_did_you_mean(src.particles, keys)}; "
+                                      f"{particles!r}{_did_you_mean(particles, keys)}; "
                                       f"its branches are {_listing(keys)}")
             try:
                 coords = detect_coordinates(list(by_suffix))
             except InvalidJetError:
                 raise FileFormatError(
-                    f"{self.path}: tree '{name}': the branches of {src.particles!r} "
+                    f"{self.path}: tree '{name}': the branches of {particles!r} "
                     f"({_listing([by_suffix[s] for s in by_suffix])}) hold no complete set of "
                     "momentum coordinates (px,py,pz,E or pt,eta,phi,mass or pt,eta,phi,E)"
-                    f"{_did_you_mean(src.particles, keys)}; or give an explicit mapping"
+                    f"{_did_you_mean(particles, keys)}; or give an explicit mapping"
                 ) from None
             self.branches = {c: by_suffix[s] for c, s in coords.items()}
             scalar = _scalar_branches(self.tree, list(self.branches.values()), self.rntuple)
             if scalar:
                 raise FileFormatError(
                     f"{self.path}: tree '{name}': {_listing(scalar)} hold one value per "
-                    f"entry, not a list of particles: {src.particles!r} is not a particle "
-                    f"collection{_did_you_mean(src.particles, keys)}")
+                    f"entry, not a list of particles: {particles!r} is not a particle "
+                    f"collection{_did_you_mean(particles, keys)}")
         self.n_entries = int(self.tree.num_entries)
 
     def read(self, start: int, stop: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
