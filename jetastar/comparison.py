@@ -5,7 +5,8 @@
 leaf-count band. The rules that make it honest:
 
 * **Relative to the best tree of each jet.** ``ΔlogL = log L(tree) − log L(best)``, where *best* is
-  the proven MAP when an exact method finished on the jet, else the highest log-likelihood any
+  the proven MAP when an algorithm proved it (an exact method that finished, or the window
+  search's proof, ``exact=True``), else the highest log-likelihood any
   algorithm found (``reference="best"``, the default), or a named algorithm's tree. 0 is the best
   possible value; the truth tree gets a row too (it is usually far below the MAP).
 * **The same jets in every row.** Within a band, the statistics of every algorithm are over the
@@ -141,16 +142,34 @@ def tree_verdicts(table: Any) -> np.ndarray:
     return out
 
 
-def status_counts(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
-    """Per algorithm of a results file: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``,
-    ``skipped``, ``failed``, ``budget``, ``proven`` and ``window_optimal``
-    (:func:`tree_verdicts`).
+def status_counts(results: Any) -> dict[str, dict[str, int]]:
+    """Per algorithm: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``, ``skipped``,
+    ``failed``, ``budget``, ``proven`` and ``window_optimal`` (:func:`tree_verdicts`).
+
+    Args:
+        results: a results file, the results of :func:`jetastar.cluster_jets` (or any mapping of
+            labels to :class:`~jetastar.io.AlgorithmResults`), or one table
+            (``jetastar.cluster(jets, name)``), counted under its algorithm's name.
 
     Example:
         >>> status_counts("results.h5")["kt"]  # doctest: +SKIP
         {'jets': 100, 'ran': 100, 'finite': 31, 'minus_inf': 69, 'skipped': 0, 'failed': 0, ...}
+        >>> import jetastar
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> table = jetastar.cluster(generate(3, ShowerParams.qcd(), seed=1), "greedy")
+        >>> status_counts(table)["greedy"]["ran"]
+        3
     """
-    return {label: table_counts(t) for label, t in io.read_results(path).items()}
+    if isinstance(results, (str, os.PathLike)):
+        tables = io.read_results(results)
+    elif hasattr(results, "keys") and hasattr(results, "items"):
+        tables = dict(results)
+    elif hasattr(results, "algorithm") and hasattr(results, "status"):
+        tables = {results.algorithm: results}
+    else:
+        raise TypeError(f"status_counts needs a results file, cluster_jets' results or one "
+                        f"results table; got {type(results).__name__}")
+    return {label: table_counts(t) for label, t in tables.items()}
 
 
 def table_counts(table: Any) -> dict[str, int]:
@@ -313,8 +332,10 @@ def comparison_table(
             if forms[label] != form:
                 continue
             top = np.fmax(top, np.where(has[label], ll[label], -np.inf))
-            if t.exact_method:
-                good = t.exact & np.isin(t.status, ["ok", "all_inf"])
+            # a proven MAP from any algorithm: an exact method, or the window search's
+            # ``exact_map`` path and ``prove`` (``exact`` means proven, whoever sets it)
+            good = np.asarray(t.exact, dtype=bool) & np.isin(t.status, ["ok", "all_inf"])
+            if good.any():
                 k = np.full(n, np.nan)
                 k[t.jet_index[good]] = t.log_likelihood[good]
                 known = np.where(np.isnan(known), k, known)
@@ -510,5 +531,5 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         "interval of the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
         "prov/wopt = jets whose tree is proven the MAP / window optimal (the window search\n"
         "converged, no proof); stopped by the time budget: neither (see the stop column).\n"
-        "best tree = the proven MAP where an exact method finished, else the highest log L found.")
+        "best tree = the proven MAP where an algorithm proved it, else the highest log L found.")
     return "\n".join(out)

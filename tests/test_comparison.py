@@ -149,6 +149,11 @@ def test_status_counts(results_file) -> None:
     assert counts["kt"]["finite"] == int(np.isfinite(kt_ll).sum())
     assert counts["kt"]["minus_inf"] == int(np.sum(kt_ll == -np.inf)) > 0
     assert counts["exact"]["skipped"] == int(np.sum(jets.n_leaves > 9))
+    # the same from the tables in memory: all of them, or one under its algorithm's name
+    assert status_counts(tables) == {label: counts[label] for label in tables}
+    assert status_counts(tables["kt"]) == {tables["kt"].algorithm: counts["kt"]}
+    with pytest.raises(TypeError, match="status_counts needs a results file"):
+        status_counts(42)
 
 
 def test_median_interval() -> None:
@@ -258,6 +263,8 @@ def test_verdicts_proven_window_optimal_budget(tmp_path) -> None:
     all_row = _rows(comparison_table(path), algorithm="window-search", band="all")[0]
     assert (all_row["proven"], all_row["window_optimal"], all_row["budget"]) == (
         expected.count("proven"), expected.count("window optimal"), 1)
+    # the window search's proofs are proven MAPs for the table (no exact method ran here)
+    assert all_row["map_known"] == all_row["map_found"] == expected.count("proven")
     text = format_comparison(comparison_table(path))
     assert "prov/wopt" in text and max(len(line) for line in text.splitlines()) <= 100
     assert f"{expected.count('proven')}/{expected.count('window optimal')}" in text
