@@ -724,6 +724,61 @@ def _parse_components(components: Any) -> list[str]:
     return names
 
 
+def is_list_of_jet_arrays(obj: Any) -> bool:
+    """Whether ``obj`` is a non-empty list or tuple of per-jet ``(n_i, 4)`` momentum arrays (numpy
+    arrays or nested lists of rows), i.e. several jets, not one jet's rows.
+
+    Example:
+        >>> import numpy as np
+        >>> is_list_of_jet_arrays([np.ones((3, 4)), np.ones((2, 4))]), is_list_of_jet_arrays(
+        ...     [[1.0, 0.0, 0.0, 0.5], [1.0, 0.0, 0.0, -0.5]])
+        (True, False)
+    """
+    if not isinstance(obj, (list, tuple)) or not obj:
+        return False
+    for item in obj:
+        if isinstance(item, np.ndarray):
+            shape = item.shape
+        elif isinstance(item, (list, tuple)) and item and isinstance(item[0], (list, tuple)):
+            shape = (len(item), len(item[0]))
+        else:
+            return False
+        if len(shape) != 2 or shape[1] != 4:
+            return False
+    return True
+
+
+def list_columns(arrays: Sequence[Any], components: Any = None, **kw: Any) -> dict[str, Any]:
+    """Columns of jets from a list of per-jet ``(n_i, 4)`` arrays whose columns are in
+    ``components`` order (default ``"E,px,py,pz"``, as for one jet's array).
+
+    Args:
+        arrays: one array (or list of rows) per jet.
+        components: the order of the columns, e.g. ``"pt,eta,phi,mass"``.
+        **kw: passed to :func:`flat_columns` (``entry``, ``t_cut``, ``mass_policy``,
+            ``validate``...).
+
+    Example:
+        >>> import numpy as np
+        >>> jets = [np.array([[50.0, 1.0, 0.0, 0.0], [40.0, -1.0, 0.0, 0.0]])] * 2
+        >>> list_columns(jets, t_cut=1.0)["leaf_offsets"].tolist()
+        [0, 2, 4]
+    """
+    names = _parse_components("E,px,py,pz" if components is None else components)
+    blocks = []
+    for i, item in enumerate(arrays):
+        block = np.asarray(item, dtype=np.float64)
+        if block.ndim != 2 or block.shape[1] != 4:
+            raise InvalidJetError(f"jet {i}: its particles must have shape (n, 4), got "
+                                  f"{block.shape}", field="particles")
+        blocks.append(block)
+    counts = np.asarray([b.shape[0] for b in blocks], dtype=np.int64)
+    flat = np.concatenate(blocks) if blocks else np.empty((0, 4))
+    comps = {canonical_name(n): np.ascontiguousarray(flat[:, j]) for j, n in enumerate(names)}
+    fields = {canonical_name(n): f"particles[..., {j}] ({n})" for j, n in enumerate(names)}
+    return flat_columns(comps, counts, fields=fields, **kw)
+
+
 def dense_columns(
     array: Any,
     components: Any = None,

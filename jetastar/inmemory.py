@@ -247,7 +247,8 @@ def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
     One jet (a :class:`~jetastar.Jet`, or one jet's momenta: an ``(n, 4)`` array or a 1-D awkward /
     vector array) goes to :func:`jetastar.clustering.cluster` and gives a
     :class:`~jetastar.clustering.ClusteringResult`. Many jets (a :class:`~jetastar.JetCollection`,
-    a list of jets, or an awkward array of jets) are clustered with :func:`cluster_jets` in this
+    a list of jets or of per-jet ``(n_i, 4)`` arrays, or an awkward array of jets) are clustered
+    with :func:`cluster_jets` in this
     process (use that function for workers, time limits and several algorithms) and give the
     algorithm's :class:`~jetastar.io.AlgorithmResults` table (``.results()``, ``.to_awkward()``).
 

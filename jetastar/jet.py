@@ -37,6 +37,8 @@ from ._columnar import (
     awkward_columns,
     dense_columns,
     first_leaf_problem,
+    is_list_of_jet_arrays,
+    list_columns,
     offset_ranges,
     vector_momenta,
 )
@@ -473,8 +475,10 @@ class JetCollection(Sequence[Jet]):
                 coordinates in any system ``vector`` understands (``px, py, pz, E``;
                 ``pt, eta, phi, mass``; ``pt, eta, phi, E``; vector ``Momentum4D`` records; names
                 case-insensitive), or a dense ``(n_jets, n_particles, 4)`` numpy array (then give
-                ``components``), or a structured ``(n_jets, n_particles)`` numpy array.
-            components: order of a dense array's last axis, e.g. ``"pt,eta,phi,mass"``.
+                ``components``), or a structured ``(n_jets, n_particles)`` numpy array, or a list
+                of per-jet ``(n_i, 4)`` arrays.
+            components: order of a dense array's last axis, e.g. ``"pt,eta,phi,mass"`` (a list of
+                per-jet arrays: ``"E,px,py,pz"`` unless given).
             mask: dense arrays: boolean ``(n_jets, n_particles)``, ``True`` = real particle
                 (default: slots whose four values all equal ``padding`` are padding).
             padding: dense arrays: the value of padded slots (0).
@@ -503,6 +507,8 @@ class JetCollection(Sequence[Jet]):
               "jet_type": jet_type, "validate": validate, "entry": jet_id}
         if isinstance(particles, np.ndarray):
             return cls(**dense_columns(particles, components, mask=mask, padding=padding, **kw))
+        if is_list_of_jet_arrays(particles):
+            return cls(**list_columns(particles, components, **kw))
         return cls(**awkward_columns(particles, mapping=mapping, **kw))
 
     # ------------------------------------------------------------------ sequence protocol

@@ -21,7 +21,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ._columnar import offset_ranges
+from ._columnar import is_list_of_jet_arrays, offset_ranges
 from .clustering.result import ClusteringResult
 from .errors import InvalidTreeError
 from .jet import Jet, JetCollection
@@ -208,6 +208,8 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
         return JetCollection.from_momenta(jets, validate=False), False
     if isinstance(jets, Sequence) and all(isinstance(j, Jet) for j in jets):
         return JetCollection.from_jets(jets), False
+    if is_list_of_jet_arrays(jets):  # (E, px, py, pz) rows per jet, taken as they are
+        return JetCollection.from_momenta(jets, mass_policy="keep", validate=False), False
     raise TypeError(
         "jets must be a Jet, a JetCollection, a list of Jets or an awkward array of jets, "
         f"got {type(jets).__name__}"

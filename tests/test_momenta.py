@@ -163,6 +163,40 @@ def test_records_of_jagged_lists_and_branch_prefixes(tmp_path):
         JetCollection.from_momenta(two)
 
 
+def test_list_of_per_jet_arrays():
+    """A list of (n_i, 4) arrays, one per jet (E, px, py, pz unless components say otherwise), is
+    many jets for from_momenta, jetastar.cluster and cluster_jets; one jet's rows stay one jet."""
+    import jetastar
+    from jetastar.ginkgo import ShowerParams, generate
+
+    gen = generate(5, ShowerParams.qcd(), seed=11)
+    arrays = [np.asarray(j.leaves) for j in gen]
+    jets = JetCollection.from_momenta(arrays, mass_policy="keep")
+    assert jets.n_leaves.tolist() == [a.shape[0] for a in arrays]
+    np.testing.assert_array_equal(jets.leaves, np.concatenate(arrays))
+    v = vector.array({"E": jets.leaves[:, 0], "px": jets.leaves[:, 1], "py": jets.leaves[:, 2],
+                      "pz": jets.leaves[:, 3]})
+    cols = np.stack([v.pt, v.eta, v.phi, v.mass], axis=1)
+    offsets = np.cumsum([a.shape[0] for a in arrays])[:-1]
+    in_pt = JetCollection.from_momenta(np.split(cols, offsets), "pt,eta,phi,mass",
+                                       mass_policy="keep")
+    np.testing.assert_allclose(in_pt.leaves, jets.leaves, rtol=1e-12, atol=1e-9)
+    expected = jetastar.cluster(gen, "greedy").log_likelihood
+    for many in (arrays, tuple(arrays), [a.tolist() for a in arrays]):
+        table = jetastar.cluster(many, "greedy")
+        assert len(table) == len(arrays)
+        np.testing.assert_allclose(table.log_likelihood, expected, rtol=1e-9)
+    assert len(jetastar.cluster_jets(arrays, ["kt", "greedy"])["kt"]) == len(arrays)
+    # a one-particle jet among them is recorded as failed, the others run
+    table = jetastar.cluster([arrays[0][:1], *arrays[1:]], "greedy")
+    assert table.status.tolist() == ["failed"] + ["ok"] * (len(arrays) - 1)
+    with pytest.raises(InvalidJetError, match=r"jet 1, .*at least 2 particles"):
+        JetCollection.from_momenta([arrays[0], arrays[1][:1]])
+    # one jet's rows are one jet
+    assert jetastar.cluster(arrays[0].tolist(), "greedy").log_likelihood == pytest.approx(
+        expected[0], rel=1e-12)
+
+
 @pytest.mark.parametrize("order", ["E,px,py,pz", "px,py,pz,E", "pt,eta,phi,mass"])
 def test_dense_with_padding_and_with_mask(order):
     counts, cols = _random_particles(4)

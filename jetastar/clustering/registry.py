@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._columnar import is_list_of_jet_arrays
 from .._jit import DeferredSignals
 from ..errors import InvalidJetError
 from ..jet import Jet, JetCollection
@@ -232,6 +233,8 @@ def holds_many_jets(jet: Any) -> bool:
     if isinstance(jet, JetCollection):
         return True
     if isinstance(jet, (list, tuple)) and jet and all(isinstance(j, Jet) for j in jet):
+        return True
+    if is_list_of_jet_arrays(jet):  # one (n_i, 4) array of (E, px, py, pz) per jet
         return True
     if type(jet).__module__.startswith(("awkward", "vector")):
         import awkward as ak
