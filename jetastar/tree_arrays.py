@@ -181,8 +181,9 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
     """Jets in any form the observables accept, as a :class:`~jetastar.JetCollection`.
 
     Args:
-        jets: a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets, or an
-            awkward array of jets (records with a ``leaves`` field, or ``n_jets * var * momentum``
+        jets: a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets or of
+            per-jet ``(n, 4)`` (E, px, py, pz) arrays (taken as they are), or an awkward array of
+            jets (records with a ``leaves`` field, or ``n_jets * var * momentum``
             in any coordinates: converted like :meth:`JetCollection.from_momenta
             <jetastar.JetCollection.from_momenta>` with its default mass policy, ``"clamp"``; not
             validated, so that a bad jet is reported per jet).
@@ -211,7 +212,8 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
     if is_list_of_jet_arrays(jets):  # (E, px, py, pz) rows per jet, taken as they are
         return JetCollection.from_momenta(jets, mass_policy="keep", validate=False), False
     raise TypeError(
-        "jets must be a Jet, a JetCollection, a list of Jets or an awkward array of jets, "
+        "jets must be a Jet, a JetCollection, a list of Jets or of per-jet (n, 4) arrays, or an "
+        "awkward array of jets, "
         f"got {type(jets).__name__}"
     )
 
