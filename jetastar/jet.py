@@ -248,7 +248,8 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
         >>> validate_leaves([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]], 3).shape
         (2, 4)
     """
-    if type(leaves).__module__.startswith(("awkward", "vector")):
+    if type(leaves).__module__.startswith(("awkward", "vector")) or (
+            isinstance(leaves, np.ndarray) and leaves.dtype.names):  # records of coordinates
         leaves = _momenta_of_records(leaves, label)
     try:
         p = np.array(leaves, dtype=np.float64)

@@ -100,6 +100,22 @@ def test_vector_numpy_arrays_in_any_coordinates(system):
     assert jetastar.cluster(ref.tolist(), "greedy").log_likelihood == res.log_likelihood
     with pytest.raises(InvalidJetError, match="rows of four numbers"):
         jetastar.cluster([[1.0, 0.0, 0.0], [1.0]], "greedy")
+    # ... as dicts of coordinates, vector objects, or a structured numpy array
+    rows = COORDINATE_SYSTEMS[system](v)
+    dicts = [{k: float(np.asarray(x)[i]) for k, x in rows.items()} for i in range(len(ref))]
+    objs = [vector.obj(E=e, px=px, py=py, pz=pz) for e, px, py, pz in ref]
+    structured = np.array([tuple(d.values()) for d in dicts],
+                          dtype=[(k, "f8") for k in rows])
+    # records (dicts, structured) get the default mass policy like awkward records, vector
+    # objects are read as they are like rows of numbers
+    as_records = jetastar.cluster(ak.Array(dicts), "greedy")
+    for particles in (dicts, structured):
+        found = jetastar.cluster(particles, "greedy")
+        assert found.log_likelihood == pytest.approx(as_records.log_likelihood, rel=1e-12)
+        np.testing.assert_array_equal(found.tree.children, as_records.tree.children)
+    assert jetastar.cluster(objs, "greedy").log_likelihood == res.log_likelihood
+    with pytest.raises(InvalidJetError, match="dicts of momentum coordinates or vector 4-vectors"):
+        jetastar.cluster([vector.obj(x=1.0, y=2.0)] * 2, "greedy")
 
 
 def test_explicit_mapping():
