@@ -767,7 +767,11 @@ def list_columns(arrays: Sequence[Any], components: Any = None, **kw: Any) -> di
     names = _parse_components("E,px,py,pz" if components is None else components)
     blocks = []
     for i, item in enumerate(arrays):
-        block = np.asarray(item, dtype=np.float64)
+        try:
+            block = np.asarray(item, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidJetError(f"jet {i}: its particles cannot be read as numbers ({exc})",
+                                  field="particles") from None
         if block.ndim != 2 or block.shape[1] != 4:
             raise InvalidJetError(f"jet {i}: its particles must have shape (n, 4), got "
                                   f"{block.shape}", field="particles")

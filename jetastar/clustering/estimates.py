@@ -47,9 +47,9 @@ __all__ = [
 #: windows and more random frontiers; from ``ROOT_BELOW_LEAVES`` leaves no root window.
 TOP_FROM_LEAVES = 23
 ROOT_BELOW_LEAVES = 30
-#: parts of the root window below ``TOP_FROM_LEAVES`` leaves (16 until 2026-11-27: the same trees
-#: on 511 of 512 tuning jet-forms of 20-22 leaves and 256 of 256 of 18-19 leaves, at 0.89-0.91
-#: times the median CPU time), and from ``TOP_FROM_LEAVES`` to ``ROOT_BELOW_LEAVES`` leaves
+#: parts of the root window below ``TOP_FROM_LEAVES`` leaves (16 until 2026-11-27: 15 found trees as
+#: good on 511 of 512 tuning jet-forms of 20-22 leaves and on 256 of 256 of 18-19 leaves, at
+#: 0.89-0.91 times the median CPU time), and from ``TOP_FROM_LEAVES`` to ``ROOT_BELOW_LEAVES``
 DEFAULT_ROOT_SIZE = 15
 _ROOT_SIZE_FROM_TOP = 17
 #: sampled start trees below ``TOP_FROM_LEAVES`` leaves (``n_sampled=None``)
