@@ -182,7 +182,7 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
 
     Args:
         jets: a :class:`~jetastar.Jet`, a :class:`~jetastar.JetCollection`, a list of jets or of
-            per-jet ``(n, 4)`` (E, px, py, pz) arrays (taken as they are), or an awkward array of
+            per-jet ``(n, 4)`` (E, px, py, pz) arrays, or an awkward array of
             jets (records with a ``leaves`` field, or ``n_jets * var * momentum``
             in any coordinates: converted like :meth:`JetCollection.from_momenta
             <jetastar.JetCollection.from_momenta>` with its default mass policy, ``"clamp"``; not
@@ -209,8 +209,8 @@ def as_collection(jets: Any) -> tuple[JetCollection, bool]:
         return JetCollection.from_momenta(jets, validate=False), False
     if isinstance(jets, Sequence) and all(isinstance(j, Jet) for j in jets):
         return JetCollection.from_jets(jets), False
-    if is_list_of_jet_arrays(jets):  # (E, px, py, pz) rows per jet, taken as they are
-        return JetCollection.from_momenta(jets, mass_policy="keep", validate=False), False
+    if is_list_of_jet_arrays(jets):  # (E, px, py, pz) rows per jet, default mass policy
+        return JetCollection.from_momenta(jets, validate=False), False
     raise TypeError(
         "jets must be a Jet, a JetCollection, a list of Jets or of per-jet (n, 4) arrays, or an "
         "awkward array of jets, "

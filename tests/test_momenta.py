@@ -87,7 +87,9 @@ def test_vector_numpy_arrays_in_any_coordinates(system):
     assert not set(one.dtype.names) >= {"px", "E"}  # vector renamed the fields
     np.testing.assert_allclose(Jet(one).leaves[:, 1:], ref[:, 1:], rtol=1e-12, atol=1e-9)
     res = jetastar.cluster(one, "greedy")
-    assert res.log_likelihood == jetastar.cluster(Jet(ref), "greedy").log_likelihood
+    # particles get the default mass policy (clamp); a Jet is taken as it is
+    clamped = Jet(ref).with_nonnegative_masses()
+    assert res.log_likelihood == jetastar.cluster(clamped, "greedy").log_likelihood
     dense = vector.array({k: np.stack([np.asarray(x)] * 3)
                           for k, x in COORDINATE_SYSTEMS[system](v).items()})
     jets = JetCollection.from_momenta(dense, t_cut=0.01)
@@ -106,16 +108,37 @@ def test_vector_numpy_arrays_in_any_coordinates(system):
     objs = [vector.obj(E=e, px=px, py=py, pz=pz) for e, px, py, pz in ref]
     structured = np.array([tuple(d.values()) for d in dicts],
                           dtype=[(k, "f8") for k in rows])
-    # records (dicts, structured) get the default mass policy like awkward records, vector
-    # objects are read as they are like rows of numbers
-    as_records = jetastar.cluster(ak.Array(dicts), "greedy")
-    for particles in (dicts, structured):
+    # every form of particles gets the same mass policy, hence the same tree
+    for particles in (dicts, structured, objs, ak.Array(dicts)):
         found = jetastar.cluster(particles, "greedy")
-        assert found.log_likelihood == pytest.approx(as_records.log_likelihood, rel=1e-12)
-        np.testing.assert_array_equal(found.tree.children, as_records.tree.children)
-    assert jetastar.cluster(objs, "greedy").log_likelihood == res.log_likelihood
+        assert found.log_likelihood == pytest.approx(res.log_likelihood, rel=1e-12)
+        np.testing.assert_array_equal(found.tree.children, res.tree.children)
     with pytest.raises(InvalidJetError, match="dicts of momentum coordinates or vector 4-vectors"):
         jetastar.cluster([vector.obj(x=1.0, y=2.0)] * 2, "greedy")
+
+
+def test_massless_particles_as_numbers_get_the_default_mass_policy():
+    """Massless particles as a plain (n, 4) array: E² − |p|² rounds to ±tiny, and in the symmetric
+    form a child with t < 0 makes its split -inf, so every tree was -inf (while the same particles
+    as awkward records, which get the default mass policy, clustered fine). jetastar.cluster and a
+    list of such arrays now apply the same policy; a Jet is still taken as it is."""
+    import jetastar
+    from jetastar import Jet
+
+    rng = np.random.default_rng(3)
+    v = vector.array({"pt": rng.exponential(20.0, 12) + 1.0, "eta": rng.normal(0.3, 0.2, 12),
+                      "phi": rng.normal(1.0, 0.2, 12), "mass": np.zeros(12)})
+    p4 = np.stack([v.E, v.px, v.py, v.pz], axis=1)
+    assert (p4[:, 0] ** 2 - (p4[:, 1:] ** 2).sum(axis=1) < 0).any()
+    as_is = jetastar.cluster(Jet(p4), "greedy")
+    assert as_is.log_likelihood == -np.inf and as_is.status == "all_inf"
+    records = jetastar.cluster(ak.zip({"E": p4[:, 0], "px": p4[:, 1], "py": p4[:, 2],
+                                       "pz": p4[:, 3]}), "greedy")
+    assert np.isfinite(records.log_likelihood)
+    for particles in (p4, p4.tolist()):
+        assert jetastar.cluster(particles, "greedy").log_likelihood == records.log_likelihood
+    table = jetastar.cluster([p4, p4], "greedy")
+    assert table.log_likelihood.tolist() == [records.log_likelihood] * 2
 
 
 def test_explicit_mapping():

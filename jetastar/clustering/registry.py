@@ -171,10 +171,14 @@ def checked_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, Any
 def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
     """Run the algorithm called ``algorithm`` on one jet with keyword ``options``.
 
-    ``jet`` may be a :class:`~jetastar.Jet` or one jet's particles (an ``(n, 4)`` array of
-    ``(E, px, py, pz)`` or a 1-D awkward / vector array of momenta, which get the default
-    parameters of :class:`~jetastar.Jet`). Many jets (a :class:`~jetastar.JetCollection`, a
-    list of jets, an awkward array of jets) are clustered by ``jetastar.cluster`` (one
+    ``jet`` may be a :class:`~jetastar.Jet` (taken as it is) or one jet's particles (an
+    ``(n, 4)`` array or list of rows of ``(E, px, py, pz)``, a 1-D awkward / vector array of
+    momenta, dicts of coordinates or vector 4-vectors), which get the default parameters of
+    :class:`~jetastar.Jet` and the default mass policy of every particle input, ``"clamp"``
+    (massless particles whose ``E² − |p|²`` rounds below 0 are put on the mass shell; in the
+    symmetric form such a particle would make every split it is a child of −∞). Many jets (a
+    :class:`~jetastar.JetCollection`, a list of jets, an awkward array of jets) are clustered by
+    ``jetastar.cluster`` (one
     algorithm, a results table) or :func:`jetastar.inmemory.cluster_jets` (several algorithms,
     workers, time limits).
 
@@ -207,7 +211,12 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
     if not isinstance(jet, Jet) and (
         type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
     ):
-        jet = Jet(jet)  # one jet's particles: awkward / vector momenta or an (n, 4) array
+        # one jet's particles: awkward / vector momenta or an (n, 4) array, with the default
+        # mass policy of every particle input ("clamp"): massless particles whose E² − |p|²
+        # rounds below 0 would make every split with them -inf in the symmetric form
+        jet = Jet(jet)
+        if (jet.leaf_t < 0.0).any():
+            jet = jet.with_nonnegative_masses()
     # a Ctrl-C that lands while numba boxes a kernel's result is raised after the call instead of
     # coming out as a SystemError (which a batch would record as the algorithm failing)
     with DeferredSignals(only_in_numba=True):
