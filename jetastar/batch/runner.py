@@ -507,6 +507,12 @@ def _cluster_chunks(
             with contextlib.suppress(Exception):
                 if fut.exception() is None:
                     finish(fut)
+        if isinstance(executor, cf.ProcessPoolExecutor):
+            # its pending work dies with its workers (shutdown_executor kills them). Cancelling
+            # it here would race with the pool's manager thread, which fails every pending
+            # future at once when workers that got the same signal die: on Python < 3.12 a
+            # cancelled one raises InvalidStateError there, a traceback next to "terminated"
+            pending.clear()
         raise
     finally:
         for fut in pending:
