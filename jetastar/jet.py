@@ -34,6 +34,7 @@ import numpy as np
 
 from ._columnar import (
     DEFAULT_MASS_POLICY,
+    apply_mass_policy,
     awkward_columns,
     dense_columns,
     first_leaf_problem,
@@ -183,13 +184,7 @@ class Jet:
         The change is the smallest in float64 (a few ulps of ``E``); other leaves are untouched.
         """
         p = self._leaves.copy()
-        for i in np.flatnonzero(self.leaf_t < 0.0):
-            e = p[i, 0]
-            p3 = p[i, 1] * p[i, 1] + p[i, 2] * p[i, 2] + p[i, 3] * p[i, 3]
-            e = max(e, float(np.sqrt(p3)))
-            while e * e - p3 < 0.0:
-                e = float(np.nextafter(e, np.inf))
-            p[i, 0] = e
+        apply_mass_policy(p, "clamp")  # a Jet's leaves are never clearly spacelike
         return Jet(
             p, self.params, self.truth, None, jet_id=self.jet_id, seed=self.seed,
             jet_type=self.jet_type,
