@@ -90,6 +90,15 @@ def test_results_as_a_table_a_list_of_tables_or_a_list_of_results(tmp_path, suff
         jio.write(tmp_path / f"x{suffix}", jets, [greedy, greedy])
     with pytest.raises(TypeError, match="results must be a mapping"):
         jio.write(tmp_path / f"x{suffix}", jets, 3.0)
+    # cluster_jets' results hold their jets: io.write(path, results); the jets as a list of Jets
+    both = jetastar.cluster_jets(jets, ["greedy", "kt"], progress=False)
+    for i, args in enumerate(((both,), (list(jets), both))):
+        path = tmp_path / f"j{i}{suffix}"
+        jio.write(path, *args)
+        assert list(jio.read_results(path)) == ["greedy", "kt"]
+        assert jio.read(path).leaves.tolist() == jets.leaves.tolist()
+    with pytest.raises(TypeError, match=r"io\.write needs the jets as a JetCollection"):
+        jio.write(tmp_path / f"x{suffix}", 42)
 
 
 def test_generated_jets_round_trip_with_extras(tmp_path, fmt):

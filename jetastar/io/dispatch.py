@@ -135,7 +135,9 @@ def write(
     Args:
         path: ``.h5``/``.hdf5`` or ``.root``; an existing file is replaced only once the new one is
             complete.
-        collection: the jets (``None``: results only).
+        collection: the jets (``None``: results only; a list of :class:`~jetastar.Jet` is
+            collected), or the results of :func:`jetastar.cluster_jets`, which hold their jets
+            (then ``results`` is left out).
         results: label (usually the algorithm name) -> :class:`AlgorithmResults` or a list of
             :class:`~jetastar.clustering.ClusteringResult`, one per jet in collection order; or
             one table (``jetastar.cluster(jets, "greedy")``), a list of tables, or one
@@ -149,6 +151,14 @@ def write(
         >>> io.write(os.path.join(tempfile.mkdtemp(), "x.root"), JetCollection.from_jets([]))
     """
     fmt = writable_format(path)
+    if results is None and isinstance(collection, Mapping) and hasattr(collection, "jets"):
+        collection, results = collection.jets, dict(collection)  # cluster_jets' results
+    if isinstance(collection, Sequence) and not isinstance(collection, (str, JetCollection)):
+        collection = JetCollection.from_jets(list(collection))
+    if collection is not None and not isinstance(collection, JetCollection):
+        raise TypeError(
+            f"io.write needs the jets as a JetCollection (or a list of Jets, or cluster_jets' "
+            f"results, which hold them), got {type(collection).__name__}")
     tables = _as_tables(results, collection)
     parent = Path(path).parent
     if not parent.is_dir():
