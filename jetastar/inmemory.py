@@ -44,7 +44,7 @@ from .batch import (
 )
 from .batch.work import in_process_chunk_size
 from .clustering.registry import checked_options, holds_many_jets
-from .comparison import TREE_STATUSES
+from .comparison import table_counts
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
 from .observables import tree_observables
@@ -93,19 +93,9 @@ class JetResults(Mapping[str, Any]):
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Per algorithm: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``, ``skipped``,
-        ``failed``, ``budget``."""
-        out = {}
-        for name, t in self._tables.items():
-            tree = np.isin(t.status, TREE_STATUSES)
-            fin = tree & np.isfinite(t.log_likelihood)
-            out[name] = {
-                "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
-                "minus_inf": int((tree & ~fin).sum()),
-                "skipped": int((t.status == "skipped").sum()),
-                "failed": int((t.status == "failed").sum()),
-                "budget": int((t.status == "budget").sum()),
-            }
-        return out
+        ``failed``, ``budget``, ``proven`` and ``window_optimal``
+        (:func:`jetastar.comparison.status_counts`)."""
+        return {name: table_counts(t) for name, t in self._tables.items()}
 
     def observables(self, algorithm: str, **kw: Any) -> Any:
         """:func:`jetastar.observables.tree_observables` of one algorithm's trees."""
