@@ -41,6 +41,10 @@ def test_cluster_jets_in_process(jets: JetCollection, tmp_path) -> None:
     summary = res.summary()
     assert summary["kt"]["ran"] == len(jets)
     assert summary["kt"]["finite"] + summary["kt"]["minus_inf"] == len(jets)
+    # the same counts as comparison.status_counts (with the proofs and window verdicts)
+    from jetastar.comparison import status_counts
+
+    assert summary == status_counts(res)
     finite, reason = res.reasons("kt")
     assert all((r == "") == f for r, f in zip(reason, finite, strict=True))
     obs = res.observables("greedy")
