@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, overload
 
@@ -178,6 +178,32 @@ class Jet:
             cache[likelihood] = likelihood_constants(p.t_cut, p.lam, p.lam_root, likelihood)
         return cache[likelihood]
 
+    @classmethod
+    def from_particles(cls, particles: Any, params: ShowerParams | None = None) -> Jet:
+        """One jet's particles in any form :func:`jetastar.cluster` takes, read the way it reads
+        them: an ``(n, 4)`` array or list of rows of ``(E, px, py, pz)``, a 1-D awkward / vector
+        array of momenta in any coordinates, dicts of coordinates or vector 4-vectors; with the
+        default mass policy of every particle input (``"clamp"``: massless particles whose
+        ``E² − |p|²`` rounds below 0 are put on the mass shell). A :class:`Jet` is returned as it
+        is.
+
+        Args:
+            particles: the particles.
+            params: Ginkgo parameters (default ``ShowerParams.qcd()``).
+
+        Example:
+            >>> jet = Jet.from_particles([{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
+            ...                           {"pt": 30.0, "eta": -0.2, "phi": 0.4, "mass": 0.0}])
+            >>> jet.n_leaves, bool((jet.leaf_t >= 0).all())
+            (2, True)
+        """
+        if isinstance(particles, Jet):
+            return particles
+        if isinstance(particles, (list, tuple)):
+            particles = _one_jet_particles(particles)
+        jet = cls(particles, params)
+        return jet.with_nonnegative_masses() if (jet.leaf_t < 0.0).any() else jet
+
     def with_nonnegative_masses(self) -> Jet:
         """A copy whose leaves with ``t < 0`` (within tolerance) get ``E`` raised until ``t >= 0``.
 
@@ -195,6 +221,27 @@ class Jet:
             f"Jet(id={self.jet_id}, type={self.jet_type!r}, n_leaves={self.n_leaves}, "
             f"truth={'yes' if self.truth is not None else 'no'})"
         )
+
+
+def _one_jet_particles(particles: list[Any] | tuple[Any, ...]) -> Any:
+    """One jet's particles given as a list: rows of (E, px, py, pz), dicts of momentum coordinates
+    (``{"pt": ..., "eta": ..., ...}``, any system vector understands) or vector momentum objects."""
+    if particles and all(isinstance(p, Mapping) for p in particles):
+        import awkward as ak
+
+        return ak.Array(list(particles))  # records: coordinates detected like an awkward jet's
+    if particles and all(type(p).__module__.startswith("vector") for p in particles):
+        try:
+            return np.array([[p.E, p.px, p.py, p.pz] for p in particles], dtype=np.float64)
+        except AttributeError:
+            pass  # not 4-vectors: the message below
+    try:
+        return np.asarray(particles, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidJetError(
+            f"a {type(particles).__name__} given as one jet must hold rows of four numbers "
+            "(E, px, py, pz) in GeV, dicts of momentum coordinates or vector 4-vectors",
+            field="jet") from None
 
 
 def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .ginkgo.likelihood import log_likelihood
+from .jet import Jet
 from .tree import Tree
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +53,11 @@ def _axes(ax: Axes | None) -> Axes:
 
     _, ax = plt.subplots(figsize=(6, 4))
     return ax
+
+
+def _jet_of(jet: Any) -> Any:
+    """A :class:`~jetastar.Jet` of one jet's particles in any form (``None`` stays ``None``)."""
+    return jet if jet is None or isinstance(jet, Jet) else Jet.from_particles(jet)
 
 
 def node_heights(tree: Tree, jet: Any = None, heights: str | Sequence[float] = "auto") -> np.ndarray:
@@ -79,7 +85,7 @@ def node_heights(tree: Tree, jet: Any = None, heights: str | Sequence[float] = "
     if heights == "mass":
         if jet is None:
             raise ValueError("heights='mass' needs the jet")
-        p = tree.node_momenta(jet.leaves)
+        p = tree.node_momenta(_jet_of(jet).leaves)
         t = p[:, 0] ** 2 - np.sum(p[:, 1:] ** 2, axis=1)
         h = np.sqrt(np.clip(t, 0.0, None))
         h[ch[:, 0] < 0] = 0.0
@@ -128,6 +134,7 @@ def draw_tree(
     from matplotlib.collections import LineCollection
 
     tree = Tree.from_any(tree)
+    jet = _jet_of(jet)
     ax = _axes(ax)
     h = node_heights(tree, jet, heights)
     ch = tree.children
@@ -223,6 +230,7 @@ def compare_trees(
     import matplotlib.pyplot as plt
 
     tree_a, tree_b = Tree.from_any(tree_a), Tree.from_any(tree_b)
+    jet = _jet_of(jet)
     if tree_a.n_leaves != tree_b.n_leaves:
         raise ValueError(
             f"the trees have different numbers of leaves ({tree_a.n_leaves}, {tree_b.n_leaves})"
@@ -254,6 +262,7 @@ def dendrogram(tree: Tree, jet: Any = None, *, ax: Axes | None = None, **kwargs:
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
     tree = Tree.from_any(tree)
+    jet = _jet_of(jet)
     ax = _axes(ax)
     z = tree.to_linkage(node_heights(tree, jet) if jet is not None else None)
     out = scipy_dendrogram(z, ax=ax, **kwargs)

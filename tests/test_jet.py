@@ -144,3 +144,21 @@ def test_extra_columns_follow_the_collection():
     with pytest.raises(InvalidJetError, match="jet column 'x' has 2 values, need 4"):
         a.with_columns(jet={"x": [1, 2]})
     assert "x" not in a.jet_columns  # a failed update changes nothing
+
+
+def test_from_particles_reads_one_jet_like_jetastar_cluster():
+    """Jet.from_particles: rows, dicts of coordinates and arrays give the jet jetastar.cluster
+    clusters (default parameters, the clamp mass policy); a Jet is returned as it is."""
+    v = vector.array({"pt": [50.0, 30.0, 12.0], "eta": [0.1, -0.2, 0.3],
+                      "phi": [0.2, 0.4, 0.1], "mass": [0.0, 0.0, 0.0]})
+    p4 = np.stack([v.E, v.px, v.py, v.pz], axis=1)
+    jet = Jet.from_particles(p4)
+    assert (jet.leaf_t >= 0).all() and jet.params == ShowerParams.qcd()
+    np.testing.assert_allclose(jet.leaves, p4, rtol=1e-15)
+    dicts = [{"pt": float(a), "eta": float(b), "phi": float(c), "mass": 0.0}
+             for a, b, c in zip(v.pt, v.eta, v.phi, strict=True)]
+    for same in (p4.tolist(), dicts):
+        np.testing.assert_allclose(Jet.from_particles(same).leaves, jet.leaves, rtol=1e-12)
+    assert Jet.from_particles(jet) is jet
+    w = Jet.from_particles(p4, ShowerParams.w())
+    assert w.params == ShowerParams.w()

@@ -229,3 +229,9 @@ def test_a_tree_may_be_given_as_a_result_or_as_nested_pairs():
     # a results table is not one result (its tree is a method): the same error, not a crash
     with pytest.raises(InvalidTreeError, match=r"got AlgorithmResults"):
         log_likelihood(jet, jetastar.cluster(generate(2, ShowerParams.qcd(), seed=3), "greedy"))
+    # particles are not a Jet: the message names the one jetastar.cluster made of them
+    p4 = np.asarray(jet.leaves)
+    with pytest.raises(TypeError, match=r"scores a jetastar\.Jet, got ndarray.*Jet\.from_particles"):
+        log_likelihood(p4, res)
+    from_numbers = jetastar.cluster(p4, "greedy")
+    assert log_likelihood(Jet.from_particles(p4), from_numbers) == from_numbers.log_likelihood

@@ -114,3 +114,12 @@ def test_clustering_results_are_drawn_by_their_trees(jet):
         draw_tree(3.5)
     # nested pairs are a tree too
     assert len(draw_tree(((0, 1), 2)).collections[0].get_segments()) == 8
+    # the jet as one jet's particles (what jetastar.cluster took), read the same way
+    p4 = np.asarray(jet.leaves)
+    from_numbers = jetastar.cluster(p4, "greedy")
+    np.testing.assert_array_equal(
+        draw_tree(from_numbers, p4).collections[0].get_segments(),
+        draw_tree(from_numbers, jetastar.Jet.from_particles(p4)).collections[0].get_segments())
+    assert compare_trees(jet.truth, from_numbers, p4.tolist()).axes[1].get_title().startswith(
+        "MAP: log L = ")
+    plt.close("all")

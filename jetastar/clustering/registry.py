@@ -22,7 +22,6 @@ import numpy as np
 
 from .._columnar import is_list_of_jet_arrays
 from .._jit import DeferredSignals
-from ..errors import InvalidJetError
 from ..jet import Jet, JetCollection
 from .options import check_options
 from .result import ClusteringResult
@@ -206,42 +205,18 @@ def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:
             f"jetastar.cluster(jets, {algorithm!r}) for a results table, or "
             "jetastar.cluster_jets for several algorithms, workers and time limits"
         )
-    if isinstance(jet, (list, tuple)):
-        jet = _one_jet_particles(jet)
     if not isinstance(jet, Jet) and (
-        type(jet).__module__.startswith(("awkward", "vector")) or isinstance(jet, np.ndarray)
+        isinstance(jet, (list, tuple, np.ndarray))
+        or type(jet).__module__.startswith(("awkward", "vector"))
     ):
-        # one jet's particles: awkward / vector momenta or an (n, 4) array, with the default
-        # mass policy of every particle input ("clamp"): massless particles whose E² − |p|²
-        # rounds below 0 would make every split with them -inf in the symmetric form
-        jet = Jet(jet)
-        if (jet.leaf_t < 0.0).any():
-            jet = jet.with_nonnegative_masses()
+        # one jet's particles, with the default mass policy of every particle input ("clamp"):
+        # massless particles whose E² − |p|² rounds below 0 would make every split with them
+        # -inf in the symmetric form
+        jet = Jet.from_particles(jet)
     # a Ctrl-C that lands while numba boxes a kernel's result is raised after the call instead of
     # coming out as a SystemError (which a batch would record as the algorithm failing)
     with DeferredSignals(only_in_numba=True):
         return info.func(jet, **options)
-
-
-def _one_jet_particles(particles: list[Any] | tuple[Any, ...]) -> Any:
-    """One jet's particles given as a list: rows of (E, px, py, pz), dicts of momentum coordinates
-    (``{"pt": ..., "eta": ..., ...}``, any system vector understands) or vector momentum objects."""
-    if particles and all(isinstance(p, Mapping) for p in particles):
-        import awkward as ak
-
-        return ak.Array(list(particles))  # records: coordinates detected like an awkward jet's
-    if particles and all(type(p).__module__.startswith("vector") for p in particles):
-        try:
-            return np.array([[p.E, p.px, p.py, p.pz] for p in particles], dtype=np.float64)
-        except AttributeError:
-            pass  # not 4-vectors: the message below
-    try:
-        return np.asarray(particles, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidJetError(
-            f"a {type(particles).__name__} given as one jet must hold rows of four numbers "
-            "(E, px, py, pz) in GeV, dicts of momentum coordinates or vector 4-vectors",
-            field="jet") from None
 
 
 def holds_many_jets(jet: Any) -> bool:

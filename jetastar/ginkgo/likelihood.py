@@ -248,6 +248,11 @@ def node_log_likelihoods(
         ``(2n - 1,)`` float64 array; its sum is :func:`log_likelihood`.
     """
     check_likelihood(likelihood)
+    if not hasattr(jet, "leaves") or not hasattr(jet, "likelihood_constants"):
+        raise TypeError(
+            f"log_likelihood scores a jetastar.Jet, got {type(jet).__name__}; for one jet's "
+            "particles use jetastar.Jet.from_particles(particles), the jet jetastar.cluster "
+            "clusters (same parameters and mass policy)")
     if tree is None:
         tree = jet.truth
         if tree is None:
