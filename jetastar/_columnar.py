@@ -153,17 +153,21 @@ def coordinate_prefixes(fields: Sequence[str]) -> dict[str, dict[str, str]]:
                 groups.setdefault(prefix, {}).setdefault(suffix, str(field))
     found: dict[str, dict[str, str]] = {}
     for prefix, by_suffix in groups.items():
-        if _has_coordinates(list(by_suffix)):
+        try:
             coords = detect_coordinates(list(by_suffix))
-            found[prefix] = {c: by_suffix[suffix] for c, suffix in coords.items()}
+        except InvalidJetError:
+            continue
+        found[prefix] = {c: by_suffix[suffix] for c, suffix in coords.items()}
     return found
 
 
 def _detect_fields(fields: Sequence[str], where: str) -> dict[str, str]:
     """:func:`detect_coordinates`, else the coordinates of the one prefix that has a complete set
     (``PFCands_pt, ...``); several such prefixes are an error that names them."""
-    if _has_coordinates(fields):
+    try:
         return detect_coordinates(fields, where=where)
+    except InvalidJetError as exc:
+        missing = exc  # raised below unless one prefix holds a complete set
     prefixed = coordinate_prefixes(fields)
     if len(prefixed) == 1:
         return next(iter(prefixed.values()))
@@ -176,7 +180,7 @@ def _detect_fields(fields: Sequence[str], where: str) -> dict[str, str]:
             f"f.startswith({first + '_'!r})]]) or give mapping=",
             field="particles",
         )
-    return detect_coordinates(fields, where=where)  # raises, listing the fields
+    raise missing  # no complete set under any name: the message lists the fields
 
 
 def _records_of_particles(arr: Any, where: str) -> Any:

@@ -232,7 +232,7 @@ def _one_jet_particles(particles: list[Any] | tuple[Any, ...]) -> Any:
         return ak.Array(list(particles))  # records: coordinates detected like an awkward jet's
     if particles and all(type(p).__module__.startswith("vector") for p in particles):
         try:
-            return np.array([[p.E, p.px, p.py, p.pz] for p in particles], dtype=np.float64)
+            return np.stack([vector_momenta(p) for p in particles])
         except AttributeError:
             pass  # not 4-vectors: the message below
     try:
