@@ -11,8 +11,13 @@ Rules for every numba kernel in jetastar (read before adding one):
    included, and such copies were most of the compile time of the kernels calling them. A plain
    call to a *small* helper usually costs no run time (the callee's module is linked into the
    caller before LLVM optimises it, and LLVM inlines it); a larger callee may stay a call, so time
-   the hot loops after changing one. A kernel re-optimises everything it calls, so keep kernels
-   that are called from many places small. In kernels, copy arrays with loops, not slice
+   the hot loops after changing one. An *array* argument is another matter: numba takes and
+   releases a reference to it around every such call with atomic instructions that LLVM keeps
+   even after inlining (a third of the exact MAP engine's time on small jets, half of MCTS's).
+   A kernel that calls helpers per item (cluster, split, merge) hands them views from
+   :func:`jetastar._refcount.borrowed`, made once at its top (rules for their lifetime there).
+   A kernel re-optimises everything it calls, so keep kernels that are called from many places
+   small. In kernels, copy arrays with loops, not slice
    assignments (``a[:n] = b``): each one compiles a generic broadcasting copy with its own error
    path (string formatting included, about 2 s). Sort with ``jetastar._sorting``
    (``sort_inplace``, ``argsort_stable``), not ``a.sort()`` / ``np.sort`` / ``np.argsort``: numba's

@@ -26,6 +26,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._refcount import borrowed
 from .._sorting import argsort_stable
 from ..errors import InvalidJetError
 from ..ginkgo.kernels import bound_below, child_bound, split_llh_above
@@ -151,11 +152,12 @@ def score_history(
             p[i, d] = leaves[i, d]
         t[i] = lt[i]
     steps = np.empty(n - 1, dtype=np.float64)
+    c0 = borrowed(consts[0])  # without reference counts (see greedy_steps)
+    c1 = borrowed(consts[1])
     for k in range(n - 1):
         a = history[k, 0]
         b = history[k, 1]
-        row = 1 if k == n - 2 else 0
-        steps[k] = pair_llh(p, t, a, b, consts[row])
+        steps[k] = pair_llh(p, t, a, b, c1 if k == n - 2 else c0)
         node = n + k
         for d in range(4):
             p[node, d] = p[a, d] + p[b, d]
@@ -301,10 +303,20 @@ def greedy_start(leaves, consts, table_max, bound_min):  # pragma: no cover - nu
 def greedy_steps(consts, state, max_merges):  # pragma: no cover - numba
     """Up to ``max_merges`` merges of a greedy run (:func:`greedy_start`), in place;
     ``regs[G_DONE]`` is set after the last."""
-    p, per_slot, ids, tab, exact, history, steps, regs = state
+    # the state's arrays and the constants rows as views without reference counts (see
+    # jetastar._refcount; the caller holds both): every inlined scan and every split score took
+    # and released references to them, a third of greedy's time on small jets
+    p = borrowed(state[0])
+    per_slot = borrowed(state[1])
+    ids = borrowed(state[2])
+    tab = borrowed(state[3])
+    exact = borrowed(state[4])
+    history = borrowed(state[5])
+    steps = borrowed(state[6])
+    regs = borrowed(state[7])
     n = p.shape[0]
-    c0 = consts[0]
-    c1 = consts[1]
+    c0 = borrowed(consts[0])
+    c1 = borrowed(consts[1])
     t = per_slot[0]
     g = per_slot[1]
     nn_val = per_slot[2]

@@ -35,6 +35,7 @@ import math
 import numba as nb
 import numpy as np
 
+from .._refcount import borrowed
 from .._sorting import argsort_stable
 from ..costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
 from ..ginkgo.likelihood import parent_terms, split_llh_given_parent
@@ -189,6 +190,9 @@ def dp_range(
     Returns:
         ``(splits evaluated, splits skipped because a part is impossible, clusters pruned)``.
     """
+    # views without reference counts for the per-cluster calls (jetastar._refcount; the caller
+    # holds the arrays)
+    node, node_i, best, consts, feat = borrowed((node, node_i, best, consts, feat))
     evaluated = 0
     skipped = 0
     pruned = 0
@@ -210,6 +214,9 @@ def dp_range_serial(
     feat,
 ):  # pragma: no cover - numba
     """:func:`dp_range` on one thread (no parallel launch cost, for small slices)."""
+    # views without reference counts for the per-cluster calls (jetastar._refcount; the caller
+    # holds the arrays)
+    node, node_i, best, consts, feat = borrowed((node, node_i, best, consts, feat))
     evaluated = 0
     skipped = 0
     pruned = 0
@@ -238,6 +245,9 @@ def dp_all_serial(
     Returns:
         ``(splits evaluated, splits skipped, clusters pruned)`` as :func:`dp_range`.
     """
+    # views without reference counts for the per-cluster calls (jetastar._refcount; the caller
+    # holds the arrays)
+    node, node_i, best, consts, feat = borrowed((node, node_i, best, consts, feat))
     full = (np.int64(1) << n) - 1
     evaluated = 0
     skipped = 0

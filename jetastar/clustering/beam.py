@@ -51,6 +51,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import DeferredSignals, Stopwatch
+from .._refcount import borrowed
 from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
@@ -222,12 +223,17 @@ def beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pra
         (``regs[R_DONE] == 1``) the final beam, best first (complete trees as merge
         histories, split log-likelihoods and totals; empty arrays before).
     """
+    # the state's arrays, the constants rows and the heap as views without reference counts for
+    # the calls per candidate (split scores, heap moves; see jetastar._refcount): the caller
+    # holds the state and the constants, and the heap's owners are returned after the last use
     sp_all, st_all, snode_all, smin_all, ssize_all, att_all, hsh_all, hist_all, stp_all, \
-        score_all, smax_all, tri_all, pa, pc, counters = state
+        score_all, smax_all, tri_all, pa, pc, counters = borrowed(state)
     n = leaves.shape[0]
     bmax = sp_all.shape[1]
-    c0 = consts[0]
-    c1 = consts[1]
+    c0 = borrowed(consts[0])
+    c1 = borrowed(consts[1])
+    hv_v = borrowed(hv)
+    hf_v = borrowed(hf)
     level = regs[R_LEVEL]
     nb_ = regs[R_NB]
     prev_dups = regs[R_PREV_DUPS]
@@ -304,6 +310,8 @@ def beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pra
                 counters[3] += 1
                 hv = np.empty(k_sel, dtype=np.float64)
                 hf = np.empty(k_sel, dtype=np.int64)
+                hv_v = borrowed(hv)
+                hf_v = borrowed(hf)
                 hs = np.int64(0)  # int64, not a literal: one specialisation of its callees
                 b0 = 0
             for b in range(b0, nb_):
@@ -334,12 +342,12 @@ def beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pra
                     if hs < k_sel:
                         hv[hs] = v
                         hf[hs] = f
-                        _sift_up(hv, hf, hs)
+                        _sift_up(hv_v, hf_v, hs)
                         hs += 1
                     elif _heap_less(hv[0], hf[0], v, f):
                         hv[0] = v
                         hf[0] = f
-                        _sift_down(hv, hf, hs, 0)
+                        _sift_down(hv_v, hf_v, hs, 0)
             if not use_cache:
                 counters[0] += ntotal
             # best first: by score descending, then candidate order

@@ -62,6 +62,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import DeferredSignals, Stopwatch
+from .._refcount import borrowed, keep_alive
 from .._sorting import argsort_stable
 from ..ginkgo.likelihood import t_of
 from ..jet import Jet
@@ -326,6 +327,28 @@ def _mcts_state(leaves, consts):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True)
+def _scratch(n, npairs, bw):  # pragma: no cover - numba
+    """The scratch arrays of :func:`_mcts_advance`: a trajectory's work state and the beam
+    states (each double-buffered), the beam's candidates, and per-merge values."""
+    wp = np.empty((n, 4), dtype=np.float64)
+    wt = np.empty(n, dtype=np.float64)
+    wnode = np.empty(n, dtype=np.int64)
+    wtri = np.empty(npairs, dtype=np.float64)
+    bp = np.empty((bw, n, 4), dtype=np.float64)
+    bt = np.empty((bw, n), dtype=np.float64)
+    bnode = np.empty((bw, n), dtype=np.int64)
+    btri = np.empty((bw, npairs), dtype=np.float64)
+    return (wp, wt, wnode, wtri, np.empty_like(wp), np.empty_like(wt), np.empty_like(wnode),
+            np.empty_like(wtri), bp, bt, bnode, btri, np.empty_like(bp), np.empty_like(bt),
+            np.empty_like(bnode), np.empty_like(btri), np.empty(bw, dtype=np.int64),
+            np.empty(bw, dtype=np.float64), np.empty(bw, dtype=np.int64),
+            np.empty(bw, dtype=np.float64), np.empty(bw * bw, dtype=np.float64),
+            np.empty(bw * bw, dtype=np.int64), np.empty(bw * bw, dtype=np.int64),
+            np.empty(npairs, dtype=np.float64), np.empty(npairs, dtype=np.float64),
+            np.full(npairs, -1, dtype=np.int64), np.empty(npairs, dtype=np.int64))
+
+
+@nb.njit(cache=True)
 def _mcts_advance(
     leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
     uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget,
@@ -343,10 +366,18 @@ def _mcts_advance(
         (``history``, ``steps``; complete once ``regs[_R_DONE] == 1``) and the counters
         ``[trajectories, nodes created, splits evaluated, beam nodes created]``.
     """
-    hp_all, ht_all, hnode_all, htri_all, history, steps, counters = state
+    # every array as a view without reference counts for the calls per merge and per node
+    # (jetastar._refcount; they were half of the search's time on small jets): the caller holds
+    # the state and the constants, the tree's owners are returned and the scratch's owners are
+    # kept alive to every return
+    hp_all, ht_all, hnode_all, htri_all, history, steps, counters = borrowed(state)
     n = leaves.shape[0]
-    c0 = consts[0]
-    c1 = consts[1]
+    c0 = borrowed(consts[0])
+    c1 = borrowed(consts[1])
+    ni_own = ni
+    nf_own = nf
+    ni = borrowed(ni_own)
+    nf = borrowed(nf_own)
     npairs = max(n * (n - 1) // 2, 1)
     dec = regs[_R_DEC]
     count = regs[_R_COUNT]
@@ -358,37 +389,11 @@ def _mcts_advance(
     npair = regs[_R_NPAIR]
     realized = fregs[0]
     work = np.int64(0)
-    # work state of a trajectory (double-buffered)
-    wp = np.empty((n, 4), dtype=np.float64)
-    wt = np.empty(n, dtype=np.float64)
-    wnode = np.empty(n, dtype=np.int64)
-    wtri = np.empty(npairs, dtype=np.float64)
-    wp2 = np.empty_like(wp)
-    wt2 = np.empty_like(wt)
-    wnode2 = np.empty_like(wnode)
-    wtri2 = np.empty_like(wtri)
-    # beam states
     bw = max(beam_size, 1)
-    bp = np.empty((bw, n, 4), dtype=np.float64)
-    bt = np.empty((bw, n), dtype=np.float64)
-    bnode = np.empty((bw, n), dtype=np.int64)
-    btri = np.empty((bw, npairs), dtype=np.float64)
-    bp2 = np.empty_like(bp)
-    bt2 = np.empty_like(bt)
-    bnode2 = np.empty_like(bnode)
-    btri2 = np.empty_like(btri)
-    bid = np.empty(bw, dtype=np.int64)  # search-tree node of each beam entry
-    bret = np.empty(bw, dtype=np.float64)
-    bid2 = np.empty_like(bid)
-    bret2 = np.empty_like(bret)
-    cand_v = np.empty(bw * bw, dtype=np.float64)
-    cand_src = np.empty(bw * bw, dtype=np.int64)
-    cand_act = np.empty(bw * bw, dtype=np.int64)
-    # scratch
-    values = np.empty(npairs, dtype=np.float64)
-    prior = np.empty(npairs, dtype=np.float64)
-    cmap = np.full(npairs, -1, dtype=np.int64)
-    order_tmp = np.empty(npairs, dtype=np.int64)
+    scratch = _scratch(n, npairs, bw)
+    wp, wt, wnode, wtri, wp2, wt2, wnode2, wtri2, bp, bt, bnode, btri, bp2, bt2, bnode2, btri2, \
+        bid, bret, bid2, bret2, cand_v, cand_src, cand_act, values, prior, cmap, order_tmp = \
+        borrowed(scratch)
 
     while dec < n - 1:
         if phase == 0 and work >= budget and work > 0:  # pause before a decision
@@ -399,7 +404,8 @@ def _mcts_advance(
             regs[_R_PHASE] = phase
             regs[_R_WORK] = work
             fregs[0] = realized
-            return ni, nf
+            keep_alive(scratch)
+            return ni_own, nf_own
         hp = hp_all[cur]
         ht = ht_all[cur]
         hnode = hnode_all[cur]
@@ -424,7 +430,9 @@ def _mcts_advance(
                                     _backup(ni, nf, bid[e], head, bret[e], lo, hi)
                             break
                         if count + bw + 1 > ni.shape[0]:
-                            ni, nf = _grow(ni, nf, count + bw + 1)
+                            ni_own, nf_own = _grow(ni, nf, count + bw + 1)
+                            ni = borrowed(ni_own)
+                            nf = borrowed(nf_own)
                         ncand = 0
                         for e in range(nbeam):
                             k = _step_values(bp[e], bt[e], btri[e], bm, c1, values)
@@ -496,10 +504,13 @@ def _mcts_advance(
                     regs[_R_NPAIR] = npair
                     regs[_R_WORK] = work
                     fregs[0] = realized
-                    return ni, nf
+                    keep_alive(scratch)
+                    return ni_own, nf_own
                 counters[0] += 1
                 if count + n + 1 > ni.shape[0]:
-                    ni, nf = _grow(ni, nf, count + n + 1)
+                    ni_own, nf_own = _grow(ni, nf, count + n + 1)
+                    ni = borrowed(ni_own)
+                    nf = borrowed(nf_own)
                 node = head
                 wm = m
                 _copy_state(hp, ht, hnode, htri, wm, npair, wp, wt, wnode, wtri)
@@ -593,7 +604,9 @@ def _mcts_advance(
                         act = i
         psi = values[act]
         if count + 2 > ni.shape[0]:
-            ni, nf = _grow(ni, nf, count + 2)
+            ni_own, nf_own = _grow(ni, nf, count + 2)
+            ni = borrowed(ni_own)
+            nf = borrowed(nf_own)
         child = _find_child(ni, head, act)
         if child < 0:
             child = _new_node(ni, nf, count, head, act, psi)
@@ -617,7 +630,8 @@ def _mcts_advance(
     regs[_R_DONE] = 1
     regs[_R_WORK] = work
     fregs[0] = realized
-    return ni, nf
+    keep_alive(scratch)
+    return ni_own, nf_own
 
 
 @nb.njit(cache=True)

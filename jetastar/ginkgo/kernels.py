@@ -108,7 +108,7 @@ def _second_child(scale: float, t: float, legacy: bool, c: np.ndarray) -> float:
     return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * cut / scale))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
     """Symmetric form: :func:`_second_child` ``= _second_offset + log(_second_factor)``."""
     if t > c[_C_TCUT]:
@@ -116,7 +116,7 @@ def _second_offset(scale: float, t: float, c: np.ndarray) -> float:
     return c[_C_NORM]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
     """Symmetric form: the factor whose log completes :func:`_second_offset` (``1/T`` or the stop
     probability ``1 − exp(−λ min(T, t_cut) / T)``)."""
@@ -125,7 +125,7 @@ def _second_factor(scale: float, t: float, c: np.ndarray) -> float:
     return -math.expm1(-c[_C_LAM] * min(scale, c[_C_TCUT]) / scale)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _first_child(t: float, t_parent: float, log_tp: float, stop: float, legacy: bool,
                  c: np.ndarray) -> float:
     """The same for the child drawn first (scale tP), with the parent terms precomputed."""
