@@ -19,7 +19,7 @@ from jetastar.ginkgo import (
     split_log_likelihood,
     split_log_likelihood_t,
 )
-from jetastar.ginkgo.kernels import split_llh
+from jetastar.ginkgo.kernels import parent_terms, split_llh, split_llh_above, split_llh_given_parent
 
 CASES = [c for c in split_cases() if not c["boundary_sensitive"]]
 
@@ -235,3 +235,27 @@ def test_a_tree_may_be_given_as_a_result_or_as_nested_pairs():
         log_likelihood(p4, res)
     from_numbers = jetastar.cluster(p4, "greedy")
     assert log_likelihood(Jet.from_particles(p4), from_numbers) == from_numbers.log_likelihood
+
+
+@pytest.mark.parametrize("form", ["symmetric", "legacy"])
+def test_single_split_scores_equal_the_precomputed_parent_form(form: str):
+    # split_llh and split_llh_above compute only the parent terms a split's children use; the
+    # exact engines compute all of them once per cluster: both must give the same bits
+    rng = np.random.default_rng(5)
+    c = likelihood_constants(t_cut=4.0, lam=1.5, lam_root=2.0, likelihood=form)[0]
+    special = np.array([0.0, -1e-9, 4.0, np.nextafter(4.0, 5.0), 3.9, np.nan, -2.0])
+    values = np.concatenate([special, rng.uniform(0.0, 12.0, 200), rng.uniform(0.0, 400.0, 200)])
+    n = 0
+    for t_left in values[::7]:
+        for t_right in values[::5]:
+            for t_parent in (0.0, 3.0, 4.0, 40.0, 900.0, float(rng.uniform(4.0, 2000.0))):
+                value = split_llh(t_left, t_right, t_parent, c)
+                above, evaluated = split_llh_above(t_left, t_right, t_parent, 0.0, 0.0,
+                                                   -math.inf, c)
+                assert evaluated and np.array_equal(above, value, equal_nan=True)
+                if t_parent >= c[0]:
+                    given = split_llh_given_parent(t_left, t_right, t_parent,
+                                                   *parent_terms(t_parent, c), c)
+                    assert np.array_equal(given, value, equal_nan=True)
+                    n += value > -math.inf
+    assert n > 500  # many finite cases, not only impossible ones

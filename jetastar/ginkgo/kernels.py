@@ -201,6 +201,23 @@ def split_llh_given_parent(
     return value
 
 
+@nb.njit(cache=True, inline="always")
+def _parent_terms_of(t_left: float, t_right: float, t_parent: float,
+                     c: np.ndarray) -> tuple[float, float, float]:
+    """:func:`parent_terms` for one split, with only the terms its children use (symmetric form:
+    ``log tP`` when a child continues, the stop term when a child stops; the others NaN): the
+    scores of single splits (greedy, beam search, MCTS) skip a ``log`` or an ``expm1`` and a
+    ``log`` per split. The terms computed are those of :func:`parent_terms`, bit for bit."""
+    if not t_parent > 0.0 or c[_C_LEGACY] != 0.0:
+        return parent_terms(t_parent, c)
+    cut = c[_C_TCUT]
+    log_tp = math.log(t_parent) if (t_left > cut or t_right > cut) else np.nan
+    stop = np.nan
+    if not (t_left > cut and t_right > cut):
+        stop = c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
+    return math.sqrt(t_parent), log_tp, stop
+
+
 @nb.njit(cache=True)
 def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> float:
     """Split log-likelihood ψ from the three squared masses (the one kernel every algorithm calls).
@@ -216,7 +233,7 @@ def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> 
     """
     if not t_parent >= c[_C_TCUT]:  # impossible in both forms: skip the parent terms
         return _NEG_INF
-    s_parent, log_tp, stop = parent_terms(t_parent, c)
+    s_parent, log_tp, stop = _parent_terms_of(t_left, t_right, t_parent, c)
     return split_llh_given_parent(t_left, t_right, t_parent, s_parent, log_tp, stop, c)
 
 
@@ -304,7 +321,7 @@ def split_llh_above(
     """
     if not t_parent >= c[_C_TCUT]:  # as split_llh: impossible, no parent terms
         return _NEG_INF, True
-    s_parent, log_tp, stop = parent_terms(t_parent, c)
+    s_parent, log_tp, stop = _parent_terms_of(t_left, t_right, t_parent, c)
     if floor > _NEG_INF:
         bound = split_bound_given_parent(
             t_left, t_right, t_parent, log_tp, stop, g_left, g_right, c
