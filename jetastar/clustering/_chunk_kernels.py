@@ -53,6 +53,7 @@ import numpy as np
 
 from .._columnar import jet_leaf_problem
 from .._jit import DeferredSignals
+from .._refcount import borrowed
 from ..ginkgo.kernels import tree_postorder, tree_split_terms
 from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
 from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
@@ -117,6 +118,9 @@ SCORE_OK, SCORE_INVALID, SCORE_NO_TREE, SCORE_BAD_TREE = 0, 1, 2, 3
 def _cluster_jet(j, leaves, loff, noff, which, consts, algs, run, r2, children, leaf_of_node,
                  ll, outcome, info, work, tol):  # pragma: no cover - numba
     """Every requested algorithm on jet ``j`` (see :func:`cluster_chunk`)."""
+    # the chunk's arrays (held by the caller) as views without reference counts: the jet's
+    # slices of them go to a dozen calls per jet (jetastar._refcount)
+    leaves, consts, children, leaf_of_node = borrowed((leaves, consts, children, leaf_of_node))
     a = loff[j]
     b = loff[j + 1]
     n = b - a
