@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.extending import intrinsic
 
 
@@ -58,9 +58,8 @@ def _borrow_value(context: Any, builder: Any, typ: Any, value: Any) -> Any:
     return out
 
 
-@intrinsic
-def borrowed(typingctx: Any, arrays: Any) -> Any:
-    """``arrays`` without reference counts (module docstring): views the caller keeps alive.
+def _borrowed_typing(typingctx: Any, arrays: Any) -> Any:
+    """The typing and code of :func:`borrowed` (numba's ``intrinsic`` protocol).
 
     Args:
         arrays: a numba array (any dtype, dimension and layout), or a tuple of arrays (nested
@@ -78,10 +77,8 @@ def borrowed(typingctx: Any, arrays: Any) -> Any:
     return arrays(arrays), codegen
 
 
-@intrinsic
-def keep_alive(typingctx: Any, owner: Any) -> Any:
-    """A use of ``owner`` that compiles to nothing: numba keeps a value alive until its last use,
-    so calling this after the last use of a :func:`borrowed` view keeps the view valid.
+def _keep_alive_typing(typingctx: Any, owner: Any) -> Any:
+    """The typing and code of :func:`keep_alive` (numba's ``intrinsic`` protocol).
 
     Args:
         owner: the array the view was made from, or a tuple holding it.
@@ -94,3 +91,27 @@ def keep_alive(typingctx: Any, owner: Any) -> Any:
         return context.get_dummy_value()
 
     return types.none(owner), codegen
+
+
+def _same(arrays: Any) -> Any:
+    """``borrowed`` with numba's compiler switched off (``NUMBA_DISABLE_JIT=1``): the value."""
+    return arrays
+
+
+def _nothing(owner: Any) -> None:
+    """``keep_alive`` with numba's compiler switched off: nothing to do."""
+
+
+if config.DISABLE_JIT:  # kernels run as Python, where an intrinsic cannot be called
+    borrowed = _same
+    keep_alive = _nothing
+else:
+    borrowed = intrinsic(_borrowed_typing)
+    keep_alive = intrinsic(_keep_alive_typing)
+borrowed.__doc__ = """``arrays`` without reference counts (module docstring): views the caller keeps
+alive. ``arrays``: a numba array (any dtype, dimension and layout), or a tuple of arrays (nested
+tuples too), e.g. a kernel's state. Returns the same type, each array with a null ``meminfo`` and
+``parent`` (with ``NUMBA_DISABLE_JIT=1``: the value itself)."""
+keep_alive.__doc__ = """A use of ``owner`` (an array, or a tuple holding it) that compiles to
+nothing: numba keeps a value alive until its last use, so calling this after the last use of a
+:func:`borrowed` view keeps the view valid."""

@@ -122,3 +122,25 @@ def test_memory_is_freed_once(tmp_path):
         assert float(total) == 100 * 56.0
         # three arrays a repetition, each allocated and freed exactly once
         assert int(alloc) == int(free) == 300 and int(mi_alloc) == int(mi_free) == 300
+
+
+def test_kernels_run_as_python_with_the_compiler_switched_off(tmp_path):
+    # NUMBA_DISABLE_JIT=1 (debugging a kernel with pdb, coverage of kernel code) runs the kernels
+    # as Python, where the views are the arrays themselves: same values as compiled
+    script = textwrap.dedent("""
+        import json, sys
+        import jetastar
+        from jetastar.ginkgo import ShowerParams, generate
+        jets = generate(2, ShowerParams.qcd(), seed=3, max_leaves=6)
+        out = {name: [float(v) for v in jetastar.cluster(jets, name).log_likelihood]
+               for name in ("greedy", "beam", "mcts", "trellis")}
+        print(json.dumps(out))
+    """)
+    values = {}
+    for disable in ("1", "0"):
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env={**os.environ, "NUMBA_DISABLE_JIT": disable,
+                                  "TQDM_DISABLE": "1"}, cwd=tmp_path, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        values[disable] = run.stdout.strip().splitlines()[-1]
+    assert values["1"] == values["0"]
