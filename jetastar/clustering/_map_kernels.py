@@ -42,6 +42,7 @@ import numba as nb
 import numpy as np
 
 from .._refcount import borrowed
+from ..ginkgo.kernels import child_bound_of_splittable
 from ..ginkgo.likelihood import (
     child_bound,
     parent_terms,
@@ -179,7 +180,8 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
         s, np.int64(0), rest, rec, wq, c, t_s, s_p, log_tp, stop, floor, slack, prune, scale,
         best_v, best_a,
     )
-    finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale)
+    _finish_with_bound(s, best_v, best_a, rec, wq, best, child_bound_of_splittable(log_tp, c),
+                       floor, scale)
     return (np.int64(1) << (popcount(s) - 1)) - 1, passed + p2, evaluated + e2, 0
 
 
@@ -332,6 +334,20 @@ def finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale):  # pragma
     best[s] = best_a
     if best_v > _NEG_INF:
         wq[s] = _quantize_up(best_v + child_bound(rec[s, T], c), scale)
+    else:
+        wq[s] = np.int16(Q_NONE)
+
+
+@nb.njit(cache=True, inline="always")
+def _finish_with_bound(s, best_v, best_a, rec, wq, best, g, floor, scale):  # pragma: no cover
+    """:func:`finish_cluster` with the cluster's ``G`` given (:func:`solve_cluster` has its
+    ``log t`` already: one ``log`` per cluster less)."""
+    if best_v < floor:
+        best_v = _NEG_INF
+    rec[s, V] = best_v
+    best[s] = best_a
+    if best_v > _NEG_INF:
+        wq[s] = _quantize_up(best_v + g, scale)
     else:
         wq[s] = np.int16(Q_NONE)
 
