@@ -306,14 +306,7 @@ def greedy_steps(consts, state, max_merges):  # pragma: no cover - numba
     # the state's arrays and the constants rows as views without reference counts (see
     # jetastar._refcount; the caller holds both): every inlined scan and every split score took
     # and released references to them, a third of greedy's time on small jets
-    p = borrowed(state[0])
-    per_slot = borrowed(state[1])
-    ids = borrowed(state[2])
-    tab = borrowed(state[3])
-    exact = borrowed(state[4])
-    history = borrowed(state[5])
-    steps = borrowed(state[6])
-    regs = borrowed(state[7])
+    p, per_slot, ids, tab, exact, history, steps, regs = borrowed(state)
     n = p.shape[0]
     c0 = borrowed(consts[0])
     c1 = borrowed(consts[1])
