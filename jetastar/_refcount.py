@@ -12,7 +12,8 @@ split spends much of its time on them: 30–45 % of the exact MAP engine's time 
 nothing, so the array it was made from must stay alive while the view is in use: take views of a
 kernel's arguments (the Python caller holds them), or of an array the kernel allocates and then
 hands to :func:`keep_alive` (or reads) after its last use of the view (numba frees an array after
-its last use). Never return a view or store one in a container.
+its last use). Never let a view outlive its array: do not return one to Python or to a caller
+that does not hold the array.
 
 Example:
     >>> import numba as nb
