@@ -328,14 +328,9 @@ def scan_splits(
 @nb.njit(cache=True, inline="always")
 def finish_cluster(s, best_v, best_a, rec, wq, best, c, floor, scale):  # pragma: no cover - numba
     """Write cluster ``s``'s ``V`` (``-inf`` below ``floor``), arg-max part and fixed-point ``W``."""
-    if best_v < floor:
-        best_v = _NEG_INF
-    rec[s, V] = best_v
-    best[s] = best_a
-    if best_v > _NEG_INF:
-        wq[s] = _quantize_up(best_v + child_bound(rec[s, T], c), scale)
-    else:
-        wq[s] = np.int16(Q_NONE)
+    kept = best_v >= floor and best_v > _NEG_INF  # G is needed only for a kept value
+    g = child_bound(rec[s, T], c) if kept else 0.0
+    _finish_with_bound(s, best_v, best_a, rec, wq, best, g, floor, scale)
 
 
 @nb.njit(cache=True, inline="always")

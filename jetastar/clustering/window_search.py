@@ -53,7 +53,7 @@ default W jets and QCD jets with t_cut = 1 GeV², 15 of each per size, it reache
 defaults from 23 to 29 leaves now: 97 % at 2–4 s). On fresh jets
 (``tests/benchmarks/bench_window_fresh.py``, seeds nobody tuned on, both forms) 307 of 320 jets of
 20–22 leaves on five such sets with the former defaults (96 %), and 127 of 128 on a ninth and a tenth
-with today's (median 0.26 and 0.30 CPU-s). At 30, 50 and 100 leaves it is never below approximate A*
+with today's (median 0.22 and 0.27 CPU-s). At 30, 50 and 100 leaves it is never below approximate A*
 and above it by 0.4–1.2, 3–6 and 42–52 nats on average, in less CPU time.
 
 Example:

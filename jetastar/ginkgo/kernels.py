@@ -95,8 +95,13 @@ def parent_terms(t_parent: float, c: np.ndarray) -> tuple[float, float, float]:
     """
     if not t_parent > 0.0:
         return np.nan, np.nan, np.nan
-    stop = c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
-    return math.sqrt(t_parent), math.log(t_parent), stop
+    return math.sqrt(t_parent), math.log(t_parent), _stop_term(t_parent, c)
+
+
+@nb.njit(cache=True, inline="always")
+def _stop_term(t_parent: float, c: np.ndarray) -> float:
+    """The first-child stop term ``N + log(1 − exp(−λ t_cut / tP))`` of :func:`parent_terms`."""
+    return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
 
 
 @nb.njit(cache=True)
@@ -212,9 +217,7 @@ def _parent_terms_of(t_left: float, t_right: float, t_parent: float,
         return parent_terms(t_parent, c)
     cut = c[_C_TCUT]
     log_tp = math.log(t_parent) if (t_left > cut or t_right > cut) else np.nan
-    stop = np.nan
-    if not (t_left > cut and t_right > cut):
-        stop = c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM] * c[_C_TCUT] / t_parent))
+    stop = _stop_term(t_parent, c) if not (t_left > cut and t_right > cut) else np.nan
     return math.sqrt(t_parent), log_tp, stop
 
 
@@ -251,6 +254,14 @@ def split_llh(t_left: float, t_right: float, t_parent: float, c: np.ndarray) -> 
 # W(S) = V(S) + G(S) per cluster and skips a split whose bound cannot beat the best split so far.
 
 
+@nb.njit(cache=True, inline="always")
+def child_bound_of_splittable(log_t: float, c: np.ndarray) -> float:
+    """:func:`child_bound` of a cluster that can be split (``t`` above the cut, or at a positive
+    legacy cut: the continuing branch in both forms), from ``log t``: :func:`child_bound` calls
+    it, and the exact engines pass the ``log t`` they already have (one ``log`` less a cluster)."""
+    return c[_C_NORM] - 1.0 - log_t
+
+
 @nb.njit(cache=True)
 def child_bound(t: float, c: np.ndarray) -> float:
     """``G(t)``: an upper bound on the log-term of a child of squared mass ``t`` in any split.
@@ -265,19 +276,11 @@ def child_bound(t: float, c: np.ndarray) -> float:
     """
     if c[_C_LEGACY] != 0.0:
         if t > 0.0:
-            return c[_C_NORM] - 1.0 - math.log(t)
+            return child_bound_of_splittable(math.log(t), c)
         return c[_C_NORM]
     if t > c[_C_TCUT]:
-        return c[_C_NORM] - 1.0 - math.log(t)
+        return child_bound_of_splittable(math.log(t), c)
     return c[_C_NORM] + math.log(-math.expm1(-c[_C_LAM]))
-
-
-@nb.njit(cache=True, inline="always")
-def child_bound_of_splittable(log_t: float, c: np.ndarray) -> float:
-    """:func:`child_bound` of a cluster that can be split (``t`` above the cut, or at a positive
-    legacy cut: the continuing branch in both forms), from ``log t`` already taken: the same
-    expression, so the same bits, one ``log`` less per cluster in the exact engines."""
-    return c[_C_NORM] - 1.0 - log_t
 
 
 @nb.njit(cache=True, inline="always")
