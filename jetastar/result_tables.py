@@ -59,6 +59,9 @@ def _text_column(values: Any) -> np.ndarray:
     a numpy scalar of each, 5× slower than the conversion."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "U":
         return values.astype(object).ravel()
+    if isinstance(values, np.ndarray) and values.dtype == object and \
+            set(map(type, values.ravel().tolist())) <= {str}:
+        return values.ravel().copy()
     return np.array([str(s) for s in values], dtype=object)
 
 

@@ -6,6 +6,7 @@ independent of the real algorithms; workers import that module through the ``plu
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -965,3 +966,55 @@ def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monke
     assert fresh.ok and not fresh.already_done
     (hashed,) = [where for what, where in events if what == "digest"]
     assert hashed.startswith("jetastar-digest") and ("warm-up", "MainThread") in events
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_a_first_run_copies_the_jets_while_the_input_is_hashed(tmp_path, ext, monkeypatch):
+    """On a first run the output's jets are copied beside the hash (it reads every jet too); the
+    hash joins the output's provenance once known. A failure before the clustering leaves no
+    temporary file, and a rerun with the part folder there hashes first."""
+    import jetastar.batch.runner as batch
+    import jetastar.io.hdf5 as hdf5
+    import jetastar.io.root as root
+
+    inp = tmp_path / f"jets.{ext}"
+    jio.write(inp, generate(30, ShowerParams.qcd(), seed=12))
+    writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
+    real_add, real_digest = writer.add_jets, JetFileReader.digest
+    copying = threading.Event()
+    seen: list[bool] = []
+
+    def add_jets(self, collection):
+        copying.set()
+        real_add(self, collection)
+
+    def digest(self, *args, **kwargs):
+        # the copy writes its first jets while the hash waits for them (never, if it starts later)
+        seen.append(copying.wait(timeout=20))
+        return real_digest(self, *args, **kwargs)
+
+    monkeypatch.setattr(writer, "add_jets", add_jets)
+    monkeypatch.setattr(JetFileReader, "digest", digest)
+    config = BatchConfig(["greedy"], chunk_size=10)
+    out = tmp_path / f"out.{ext}"
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok, s.error
+    assert seen == [True]
+    _check_complete(out, 30, ("greedy",))
+    identity = jio.file_info(out)["attrs"]["input_identity"]
+    identity = json.loads(identity) if isinstance(identity, str) else identity
+    assert identity["sha256"] == real_digest(JetFileReader(inp))
+    (again,) = run_batch([inp], config, output=out, progress=False)
+    assert again.ok and again.already_done
+
+    # an error after the copy started and before the clustering: no temporary file is left
+    monkeypatch.setattr(JetFileReader, "digest", real_digest)
+
+    def broken(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(batch, "prepare_parts", broken)
+    (failed,) = run_batch([inp], config, output=out, progress=False, fresh=True)
+    assert "Input/output error" in failed.error
+    assert out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
+    assert not [t for t in threading.enumerate() if t.name.startswith("jetastar copy")]

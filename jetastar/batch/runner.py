@@ -250,6 +250,7 @@ def _run_file(
     t0 = time.perf_counter()
     reader: JetSource | None = None
     lock: OutputLock | None = None
+    copy: JetsCopy | None = None  # the output's jets, written by a thread (until the merge)
     try:
         if not inp.exists():
             raise FileNotFoundError(f"{inp}: no such file")
@@ -266,6 +267,12 @@ def _run_file(
         # a first run into this output (or a fresh one) clusters every jet: the kernels are
         # warmed while the hash is taken (a resume may have nothing left to cluster)
         first = fresh or not (out.exists() or parts.exists())
+        if first and n > 0 and _copies_jets(reader):
+            # a first run clusters every jet: the output's jets are copied while the hash is
+            # taken (the hash joins the output's provenance when it is known)
+            copy = JetsCopy(open_input, inp, n, out,
+                            output_meta(reader, config, {**reading, **(attrs or {})}),
+                            need=3 * inp.stat().st_size)
         identity = input_identity(inp, _digest_while_warming(
             reader, config, executor, n_workers, warm=n > 0 and first))
         if fresh and parts.exists():
@@ -297,9 +304,9 @@ def _run_file(
             total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
         )
         out_attrs = {**reading, **(attrs or {}), "input_identity": identity}
-        copy = None
-        if todo_jets and isinstance(reader, JetFileReader) and reader.fmt != "legacy" and \
-                streams(reader):
+        if copy is not None:
+            copy.writer.update_attrs({"input_identity": identity})
+        elif todo_jets and _copies_jets(reader):
             # the output's jets are written while the chunks are clustered (an output that is
             # not finished is a temporary file: a run stopped here leaves nothing behind)
             copy = JetsCopy(open_input, inp, n, out, output_meta(reader, config, out_attrs),
@@ -315,6 +322,7 @@ def _run_file(
             summary.chunks_total = len(chunks)
             counts = merge_parts(reader, out, parts, chunks, config, out_attrs,
                                  progress=progress, input_state=state, jets_copy=copy)
+            copy = None  # closed by the merge
         except BaseException as exc:
             if copy is not None:
                 copy.abort(exc)
@@ -324,12 +332,21 @@ def _run_file(
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
     finally:
+        if copy is not None:  # stopped before the merge: its temporary file is deleted
+            copy.abort()
         if reader is not None:
             reader.close()
         if lock is not None:
             lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _copies_jets(reader: JetSource) -> bool:
+    """Whether the output's jets are copied by a :class:`~jetastar.batch.merge.JetsCopy` while
+    the input is clustered (jetastar files; not legacy pickles, read whole, nor particle files,
+    whose output is merged in memory)."""
+    return isinstance(reader, JetFileReader) and reader.fmt != "legacy" and streams(reader)
 
 
 def _digest_while_warming(reader: JetSource, config: BatchConfig, executor: cf.Executor | None,

@@ -355,6 +355,11 @@ class HDF5StreamWriter:
         self._tables: dict[str, dict[str, Any]] = {}
         self._appends = ChunkedAppends()
 
+    def update_attrs(self, attrs: Mapping[str, Any]) -> None:
+        """Add provenance entries known only after the writing began (e.g. the hash of an input
+        taken while its jets were copied); written with the rest when the file closes."""
+        self._meta.update(dict(attrs))
+
     # -- jets
     def add_jets(self, collection: JetCollection) -> None:
         """Append the next jets (their extra columns must be those of the first block)."""

@@ -118,6 +118,13 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
     return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
 
 
+def _node_column(values: np.ndarray, offsets: np.ndarray) -> Any:
+    """A tree's node indices (children, leaf of each node; -1 for none) as a jagged branch of
+    int32: they count the nodes of one jet, and half the bytes of int64 make the file and its
+    compression (most of the time spent writing results) smaller. Readers widen them to int64."""
+    return _jagged(values.astype(np.int32), offsets)
+
+
 def _strings(values: Any) -> Any:
     """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
     bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
@@ -191,9 +198,9 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
     noff = collection.node_offsets[a:b + 1] - na
     leaf = {c: _jagged(collection.leaves[la:lb, j], loff) for j, c in enumerate(P4_COLUMNS)}
     node: dict[str, Any] = {
-        "left": _jagged(collection.children[na:nb, 0], noff),
-        "right": _jagged(collection.children[na:nb, 1], noff),
-        "leaf": _jagged(collection.leaf_of_node[na:nb], noff),
+        "left": _node_column(collection.children[na:nb, 0], noff),
+        "right": _node_column(collection.children[na:nb, 1], noff),
+        "leaf": _node_column(collection.leaf_of_node[na:nb], noff),
     }
     if collection.node_momenta is not None:
         for j, c in enumerate(P4_COLUMNS):
@@ -257,9 +264,9 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     for k in counters:
         out[f"counter_{k}"] = table.counters.get(k, np.full(len(table), np.nan))[a:b]
     out["node"] = ak.zip({
-        "left": _jagged(table.children[na:nb, 0], noff),
-        "right": _jagged(table.children[na:nb, 1], noff),
-        "leaf": _jagged(table.leaf_of_node[na:nb], noff),
+        "left": _node_column(table.children[na:nb, 0], noff),
+        "right": _node_column(table.children[na:nb, 1], noff),
+        "leaf": _node_column(table.leaf_of_node[na:nb], noff),
     })
     return out
 
@@ -355,8 +362,9 @@ def _write_by_entry(f: Any, collection: JetCollection,
             na, nb = int(off[a]), int(off[b])
             sub = off[a:b + 1] - na
             out[f"{p}_node"] = ak.zip({
-                "left": _jagged(c["left"][na:nb], sub), "right": _jagged(c["right"][na:nb], sub),
-                "leaf": _jagged(c["leaf_of_node"][na:nb], sub),
+                "left": _node_column(c["left"][na:nb], sub),
+                "right": _node_column(c["right"][na:nb], sub),
+                "leaf": _node_column(c["leaf_of_node"][na:nb], sub),
             })
         return out
 
@@ -454,6 +462,11 @@ class RootStreamWriter:
         self._results: Any = None
         self._counters: list[str] = []
         self._labels: dict[str, dict[str, Any]] = {}
+
+    def update_attrs(self, attrs: Mapping[str, Any]) -> None:
+        """Add provenance entries known only after the writing began (e.g. the hash of an input
+        taken while its jets were copied); written with the rest when the file closes."""
+        self._meta.update(dict(attrs))
 
     def add_jets(self, collection: JetCollection) -> None:
         """Append the next jets (their extra columns must be those of the first block)."""
