@@ -118,13 +118,6 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
     return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
 
 
-def _node_column(values: np.ndarray, offsets: np.ndarray) -> Any:
-    """A tree's node indices (children, leaf of each node; -1 for none) as a jagged branch of
-    int32: they count the nodes of one jet, and half the bytes of int64 make the file and its
-    compression (most of the time spent writing results) smaller. Readers widen them to int64."""
-    return _jagged(values.astype(np.int32), offsets)
-
-
 def _strings(values: Any) -> Any:
     """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
     bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
@@ -198,9 +191,9 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
     noff = collection.node_offsets[a:b + 1] - na
     leaf = {c: _jagged(collection.leaves[la:lb, j], loff) for j, c in enumerate(P4_COLUMNS)}
     node: dict[str, Any] = {
-        "left": _node_column(collection.children[na:nb, 0], noff),
-        "right": _node_column(collection.children[na:nb, 1], noff),
-        "leaf": _node_column(collection.leaf_of_node[na:nb], noff),
+        "left": _jagged(collection.children[na:nb, 0], noff),
+        "right": _jagged(collection.children[na:nb, 1], noff),
+        "leaf": _jagged(collection.leaf_of_node[na:nb], noff),
     }
     if collection.node_momenta is not None:
         for j, c in enumerate(P4_COLUMNS):
@@ -264,9 +257,9 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     for k in counters:
         out[f"counter_{k}"] = table.counters.get(k, np.full(len(table), np.nan))[a:b]
     out["node"] = ak.zip({
-        "left": _node_column(table.children[na:nb, 0], noff),
-        "right": _node_column(table.children[na:nb, 1], noff),
-        "leaf": _node_column(table.leaf_of_node[na:nb], noff),
+        "left": _jagged(table.children[na:nb, 0], noff),
+        "right": _jagged(table.children[na:nb, 1], noff),
+        "leaf": _jagged(table.leaf_of_node[na:nb], noff),
     })
     return out
 
@@ -362,9 +355,8 @@ def _write_by_entry(f: Any, collection: JetCollection,
             na, nb = int(off[a]), int(off[b])
             sub = off[a:b + 1] - na
             out[f"{p}_node"] = ak.zip({
-                "left": _node_column(c["left"][na:nb], sub),
-                "right": _node_column(c["right"][na:nb], sub),
-                "leaf": _node_column(c["leaf_of_node"][na:nb], sub),
+                "left": _jagged(c["left"][na:nb], sub), "right": _jagged(c["right"][na:nb], sub),
+                "leaf": _jagged(c["leaf_of_node"][na:nb], sub),
             })
         return out
 
