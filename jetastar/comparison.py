@@ -214,9 +214,9 @@ def mass_policy_counts(path: str | os.PathLike[str]) -> dict[str, int] | None:
     """
     names = ("n_particles", "n_mass_adjusted", "n_negative_t")
     try:
-        info = io.file_info(path)
+        fmt = io.file_format(path)  # (not file_info: it reads every result row)
         columns: Any = {}
-        if info["format"] == "hdf5":
+        if fmt == "hdf5":
             import h5py
 
             with h5py.File(path, "r") as f:

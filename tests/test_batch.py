@@ -547,41 +547,57 @@ def _root_content(path: Path) -> dict:
     with uproot.open(path) as f:
         meta = json.loads(str(f["meta"]))
         out["meta"] = {k: v for k, v in meta.items() if k not in ("created", "command")}
-        for name in ("jets", "results"):
+        for name in ("jets", "results", "clusters", "clusters_events"):
+            if name not in f:
+                continue
             tree = f[name]
             out[name] = {b.name: (b.typename, repr(ak.to_list(b.array()))) for b in tree.branches}
             out[name + "#"] = tree.num_entries
     return out
 
 
-@pytest.mark.parametrize("ext", ["h5", "root"])
-def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
+def _merge_also_in_memory(monkeypatch, tmp_path: Path, memory: Path, before=None, after=None):
+    """Make every merge of a run also write ``memory`` from a copy of its parts, with the
+    in-memory merge (every jet and part at once, one write); ``before(reader, kwargs)`` and
+    ``after()`` run around the run's own (streamed) merge."""
     import shutil
 
     import jetastar.batch.merge as merge
     import jetastar.batch.runner as batch
 
-    inp = tmp_path / f"jets.{ext}"
-    jio.write(inp, _mixed_jets())
-    config = BatchConfig(["greedy", "kt", "test-chain"], plugins=[PLUGIN], chunk_size=9)
-    monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # many blocks of jets
-    monkeypatch.setattr(merge, "MERGE_ROWS", 20)  # rows written in blocks of three parts
     real = batch.merge_parts
-    memory = tmp_path / f"memory.{ext}"
-    copied = []
 
     def both(reader, out, parts, *args, **kwargs):
         copy = tmp_path / "copy.parts"
         shutil.copytree(parts, copy)
-        # the run copied the jets into its output while it clustered
-        copied.append(kwargs["jets_copy"] is not None)
+        if before is not None:
+            before(reader, kwargs)
         counts = real(reader, out, parts, *args, **kwargs)
+        if after is not None:
+            after()
         with monkeypatch.context() as m:
             m.setattr(merge, "_merge_streaming", merge._merge_in_memory)
             real(reader, memory, copy, *args, **{**kwargs, "jets_copy": None})
         return counts
 
     monkeypatch.setattr(batch, "merge_parts", both)
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_streamed_merge_equals_the_in_memory_merge(tmp_path, ext, monkeypatch):
+
+    import jetastar.batch.merge as merge
+
+    inp = tmp_path / f"jets.{ext}"
+    jio.write(inp, _mixed_jets())
+    config = BatchConfig(["greedy", "kt", "test-chain"], plugins=[PLUGIN], chunk_size=9)
+    monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # many blocks of jets
+    monkeypatch.setattr(merge, "MERGE_ROWS", 20)  # rows written in blocks of three parts
+    memory = tmp_path / f"memory.{ext}"
+    copied = []
+    # the run copied the jets into its output while it clustered
+    _merge_also_in_memory(monkeypatch, tmp_path, memory,
+                          before=lambda reader, kw: copied.append(kw["jets_copy"] is not None))
     (s,) = run_batch([inp], config, output=tmp_path / f"streamed.{ext}", progress=False)
     assert s.ok, s.error
     assert copied == [True]
@@ -1018,3 +1034,62 @@ def test_a_first_run_copies_the_jets_while_the_input_is_hashed(tmp_path, ext, mo
     assert "Input/output error" in failed.error
     assert out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
     assert not [t for t in threading.enumerate() if t.name.startswith("jetastar copy")]
+
+
+@pytest.mark.parametrize("layout", ["jet", "event"])
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_particle_outputs_are_streamed_equal_to_the_in_memory_merge(tmp_path, ext, layout,
+                                                                     monkeypatch):
+    """Jets read from a particle file: the tables by input entry (and by event) are written block
+    by block, with events whose jets span two blocks and events without jets, equal to writing
+    every jet at once; the merge never holds the whole input."""
+
+    import uproot
+
+    import jetastar.batch.merge as merge
+    from jetastar.io import ParticleSource
+
+    if layout == "event":
+        pytest.importorskip("fastjet", reason="jet finding needs the optional fastjet")
+    import awkward as ak
+
+    rng = np.random.default_rng(21)
+    counts = rng.integers(2, 40, 31)
+    if layout == "event":
+        counts[[3, 10, 11]] = 0  # events without particles, hence without jets
+    m = int(counts.sum())
+    cols = {"pt": rng.exponential(15.0, m) + 0.5, "eta": rng.normal(0.0, 1.0, m),
+            "phi": rng.uniform(-np.pi, np.pi, m), "mass": np.zeros(m)}
+    path = tmp_path / "events.root"
+    with uproot.recreate(path) as f:
+        cands = ak.unflatten(ak.zip(cols), counts)
+        f.mktree("Events", {"PFCands": cands.type.content})
+        f["Events"].extend({"PFCands": cands})
+    source = ParticleSource(path="", particles="PFCands", layout=layout, jet_r=0.4,
+                            jet_ptmin=5.0, t_cut=0.01)
+    config = BatchConfig(["greedy", "kt"], chunk_size=4)
+    monkeypatch.setattr(merge, "MERGE_BLOCK", 7)  # blocks of two chunks: events span them
+    memory = tmp_path / f"memory.{ext}"
+    wholes = []
+
+    def count_wholes(reader, kwargs):
+        whole = reader.whole
+        reader.whole = lambda: wholes.append(1) or whole()
+
+    def no_whole():
+        assert wholes == [], "the streamed merge read every jet at once"
+
+    _merge_also_in_memory(monkeypatch, tmp_path, memory, before=count_wholes, after=no_whole)
+    out = tmp_path / f"streamed.{ext}"
+    (s,) = run_batch([path], config, output=out, progress=False, particles=source, step_size=5)
+    assert s.ok, s.error
+    assert s.n_jets > 14
+    content = _h5_content if ext == "h5" else _root_content
+    streamed, whole = content(out), content(memory)
+    assert streamed == whole
+    if layout == "event":
+        import ast
+
+        n_jets = ast.literal_eval(streamed["clusters/events/n_jets"][2] if ext == "h5"
+                                  else streamed["clusters_events"]["n_jets"][1])
+        assert 0 in n_jets and max(n_jets) >= 2  # events without jets and with two or more

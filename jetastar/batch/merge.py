@@ -5,8 +5,9 @@ per algorithm, the input unchanged since its hash was taken, one atomic write, t
 is removed. It streams: the output is written block by block (the input's jets
 :data:`MERGE_BLOCK` at a time, then each algorithm's rows :data:`MERGE_ROWS` or more at a time,
 gathered from consecutive parts), so its memory does not grow with the number of jets. Jets read
-from particle files (whose output also holds a table by input entry, made from every jet at once)
-are merged in memory. :func:`status_counts_of` reads back what an output holds.
+from particle files get their tables by input entry the same way, a block of consecutive chunks at
+a time (an event whose jets span two blocks waits for the second). :func:`status_counts_of` reads
+back what an output holds.
 """
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ def output_meta(reader: JetSource, config: BatchConfig,
 
 
 def streams(reader: JetSource) -> bool:
-    """Whether the output of ``reader`` is written block by block (jets of particle files, whose
-    output holds a table by input entry made from every jet at once, are merged in memory)."""
-    return reader.n_jets > 0 and "entry" not in reader.chunk(0, 1).jet_columns
+    """Whether the output of ``reader`` is written block by block (an input without jets is
+    written at once)."""
+    return reader.n_jets > 0
 
 
 class JetsCopy:
@@ -216,12 +217,17 @@ def _merge_streaming(
     names = list(config.algorithms)
     statuses: dict[str, dict[str, int]] = {}
     trees: dict[str, dict[str, int]] = {}
+    # jets of a particle file: the output has tables by input entry, written with the jets
+    # (when no copy wrote those) in a last pass over blocks of consecutive chunks
+    entries = "entry" in reader.chunk(0, min(n, 1)).jet_columns
+    jets_later = entries and jets_copy is None
     try:
-        with progress_bar(total=n * (1 + len(names)), desc=f"merging {out.name}", unit="row",
-                          show=progress, delay=2.0) as bar:
+        with progress_bar(total=n * (1 + len(names) + (entries and not jets_later)),
+                          desc=f"merging {out.name}", unit="row", show=progress,
+                          delay=2.0) as bar:
             if jets_copy is not None:
                 jets_copy.finish(bar)
-            else:
+            elif not jets_later:
                 for a in range(0, n, MERGE_BLOCK):
                     b = min(n, a + MERGE_BLOCK)
                     writer.add_jets(reader.chunk(a, b))
@@ -254,6 +260,8 @@ def _merge_streaming(
                 if gathered:
                     writer.add_results(name, _joined(gathered))
                 counts.check(out, name)
+            if entries:
+                _add_by_entry(reader, writer, parts, chunks, names, jets_later, bar)
         check_unchanged(reader, None, meta.get("input_identity"), input_state)
     except BaseException as exc:
         if jets_copy is not None:
@@ -263,6 +271,41 @@ def _merge_streaming(
         raise
     writer.close()
     return MergeCounts({name: dict(sorted(c.items())) for name, c in statuses.items()}, trees)
+
+
+def _add_by_entry(reader: JetSource, writer: Any, parts: Path, chunks: list[tuple[int, int]],
+                  names: list[str], with_jets: bool, bar: Any) -> None:
+    """The tables by input entry of jets read from a particle file, block by block: the jets of
+    consecutive chunks (:data:`MERGE_BLOCK` or more) with every algorithm's rows of them, read
+    from their parts; ``with_jets``: the jets are written too."""
+    for group in _chunk_groups(chunks, MERGE_BLOCK):
+        a, b = group[0][0], group[-1][1]
+        jets = reader.chunk(a, b)
+        reader.problems(a, b)  # noted in the parts already
+        if with_jets:
+            writer.add_jets(jets)
+        read = [read_part(parts / part_name(c, d), names) for c, d in group]
+        tables = {}
+        for name in names:
+            table = _joined([part[name] for part in read])
+            table.jet_index = table.jet_index - a  # rows of this block's jets
+            tables[name] = table
+        writer.add_by_entry(jets, tables)
+        bar.update(b - a)
+
+
+def _chunk_groups(chunks: list[tuple[int, int]], size: int) -> list[list[tuple[int, int]]]:
+    """Consecutive chunks gathered until they hold ``size`` jets or more."""
+    groups: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    for a, b in chunks:
+        current.append((a, b))
+        if current[-1][1] - current[0][0] >= size:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _joined(tables: list[AlgorithmResults]) -> AlgorithmResults:

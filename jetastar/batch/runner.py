@@ -344,8 +344,8 @@ def _run_file(
 
 def _copies_jets(reader: JetSource) -> bool:
     """Whether the output's jets are copied by a :class:`~jetastar.batch.merge.JetsCopy` while
-    the input is clustered (jetastar files; not legacy pickles, read whole, nor particle files,
-    whose output is merged in memory)."""
+    the input is clustered (jetastar files with jets; not legacy pickles, read whole, nor
+    particle files, whose jets the merge writes with their tables by input entry)."""
     return isinstance(reader, JetFileReader) and reader.fmt != "legacy" and streams(reader)
 
 

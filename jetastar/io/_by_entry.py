@@ -34,8 +34,12 @@ from .._columnar import offset_ranges
 from ..diagnostics import result_reasons
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
+from ._common import entry_range
 
-__all__ = ["by_entry_columns", "column_prefix", "event_columns", "has_entries"]
+__all__ = [
+    "ByEntryStream", "EventRows", "by_entry_columns", "column_prefix", "event_columns", "event_jet_columns",
+    "has_entries",
+]
 
 
 def has_entries(collection: JetCollection | None) -> bool:
@@ -128,7 +132,121 @@ def event_columns(
     scalars = {"entry": np.arange(start, stop, dtype=np.int64), "n_jets": n_jets,
                "first_jet": offsets[:-1].copy()}
     _, per_label = by_entry_columns(collection, tables)
+    return scalars, event_jet_columns(collection, per_label), offsets
+
+
+class EventRows:
+    """The per-event table of :func:`event_columns` for jets given block by block, in event
+    order: each call returns the events that are complete (an event whose jets may continue in
+    the next block waits for it), so memory holds one block and one event's jets.
+
+    Args:
+        entry_range: the input entries that were read (``None``: from the first jet's entry to
+            the last jet's, as :func:`event_columns`).
+
+    Example:
+        >>> rows = EventRows((0, 4))
+        >>> done = rows.add(np.array([0, 0, 2]), {"n_particles": np.array([3, 4, 5])})
+        >>> done[0]["entry"].tolist(), done[0]["n_jets"].tolist()
+        ([0, 1], [2, 0])
+        >>> last = rows.finish()
+        >>> last[0]["entry"].tolist(), last[0]["n_jets"].tolist(), last[0]["first_jet"].tolist()
+        ([2, 3], [1, 0], [2, 3])
+    """
+
+    def __init__(self, entry_range: tuple[int, int] | None = None) -> None:
+        self._range = None if entry_range is None else tuple(int(x) for x in entry_range)
+        self._next: int | None = None if entry_range is None else int(entry_range[0])
+        self._before = 0  # jets already in returned events
+        self._last = -1  # entry of the last jet seen
+        self._entry = np.zeros(0, np.int64)
+        self._per_jet: dict[str, np.ndarray] = {}
+
+    def add(self, entry: np.ndarray, per_jet: Mapping[str, np.ndarray]
+            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+        """Take the next jets (their ``entry`` and per-jet columns) and return the events that
+        are complete: ``(scalars, per_jet, offsets)`` as :func:`event_columns`, with
+        ``first_jet`` counted from the first jet of all."""
+        entry = np.asarray(entry, np.int64)
+        if entry.size:
+            if np.any(np.diff(entry) < 0) or entry[0] < self._last:
+                raise ValueError("jets of events must be in event order")
+            if self._next is None:
+                self._next = int(entry[0])
+            if entry[0] < self._next or (self._range is not None and entry[-1] >= self._range[1]):
+                raise ValueError("jets of events must be inside the entry range")
+            self._last = int(entry[-1])
+        self._entry = np.concatenate([self._entry, entry])
+        for k, v in per_jet.items():
+            old = self._per_jet.get(k)
+            self._per_jet[k] = np.asarray(v) if old is None else np.concatenate([old, v])
+        # the event of the last jet may go on in the next block
+        return self._close(self._last if self._entry.size else self._next)
+
+    def finish(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+        """The remaining events, up to the end of the entry range."""
+        if self._range is not None:
+            stop = self._range[1]
+        else:
+            stop = self._last + 1 if self._last >= 0 else (self._next or 0)
+        return self._close(stop)
+
+    def _close(self, stop: int | None
+               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+        start = self._next if self._next is not None else (stop or 0)
+        stop = start if stop is None else max(int(stop), start)
+        k = int(np.searchsorted(self._entry, stop, side="left"))
+        n_jets = np.bincount(self._entry[:k] - start, minlength=stop - start).astype(np.int64)
+        offsets = np.zeros(stop - start + 1, np.int64)
+        np.cumsum(n_jets, out=offsets[1:])
+        scalars = {"entry": np.arange(start, stop, dtype=np.int64), "n_jets": n_jets,
+                   "first_jet": offsets[:-1] + self._before}
+        per_jet = {name: v[:k] for name, v in self._per_jet.items()}
+        self._entry = self._entry[k:]
+        self._per_jet = {name: v[k:] for name, v in self._per_jet.items()}
+        self._before += k
+        self._next = stop
+        return scalars, per_jet, offsets
+
+
+def event_jet_columns(collection: JetCollection,
+                      per_label: Mapping[str, Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """The per-jet values of the per-event table (``n_particles`` and ``<L>_log_likelihood``),
+    from the ``per_label`` columns of :func:`by_entry_columns`."""
     per_jet = {"n_particles": collection.n_leaves.astype(np.int64)}
     for p, c in per_label.items():
         per_jet[f"{p}_log_likelihood"] = c["log_likelihood"]
-    return scalars, per_jet, offsets
+    return per_jet
+
+
+class ByEntryStream:
+    """The tables by input entry of jets given block by block, in jet order (what the stream
+    writers' ``add_by_entry`` writes): per block, the columns of :func:`by_entry_columns` and,
+    for jets found in events, the events that are complete (:class:`EventRows`).
+
+    Args:
+        meta: the output's provenance (the entry range read, ``meta["particles"]``).
+    """
+
+    def __init__(self, meta: Mapping[str, Any]) -> None:
+        self._range = entry_range(meta)
+        self._events: EventRows | None = None
+
+    def add(self, collection: JetCollection, tables: Mapping[str, AlgorithmResults]) -> tuple[
+            dict[str, np.ndarray], dict[str, dict[str, Any]],
+            tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray] | None]:
+        """``(scalars, per_label, events)`` of the next jets (``tables``: their rows, with
+        ``jet_index`` counted from the block's first jet); ``events`` is ``None`` for inputs
+        with one jet per entry."""
+        scalars, per_label = by_entry_columns(collection, tables)
+        events = None
+        if "jet_in_event" in collection.jet_columns:
+            if self._events is None:
+                self._events = EventRows(self._range)
+            events = self._events.add(collection.jet_columns["entry"],
+                                      event_jet_columns(collection, per_label))
+        return scalars, per_label, events
+
+    def finish(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray] | None:
+        """The last events (``None`` for inputs with one jet per entry)."""
+        return None if self._events is None else self._events.finish()

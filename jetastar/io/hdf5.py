@@ -52,7 +52,7 @@ from deflate import DeflateError
 from .._atomic import atomic_path
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
-from ._by_entry import by_entry_columns, event_columns, has_entries
+from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
 from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
     FileFormatError,
@@ -311,7 +311,8 @@ class HDF5StreamWriter:
 
     The layout is that of :func:`write_hdf5` (the same datasets, attributes and types); every
     dataset is resizable. Jets come in file order (:meth:`add_jets`), the rows of each results
-    table in order (:meth:`add_results`; tables may be interleaved).
+    table in order (:meth:`add_results`; tables may be interleaved), and for jets of a particle
+    file the rows by input entry in jet order (:meth:`add_by_entry`).
 
     Args:
         path: destination (``.h5``); replaced when the writer closes.
@@ -354,6 +355,9 @@ class HDF5StreamWriter:
         self._results: Any = None
         self._tables: dict[str, dict[str, Any]] = {}
         self._appends = ChunkedAppends()
+        self._by_entry: ByEntryStream | None = None
+        self._by_entry_rows = 0
+        self._by_entry_nodes: dict[str, int] = {}
 
     def update_attrs(self, attrs: Mapping[str, Any]) -> None:
         """Add provenance entries known only after the writing began (e.g. the hash of an input
@@ -431,6 +435,39 @@ class HDF5StreamWriter:
         state["rows"] = rows + len(table)
         state["nodes"] = int(off[-1])
 
+    # -- results by input entry (jets of a particle file)
+    def add_by_entry(self, collection: JetCollection,
+                     tables: Mapping[str, AlgorithmResults]) -> None:
+        """Append the next jets' rows of ``/clusters`` (jets of a particle file, in order;
+        ``tables``: their results, ``jet_index`` counted from the first of them) and, for jets
+        found in events, the events of ``/clusters/events`` that are complete."""
+        if self._by_entry is None:
+            self._by_entry = ByEntryStream(self._meta)
+        scalars, per_label, events = self._by_entry.add(collection, tables)
+        g = self.f.require_group("clusters")
+        for k, v in scalars.items():
+            self._append(g, k, v)
+        for p, c in per_label.items():
+            h = g.require_group(p)
+            self._append(h, "status", np.array([str(s).encode() for s in c["status"]], dtype="S8"))
+            for k in ("log_likelihood", "time_s", "left", "right", "leaf_of_node"):
+                self._append(h, k, c[k])
+            first = p not in self._by_entry_nodes
+            off = np.asarray(c["node_offsets"], np.int64) + self._by_entry_nodes.get(p, 0)
+            self._append(h, "node_offsets", off if first else off[1:])
+            self._by_entry_nodes[p] = int(off[-1])
+            self._append(h, "exact", np.asarray(c["exact"]).astype(np.uint8))
+            self._append(h, "finite", np.asarray(c["finite"]).astype(np.uint8))
+            _append_text(h, "reason", c["reason"])
+        self._by_entry_rows += len(collection)
+        if events is not None:
+            self._add_events(events[0])
+
+    def _add_events(self, scalars: Mapping[str, np.ndarray]) -> None:
+        g = self.f.require_group("clusters/events")
+        for k, v in scalars.items():
+            self._append(g, k, v)
+
     def _append(self, group: Any, name: str, data: Any) -> None:
         """Append rows to ``group[name]``: numbers a whole compressed chunk at a time
         (:class:`~._hdf5_chunks.ChunkedAppends`), text through h5py."""
@@ -445,6 +482,9 @@ class HDF5StreamWriter:
         """Write the attributes that depend on every block, close and rename the file."""
         f = self.f
         try:
+            last = self._by_entry.finish() if self._by_entry is not None else None
+            if last is not None:
+                self._add_events(last[0])
             self._appends.finish()
             jets = self._jets is not None
             f.attrs["content"] = "jets+results" if jets else "results"
@@ -460,6 +500,8 @@ class HDF5StreamWriter:
             f.require_group("results")
             for state in self._tables.values():
                 state["group"].attrs["n_rows"] = state["rows"]
+            if "clusters" in f:
+                f["clusters"].attrs["n_rows"] = self._by_entry_rows
             f.close()
         except BaseException as exc:
             self.abort(exc)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -47,7 +48,7 @@ import numpy as np
 from .._atomic import atomic_path
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
-from ._by_entry import by_entry_columns, event_columns, has_entries
+from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (
     FileFormatError,
@@ -338,43 +339,55 @@ def write_root(
 def _write_by_entry(f: Any, collection: JetCollection,
                     results: Mapping[str, AlgorithmResults]) -> None:
     """The ``clusters`` tree: one entry per jet read from a particle file (``_by_entry``)."""
+    _extend_by_entry(f, None, *by_entry_columns(collection, results))
+
+
+def _by_entry_block(scalars: Mapping[str, np.ndarray], per_label: Mapping[str, Mapping[str, Any]],
+                    a: int, b: int) -> dict[str, Any]:
     import awkward as ak
 
-    scalars, per_label = by_entry_columns(collection, results)
+    out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
+    for p, c in per_label.items():
+        out[f"{p}_status"] = _strings(c["status"][a:b])
+        out[f"{p}_finite"] = np.ascontiguousarray(c["finite"][a:b])
+        out[f"{p}_reason"] = _strings(c["reason"][a:b])
+        out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
+        out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
+        out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
+        off = c["node_offsets"]
+        na, nb = int(off[a]), int(off[b])
+        sub = off[a:b + 1] - na
+        out[f"{p}_node"] = ak.zip({
+            "left": _jagged(c["left"][na:nb], sub), "right": _jagged(c["right"][na:nb], sub),
+            "leaf": _jagged(c["leaf_of_node"][na:nb], sub),
+        })
+    return out
 
-    def block(a: int, b: int) -> dict[str, Any]:
-        out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
-        for p, c in per_label.items():
-            out[f"{p}_status"] = _strings(c["status"][a:b])
-            out[f"{p}_finite"] = np.ascontiguousarray(c["finite"][a:b])
-            out[f"{p}_reason"] = _strings(c["reason"][a:b])
-            out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
-            out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
-            out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
-            off = c["node_offsets"]
-            na, nb = int(off[a]), int(off[b])
-            sub = off[a:b + 1] - na
-            out[f"{p}_node"] = ak.zip({
-                "left": _jagged(c["left"][na:nb], sub), "right": _jagged(c["right"][na:nb], sub),
-                "leaf": _jagged(c["leaf_of_node"][na:nb], sub),
-            })
-        return out
 
-    n = len(collection)
-    first = block(0, min(n, _BASKET))
-    types: dict[str, Any] = {}
-    for k, v in first.items():
-        if k.endswith(("_status", "_reason")):
-            types[k] = "string"
-        elif isinstance(v, ak.Array):
-            types[k] = v.type.content
-        else:
-            types[k] = np.asarray(v).dtype
-    tree = f.mktree("clusters", types, title="jetastar results, one entry per input jet")
-    if n:
-        tree.extend(first)
-    for a in range(_BASKET, n, _BASKET):
-        tree.extend(block(a, min(n, a + _BASKET)))
+def _extend_by_entry(f: Any, tree: Any, scalars: Mapping[str, np.ndarray],
+                     per_label: Mapping[str, Mapping[str, Any]]) -> Any:
+    """Append the rows of :func:`~._by_entry.by_entry_columns` to the ``clusters`` tree of ``f``
+    in baskets of :data:`_BASKET` (made from the first block when ``tree`` is ``None``, even for
+    no rows); returns the tree."""
+    import awkward as ak
+
+    n = scalars["entry"].shape[0]
+    for a in range(0, max(n, 1), _BASKET):
+        b = min(n, a + _BASKET)
+        block = _by_entry_block(scalars, per_label, a, b)
+        if tree is None:
+            types: dict[str, Any] = {}
+            for k, v in block.items():
+                if k.endswith(("_status", "_reason")):
+                    types[k] = "string"
+                elif isinstance(v, ak.Array):
+                    types[k] = v.type.content
+                else:
+                    types[k] = np.asarray(v).dtype
+            tree = f.mktree("clusters", types, title="jetastar results, one entry per input jet")
+        if b > a:
+            tree.extend(block)
+    return tree
 
 
 def _write_by_event(f: Any, collection: JetCollection,
@@ -382,27 +395,32 @@ def _write_by_event(f: Any, collection: JetCollection,
                     entry_range: tuple[int, int] | None) -> None:
     """``clusters_events``: one entry per input event, for jets found in events."""
     cols = event_columns(collection, results, entry_range)
-    if cols is None:
-        return
-    scalars, per_jet, offsets = cols
+    if cols is not None:
+        _extend_by_event(f, None, *cols)
+
+
+def _extend_by_event(f: Any, tree: Any, scalars: Mapping[str, np.ndarray],
+                     per_jet: Mapping[str, np.ndarray], offsets: np.ndarray) -> Any:
+    """Append events (:func:`~._by_entry.event_columns`) to the ``clusters_events`` tree of
+    ``f`` in baskets of :data:`_BASKET` (made from the first block when ``tree`` is ``None``);
+    returns the tree."""
+    import awkward as ak
+
     n = offsets.shape[0] - 1
-
-    def block(a: int, b: int) -> dict[str, Any]:
-        import awkward as ak
-
-        out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
+    for a in range(0, max(n, 1), _BASKET):
+        b = min(n, a + _BASKET)
+        block: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
         ja, jb = int(offsets[a]), int(offsets[b])
-        out["jet"] = ak.zip({k: _jagged(v[ja:jb], offsets[a:b + 1] - ja)
-                             for k, v in per_jet.items()})
-        return out
-
-    first = block(0, min(n, _BASKET))
-    types = {k: (v.type.content if k == "jet" else np.asarray(v).dtype) for k, v in first.items()}
-    tree = f.mktree("clusters_events", types, title="jetastar results, one entry per input event")
-    if n:
-        tree.extend(first)
-    for a in range(_BASKET, n, _BASKET):
-        tree.extend(block(a, min(n, a + _BASKET)))
+        block["jet"] = ak.zip({k: _jagged(v[ja:jb], offsets[a:b + 1] - ja)
+                               for k, v in per_jet.items()})
+        if tree is None:
+            types = {k: (v.type.content if k == "jet" else np.asarray(v).dtype)
+                     for k, v in block.items()}
+            tree = f.mktree("clusters_events", types,
+                            title="jetastar results, one entry per input event")
+        if b > a:
+            tree.extend(block)
+    return tree
 
 
 class RootStreamWriter:
@@ -413,7 +431,9 @@ class RootStreamWriter:
     written last). Jets come in file order (:meth:`add_jets`, in baskets of 10 000 jets when the
     blocks are multiples of that); results table after table (:meth:`add_results`: the
     ``results`` tree holds one table after the other, in blocks of at most 50 000 rows: each
-    ``add_results`` call writes at least one), after :meth:`set_counters`.
+    ``add_results`` call writes at least one), after :meth:`set_counters`. For jets of a particle
+    file, the ``clusters`` and ``clusters_events`` trees come block by block too
+    (:meth:`add_by_entry`, :meth:`add_by_event`).
 
     Args:
         path: destination ``.root`` file; replaced when the writer closes.
@@ -454,6 +474,9 @@ class RootStreamWriter:
         self._results: Any = None
         self._counters: list[str] = []
         self._labels: dict[str, dict[str, Any]] = {}
+        self._clusters: Any = None
+        self._events: Any = None
+        self._by_entry: ByEntryStream | None = None
 
     def update_attrs(self, attrs: Mapping[str, Any]) -> None:
         """Add provenance entries known only after the writing began (e.g. the hash of an input
@@ -493,9 +516,24 @@ class RootStreamWriter:
         self._results = _extend_results(self.f, self._results, label, table, self._counters)
         info["n_rows"] += len(table)
 
+    def add_by_entry(self, collection: JetCollection,
+                     tables: Mapping[str, AlgorithmResults]) -> None:
+        """Append the next jets' rows of the ``clusters`` tree (jets of a particle file, in
+        order; ``tables``: their results, ``jet_index`` counted from the first of them) and, for
+        jets found in events, the events of ``clusters_events`` that are complete."""
+        if self._by_entry is None:
+            self._by_entry = ByEntryStream(self._meta)
+        scalars, per_label, events = self._by_entry.add(collection, tables)
+        self._clusters = _extend_by_entry(self.f, self._clusters, scalars, per_label)
+        if events is not None:
+            self._events = _extend_by_event(self.f, self._events, *events)
+
     def close(self) -> None:
         """Write ``meta``, close and rename the file."""
         try:
+            last = self._by_entry.finish() if self._by_entry is not None else None
+            if last is not None:
+                self._events = _extend_by_event(self.f, self._events, *last)
             meta = dict(self._meta)
             jets = self._jets is not None
             meta["content"] = "jets+results" if jets else "results"
@@ -925,19 +963,28 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                                             *meta.get("jet_extra", [])])
         info["results"] = {}
         if "results" in f.f:
-            arr = f.arrays("results", filter_name=["label", "status"])
-            labels = _string_list(arr["label"])
-            status = _string_list(arr["status"])
-            for label in dict.fromkeys(labels):
-                st = [s for lab, s in zip(labels, status, strict=True) if lab == label]
+            # counted block by block: a file of millions of rows is not held as Python strings
+            counts: Counter[tuple[str, str]] = Counter()
+            n_rows = f.num_entries("results")
+            for a in range(0, n_rows, _INFO_ROWS):
+                arr = f.arrays("results", filter_name=["label", "status"], start=a,
+                               stop=min(n_rows, a + _INFO_ROWS))
+                counts.update(zip(_string_list(arr["label"]), _string_list(arr["status"]),
+                                  strict=True))
+            for label in dict.fromkeys(lab for lab, _ in counts):
+                st = {s: c for (lab, s), c in counts.items() if lab == label}
                 m = meta.get("results", {}).get(label, {})
                 info["results"][label] = {
                     "algorithm": m.get("algorithm", label),
                     "likelihood": m.get("likelihood", ""),
-                    "rows": len(st),
-                    "status": {s: st.count(s) for s in sorted(set(st))},
+                    "rows": sum(st.values()),
+                    "status": {s: st[s] for s in sorted(st)},
                 }
     return info
+
+
+#: rows of the ``results`` tree read at a time by :func:`root_info`
+_INFO_ROWS = 200_000
 
 
 class ROOTFormat(Format):
