@@ -48,12 +48,16 @@ def _batch_config(args: argparse.Namespace) -> BatchConfig:
     )
 
 
-def _friend_tree_note(names: Sequence[str]) -> str:
-    """Where each algorithm's columns are in the by-entry (friend) tree."""
+def _friend_tree_note(names: Sequence[str], layout: str = "jet") -> str:
+    """Where each algorithm's columns are in the by-entry (friend) tree; for jets found in events
+    (``layout="event"``) the friend of the input is the per-event tree."""
     cols = ", ".join(f"{column_prefix(n)}_*" + (f" ({n})" if column_prefix(n) != n else "")
                      for n in names)
-    return (f"  friend tree 'clusters' (one entry per input entry): {cols}; "
-            "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not")
+    why = "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not"
+    if layout == "event":
+        return ("  friend tree 'clusters_events' (one entry per input event: n_jets, first_jet, "
+                f"jet_<alg>_log_likelihood); 'clusters' has one entry per jet: {cols}; {why}")
+    return f"  friend tree 'clusters' (one entry per input entry): {cols}; {why}"
 
 
 def _particle_source(args: argparse.Namespace) -> ParticleSource | None:
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                 if text:
                     echo(f"{text} [{source.mass_policy}]")
         if any(not s.error for s in summaries):  # only when a file was written
-            echo(_friend_tree_note(config.algorithms))
+            echo(_friend_tree_note(config.algorithms, source.layout))
     return code
 
 
