@@ -46,6 +46,7 @@ import numpy as np
 
 from . import io
 from .io import truth_log_likelihoods
+from .io.dispatch import iterate_status_columns
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -132,13 +133,18 @@ def tree_verdicts(table: Any) -> np.ndarray:
         >>> tree_verdicts(io.read_results("results.h5")["window-search"])  # doctest: +SKIP
         array(['proven', 'window optimal', ...], dtype=object)
     """
-    n = len(table.status)
-    out = np.full(n, "", dtype=object)
-    wopt = table.counters.get("window_optimal")
+    return _verdicts(table.status, table.exact, table.counters)
+
+
+def _verdicts(status: np.ndarray, exact: np.ndarray, counters: dict[str, np.ndarray]) -> np.ndarray:
+    """:func:`tree_verdicts` from the columns it reads."""
+    status = np.asarray(status, dtype=object)
+    out = np.full(status.shape[0], "", dtype=object)
+    wopt = counters.get("window_optimal")
     if wopt is not None:
         out[np.nan_to_num(np.asarray(wopt, dtype=np.float64)) > 0] = "window optimal"
-    out[table.status == "budget"] = "budget"
-    out[np.asarray(table.exact, dtype=bool) & np.isin(table.status, ["ok", "all_inf"])] = "proven"
+    out[status == "budget"] = "budget"
+    out[np.asarray(exact, dtype=bool) & np.isin(status, ["ok", "all_inf"])] = "proven"
     return out
 
 
@@ -161,8 +167,15 @@ def status_counts(results: Any) -> dict[str, dict[str, int]]:
         3
     """
     if isinstance(results, (str, os.PathLike)):
-        tables = io.read_results(results)
-    elif hasattr(results, "keys") and hasattr(results, "items"):
+        # block by block, without the trees and texts: memory does not grow with the file
+        totals: dict[str, dict[str, int]] = {}
+        for label, block in iterate_status_columns(results):
+            counts = _column_counts(**block)
+            seen = totals.setdefault(label, dict.fromkeys(counts, 0))
+            for k, v in counts.items():
+                seen[k] += v
+        return totals
+    if hasattr(results, "keys") and hasattr(results, "items"):
         tables = dict(results)
     elif hasattr(results, "algorithm") and hasattr(results, "status"):
         tables = {results.algorithm: results}
@@ -180,15 +193,21 @@ def table_counts(table: Any) -> dict[str, int]:
         >>> table_counts(io.read_results("results.h5")["kt"])["finite"]  # doctest: +SKIP
         31
     """
-    t = table
-    tree = np.isin(t.status, TREE_STATUSES)
-    fin = tree & np.isfinite(t.log_likelihood)
+    return _column_counts(table.status, table.log_likelihood, table.exact, table.counters)
+
+
+def _column_counts(status: np.ndarray, log_likelihood: np.ndarray, exact: np.ndarray,
+                   counters: dict[str, np.ndarray]) -> dict[str, int]:
+    """:func:`table_counts` from the columns it reads (a block of a table's rows)."""
+    status = np.asarray(status, dtype=object)
+    tree = np.isin(status, TREE_STATUSES)
+    fin = tree & np.isfinite(np.asarray(log_likelihood, dtype=np.float64))
     return {
-        "jets": len(t), "ran": int(tree.sum()), "finite": int(fin.sum()),
+        "jets": int(status.shape[0]), "ran": int(tree.sum()), "finite": int(fin.sum()),
         "minus_inf": int((tree & ~fin).sum()),
-        "skipped": int((t.status == "skipped").sum()), "failed": int((t.status == "failed").sum()),
-        "budget": int((t.status == "budget").sum()),
-        **_verdict_counts(tree_verdicts(t)),
+        "skipped": int((status == "skipped").sum()), "failed": int((status == "failed").sum()),
+        "budget": int((status == "budget").sum()),
+        **_verdict_counts(_verdicts(status, exact, counters)),
     }
 
 

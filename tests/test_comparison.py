@@ -268,3 +268,48 @@ def test_verdicts_proven_window_optimal_budget(tmp_path) -> None:
     text = format_comparison(comparison_table(path))
     assert "prov/wopt" in text and max(len(line) for line in text.splitlines()) <= 100
     assert f"{expected.count('proven')}/{expected.count('window optimal')}" in text
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_status_counts_of_a_file_are_counted_block_by_block(tmp_path, results_file, ext) -> None:
+    """A file's counts come from its status columns a block at a time (no trees, no texts): the
+    same as the counts of its tables read whole, whatever the blocks, for every status, the
+    verdicts (proven, window optimal, budget) and a table without rows."""
+    from jetastar.io.dispatch import iterate_status_columns
+
+    _, jets, tables = results_file
+    tables = dict(tables)
+    n = len(jets)
+    idx = np.arange(n)
+    wopt = np.where(idx % 3 == 0, 1.0, 0.0)
+    status = np.where(idx % 5 == 0, "budget", "ok").astype(object)
+    tables["window-search"] = AlgorithmResults(
+        "window-search", jet_index=idx, jet_id=jets.jet_id,
+        log_likelihood=tables["greedy"].log_likelihood, exact=idx % 7 == 0,
+        log_z=np.full(n, np.nan), upper_bound=np.full(n, np.nan), n_trees=np.full(n, np.nan),
+        time_s=np.zeros(n), status=status, message=[""] * n, options=["{}"] * n,
+        node_offsets=tables["greedy"].node_offsets, children=tables["greedy"].children,
+        leaf_of_node=tables["greedy"].leaf_of_node, counters={"window_optimal": wopt})
+    tables["none"] = AlgorithmResults.from_results("none", [], jet_index=[])
+    path = tmp_path / f"res.{ext}"
+    jio.write(path, jets, tables)
+    whole = {label: status_counts(t)[t.algorithm] for label, t in jio.read_results(path).items()}
+    assert whole["window-search"]["window_optimal"] > 0 and whole["window-search"]["budget"] > 0
+    assert whole["window-search"]["proven"] > 0 and whole["exact"]["skipped"] > 0
+    assert whole.get("none", {"jets": 0})["jets"] == 0  # (ROOT files keep no empty table)
+    import jetastar.comparison as comparison
+
+    def whole_tables(*args, **kwargs):
+        raise AssertionError("status_counts read the whole tables")
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(comparison.io, "read_results", whole_tables)
+        assert status_counts(path) == whole
+    # blocks of 7 rows: a block of the ROOT results tree holds the end of one table and the
+    # start of the next
+    seen: dict[str, list[str]] = {}
+    for label, block in iterate_status_columns(path, step_size=7):
+        assert len(block["status"]) <= 7
+        seen.setdefault(label, []).extend(str(s) for s in block["status"])
+    assert seen == {label: [str(s) for s in t.status] for label, t in tables.items()
+                    if label in whole}

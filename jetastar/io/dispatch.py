@@ -24,8 +24,8 @@ from . import hdf5, legacy, root  # noqa: F401  (importing a format module regis
 from ._common import check_exists
 from .formats import ColumnReader, format_of, writable_format
 
-__all__ = ["columns", "file_info", "iterate", "n_jets", "read", "read_results", "results_table",
-           "stream_writer", "write"]
+__all__ = ["columns", "file_info", "iterate", "iterate_status_columns", "n_jets", "read",
+           "read_results", "results_table", "stream_writer", "write"]
 
 
 def read(
@@ -64,6 +64,33 @@ def iterate(
     ROOT files are read with ``uproot.iterate``; HDF5 files slice by slice.
     """
     yield from format_of(check_exists(path)).iterate(path, step_size, validate=validate)
+
+
+def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_000
+                           ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The columns that say what each row of a file's results is, without its tree and texts:
+    ``(label, block)`` pairs, each table's rows in order, at most ``step_size`` rows a block, so
+    memory does not grow with the file (the tables are those :func:`read_results` finds: a
+    table without rows gives one empty block in HDF5 files and none in ROOT files).
+
+    A block holds ``status`` (str), ``log_likelihood`` (float64), ``exact`` (bool) and
+    ``counters`` (name -> float64). :func:`jetastar.comparison.status_counts` of a file adds
+    them up block by block.
+
+    Example:
+        >>> for label, block in iterate_status_columns("results.h5"):  # doctest: +SKIP
+        ...     print(label, len(block["status"]))
+        greedy 100
+    """
+    fmt = format_of(check_exists(path))
+    if fmt.name == "hdf5":
+        yield from hdf5.hdf5_status_columns(path, step_size)
+    elif fmt.name == "root":
+        yield from root.root_status_columns(path, step_size)
+    else:  # formats without their own reader: the whole tables
+        for label, t in fmt.read_results(path, None, None).items():
+            yield label, {"status": t.status, "log_likelihood": t.log_likelihood,
+                          "exact": t.exact, "counters": t.counters}
 
 
 def results_table(

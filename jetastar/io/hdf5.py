@@ -93,6 +93,7 @@ __all__ = [
     "HDF5Columns",
     "HDF5StreamWriter",
     "hdf5_info",
+    "hdf5_status_columns",
     "iterate_hdf5",
     "n_jets_hdf5",
     "read_hdf5",
@@ -860,6 +861,30 @@ def read_hdf5_results(
         for label, table in out.items():
             out[label] = table.take(rows_for(table.jet_index, jets))
     return out
+
+
+def hdf5_status_columns(path: str | os.PathLike[str],
+                        step_size: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The status columns of each results table, ``step_size`` rows at a time (see
+    :func:`jetastar.io.dispatch.iterate_status_columns`); a table without rows gives one empty
+    block."""
+    with _File(path, need_jets=False) as f:
+        if "results" not in f.f:
+            return
+        for label in list(f.f["results"]):
+            g = f"results/{label}"
+            counters = list(f.f[f"{g}/counters"]) if "counters" in f.f[g] else []
+            n = f.f[f"{g}/log_likelihood"].shape[0]
+            for a in range(0, max(n, 1), step_size):
+                rows = slice(a, min(n, a + step_size))
+                status = f.read(f"{g}/status", rows)
+                yield label, {
+                    "status": (np.char.decode(status, "utf-8") if status.dtype.kind == "S"
+                               else np.array([str(v) for v in status], dtype=object)),
+                    "log_likelihood": f.read(f"{g}/log_likelihood", rows),
+                    "exact": f.read(f"{g}/exact", rows).astype(bool),
+                    "counters": {k: f.read(f"{g}/counters/{k}", rows) for k in counters},
+                }
 
 
 def _read_table(f: _File, g: str) -> AlgorithmResults:

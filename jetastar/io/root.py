@@ -86,6 +86,7 @@ __all__ = [
     "read_root_results",
     "root_compression",
     "root_info",
+    "root_status_columns",
     "write_root",
 ]
 
@@ -945,6 +946,30 @@ def read_root_results(
     return out
 
 
+def root_status_columns(path: str | os.PathLike[str],
+                        step_size: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The status columns of each results table, ``step_size`` rows of the ``results`` tree at
+    a time (see :func:`jetastar.io.dispatch.iterate_status_columns`; a table without rows has
+    none here, as in :func:`read_root_results`)."""
+    with _RootFile(path, need_jets=False) as f:
+        if "results" not in f.f:
+            return
+        counters = sorted(k for k in f.f["results"].keys() if k.startswith("counter_"))
+        n = f.num_entries("results")
+        for a in range(0, n, step_size):
+            arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
+                "label", "status", "log_likelihood", "exact", *counters])
+            labels = np.array(_string_list(arr["label"]), dtype=object)
+            status = np.array(_string_list(arr["status"]), dtype=object)
+            ll, exact = _np(arr["log_likelihood"], np.float64), _np(arr["exact"], bool)
+            values = {k[len("counter_"):]: _np(arr[k], np.float64) for k in counters}
+            for label in dict.fromkeys(labels.tolist()):
+                rows = labels == label
+                yield label, {"status": status[rows], "log_likelihood": ll[rows],
+                              "exact": exact[rows],
+                              "counters": {k: v[rows] for k, v in values.items()}}
+
+
 def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a jetastar ROOT file holds (schema, provenance, counts, results per status)."""
 
@@ -961,25 +986,19 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             info["has_truth"] = int(np.count_nonzero(_np(arr["nnode"], np.int64)))
             info["extra_columns"] = sorted([*meta.get("node_extra", []),
                                             *meta.get("jet_extra", [])])
-        info["results"] = {}
-        if "results" in f.f:
-            # counted block by block: a file of millions of rows is not held as Python strings
-            counts: Counter[tuple[str, str]] = Counter()
-            n_rows = f.num_entries("results")
-            for a in range(0, n_rows, _INFO_ROWS):
-                arr = f.arrays("results", filter_name=["label", "status"], start=a,
-                               stop=min(n_rows, a + _INFO_ROWS))
-                counts.update(zip(_string_list(arr["label"]), _string_list(arr["status"]),
-                                  strict=True))
-            for label in dict.fromkeys(lab for lab, _ in counts):
-                st = {s: c for (lab, s), c in counts.items() if lab == label}
-                m = meta.get("results", {}).get(label, {})
-                info["results"][label] = {
-                    "algorithm": m.get("algorithm", label),
-                    "likelihood": m.get("likelihood", ""),
-                    "rows": sum(st.values()),
-                    "status": {s: st[s] for s in sorted(st)},
-                }
+    # counted block by block: a file of millions of rows is not held as Python strings
+    counts: dict[str, Counter[str]] = {}
+    for label, block in root_status_columns(path, _INFO_ROWS):
+        counts.setdefault(label, Counter()).update(block["status"].tolist())
+    info["results"] = {}
+    for label, st in counts.items():
+        m = meta.get("results", {}).get(label, {})
+        info["results"][label] = {
+            "algorithm": m.get("algorithm", label),
+            "likelihood": m.get("likelihood", ""),
+            "rows": sum(st.values()),
+            "status": {s: st[s] for s in sorted(st)},
+        }
     return info
 
 
