@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import io
 from .io import truth_log_likelihoods
-from .io.dispatch import iterate_status_columns
+from .io.dispatch import columns, iterate_status_columns, status_columns
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -170,7 +170,8 @@ def status_counts(results: Any) -> dict[str, dict[str, int]]:
         # block by block, without the trees and texts: memory does not grow with the file
         totals: dict[str, dict[str, int]] = {}
         for label, block in iterate_status_columns(results):
-            counts = _column_counts(**block)
+            counts = _column_counts(block["status"], block["log_likelihood"], block["exact"],
+                                    block["counters"])
             seen = totals.setdefault(label, dict.fromkeys(counts, 0))
             for k, v in counts.items():
                 seen[k] += v
@@ -301,6 +302,8 @@ def comparison_table(
     """
     if hasattr(path, "jets") and hasattr(path, "keys"):  # in-memory results (JetResults)
         collection, tables = path.jets, dict(path)
+        blocks: Any = ((label, status_columns(t)) for label, t in tables.items())
+        jets = _collection_columns(collection)
     elif not isinstance(path, (str, os.PathLike)):
         raise TypeError(
             f"comparison_table needs the jets with the results: a results file, or the JetResults "
@@ -308,72 +311,70 @@ def comparison_table(
             "alone does not hold the jets: run cluster_jets with every algorithm to compare)"
         )
     else:
-        collection = io.read(path, validate=False)
-        tables = io.read_results(path)
-    if not tables:
-        raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
-    if reference != "best" and reference not in tables:
-        raise ValueError(f"unknown reference {reference!r}; use 'best' or one of "
-                         f"{', '.join(tables)}")
-    n = len(collection)
-    n_leaves = collection.n_leaves
-    jet_types = np.asarray([str(t) for t in collection.jet_type], dtype=object)
-    _, jet_extra = io.get_extras(collection)
-
+        # the columns it needs, block by block: memory does not grow with the file's trees
+        blocks = iterate_status_columns(path)
+        jets = None
+    n = -1
     ll: dict[str, np.ndarray] = {}
-    has: dict[str, np.ndarray] = {}
     status: dict[str, np.ndarray] = {}
     times: dict[str, np.ndarray] = {}
     verdicts: dict[str, np.ndarray] = {}
-    for label, t in tables.items():
-        tree = np.isin(t.status, TREE_STATUSES)
-        v = np.full(n, np.nan)
-        v[t.jet_index[tree]] = t.log_likelihood[tree]
-        ll[label] = np.where(np.isnan(v), np.nan, v)
-        has[label] = ~np.isnan(v)
-        s = np.full(n, "missing", dtype=object)
-        s[t.jet_index] = t.status
-        status[label] = s
-        tm = np.full(n, np.nan)
-        tm[t.jet_index] = t.time_s
-        times[label] = tm
-        vd = np.full(n, "", dtype=object)
-        vd[t.jet_index] = tree_verdicts(t)
-        verdicts[label] = vd
-    forms = {label: t.likelihood for label, t in tables.items()}
+    proven_ll: dict[str, np.ndarray] = {}  # proven MAP values, per algorithm that proved them
+    forms: dict[str, str] = {}
+    exact_method: dict[str, bool] = {}
+    for label, block in blocks:
+        if jets is None:
+            jets = _file_jet_columns(path)
+        n = jets.n
+        if label not in ll:
+            ll[label], times[label], proven_ll[label] = (np.full(n, np.nan) for _ in range(3))
+            status[label] = np.full(n, "missing", dtype=object)
+            verdicts[label] = np.full(n, "", dtype=object)
+            forms[label] = block["likelihood"]
+            exact_method[label] = block["exact_method"]
+        idx = np.asarray(block["jet_index"], dtype=np.int64)
+        st = np.asarray(block["status"], dtype=object)
+        values = np.asarray(block["log_likelihood"], dtype=np.float64)
+        tree = np.isin(st, TREE_STATUSES)
+        ll[label][idx[tree]] = values[tree]
+        status[label][idx] = st
+        times[label][idx] = block["time_s"]
+        verdicts[label][idx] = _verdicts(st, block["exact"], block["counters"])
+        # a proven MAP from any algorithm: an exact method, or the window search's ``exact_map``
+        # path and ``prove`` (``exact`` means proven, whoever sets it)
+        good = np.asarray(block["exact"], dtype=bool) & np.isin(st, ["ok", "all_inf"])
+        proven_ll[label][idx[good]] = values[good]
+    if not ll:
+        raise io.FileFormatError(f"{path}: holds no clustering results (run jetastar cluster)")
+    if reference != "best" and reference not in ll:
+        raise ValueError(f"unknown reference {reference!r}; use 'best' or one of "
+                         f"{', '.join(ll)}")
+    assert jets is not None
+    n_leaves, jet_types = jets.n_leaves, jets.jet_type
+    has = {label: ~np.isnan(v) for label, v in ll.items()}
     # per likelihood form: proven MAP where known, best found, truth
     proven: dict[str, np.ndarray] = {}
     best: dict[str, np.ndarray] = {}
     for form in set(forms.values()):
         known = np.full(n, np.nan)
         top = np.full(n, -np.inf)
-        for label, t in tables.items():
+        for label in ll:
             if forms[label] != form:
                 continue
             top = np.fmax(top, np.where(has[label], ll[label], -np.inf))
-            # a proven MAP from any algorithm: an exact method, or the window search's
-            # ``exact_map`` path and ``prove`` (``exact`` means proven, whoever sets it)
-            good = np.asarray(t.exact, dtype=bool) & np.isin(t.status, ["ok", "all_inf"])
-            if good.any():
-                k = np.full(n, np.nan)
-                k[t.jet_index[good]] = t.log_likelihood[good]
-                known = np.where(np.isnan(known), k, known)
+            known = np.where(np.isnan(known), proven_ll[label], known)
         proven[form] = known
         best[form] = np.where(np.isnan(known), top, known)
     truth: dict[str, np.ndarray] = {}
-    if collection.children.shape[0]:
+    if jets.has_truth.any():
         for form in set(forms.values()):
-            values = jet_extra.get(f"truth_llh_{form}")
-            truth[form] = (np.asarray(values, dtype=np.float64) if values is not None
-                           else truth_log_likelihoods(collection, form))
-            has_truth = np.diff(collection.node_offsets) > 0
-            truth[form] = np.where(has_truth, truth[form], np.nan)
+            truth[form] = np.where(jets.has_truth, jets.truth(form), np.nan)
 
     edges = list(bands)
     band_of = np.searchsorted(np.asarray(edges), n_leaves, side="right") - 1
     band_list = [(_band_label(lo, edges[k + 1] if k + 1 < len(edges) else None), band_of == k)
                  for k, lo in enumerate(edges)]
-    labels = list(tables)
+    labels = list(ll)
     rows: list[dict[str, Any]] = []
     for jt in sorted(set(jet_types), key=lambda x: (x != "QCD", x)):
         of_type = jet_types == jt
@@ -404,11 +405,63 @@ def comparison_table(
                 cmp = compared[name]
                 row = _row(jt, label, form, name, sel, cmp, values, have, ref, proven[form],
                            status.get(label), times.get(label), tol, reference)
-                row["exact_method"] = bool(label != _TRUTH and tables[label].exact_method)
+                row["exact_method"] = bool(label != _TRUTH and exact_method[label])
                 vd = verdicts.get(label)
                 row.update(_verdict_counts(None if vd is None else vd[sel]))
                 rows.append(row)
     return rows
+
+
+class _JetColumns(NamedTuple):
+    """What :func:`comparison_table` reads of the jets: their number, leaf counts, types,
+    which have a truth tree, and the truth trees' log-likelihood in a form."""
+
+    n: int
+    n_leaves: np.ndarray
+    jet_type: np.ndarray
+    has_truth: np.ndarray
+    truth: Callable[[str], np.ndarray]
+
+
+def _collection_columns(collection: Any) -> _JetColumns:
+    _, jet_extra = io.get_extras(collection)
+
+    def truth(form: str) -> np.ndarray:
+        values = jet_extra.get(f"truth_llh_{form}")
+        return (np.asarray(values, dtype=np.float64) if values is not None
+                else truth_log_likelihoods(collection, form))
+
+    return _JetColumns(len(collection), np.asarray(collection.n_leaves),
+                       np.asarray([str(t) for t in collection.jet_type], dtype=object),
+                       np.diff(collection.node_offsets) > 0, truth)
+
+
+#: jets read at a time by :func:`_file_jet_columns`
+_JET_BLOCK = 200_000
+
+
+def _file_jet_columns(path: str | os.PathLike[str]) -> _JetColumns:
+    """:class:`_JetColumns` of a file, read column by column a block of jets at a time (not its
+    leaves, trees or node momenta)."""
+    n = io.n_jets(path)
+    n_leaves, has_truth = np.zeros(n, np.int64), np.zeros(n, bool)
+    jet_type = np.empty(n, dtype=object)
+    truth = {form: np.full(n, np.nan) for form in _FORMS}
+    with columns(path) as cols:
+        for a in range(0, n, _JET_BLOCK):
+            b = min(n, a + _JET_BLOCK)
+            got = cols.read(["leaf_offsets", "node_offsets", "jet_type",
+                             *(f"truth_llh_{form}" for form in _FORMS)], a, b)
+            n_leaves[a:b] = np.diff(got["leaf_offsets"])
+            has_truth[a:b] = np.diff(got["node_offsets"]) > 0
+            jet_type[a:b] = [str(t) for t in got["jet_type"]]
+            for form in _FORMS:
+                truth[form][a:b] = got[f"truth_llh_{form}"]
+    return _JetColumns(n, n_leaves, jet_type, has_truth, truth.__getitem__)
+
+
+#: the likelihood forms whose truth values a file holds
+_FORMS = ("symmetric", "legacy")
 
 
 def _truth_form(forms: dict[str, str]) -> str:

@@ -313,3 +313,33 @@ def test_status_counts_of_a_file_are_counted_block_by_block(tmp_path, results_fi
         seen.setdefault(label, []).extend(str(s) for s in block["status"])
     assert seen == {label: [str(s) for s in t.status] for label, t in tables.items()
                     if label in whole}
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_comparison_of_a_file_reads_columns_not_trees(tmp_path, results_file, ext) -> None:
+    """comparison_table of a file reads the jets' and results' columns it needs, block by block
+    (not the leaves, trees or texts), and gives the rows of the same jets and tables in memory."""
+    import jetastar.comparison as comparison
+    from jetastar.inmemory import JetResults
+
+    _, jets, tables = results_file
+    path = tmp_path / f"res.{ext}"
+    jio.write(path, jets, tables)
+    expected = comparison_table(JetResults(jets, tables), bands=BANDS)
+    assert any(r["algorithm"] == "truth" for r in expected)
+    assert any(r["proven"] for r in expected if r["algorithm"] == "exact")
+
+    def whole(*args, **kwargs):
+        raise AssertionError("comparison_table read the whole file")
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(comparison.io, "read_results", whole)
+        m.setattr(comparison.io, "read", whole)
+        m.setattr(comparison, "_JET_BLOCK", 7)  # the jets in blocks
+        rows = comparison_table(path, bands=BANDS)
+
+    def plain(rows):
+        return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                for r in rows]
+
+    assert plain(rows) == plain(expected)

@@ -25,7 +25,7 @@ from ._common import check_exists
 from .formats import ColumnReader, format_of, writable_format
 
 __all__ = ["columns", "file_info", "iterate", "iterate_status_columns", "n_jets", "read",
-           "read_results", "results_table", "stream_writer", "write"]
+           "read_results", "results_table", "status_columns", "stream_writer", "write"]
 
 
 def read(
@@ -73,9 +73,10 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
     memory does not grow with the file (the tables are those :func:`read_results` finds: a
     table without rows gives one empty block in HDF5 files and none in ROOT files).
 
-    A block holds ``status`` (str), ``log_likelihood`` (float64), ``exact`` (bool) and
-    ``counters`` (name -> float64). :func:`jetastar.comparison.status_counts` of a file adds
-    them up block by block.
+    A block holds ``jet_index`` (int64), ``status`` (str), ``log_likelihood``, ``time_s``
+    (float64), ``exact`` (bool), ``counters`` (name -> float64) and the table's ``likelihood``
+    and ``exact_method``. :func:`jetastar.comparison.status_counts` and
+    :func:`~jetastar.comparison.comparison_table` of a file read them block by block.
 
     Example:
         >>> for label, block in iterate_status_columns("results.h5"):  # doctest: +SKIP
@@ -89,8 +90,15 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
         yield from root.root_status_columns(path, step_size)
     else:  # formats without their own reader: the whole tables
         for label, t in fmt.read_results(path, None, None).items():
-            yield label, {"status": t.status, "log_likelihood": t.log_likelihood,
-                          "exact": t.exact, "counters": t.counters}
+            yield label, status_columns(t)
+
+
+def status_columns(table: AlgorithmResults) -> dict[str, Any]:
+    """The block of :func:`iterate_status_columns` of a whole table."""
+    return {"jet_index": table.jet_index, "status": table.status,
+            "log_likelihood": table.log_likelihood, "time_s": table.time_s,
+            "exact": table.exact, "counters": table.counters, "likelihood": table.likelihood,
+            "exact_method": table.exact_method}
 
 
 def results_table(

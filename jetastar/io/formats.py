@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FileFormatError
+from ..ginkgo.likelihood import truth_log_likelihoods
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 
@@ -40,9 +41,12 @@ __all__ = [
 
 def column_of(collection: JetCollection, name: str) -> Any:
     """A column of a collection by its :class:`ColumnReader` name: an attribute (``"leaves"``,
-    ``"leaf_offsets"``, ``"children"``, ``"jet_type"``, ...) or ``"params.<name>"``."""
+    ``"leaf_offsets"``, ``"children"``, ``"jet_type"``, ...), ``"params.<name>"`` or
+    ``"truth_llh_<form>"`` (the truth trees' log-likelihoods, NaN without one)."""
     if name.startswith("params."):
         return collection.params[name[len("params."):]]
+    if name.startswith("truth_llh_"):
+        return truth_log_likelihoods(collection, name[len("truth_llh_"):])
     return getattr(collection, name)
 
 
@@ -53,8 +57,9 @@ class ColumnReader:
     A column has the name and the form it has in a :class:`~jetastar.JetCollection` of those
     jets (:func:`column_of`): ``"leaves"`` ``(m, 4)``, ``"leaf_offsets"`` ``(n + 1,)`` from 0,
     ``"children"`` ``(k, 2)``, ``"leaf_of_node"``, ``"node_offsets"``, ``"jet_id"``, ``"seed"``,
-    ``"jet_type"`` and ``"params.<name>"``. This generic reader reads every column of the jets
-    and picks; formats override :meth:`read` to read only what is asked.
+    ``"jet_type"``, ``"params.<name>"`` and ``"truth_llh_symmetric"`` / ``"truth_llh_legacy"``.
+    This generic reader reads every column of the jets and picks; formats override :meth:`read`
+    to read only what is asked.
 
     Args:
         fmt: the file's format.

@@ -811,6 +811,8 @@ class HDF5Columns(ColumnReader):
                 out[name] = f.read(g + name[len("params."):], sl).astype(np.float64)
             elif name in ("jet_id", "seed"):
                 out[name] = f.read(g + name, sl).astype(np.int64)
+            elif name in ("truth_llh_symmetric", "truth_llh_legacy"):
+                out[name] = f.read(g + name, sl).astype(np.float64)
             else:
                 raise KeyError(name)
         return out
@@ -878,12 +880,17 @@ def hdf5_status_columns(path: str | os.PathLike[str],
             for a in range(0, max(n, 1), step_size):
                 rows = slice(a, min(n, a + step_size))
                 status = f.read(f"{g}/status", rows)
+                attrs = f.f[g].attrs
                 yield label, {
+                    "jet_index": f.read(f"{g}/jet_index", rows).astype(np.int64),
                     "status": (np.char.decode(status, "utf-8") if status.dtype.kind == "S"
                                else np.array([str(v) for v in status], dtype=object)),
                     "log_likelihood": f.read(f"{g}/log_likelihood", rows),
                     "exact": f.read(f"{g}/exact", rows).astype(bool),
+                    "time_s": f.read(f"{g}/time_s", rows),
                     "counters": {k: f.read(f"{g}/counters/{k}", rows) for k in counters},
+                    "likelihood": str(attrs.get("likelihood", "symmetric")),
+                    "exact_method": bool(attrs.get("exact_method", False)),
                 }
 
 

@@ -796,6 +796,7 @@ _COLUMN_BRANCHES = {
     "leaf_of_node": ["node_leaf"], "jet_id": ["jet_id"], "seed": ["seed"],
     "jet_type": ["jet_type"], "params.root_momentum": list(ROOT_MOMENTUM_COLUMNS),
     **{f"params.{k}": [k] for k in PARAM_COLUMNS},
+    **{f"truth_llh_{k}": [f"truth_llh_{k}"] for k in TRUTH_LIKELIHOODS},
 }
 
 
@@ -841,6 +842,8 @@ class RootColumns(ColumnReader):
                                      axis=1).reshape(-1, 4)
             elif name.startswith("params."):
                 out[name] = _np(arr[name[len("params."):]], np.float64)
+            elif name.startswith("truth_llh_"):
+                out[name] = _np(arr[name], np.float64)
             else:
                 out[name] = _np(arr[name], np.int64)
         return out
@@ -958,16 +961,20 @@ def root_status_columns(path: str | os.PathLike[str],
         n = f.num_entries("results")
         for a in range(0, n, step_size):
             arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
-                "label", "status", "log_likelihood", "exact", *counters])
+                "label", "status", "jet_index", "log_likelihood", "exact", "time_s", *counters])
             labels = np.array(_string_list(arr["label"]), dtype=object)
-            status = np.array(_string_list(arr["status"]), dtype=object)
-            ll, exact = _np(arr["log_likelihood"], np.float64), _np(arr["exact"], bool)
+            columns = {"status": np.array(_string_list(arr["status"]), dtype=object),
+                       "jet_index": _np(arr["jet_index"], np.int64),
+                       "log_likelihood": _np(arr["log_likelihood"], np.float64),
+                       "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64)}
             values = {k[len("counter_"):]: _np(arr[k], np.float64) for k in counters}
             for label in dict.fromkeys(labels.tolist()):
                 rows = labels == label
-                yield label, {"status": status[rows], "log_likelihood": ll[rows],
-                              "exact": exact[rows],
-                              "counters": {k: v[rows] for k, v in values.items()}}
+                meta = f.meta.get("results", {}).get(label, {})
+                yield label, {**{k: v[rows] for k, v in columns.items()},
+                              "counters": {k: v[rows] for k, v in values.items()},
+                              "likelihood": str(meta.get("likelihood", "symmetric")),
+                              "exact_method": bool(meta.get("exact_method", False))}
 
 
 def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
