@@ -79,9 +79,14 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
     :func:`~jetastar.comparison.comparison_table` of a file read them block by block.
 
     Example:
-        >>> for label, block in iterate_status_columns("results.h5"):  # doctest: +SKIP
-        ...     print(label, len(block["status"]))
-        greedy 100
+        >>> import os, tempfile
+        >>> import jetastar
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.qcd(), seed=1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.h5")
+        >>> write(path, jets, {"greedy": jetastar.cluster(jets, "greedy")})
+        >>> [(label, block["status"].tolist()) for label, block in iterate_status_columns(path)]
+        [('greedy', ['ok', 'ok', 'ok'])]
     """
     fmt = format_of(check_exists(path))
     if fmt.name == "hdf5":
