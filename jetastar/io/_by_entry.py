@@ -37,8 +37,8 @@ from ..result_tables import AlgorithmResults
 from ._common import entry_range
 
 __all__ = [
-    "ByEntryStream", "EventRows", "by_entry_columns", "column_prefix", "event_columns", "event_jet_columns",
-    "has_entries",
+    "ByEntryStream", "EventRows", "by_entry_columns", "column_prefix", "event_columns",
+    "event_jet_columns", "has_entries",
 ]
 
 
