@@ -49,7 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numba as nb
@@ -57,6 +57,7 @@ import numpy as np
 
 from . import io
 from ._atomic import atomic_path
+from .io.dispatch import columns, iterate_status_columns, read_results_rows
 from .io.root import root_compression
 from .momenta import rap_phi_kt2
 from .tree_arrays import FlatTrees, flat_trees
@@ -598,63 +599,124 @@ def write_observables(
     Returns:
         The labels written.
     """
-    import awkward as ak
-
     fmt = io.file_format(path, sniff=False)
     if fmt not in ("hdf5", "root"):
         raise ValueError(f"{path}: observables are written to .h5 or .root files")
-    jets = io.read(results, validate=False)
-    tables = io.read_results(results)
-    names = list(tables) if algorithms is None else list(algorithms)
+    rows: dict[str, list[np.ndarray]] = {}  # label -> jet_index of its rows, block by block
+    for label, block in iterate_status_columns(results):
+        rows.setdefault(label, []).append(np.asarray(block["jet_index"], dtype=np.int64))
+    names = list(rows) if algorithms is None else list(algorithms)
     for name in names:
-        if name not in tables:
-            raise ValueError(f"{results}: no results for {name!r}; it has {', '.join(tables)}")
-    per: dict[str, Any] = {}
-    for name in names:
-        per[io.column_prefix(name)] = tree_observables(jets, tables[name], z_cut=z_cut, beta=beta,
-                                                    r0=r0)
-    if truth and jets.children.shape[0] and "truth" not in per:
-        per["truth"] = tree_observables(jets, None, z_cut=z_cut, beta=beta, r0=r0)
+        if name not in rows:
+            raise ValueError(f"{results}: no results for {name!r}; it has {', '.join(rows)}")
+    index = {name: np.concatenate(rows[name]) for name in names}
+    n = io.n_jets(results)
+    with columns(results) as cols:
+        truth = truth and any(
+            cols.read(["node_offsets"], a, min(n, a + OBSERVABLES_BLOCK))["node_offsets"][-1]
+            for a in range(0, n, OBSERVABLES_BLOCK))
+    labels = [io.column_prefix(name) for name in names]
+    if truth and "truth" not in labels:
+        labels.append("truth")
     meta = {
         **io.provenance(command=command), "schema_version": OBSERVABLES_SCHEMA_VERSION,
         "content": "jetastar tree observables", "results_file": str(results),
-        "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": list(per),
+        "soft_drop": {"z_cut": z_cut, "beta": beta, "r0": r0}, "labels": labels,
     }
-    jet_id = np.asarray(jets.jet_id, dtype=np.int64)
-    scalars = [f for f in ak.fields(next(iter(per.values()))) if not f.startswith("lund_")] \
-        if per else []
+    kw = {"z_cut": z_cut, "beta": beta, "r0": r0}
+    # a block of jets at a time when every table's rows are in jet order (jetastar writes them
+    # so): memory does not grow with the file
+    in_order = all(np.all(np.diff(i) >= 0) for i in index.values())
+    step = OBSERVABLES_BLOCK if in_order else max(n, 1)
+
+    def blocks() -> Iterator[tuple[np.ndarray, dict[str, Any]]]:
+        with columns(results) as cols:
+            for a in range(0, max(n, 1), step):
+                b = min(n, a + step)
+                jets = cols.collection(a, b, node_data=False)
+                per: dict[str, Any] = {}
+                for name in names:
+                    if in_order:
+                        r0, r1 = np.searchsorted(index[name], [a, b], side="left").tolist()
+                        table = read_results_rows(results, name, r0, r1)
+                        table.jet_index = table.jet_index - a
+                    else:
+                        table = io.read_results(results, [name])[name]
+                    per[io.column_prefix(name)] = tree_observables(jets, table, **kw)
+                if "truth" in labels and "truth" not in per:
+                    per["truth"] = tree_observables(jets, None, **kw)
+                yield np.asarray(jets.jet_id, dtype=np.int64), per
+
     with atomic_path(path) as tmp:
         if fmt == "root":
-            import uproot
+            _write_observables_root(tmp, meta, blocks())
+        else:
+            _write_observables_hdf5(tmp, meta, blocks())
+    return labels
 
+
+#: jets whose observables :func:`write_observables` computes and writes at a time
+OBSERVABLES_BLOCK = 100_000
+
+
+def _write_observables_root(path: str | os.PathLike[str], meta: dict[str, Any],
+                            blocks: Iterator[tuple[np.ndarray, dict[str, Any]]]) -> None:
+    import awkward as ak
+    import uproot
+
+    with uproot.recreate(path, compression=root_compression()) as f:
+        f["meta"] = json.dumps(meta, default=str)
+        tree = None
+        for jet_id, per in blocks:
+            scalars = [k for k in ak.fields(next(iter(per.values()))) if not k.startswith("lund_")] \
+                if per else []
             branches: dict[str, Any] = {"jet_id": jet_id}
             for label, rec in per.items():
-                for f in scalars:
-                    branches[f"{label}_{f}"] = ak.to_numpy(rec[f])
+                for k in scalars:
+                    branches[f"{label}_{k}"] = ak.to_numpy(rec[k])
                 branches[f"{label}_lund"] = ak.zip(
                     {"delta_r": rec.lund_delta_r, "kt": rec.lund_kt, "z": rec.lund_z})
-            with uproot.recreate(tmp, compression=root_compression()) as f:
-                f["meta"] = json.dumps(meta, default=str)
+            if tree is None:
                 types = {k: (v.type.content if isinstance(v, ak.Array) else np.asarray(v).dtype)
                          for k, v in branches.items()}
                 tree = f.mktree("observables", types,
                                 title="jetastar tree observables, one entry per jet")
-                if len(jet_id):
-                    tree.extend(branches)
-        else:
-            import h5py
+            if len(jet_id):
+                tree.extend(branches)
 
-            with h5py.File(tmp, "w") as f:
-                for k, v in meta.items():
-                    f.attrs[k] = v if isinstance(v, (int, float, str)) else json.dumps(v)
-                g = f.create_group("observables")
-                g.create_dataset("jet_id", data=jet_id)
-                for label, rec in per.items():
-                    sub = g.create_group(label)
-                    for fld in scalars:
-                        sub.create_dataset(fld, data=ak.to_numpy(rec[fld]))
-                    counts = ak.to_numpy(ak.num(rec.lund_delta_r)).astype(np.int64)
-                    sub.create_dataset("lund_offsets", data=np.concatenate([[0], np.cumsum(counts)]))
-                    for fld in ("lund_delta_r", "lund_kt", "lund_z"):
-                        sub.create_dataset(fld, data=ak.to_numpy(ak.flatten(rec[fld])))
-    return list(per)
+
+def _write_observables_hdf5(path: str | os.PathLike[str], meta: dict[str, Any],
+                            blocks: Iterator[tuple[np.ndarray, dict[str, Any]]]) -> None:
+    import awkward as ak
+    import h5py
+
+    def append(group: Any, name: str, data: np.ndarray) -> None:
+        ds = group.get(name)
+        if ds is None:
+            group.create_dataset(name, data=data, maxshape=(None, *data.shape[1:]), chunks=True)
+            return
+        if data.shape[0]:
+            old = ds.shape[0]
+            ds.resize(old + data.shape[0], axis=0)
+            ds[old:] = data
+
+    with h5py.File(path, "w") as f:
+        for k, v in meta.items():
+            f.attrs[k] = v if isinstance(v, (int, float, str)) else json.dumps(v)
+        g = f.create_group("observables")
+        lund_base: dict[str, int] = {}
+        for jet_id, per in blocks:
+            append(g, "jet_id", jet_id)
+            for label, rec in per.items():
+                sub = g.require_group(label)
+                for k in ak.fields(rec):
+                    if not k.startswith("lund_"):
+                        append(sub, k, ak.to_numpy(rec[k]))
+                counts = ak.to_numpy(ak.num(rec.lund_delta_r)).astype(np.int64)
+                base = lund_base.get(label)
+                offsets = np.cumsum(counts) + (base or 0)
+                append(sub, "lund_offsets",
+                       np.concatenate([[0], offsets]) if base is None else offsets)
+                lund_base[label] = int(offsets[-1]) if offsets.size else (base or 0)
+                for k in ("lund_delta_r", "lund_kt", "lund_z"):
+                    append(sub, k, ak.to_numpy(ak.flatten(rec[k])))

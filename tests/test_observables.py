@@ -252,3 +252,73 @@ def test_lund_matches_fastjet_history_walk(jets: JetCollection, algorithm: str) 
         mine = list(zip(ours[i].delta_r.tolist(), ours[i].kt.tolist(), ours[i].z.tolist(),
                         strict=True))
         np.testing.assert_allclose(np.array(mine), np.array(theirs), rtol=1e-10)
+
+
+def _file_content(path) -> dict:
+    """Every branch / dataset of an observables file (values as text: NaN equals NaN)."""
+    import h5py
+    import uproot
+
+    out: dict = {}
+    if str(path).endswith(".root"):
+        with uproot.open(path) as f:
+            tree = f["observables"]
+            for b in tree.branches:
+                out[b.name] = (b.typename, repr(ak.to_list(b.array())))
+            out["#"] = tree.num_entries
+    else:
+        with h5py.File(path, "r") as f:
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    out[name] = (obj.dtype.str, obj.shape, repr(obj[()].tolist()))
+            f.visititems(visit)
+    return out
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_observables_file_written_block_by_block(tmp_path, ext, monkeypatch):
+    """write_observables goes through the results file a block of jets at a time (the rows of
+    each table read for those jets only), and writes what one block of every jet writes; a
+    table whose rows are not in jet order is read whole, with the same observables."""
+    import jetastar.observables as observables
+    from jetastar import io as jio
+
+    jets = JetCollection.concatenate([generate(13, ShowerParams.qcd(), seed=31),
+                                      generate(9, ShowerParams.w(), seed=32)])
+    jets.jet_id = np.arange(len(jets)) + 1000
+    idx = np.arange(len(jets))
+    tables = {"greedy": AlgorithmResults.from_results("greedy", [greedy(j) for j in jets],
+                                                      jet_index=idx, jet_id=jets.jet_id),
+              "kt": AlgorithmResults.from_results("kt", [kt(j) for j in jets],
+                                                  jet_index=idx, jet_id=jets.jet_id)}
+    res = tmp_path / f"res.{ext}"
+    jio.write(res, jets, tables)
+    whole = tmp_path / f"whole.{ext}"
+    assert observables.write_observables(whole, res) == ["greedy", "kt", "truth"]
+
+    def not_whole(*args, **kwargs):
+        raise AssertionError("read the whole results")
+
+    blocks = tmp_path / f"blocks.{ext}"
+    with monkeypatch.context() as m:
+        m.setattr(observables, "OBSERVABLES_BLOCK", 5)
+        m.setattr(observables.io, "read_results", not_whole)
+        m.setattr(observables.io, "read", not_whole)
+        observables.write_observables(blocks, res)
+    content = _file_content(whole)
+    assert content == _file_content(blocks)
+    # the values are those of the whole collection
+    sd = observables.tree_observables(jets, tables["kt"])
+    key = "kt_sd_mass" if ext == "root" else "observables/kt/sd_mass"
+    values = eval(content[key][-1], {"nan": math.nan, "inf": math.inf})
+    np.testing.assert_array_equal(np.array(values, dtype=float),
+                                  ak.to_numpy(sd.sd_mass))
+    # rows out of jet order: read whole, same observables
+    shuffled = {k: t.take(np.arange(len(t))[::-1]) for k, t in tables.items()}
+    res2 = tmp_path / f"res2.{ext}"
+    jio.write(res2, jets, shuffled)
+    again = tmp_path / f"again.{ext}"
+    with monkeypatch.context() as m:
+        m.setattr(observables, "OBSERVABLES_BLOCK", 5)
+        observables.write_observables(again, res2)
+    assert _file_content(again) == content

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..clustering.result import ClusteringResult
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
@@ -25,7 +27,8 @@ from ._common import check_exists
 from .formats import ColumnReader, format_of, writable_format
 
 __all__ = ["columns", "file_info", "iterate", "iterate_status_columns", "n_jets", "read",
-           "read_results", "results_table", "status_columns", "stream_writer", "write"]
+           "read_results", "read_results_rows", "results_table", "status_columns", "stream_writer",
+           "write"]
 
 
 def read(
@@ -96,6 +99,30 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
     else:  # formats without their own reader: the whole tables
         for label, t in fmt.read_results(path, None, None).items():
             yield label, status_columns(t)
+
+
+def read_results_rows(path: str | os.PathLike[str], label: str, start: int,
+                      stop: int) -> AlgorithmResults:
+    """Rows ``start:stop`` of one results table of a file, with their trees, without reading the
+    other rows (to go through a large file a block of rows at a time).
+
+    Example:
+        >>> import os, tempfile
+        >>> import jetastar
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(5, ShowerParams.qcd(), seed=1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.root")
+        >>> write(path, jets, {"greedy": jetastar.cluster(jets, "greedy")})
+        >>> read_results_rows(path, "greedy", 1, 3).jet_index.tolist()
+        [1, 2]
+    """
+    fmt = format_of(check_exists(path))
+    if fmt.name == "hdf5":
+        return hdf5.hdf5_results_rows(path, label, start, stop)
+    if fmt.name == "root":
+        return root.root_results_rows(path, label, start, stop)
+    table = fmt.read_results(path, [label], None)[label]
+    return table.take(np.arange(max(0, start), max(0, min(stop, len(table)))))
 
 
 def status_columns(table: AlgorithmResults) -> dict[str, Any]:

@@ -93,6 +93,7 @@ __all__ = [
     "HDF5Columns",
     "HDF5StreamWriter",
     "hdf5_info",
+    "hdf5_results_rows",
     "hdf5_status_columns",
     "iterate_hdf5",
     "n_jets_hdf5",
@@ -865,6 +866,17 @@ def read_hdf5_results(
     return out
 
 
+def hdf5_results_rows(path: str | os.PathLike[str], label: str, start: int,
+                      stop: int) -> AlgorithmResults:
+    """Rows ``start:stop`` of the results table ``label``, with their trees (see
+    :func:`jetastar.io.dispatch.read_results_rows`)."""
+    with _File(path, need_jets=False) as f:
+        g = f"results/{_group_name(label)}"
+        if g not in f.f:
+            raise FileFormatError(f"{path}: no results for {label!r}")
+        return _read_table(f, g, slice(start, stop))
+
+
 def hdf5_status_columns(path: str | os.PathLike[str],
                         step_size: int) -> Iterator[tuple[str, dict[str, Any]]]:
     """The status columns of each results table, ``step_size`` rows at a time (see
@@ -894,31 +906,38 @@ def hdf5_status_columns(path: str | os.PathLike[str],
                 }
 
 
-def _read_table(f: _File, g: str) -> AlgorithmResults:
+def _read_table(f: _File, g: str, rows: slice = slice(None)) -> AlgorithmResults:
+    """The results table of group ``g`` (``rows``: only those rows, with their trees)."""
     attrs = f.f[g].attrs
+    start, stop, _ = rows.indices(f.f[f"{g}/jet_index"].shape[0])
+    stop = max(start, stop)
+    rows = slice(start, stop)
+    off = f.read(f"{g}/node_offsets", slice(start, stop + 1)).astype(np.int64)
+    nodes = slice(int(off[0]), int(off[-1])) if off.size else slice(0, 0)
 
     def text(name: str) -> list[str]:
-        return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in f.read(f"{g}/{name}")]
+        return [v.decode("utf-8") if isinstance(v, bytes) else str(v)
+                for v in f.read(f"{g}/{name}", rows)]
 
-    counters = {k: f.read(f"{g}/counters/{k}") for k in f.f[f"{g}/counters"]} \
+    counters = {k: f.read(f"{g}/counters/{k}", rows) for k in f.f[f"{g}/counters"]} \
         if "counters" in f.f[g] else {}
     try:
         return AlgorithmResults(
             str(attrs.get("algorithm", g.rsplit("/", 1)[-1])),
-            jet_index=f.read(f"{g}/jet_index"),
-            jet_id=f.read(f"{g}/jet_id"),
-            log_likelihood=f.read(f"{g}/log_likelihood"),
-            exact=f.read(f"{g}/exact").astype(bool),
-            log_z=f.read(f"{g}/log_z"),
-            upper_bound=f.read(f"{g}/upper_bound"),
-            n_trees=f.read(f"{g}/n_trees"),
-            time_s=f.read(f"{g}/time_s"),
+            jet_index=f.read(f"{g}/jet_index", rows),
+            jet_id=f.read(f"{g}/jet_id", rows),
+            log_likelihood=f.read(f"{g}/log_likelihood", rows),
+            exact=f.read(f"{g}/exact", rows).astype(bool),
+            log_z=f.read(f"{g}/log_z", rows),
+            upper_bound=f.read(f"{g}/upper_bound", rows),
+            n_trees=f.read(f"{g}/n_trees", rows),
+            time_s=f.read(f"{g}/time_s", rows),
             status=text("status"),
             message=text("message"),
             options=text("options"),
-            node_offsets=f.read(f"{g}/node_offsets"),
-            children=np.stack([f.read(f"{g}/left"), f.read(f"{g}/right")], axis=1),
-            leaf_of_node=f.read(f"{g}/leaf_of_node"),
+            node_offsets=off - off[0] if off.size else off,
+            children=np.stack([f.read(f"{g}/left", nodes), f.read(f"{g}/right", nodes)], axis=1),
+            leaf_of_node=f.read(f"{g}/leaf_of_node", nodes),
             counters=counters,
             likelihood=str(attrs.get("likelihood", "symmetric")),
             exact_method=bool(attrs.get("exact_method", False)),

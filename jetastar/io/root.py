@@ -86,6 +86,7 @@ __all__ = [
     "read_root_results",
     "root_compression",
     "root_info",
+    "root_results_rows",
     "root_status_columns",
     "write_root",
 ]
@@ -915,38 +916,68 @@ def read_root_results(
             raise FileFormatError(
                 f"{path}: no results for {label!r}; the file has {sorted(set(labels.tolist()))}"
             )
-        sub = arr[rows]
-        meta = info.get(label, {})
-        table = AlgorithmResults(
-            str(meta.get("algorithm", label)),
-            jet_index=_np(sub["jet_index"], np.int64),
-            jet_id=_np(sub["jet_id"], np.int64),
-            log_likelihood=_np(sub["log_likelihood"], np.float64),
-            exact=_np(sub["exact"], bool),
-            log_z=_np(sub["log_z"], np.float64),
-            upper_bound=_np(sub["upper_bound"], np.float64),
-            n_trees=_np(sub["n_trees"], np.float64),
-            time_s=_np(sub["time_s"], np.float64),
-            status=_string_list(sub["status"]),
-            message=_string_list(sub["message"]),
-            options=_string_list(sub["options"]),
-            node_offsets=_offsets(sub["nnode"]),
-            children=np.stack(
-                [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
-            ).reshape(-1, 2),
-            leaf_of_node=_flat(sub["node_leaf"], np.int64),
-            counters={
-                k[len("counter_"):]: _np(sub[k], np.float64)
-                for k in fields if k.startswith("counter_")
-                and not np.all(np.isnan(_np(sub[k], np.float64)))
-            },
-            likelihood=str(meta.get("likelihood", "symmetric")),
-            exact_method=bool(meta.get("exact_method", False)),
-        )
+        table = _table_of(arr[rows], fields, label, info.get(label, {}))
         if jets is not None:
             table = table.take(rows_for(table.jet_index, jets))
         out[label] = table
     return out
+
+
+def _table_of(sub: Any, fields: list[str], label: str, meta: Mapping[str, Any]) -> AlgorithmResults:
+    """An :class:`AlgorithmResults` from rows of the ``results`` tree (``meta``: the label's entry
+    of the file's ``meta["results"]``)."""
+    return AlgorithmResults(
+        str(meta.get("algorithm", label)),
+        jet_index=_np(sub["jet_index"], np.int64),
+        jet_id=_np(sub["jet_id"], np.int64),
+        log_likelihood=_np(sub["log_likelihood"], np.float64),
+        exact=_np(sub["exact"], bool),
+        log_z=_np(sub["log_z"], np.float64),
+        upper_bound=_np(sub["upper_bound"], np.float64),
+        n_trees=_np(sub["n_trees"], np.float64),
+        time_s=_np(sub["time_s"], np.float64),
+        status=_string_list(sub["status"]),
+        message=_string_list(sub["message"]),
+        options=_string_list(sub["options"]),
+        node_offsets=_offsets(sub["nnode"]),
+        children=np.stack(
+            [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
+        ).reshape(-1, 2),
+        leaf_of_node=_flat(sub["node_leaf"], np.int64),
+        counters={
+            k[len("counter_"):]: _np(sub[k], np.float64)
+            for k in fields if k.startswith("counter_")
+            and not np.all(np.isnan(_np(sub[k], np.float64)))
+        },
+        likelihood=str(meta.get("likelihood", "symmetric")),
+        exact_method=bool(meta.get("exact_method", False)),
+    )
+
+
+def root_results_rows(path: str | os.PathLike[str], label: str, start: int,
+                      stop: int) -> AlgorithmResults:
+    """Rows ``start:stop`` of the results table ``label``, with their trees (see
+    :func:`jetastar.io.dispatch.read_results_rows`): jetastar writes the ``results`` tree table
+    after table, so the rows are the entries after those of the tables before it in ``meta``
+    (checked; a file whose tables are interleaved is read whole)."""
+    import awkward as ak
+
+    with _RootFile(path, need_jets=False) as f:
+        info = f.meta.get("results", {})
+        if label not in info or "results" not in f.f:
+            raise FileFormatError(f"{path}: no results for {label!r}")
+        first = 0
+        for other, m in info.items():
+            if other == label:
+                break
+            first += int(m.get("n_rows", 0))
+        n = int(info[label].get("n_rows", 0))
+        start, stop = max(0, min(start, n)), max(0, min(stop, n))
+        stop = max(start, stop)
+        arr = f.arrays("results", first + start, first + stop)
+    if all(lab == label for lab in _string_list(arr["label"])):
+        return _table_of(arr, ak.fields(arr), label, info[label])
+    return read_root_results(path, [label])[label].take(np.arange(start, stop))
 
 
 def root_status_columns(path: str | os.PathLike[str],
