@@ -205,7 +205,8 @@ class EventRows:
         self._entry = self._entry[k:]
         self._per_jet = {name: v[k:] for name, v in self._per_jet.items()}
         self._before += k
-        self._next = stop
+        if self._next is not None or self._entry.size or k:
+            self._next = stop  # (no jet and no entry range yet: the first event is not known)
         return scalars, per_jet, offsets
 
 
