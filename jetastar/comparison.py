@@ -47,6 +47,7 @@ import numpy as np
 from . import io
 from .io import truth_log_likelihoods
 from .io.dispatch import columns, iterate_status_columns, status_columns
+from .io.schema import TRUTH_LIKELIHOODS
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -446,22 +447,18 @@ def _file_jet_columns(path: str | os.PathLike[str]) -> _JetColumns:
     n = io.n_jets(path)
     n_leaves, has_truth = np.zeros(n, np.int64), np.zeros(n, bool)
     jet_type = np.empty(n, dtype=object)
-    truth = {form: np.full(n, np.nan) for form in _FORMS}
+    truth = {form: np.full(n, np.nan) for form in TRUTH_LIKELIHOODS}
     with columns(path) as cols:
         for a in range(0, n, _JET_BLOCK):
             b = min(n, a + _JET_BLOCK)
             got = cols.read(["leaf_offsets", "node_offsets", "jet_type",
-                             *(f"truth_llh_{form}" for form in _FORMS)], a, b)
+                             *(f"truth_llh_{form}" for form in TRUTH_LIKELIHOODS)], a, b)
             n_leaves[a:b] = np.diff(got["leaf_offsets"])
             has_truth[a:b] = np.diff(got["node_offsets"]) > 0
             jet_type[a:b] = [str(t) for t in got["jet_type"]]
-            for form in _FORMS:
+            for form in TRUTH_LIKELIHOODS:
                 truth[form][a:b] = got[f"truth_llh_{form}"]
     return _JetColumns(n, n_leaves, jet_type, has_truth, truth.__getitem__)
-
-
-#: the likelihood forms whose truth values a file holds
-_FORMS = ("symmetric", "legacy")
 
 
 def _truth_form(forms: dict[str, str]) -> str:

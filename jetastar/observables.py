@@ -615,7 +615,7 @@ def write_observables(
         truth = truth and any(
             cols.read(["node_offsets"], a, min(n, a + OBSERVABLES_BLOCK))["node_offsets"][-1]
             for a in range(0, n, OBSERVABLES_BLOCK))
-    labels = [io.column_prefix(name) for name in names]
+    labels = list(dict.fromkeys(io.column_prefix(name) for name in names))
     if truth and "truth" not in labels:
         labels.append("truth")
     meta = {

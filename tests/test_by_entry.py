@@ -27,11 +27,8 @@ def test_events_block_by_block_equal_the_whole(entry_range):
         entry = np.sort(rng.integers(3, 20, rng.integers(0, 30)))
         values = rng.random(entry.size)
         whole = EventRows(entry_range)
-        first = whole.add(entry, {"x": values})
-        last = whole.finish()
-        scalars = {k: np.concatenate([first[0][k], last[0][k]]) for k in first[0]}
-        per_jet = {"x": np.concatenate([first[1]["x"], last[1]["x"]])}
-        offsets = np.concatenate([first[2][:-1], last[2] + first[2][-1]])
+        whole.take(entry, {"x": values})
+        scalars, per_jet, offsets = whole.finish()
         events, n_jets, first = _reference(entry, entry_range)
         assert np.array_equal(scalars["entry"], events)
         assert np.array_equal(scalars["n_jets"], n_jets)
@@ -50,6 +47,6 @@ def test_events_block_by_block_equal_the_whole(entry_range):
 
 def test_jets_out_of_order_or_outside_the_range_are_refused():
     with pytest.raises(ValueError, match="event order"):
-        EventRows().add(np.array([3, 2]), {})
+        EventRows().take(np.array([3, 2]), {})
     with pytest.raises(ValueError, match="entry range"):
-        EventRows((0, 5)).add(np.array([4, 5]), {})
+        EventRows((0, 5)).take(np.array([4, 5]), {})

@@ -120,25 +120,17 @@ def event_columns(
     cols = collection.jet_columns
     if "jet_in_event" not in cols or "entry" not in cols:
         return None
-    entry = cols["entry"].astype(np.int64)
-    if entry_range is None:
-        entry_range = (int(entry.min()), int(entry.max()) + 1) if entry.size else (0, 0)
-    start, stop = (int(x) for x in entry_range)
-    if entry.size and (np.any(np.diff(entry) < 0) or entry[0] < start or entry[-1] >= stop):
-        raise ValueError("jets of events must be in event order and inside the entry range")
-    n_jets = np.bincount(entry - start, minlength=stop - start).astype(np.int64)
-    offsets = np.zeros(stop - start + 1, np.int64)
-    np.cumsum(n_jets, out=offsets[1:])
-    scalars = {"entry": np.arange(start, stop, dtype=np.int64), "n_jets": n_jets,
-               "first_jet": offsets[:-1].copy()}
     _, per_label = by_entry_columns(collection, tables)
-    return scalars, event_jet_columns(collection, per_label), offsets
+    rows = EventRows(entry_range)
+    rows.take(cols["entry"], event_jet_columns(collection, per_label))
+    return rows.finish()
 
 
 class EventRows:
-    """The per-event table of :func:`event_columns` for jets given block by block, in event
-    order: each call returns the events that are complete (an event whose jets may continue in
-    the next block waits for it), so memory holds one block and one event's jets.
+    """The per-event table of jets given block by block, in event order (one block:
+    :func:`event_columns`): each call of :meth:`add` returns the events that are complete (an
+    event whose jets may continue in the next block waits for it), so memory holds one block and
+    one event's jets.
 
     Args:
         entry_range: the input entries that were read (``None``: from the first jet's entry to
@@ -167,6 +159,12 @@ class EventRows:
         """Take the next jets (their ``entry`` and per-jet columns) and return the events that
         are complete: ``(scalars, per_jet, offsets)`` as :func:`event_columns`, with
         ``first_jet`` counted from the first jet of all."""
+        self.take(entry, per_jet)
+        # the event of the last jet may go on in the next block
+        return self._close(self._last if self._entry.size else self._next)
+
+    def take(self, entry: np.ndarray, per_jet: Mapping[str, np.ndarray]) -> None:
+        """Take the next jets without returning events (:meth:`finish` returns them all)."""
         entry = np.asarray(entry, np.int64)
         if entry.size:
             if np.any(np.diff(entry) < 0) or entry[0] < self._last:
@@ -180,8 +178,6 @@ class EventRows:
         for k, v in per_jet.items():
             old = self._per_jet.get(k)
             self._per_jet[k] = np.asarray(v) if old is None else np.concatenate([old, v])
-        # the event of the last jet may go on in the next block
-        return self._close(self._last if self._entry.size else self._next)
 
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
         """The remaining events, up to the end of the entry range."""
