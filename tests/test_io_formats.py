@@ -101,6 +101,35 @@ def test_results_as_a_table_a_list_of_tables_or_a_list_of_results(tmp_path, suff
         jio.write(tmp_path / f"x{suffix}", 42)
 
 
+def test_results_keep_their_order_and_tables_without_rows(tmp_path, fmt, suffix):
+    """Both formats, written whole or block by block, give back the tables in the order they
+    were written (not by name), a table without rows included, and say so in ``file_info``."""
+    import jetastar
+    from jetastar.io import AlgorithmResults
+
+    jets = generate(6, ShowerParams.qcd(), seed=4)
+    kt, greedy = jetastar.cluster(jets, "kt"), jetastar.cluster(jets, "greedy")
+    tables = {"kt": kt, "none": AlgorithmResults.from_results("none", [], jet_index=[]),
+              "greedy": greedy}
+    whole = tmp_path / f"whole{suffix}"
+    jio.write(whole, jets, tables)
+    streamed = tmp_path / f"streamed{suffix}"
+    writer = jio.FORMATS[fmt].stream_writer(streamed)
+    writer.add_jets(jets)
+    for label, table in tables.items():
+        for rows in (slice(0, 2), slice(2, None)):
+            writer.add_results(label, table.take(np.arange(len(table))[rows]))
+    writer.close()
+    for path in (whole, streamed):
+        back = jio.read_results(path)
+        assert list(back) == ["kt", "none", "greedy"]
+        assert len(back["none"]) == 0
+        assert back["greedy"].log_likelihood.tolist() == greedy.log_likelihood.tolist()
+        info = jio.file_info(path)["results"]
+        assert list(info) == ["kt", "none", "greedy"]
+        assert (info["none"]["rows"], info["none"]["status"]) == (0, {})
+
+
 def test_generated_jets_round_trip_with_extras(tmp_path, fmt):
     jets = generate(30, ShowerParams.w(), seed=5)
     jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},

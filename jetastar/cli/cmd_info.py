@@ -140,8 +140,9 @@ def _describe_file(args: argparse.Namespace) -> int:
         finite = finite_counts(args.file)
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
-            echo(f"  {label:<16} {r['rows']} rows ({st}{finite.get(label, '')}), "
-                 f"likelihood {r['likelihood']}")
+            detail = f"{st}{finite.get(label, '')}".removeprefix("; ")
+            echo(f"  {label:<16} {r['rows']} rows" + (f" ({detail})" if detail else "")
+                 + f", likelihood {r['likelihood']}")
     return 0
 
 

@@ -264,7 +264,7 @@ def write_hdf5(
                 f.attrs["n_jets"] = len(collection)
                 f.attrs.setdefault("generator_params", json.dumps(generator_params(collection)))
                 _write_jets(f.create_group("jets"), collection)
-            res = f.create_group("results")
+            res = f.create_group("results", track_order=True)  # tables in the order given
             for label, table in (results or {}).items():
                 _write_results(res.create_group(_group_name(label)), table)
             if results and has_entries(collection):
@@ -298,6 +298,14 @@ def _write_by_entry(group: Any, collection: JetCollection,
         _dataset(g, "exact", c["exact"].astype(np.uint8))
         _dataset(g, "finite", c["finite"].astype(np.uint8))
         _text_dataset(g, "reason", c["reason"])
+
+
+def _results_group(f: Any) -> Any:
+    """The file's ``results`` group, made (if new) to list its tables in the order they were
+    written, as the ROOT ``results`` tree does (an older file lists them by name)."""
+    if "results" in f:
+        return f["results"]
+    return f.create_group("results", track_order=True)
 
 
 def _group_name(label: str) -> str:
@@ -406,7 +414,7 @@ class HDF5StreamWriter:
     def add_results(self, label: str, table: AlgorithmResults) -> None:
         """Append rows of the results table ``label`` (its attributes come from its first rows)."""
         if self._results is None:
-            self._results = self.f.require_group("results")
+            self._results = _results_group(self.f)
         name = _group_name(label)
         state = self._tables.get(name)
         if state is None:
@@ -499,7 +507,7 @@ class HDF5StreamWriter:
             if jets:
                 f.attrs["n_jets"] = self._n_jets
                 self._jets.attrs["n_jets"] = self._n_jets
-            f.require_group("results")
+            _results_group(f)
             for state in self._tables.values():
                 state["group"].attrs["n_rows"] = state["rows"]
             if "clusters" in f:

@@ -908,7 +908,9 @@ def read_root_results(
             return out
         arr = f.arrays("results")
     labels = np.array(_string_list(arr["label"]), dtype=object)
-    wanted = list(dict.fromkeys(labels.tolist())) if algorithms is None else list(algorithms)
+    # every table of meta, rows or none (as HDF5 keeps its empty groups), then any others
+    wanted = (list(dict.fromkeys([*info, *labels.tolist()])) if algorithms is None
+              else list(algorithms))
     fields = ak.fields(arr)
     for label in wanted:
         rows = np.flatnonzero(labels == label)
@@ -983,12 +985,35 @@ def root_results_rows(path: str | os.PathLike[str], label: str, start: int,
 def root_status_columns(path: str | os.PathLike[str],
                         step_size: int) -> Iterator[tuple[str, dict[str, Any]]]:
     """The status columns of each results table, ``step_size`` rows of the ``results`` tree at
-    a time (see :func:`jetastar.io.dispatch.iterate_status_columns`; a table without rows has
-    none here, as in :func:`read_root_results`)."""
+    a time (see :func:`jetastar.io.dispatch.iterate_status_columns`); a table of ``meta`` without
+    rows gives one empty block, in ``meta``'s order, as in :func:`hdf5_status_columns`."""
     with _RootFile(path, need_jets=False) as f:
         if "results" not in f.f:
             return
+        tables = f.meta.get("results", {})
+        empty = [label for label, m in tables.items() if int(m.get("n_rows", 1)) == 0]
+        seen: set[str] = set()
         counters = sorted(k for k in f.f["results"].keys() if k.startswith("counter_"))
+        empty_block = {"status": np.array([], dtype=object),
+                       "jet_index": np.zeros(0, np.int64),
+                       "log_likelihood": np.zeros(0), "exact": np.zeros(0, bool),
+                       "time_s": np.zeros(0),
+                       "counters": {k[len("counter_"):]: np.zeros(0) for k in counters}}
+
+        def table_meta(label: str) -> dict[str, Any]:
+            meta = tables.get(label, {})
+            return {"likelihood": str(meta.get("likelihood", "symmetric")),
+                    "exact_method": bool(meta.get("exact_method", False))}
+
+        def empty_before(label: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+            # the empty tables ``meta`` lists before ``label`` (None: all that are left)
+            order = list(tables)
+            stop = order.index(label) if label in tables else len(order)
+            for other in order[:stop]:
+                if other in empty and other not in seen:
+                    seen.add(other)
+                    yield other, {**empty_block, **table_meta(other)}
+
         n = f.num_entries("results")
         for a in range(0, n, step_size):
             arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
@@ -1000,12 +1025,13 @@ def root_status_columns(path: str | os.PathLike[str],
                        "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64)}
             values = {k[len("counter_"):]: _np(arr[k], np.float64) for k in counters}
             for label in dict.fromkeys(labels.tolist()):
+                yield from empty_before(label)
+                seen.add(label)
                 rows = labels == label
-                meta = f.meta.get("results", {}).get(label, {})
                 yield label, {**{k: v[rows] for k, v in columns.items()},
                               "counters": {k: v[rows] for k, v in values.items()},
-                              "likelihood": str(meta.get("likelihood", "symmetric")),
-                              "exact_method": bool(meta.get("exact_method", False))}
+                              **table_meta(label)}
+        yield from empty_before(None)
 
 
 def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
