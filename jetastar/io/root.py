@@ -168,21 +168,55 @@ def _string_array(offsets: np.ndarray, chars: np.ndarray) -> Any:
     ))
 
 
-def _string_list(arr: Any) -> list[str]:
-    """The strings of an awkward array of strings (``ak.to_list`` converts element by element)."""
+def _str_array(arr: Any) -> np.ndarray:
+    """The strings of an awkward array of strings, as an object array of ``str``.
+
+    Each run of equal consecutive strings is decoded once (``ak.to_list`` converts element by
+    element): the ``label`` and ``status`` columns of a results tree are long runs, so a block of
+    200 000 rows costs a few ms, not a decode per row.
+    """
     import awkward as ak
 
     layout = ak.to_layout(ak.to_packed(arr))
-    if isinstance(layout, ak.contents.ListOffsetArray) and \
-            layout.parameter("__array__") == "string":
-        offsets = np.asarray(layout.offsets)
-        data = np.asarray(layout.content.data).tobytes()
-        base = int(offsets[0])
-        bounds = (offsets - base).tolist()
-        data = data[base:]
-        return [data[bounds[i]:bounds[i + 1]].decode("utf-8", "surrogateescape")
-                for i in range(len(bounds) - 1)]
-    return ak.to_list(arr)
+    if not (isinstance(layout, ak.contents.ListOffsetArray)
+            and layout.parameter("__array__") == "string"):
+        out = np.empty(len(arr), dtype=object)
+        out[:] = ak.to_list(arr)
+        return out
+    offsets = np.asarray(layout.offsets, dtype=np.int64)
+    data = np.asarray(layout.content.data).view(np.uint8)
+    n = offsets.shape[0] - 1
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    same = np.zeros(n, dtype=bool)  # row i equals row i - 1
+    candidates = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
+    same[candidates[lengths[candidates] == 0]] = True
+    candidates = candidates[lengths[candidates] > 0]
+    # compare their bytes with the previous row's, in batches of at most ~4 MB of bytes
+    ends = np.cumsum(lengths[candidates])
+    a = 0
+    while a < candidates.shape[0]:
+        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + (1 << 22))))
+        rows = candidates[a:b]
+        size = lengths[rows]
+        first = np.cumsum(size) - size
+        which = np.repeat(np.arange(rows.shape[0]), size)
+        k = np.arange(int(size.sum())) - first[which]
+        differs = data[starts[rows][which] + k] != data[starts[rows - 1][which] + k]
+        same[rows] = np.add.reduceat(differs, first) == 0
+        a = b
+    heads = np.flatnonzero(~same)
+    raw = data.tobytes()
+    decoded: dict[bytes, str] = {}
+    values = []
+    for i in heads.tolist():
+        text = raw[offsets[i]:offsets[i + 1]]
+        value = decoded.get(text)
+        if value is None:
+            value = decoded[text] = text.decode("utf-8", "surrogateescape")
+        values.append(value)
+    unique = np.empty(len(values), dtype=object)
+    unique[:] = values
+    return np.repeat(unique, np.diff(np.append(heads, n)))
 
 
 def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int, b: int) -> dict:
@@ -739,7 +773,7 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
             node_momenta=node_momenta,
             jet_id=_np(arr["jet_id"], np.int64),
             seed=_np(arr["seed"], np.int64),
-            jet_type=np.array(_string_list(arr["jet_type"]), dtype=object),
+            jet_type=_str_array(arr["jet_type"]),
             params=params,
         )
     except ValueError as exc:
@@ -837,7 +871,7 @@ class RootColumns(ColumnReader):
             elif name == "leaf_of_node":
                 out[name] = _flat(arr["node_leaf"], np.int64)
             elif name == "jet_type":
-                out[name] = np.array(_string_list(arr["jet_type"]), dtype=object)
+                out[name] = _str_array(arr["jet_type"])
             elif name == "params.root_momentum":
                 out[name] = np.stack([_np(arr[k], np.float64) for k in ROOT_MOMENTUM_COLUMNS],
                                      axis=1).reshape(-1, 4)
@@ -907,7 +941,7 @@ def read_root_results(
                 raise FileFormatError(f"{path}: holds no results")
             return out
         arr = f.arrays("results")
-    labels = np.array(_string_list(arr["label"]), dtype=object)
+    labels = _str_array(arr["label"])
     # every table of meta, rows or none (as HDF5 keeps its empty groups), then any others
     wanted = (list(dict.fromkeys([*info, *labels.tolist()])) if algorithms is None
               else list(algorithms))
@@ -938,9 +972,9 @@ def _table_of(sub: Any, fields: list[str], label: str, meta: Mapping[str, Any]) 
         upper_bound=_np(sub["upper_bound"], np.float64),
         n_trees=_np(sub["n_trees"], np.float64),
         time_s=_np(sub["time_s"], np.float64),
-        status=_string_list(sub["status"]),
-        message=_string_list(sub["message"]),
-        options=_string_list(sub["options"]),
+        status=_str_array(sub["status"]),
+        message=_str_array(sub["message"]),
+        options=_str_array(sub["options"]),
         node_offsets=_offsets(sub["nnode"]),
         children=np.stack(
             [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
@@ -977,7 +1011,7 @@ def root_results_rows(path: str | os.PathLike[str], label: str, start: int,
         start, stop = max(0, min(start, n)), max(0, min(stop, n))
         stop = max(start, stop)
         arr = f.arrays("results", first + start, first + stop)
-    if all(lab == label for lab in _string_list(arr["label"])):
+    if all(lab == label for lab in _str_array(arr["label"]).tolist()):
         return _table_of(arr, ak.fields(arr), label, info[label])
     return read_root_results(path, [label])[label].take(np.arange(start, stop))
 
@@ -1018,8 +1052,8 @@ def root_status_columns(path: str | os.PathLike[str],
         for a in range(0, n, step_size):
             arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
                 "label", "status", "jet_index", "log_likelihood", "exact", "time_s", *counters])
-            labels = np.array(_string_list(arr["label"]), dtype=object)
-            columns = {"status": np.array(_string_list(arr["status"]), dtype=object),
+            labels = _str_array(arr["label"])
+            columns = {"status": _str_array(arr["status"]),
                        "jet_index": _np(arr["jet_index"], np.int64),
                        "log_likelihood": _np(arr["log_likelihood"], np.float64),
                        "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64)}
@@ -1043,10 +1077,11 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         if "jets" in f.f:
             arr = f.arrays("jets", filter_name=["n_leaves", "jet_type", "nnode"])
             n_leaves = _np(arr["n_leaves"], np.int64)
-            types = _string_list(arr["jet_type"])
+            types = _str_array(arr["jet_type"])
             info["n_jets"] = int(n_leaves.shape[0])
             info["n_leaves"] = n_leaves
-            info["jet_types"] = {t: types.count(t) for t in sorted(set(types))}
+            kinds = Counter(types.tolist())
+            info["jet_types"] = {t: kinds[t] for t in sorted(kinds)}
             info["has_truth"] = int(np.count_nonzero(_np(arr["nnode"], np.int64)))
             info["extra_columns"] = sorted([*meta.get("node_extra", []),
                                             *meta.get("jet_extra", [])])
