@@ -270,6 +270,66 @@ def test_dask_local_cluster(tmp_path, jets_file):
     _check_complete(tmp_path / "dask2.root", 60, ("test-chain", "test-exact"))
 
 
+def test_dask_workers_read_an_input_they_see_and_are_sent_one_they_do_not(
+        tmp_path, jets_file, monkeypatch, capfd):
+    """Dask workers that find the input at its path (same size and contents) read their chunks
+    themselves; otherwise this process reads them and sends the jets, says so once, and Dask's
+    warning about large task graphs is not repeated at every chunk. Same results either way."""
+    import dask
+
+    distributed = pytest.importorskip("distributed")
+    from jetastar.batch import runner
+
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN], chunk_size=10)
+    (here,) = run_batch([jets_file], config, output=tmp_path / "here.h5", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        with monkeypatch.context() as m:
+            real_chunk = JetFileReader.chunk
+
+            def read_here(self, start, stop, *, node_data=True):
+                # (the output's copy of the jets reads them with their node data)
+                assert node_data, "the main process read a chunk to cluster"
+                return real_chunk(self, start, stop, node_data=node_data)
+
+            m.setattr(JetFileReader, "chunk", read_here)
+            (seen,) = run_batch([jets_file], config, output=tmp_path / "seen.h5",
+                                executor=client.get_executor(), progress=False)
+        assert seen.ok, seen.error
+        assert "cannot read" not in capfd.readouterr().err
+        # the workers find another file at the path: this process's stamp differs from theirs
+        main, real = os.getpid(), runner.file_stamp
+        monkeypatch.setattr(runner, "file_stamp",
+                            lambda path: (0, "x") if os.getpid() == main else real(path))
+        # (a chunk of 10 jets is ~8 kB, every other task far less)
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "6kB"}):
+            (sent,) = run_batch([jets_file], config, output=tmp_path / "sent.h5",
+                                executor=client.get_executor(), progress=False)
+        assert sent.ok, sent.error
+    err = capfd.readouterr().err
+    assert err.count("the Dask workers cannot read") == 1 and "large graph" not in err
+    expected = jio.read_results(here.output)["test-chain"]
+    for out in (seen.output, sent.output):
+        got = jio.read_results(out)["test-chain"]
+        assert got.log_likelihood.tolist() == expected.log_likelihood.tolist()
+        assert got.children.tolist() == expected.children.tolist()
+
+
+def test_a_worker_reading_another_file_fails_its_chunk(tmp_path, jets_file):
+    from jetastar.batch.runner import file_stamp, timed_file_chunk_task
+
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN])
+    stamp = file_stamp(jets_file)
+    assert stamp is not None and file_stamp(tmp_path / "none.h5") is None
+    first, tables, _ = timed_file_chunk_task(str(jets_file), 0, 3, config, 1, stamp)
+    assert first == 0 and len(tables["test-chain"]) == 3
+    other = tmp_path / "other.h5"
+    jio.write(other, generate(5, ShowerParams.qcd(), seed=2))
+    with pytest.raises(BatchError, match="not the input of the run"):
+        timed_file_chunk_task(str(other), 0, 3, config, 1, stamp)
+
+
 def test_dask_says_when_a_worker_was_lost(tmp_path, capfd):
     import threading
 

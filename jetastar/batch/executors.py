@@ -222,20 +222,21 @@ class WorkerWatch:
     """
 
     def __init__(self, executor: cf.Executor | None) -> None:
-        self._client = getattr(executor, "_client", None)
+        #: the executor's ``distributed.Client`` (``None`` for other executors)
+        self.client = getattr(executor, "_client", None)
         self._known = self._workers()
 
     def _workers(self) -> set[str]:
-        if self._client is None:
+        if self.client is None:
             return set()
         try:
-            return set(self._client.scheduler_info().get("workers", {}))
+            return set(self.client.scheduler_info().get("workers", {}))
         except Exception:  # a closing client: nothing to report
             return set()
 
     def lost(self) -> list[str]:
         """The addresses of the workers gone since the last call (at most every 0.5 s asked)."""
-        if self._client is None:
+        if self.client is None:
             return []
         now = time.monotonic()
         if now - getattr(self, "_asked", 0.0) < 0.5:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import hashlib
 import os
 import queue as _queue
 import shutil
@@ -58,7 +59,7 @@ from .resume import (
 from .sources import JetFileReader, JetSource, ParticleFileSource
 from .work import chunk_task, cluster_collection
 
-__all__ = ["FileSummary", "output_path_for", "run_batch", "timed_chunk_task",
+__all__ = ["FileSummary", "file_stamp", "output_path_for", "run_batch", "timed_chunk_task",
            "timed_file_chunk_task"]
 
 #: bytes a temporary file name adds to its final name (``.<name>.<pid>.<token>.tmp``, part folders
@@ -483,9 +484,18 @@ def _cluster_chunks(
     pending: dict[cf.Future, tuple[int, int]] = {}
     max_inflight = 2 * n_workers + 1
     watch = WorkerWatch(executor)
-    # workers of the local pool share this file system: they read jetastar files themselves
-    by_path = progress is not None and isinstance(reader, JetFileReader) and \
-        reader.fmt != "legacy"
+    path, stamp = _path_for_workers(reader, watch.client, progress is not None)
+    by_path = path is not None
+    shipping: Callable[[], Any] = contextlib.nullcontext
+    if not by_path and watch.client is not None:
+        # the chunks' jets travel in the tasks (so that Dask can compute a lost worker's chunks
+        # again elsewhere); each is a few MB by design: no Dask warning about large graphs at
+        # every chunk, but one line where the workers could not read a jetastar file themselves
+        shipping = _large_tasks_expected
+        if isinstance(reader, JetFileReader) and reader.fmt != "legacy":
+            print(f"jetastar: the Dask workers cannot read {reader.path} themselves (not on "
+                  "their file system, or another file there): this process reads its jets and "
+                  "sends them with each chunk", file=sys.stderr, flush=True)
 
     def finish(fut: cf.Future) -> None:
         a, b = pending.pop(fut)
@@ -502,11 +512,13 @@ def _cluster_chunks(
                 while len(pending) < max_inflight and (chunk := plan.next()) is not None:
                     a, b = chunk
                     if by_path:  # the worker reads its chunk: decoding is shared out too
-                        fut = executor.submit(timed_file_chunk_task, source, a, b, config,
-                                              n_workers)
+                        fut = executor.submit(timed_file_chunk_task, path, a, b, config,
+                                              n_workers, stamp, source)
                     else:
                         jets = reader.chunk(a, b, node_data=False)
-                        fut = executor.submit(timed_chunk_task, jets, config, a, source, n_workers)
+                        with shipping():
+                            fut = executor.submit(timed_chunk_task, jets, config, a, source,
+                                                  n_workers)
                     pending[fut] = (a, b)
                 if not pending:
                     break
@@ -546,24 +558,92 @@ def timed_chunk_task(
     return first, tables, time.perf_counter() - watch
 
 
-#: in a worker of the local pool: the input it reads its chunks from (one open file at a time)
-_WORKER_READER: dict[str, JetFileReader] = {}
+#: in a worker: the input it reads its chunks from (one open file at a time), by path and stamp
+_WORKER_READER: dict[tuple[str, Any], JetFileReader] = {}
+#: a Dask worker runs tasks in several threads; they take turns at the reader
+_WORKER_READER_LOCK = threading.Lock()
 
 
 def timed_file_chunk_task(
-    path: str, start: int, stop: int, config: BatchConfig, n_workers: int
+    path: str, start: int, stop: int, config: BatchConfig, n_workers: int,
+    stamp: tuple[int, str] | None = None, source: str | None = None,
 ) -> tuple[int, dict[str, AlgorithmResults], float]:
     """:func:`timed_chunk_task` of jets ``start:stop`` of a jetastar file, read in the worker
-    (workers of a local pool share the master's file system; the file stays open, and its chunks
-    are sliced from reads ahead, between calls)."""
-    reader = _WORKER_READER.get(path)
-    if reader is None:
-        for old in _WORKER_READER.values():
-            old.close()
-        _WORKER_READER.clear()
-        reader = _WORKER_READER[path] = JetFileReader(path)
-    return timed_chunk_task(reader.chunk(start, stop, node_data=False), config, start, path,
-                            n_workers)
+    (workers of a local pool share the master's file system, Dask workers were checked to see
+    the same file; the file stays open, and its chunks are sliced from reads ahead, between
+    calls).
+
+    Args:
+        path: the input as the worker opens it.
+        start, stop, config, n_workers: as for :func:`timed_chunk_task`.
+        stamp: the input's :func:`file_stamp` in the main process (Dask workers; ``None``: not
+            checked): a worker whose file at ``path`` has another one fails the chunk.
+        source: the input's name in messages (default ``path``).
+    """
+    with _WORKER_READER_LOCK:
+        reader = _WORKER_READER.get((path, stamp))
+        if reader is None:
+            if stamp is not None and file_stamp(path) != stamp:
+                raise BatchError(f"{path}: the file this Dask worker sees is not the input of "
+                                 "the run (another size or other contents)")
+            for old in _WORKER_READER.values():
+                old.close()
+            _WORKER_READER.clear()
+            reader = _WORKER_READER[(path, stamp)] = JetFileReader(path)
+        jets = reader.chunk(start, stop, node_data=False)
+    return timed_chunk_task(jets, config, start, source or path, n_workers)
+
+
+def file_stamp(path: str | os.PathLike[str]) -> tuple[int, str] | None:
+    """What tells a file from another cheaply: its size and a hash of its first and last 64 KiB
+    (``None`` if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            digest = hashlib.blake2b(f.read(_STAMP_BYTES), digest_size=16)
+            f.seek(max(0, size - _STAMP_BYTES))
+            digest.update(f.read(_STAMP_BYTES))
+    except OSError:
+        return None
+    return size, digest.hexdigest()
+
+
+_STAMP_BYTES = 1 << 16
+
+
+def _path_for_workers(reader: JetSource, client: Any,
+                      local_pool: bool) -> tuple[str | None, tuple[int, str] | None]:
+    """Where the workers read a jetastar file's chunks themselves: ``(path, stamp)``, or
+    ``(None, None)`` when this process reads them and sends the jets.
+
+    Workers of the local pool share this file system (the path as given, unchecked). Dask
+    workers may not: they read the file only if every one finds, at its absolute path, a file
+    with this process's :func:`file_stamp` (each task checks it again on a worker that joins
+    later)."""
+    if not isinstance(reader, JetFileReader) or reader.fmt == "legacy":
+        return None, None
+    if local_pool:
+        return str(reader.path), None
+    if client is None:  # (not a Dask run)
+        return None, None
+    path = str(reader.path.resolve())
+    stamp = file_stamp(path)
+    try:
+        seen = client.run(file_stamp, path)
+    except Exception:  # a worker that cannot run it: read here
+        return None, None
+    if stamp is None or not seen or any(s != stamp for s in seen.values()):
+        return None, None
+    return path, stamp
+
+
+@contextlib.contextmanager
+def _large_tasks_expected() -> Any:
+    """Dask's warning about large task graphs silenced (chunks of jets sent on purpose)."""
+    import dask
+
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
+        yield
 
 
 def _drain_progress(progress: Any, source: str, seen: dict[int, int], closed: set[int],
