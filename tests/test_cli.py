@@ -130,6 +130,45 @@ def test_new_user_messages(tmp_path, capsys, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truncated.root"]
 
 
+@pytest.mark.parametrize("suffix", [".h5", ".root"])
+def test_generate_writes_block_by_block_the_jets_of_one_call(tmp_path, capsys, monkeypatch,
+                                                              suffix):
+    """``jetastar generate`` writes blocks of jets as they are generated (memory does not grow
+    with --n): the file holds the jets, truth trees, extra columns and generator attributes of one
+    call for all of them, whatever the block size."""
+    import json
+
+    from jetastar.cli import cmd_generate
+    from jetastar.cli.shared import generate_collection
+
+    monkeypatch.setattr(cmd_generate, "GENERATE_BLOCK", 7)
+    out = tmp_path / f"g{suffix}"
+    assert main(["generate", "--type", "w", "--n", "23", "--seed", "5", "--min-leaves", "6",
+                 "--t-cut", "9", "--no-progress", "-o", str(out)]) == 0
+    whole = generate_collection("w", 23, 5, 6, None, {"t_cut": 9.0})
+    got = jio.read(out)
+    assert got.jet_id.tolist() == list(range(23))
+    assert np.array_equal(got.leaves, whole.leaves)
+    assert np.array_equal(got.children, whole.children)
+    assert np.array_equal(got.node_momenta, whole.node_momenta)
+    assert np.array_equal(got.node_offsets, whole.node_offsets)
+    for name in ("deltas", "draws"):
+        assert np.array_equal(got.node_columns[name], whole.node_columns[name], equal_nan=True)
+    assert [got.jet_params(i) for i in range(23)] == [whole.jet_params(i) for i in range(23)]
+    leaves = whole.n_leaves
+    assert (f"wrote 23 W jets (leaves {leaves.min()}..{leaves.max()})"
+            in capsys.readouterr().out)
+    attrs = jio.file_info(out)["attrs"]
+    settings = json.loads(attrs["generator_settings"])
+    assert settings["n"] == 23 and settings["params"] == whole.jet_params(0).to_dict()
+    reference = tmp_path / f"whole{suffix}"
+    jio.write(reference, whole)
+    assert attrs["generator_params"] == jio.file_info(reference)["attrs"]["generator_params"]
+    # no jets: an empty file, as before
+    assert main(["generate", "--n", "0", "-o", str(tmp_path / f"e{suffix}")]) == 0
+    assert len(jio.read(tmp_path / f"e{suffix}")) == 0
+
+
 def test_generate_rare_leaf_range_says_how_rare_and_what_to_do(tmp_path, capsys):
     """Issue 35 point 7: the message said "raise max_tries", which the command line could not."""
     out = str(tmp_path / "g.h5")
@@ -139,6 +178,7 @@ def test_generate_rare_leaf_range_says_how_rare_and_what_to_do(tmp_path, capsys)
     assert "in 2000 tries" in err and "rare at this t_cut" in err and "jets generated had" in err
     suggested = float(err.split("Try t_cut ")[1].split()[0])
     assert suggested < 1.0 and "--max-tries" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
     assert main([*rare, "--n", "1", "--max-tries", "200000"]) == 0  # rare but reachable
     assert jio.read(out).n_leaves[0] >= 40
     assert main(["generate", "--max-tries", "0", "-o", out]) == 2

@@ -8,8 +8,10 @@ import json
 from typing import Any
 
 from .. import io
+from .._progress import progress_bar
 from ..batch import parse_option_value
 from ..ginkgo import ShowerParams
+from ..io.dispatch import stream_writer
 from .shared import UsageError, add_common, command_line, echo, generate_collection
 
 __all__ = ["add_parser", "run"]
@@ -34,22 +36,46 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tries < 1:
         raise UsageError("--max-tries must be >= 1")
     io.file_format(args.output, sniff=False)
-    collection = generate_collection(
-        args.type, args.n, args.seed, args.min_leaves, args.max_leaves, overrides,
-        max_tries=args.max_tries,
-    )
-    params = collection.jet_params(0).to_dict() if len(collection) else {}
-    io.write(args.output, collection, attrs={
+    settings: dict[str, Any] = {
+        "type": args.type, "n": args.n, "seed": args.seed, "min_leaves": args.min_leaves,
+        "max_leaves": args.max_leaves,
+    }
+    # written block by block: memory does not grow with --n (jet i depends only on the seed and i)
+    writer = stream_writer(args.output, {
         "seed": args.seed, "command": command_line(), "generator": "jetastar.ginkgo.generate",
-        "generator_settings": json.dumps({
-            "type": args.type, "n": args.n, "seed": args.seed, "min_leaves": args.min_leaves,
-            "max_leaves": args.max_leaves, "params": params,
-        }),
     })
-    n_leaves = collection.n_leaves
-    span = f"{int(n_leaves.min())}..{int(n_leaves.max())}" if len(collection) else "-"
-    echo(f"wrote {len(collection)} {args.type.upper()} jets (leaves {span}) to {args.output}")
+    lo, hi = None, None
+    try:
+        with progress_bar(total=args.n, desc=f"generating {args.type.upper()} jets", unit="jet",
+                          unit_scale=True, show=args.n > GENERATE_BLOCK and not args.no_progress,
+                          ) as bar:
+            for a in range(0, max(args.n, 1), GENERATE_BLOCK):
+                b = min(args.n, a + GENERATE_BLOCK)
+                collection = generate_collection(
+                    args.type, b - a, args.seed, args.min_leaves, args.max_leaves, overrides,
+                    max_tries=args.max_tries, first_index=a,
+                )
+                if a == 0:
+                    settings["params"] = (collection.jet_params(0).to_dict()
+                                          if len(collection) else {})
+                writer.add_jets(collection)
+                if len(collection):
+                    n_leaves = collection.n_leaves
+                    lo = min(int(n_leaves.min()), lo if lo is not None else 1 << 62)
+                    hi = max(int(n_leaves.max()), hi if hi is not None else 0)
+                bar.update(b - a)
+        writer.update_attrs({"generator_settings": json.dumps(settings)})
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    span = f"{lo}..{hi}" if lo is not None else "-"
+    echo(f"wrote {args.n} {args.type.upper()} jets (leaves {span}) to {args.output}")
     return 0
+
+
+#: jets generated and written at a time by ``jetastar generate``
+GENERATE_BLOCK = 100_000
 
 
 def add_parser(sub: Any) -> None:
@@ -72,5 +98,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="other ShowerParams field, e.g. lam=2.0 or m_hard=50")
     p.add_argument("-o", "--output", required=True, help="output file (.h5, .hdf5 or .root)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     add_common(p)

@@ -58,13 +58,15 @@ def command_line() -> str:
 def generate_collection(
     jet_type: str, n: int, seed: int, min_leaves: int | None, max_leaves: int | None,
     overrides: dict[str, Any], first_id: int = 0, max_tries: int = 10_000,
+    first_index: int = 0,
 ) -> JetCollection:
     """Ginkgo jets of a preset (``"qcd"`` / ``"w"``) with their generator details (``deltas``,
-    ``draws`` per node) as extra columns; jet ids start at ``first_id``."""
+    ``draws`` per node) as extra columns; jets ``first_index …`` of the seed's sequence, with ids
+    from ``first_id + first_index``."""
     params = ShowerParams.preset(jet_type, **overrides)
     collection, details = generate(
         n, params, seed=seed, min_leaves=min_leaves, max_leaves=max_leaves, return_details=True,
-        max_tries=max_tries,
+        max_tries=max_tries, first_index=first_index,
     )
     if first_id:
         collection.jet_id = collection.jet_id + first_id
