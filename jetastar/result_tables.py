@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._columnar import offset_ranges
+from ._text import awkward_strings
 from .clustering.registry import canonical_name
 from .clustering.result import STATUSES, ClusteringResult
 from .tree import Tree
@@ -394,11 +395,11 @@ class AlgorithmResults:
         has_tree = np.diff(self.node_offsets) > 0
         fields = {
             "jet_index": self.jet_index, "jet_id": self.jet_id,
-            "status": ak.Array([str(s) for s in self.status]),
+            "status": awkward_strings(self.status),
             "log_likelihood": self.log_likelihood,
             "finite": has_tree & np.isfinite(self.log_likelihood),
             "exact": self.exact, "time_s": self.time_s,
-            "message": ak.Array([str(s) for s in self.message]), "tree": tree,
+            "message": awkward_strings(self.message), "tree": tree,
         }
         for name in ("log_z", "n_trees", "upper_bound"):
             values = getattr(self, name)

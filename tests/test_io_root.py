@@ -89,30 +89,6 @@ def test_unknown_schema_version(tmp_path, ref_collection):
         jio.read(path)
 
 
-@pytest.mark.parametrize("values", [
-    ["ok", "budget", "", "é✓ x", "ok", "a" * 10],
-    ["x" * 5000] * 1000 + ["y"],  # more than one batch of compared bytes
-    ["x" * 5000] * 900 + ["x" * 4999 + "y"] + ["x" * 5000] * 2,
-    [1, None, "z"],  # not strings: str of each
-    [1, True, 1.0, "1", 1],  # equal as keys, different as text
-    ["ab", "ba", "ab", "ab", "", "", "a\x00", "a\x00", "a", "ü", "ü"],  # runs and near-runs
-    ["", ""],
-    [],
-])
-def test_string_branches_hold_the_str_of_each_value(values):
-    from jetastar.io.root import _Repeated, _str_array, _strings
-
-    text = [str(v) for v in values]
-    assert _str_array(_strings(np.array(values, dtype=object))).tolist() == text
-    assert _str_array(_strings(values)).tolist() == text
-    assert _str_array(_strings(iter(values))).tolist() == text
-    assert _str_array(_strings(values)[1:]).tolist() == text[1:]  # offsets not from 0
-    for v in values[:3]:
-        assert _str_array(_strings(_Repeated(v, 4))).tolist() == [str(v)] * 4
-    assert _str_array(_strings(_Repeated("x", 0))).tolist() == []
-    assert _str_array(_strings(values)).dtype == object
-
-
 def test_root_outputs_are_zlib_compressed(tmp_path, ref_collection):
     from jetastar.io.root import root_compression
 

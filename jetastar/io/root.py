@@ -41,11 +41,12 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .._atomic import atomic_path
+from .._text import Repeated, awkward_strings, str_array
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
@@ -121,102 +122,6 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
     return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
 
 
-def _strings(values: Any) -> Any:
-    """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
-    bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
-    distinct value is encoded once; the rows are gathered from those bytes with numpy (the columns
-    of a results table repeat a few values: statuses, options, empty messages)."""
-    if isinstance(values, _Repeated):
-        value = str(values.value).encode("utf-8")
-        offsets = np.arange(values.n + 1, dtype=np.int64) * len(value)
-        chars = np.tile(np.frombuffer(value, np.uint8), values.n)
-        return _string_array(offsets, chars)
-    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    index = {k: i for i, k in enumerate(dict.fromkeys(items))}
-    if not all(type(k) is str for k in index):
-        # keyed by the text: 1, 1.0 and True are equal keys but different strings
-        items = [str(v) for v in items]
-        index = {k: i for i, k in enumerate(dict.fromkeys(items))}
-    codes = np.fromiter(map(index.__getitem__, items), np.int64, len(items))
-    encoded = [k.encode("utf-8") for k in index]
-    sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
-    starts = np.zeros(len(encoded), dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    row_sizes = sizes[codes]
-    offsets = np.zeros(codes.shape[0] + 1, dtype=np.int64)
-    np.cumsum(row_sizes, out=offsets[1:])
-    # byte k of the output is byte (start of its row's value) + (k - offset of its row) of the pool
-    where = np.repeat(starts[codes] - offsets[:-1], row_sizes) + np.arange(offsets[-1])
-    chars = np.frombuffer(b"".join(encoded), np.uint8)[where]
-    return _string_array(offsets, chars)
-
-
-class _Repeated(NamedTuple):
-    """``n`` rows of one ``value`` (for :func:`_strings`)."""
-
-    value: Any
-    n: int
-
-
-def _string_array(offsets: np.ndarray, chars: np.ndarray) -> Any:
-    import awkward as ak
-
-    return ak.Array(ak.contents.ListOffsetArray(
-        ak.index.Index64(offsets),
-        ak.contents.NumpyArray(chars, parameters={"__array__": "char"}),
-        parameters={"__array__": "string"},
-    ))
-
-
-def _str_array(arr: Any) -> np.ndarray:
-    """The strings of an awkward array of strings, as an object array of ``str``.
-
-    Each run of equal consecutive strings is decoded once (``ak.to_list`` converts element by
-    element): the ``label`` and ``status`` columns of a results tree are long runs, so a block of
-    200 000 rows costs a few ms, not a decode per row.
-    """
-    import awkward as ak
-
-    layout = ak.to_layout(ak.to_packed(arr))
-    if not (isinstance(layout, ak.contents.ListOffsetArray)
-            and layout.parameter("__array__") == "string"):
-        out = np.empty(len(arr), dtype=object)
-        out[:] = ak.to_list(arr)
-        return out
-    offsets = np.asarray(layout.offsets, dtype=np.int64)
-    data = np.asarray(layout.content.data).view(np.uint8)
-    n = offsets.shape[0] - 1
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    same = np.zeros(n, dtype=bool)  # row i equals row i - 1
-    candidates = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
-    same[candidates[lengths[candidates] == 0]] = True
-    candidates = candidates[lengths[candidates] > 0]
-    # compare their bytes with the previous row's, in batches of at most ~4 MB of bytes
-    ends = np.cumsum(lengths[candidates])
-    a = 0
-    while a < candidates.shape[0]:
-        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + (1 << 22))))
-        rows = candidates[a:b]
-        size = lengths[rows]
-        first = np.cumsum(size) - size
-        which = np.repeat(np.arange(rows.shape[0]), size)
-        k = np.arange(int(size.sum())) - first[which]
-        differs = data[starts[rows][which] + k] != data[starts[rows - 1][which] + k]
-        same[rows] = np.add.reduceat(differs, first) == 0
-        a = b
-    heads = np.flatnonzero(~same)
-    raw = data.tobytes()
-    decoded: dict[bytes, str] = {}
-    values = []
-    for i in heads.tolist():
-        text = raw[offsets[i]:offsets[i + 1]]
-        value = decoded.get(text)
-        if value is None:
-            value = decoded[text] = text.decode("utf-8", "surrogateescape")
-        values.append(value)
-    unique = np.empty(len(values), dtype=object)
-    unique[:] = values
-    return np.repeat(unique, np.diff(np.append(heads, n)))
 
 
 def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int, b: int) -> dict:
@@ -242,7 +147,7 @@ def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int,
         "jet_id": collection.jet_id[a:b],
         "seed": collection.seed[a:b],
         "n_leaves": collection.n_leaves[a:b],
-        "jet_type": _strings(collection.jet_type[a:b]),
+        "jet_type": awkward_strings(collection.jet_type[a:b]),
     }
     for k in PARAM_COLUMNS:
         out[k] = collection.params[k][a:b]
@@ -280,11 +185,11 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     na, nb = int(table.node_offsets[a]), int(table.node_offsets[b])
     noff = table.node_offsets[a:b + 1] - na
     out: dict[str, Any] = {
-        "label": _strings(_Repeated(label, b - a)),
-        "algorithm": _strings(_Repeated(table.algorithm, b - a)),
-        "status": _strings(table.status[a:b]),
-        "message": _strings(table.message[a:b]),
-        "options": _strings(table.options[a:b]),
+        "label": awkward_strings(Repeated(label, b - a)),
+        "algorithm": awkward_strings(Repeated(table.algorithm, b - a)),
+        "status": awkward_strings(table.status[a:b]),
+        "message": awkward_strings(table.message[a:b]),
+        "options": awkward_strings(table.options[a:b]),
         "jet_index": table.jet_index[a:b],
         "jet_id": table.jet_id[a:b],
         "exact": table.exact[a:b].astype(np.bool_),
@@ -384,9 +289,9 @@ def _by_entry_block(scalars: Mapping[str, np.ndarray], per_label: Mapping[str, M
 
     out: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
     for p, c in per_label.items():
-        out[f"{p}_status"] = _strings(c["status"][a:b])
+        out[f"{p}_status"] = awkward_strings(c["status"][a:b])
         out[f"{p}_finite"] = np.ascontiguousarray(c["finite"][a:b])
-        out[f"{p}_reason"] = _strings(c["reason"][a:b])
+        out[f"{p}_reason"] = awkward_strings(c["reason"][a:b])
         out[f"{p}_log_likelihood"] = np.ascontiguousarray(c["log_likelihood"][a:b])
         out[f"{p}_time_s"] = np.ascontiguousarray(c["time_s"][a:b])
         out[f"{p}_exact"] = np.ascontiguousarray(c["exact"][a:b])
@@ -773,7 +678,7 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
             node_momenta=node_momenta,
             jet_id=_np(arr["jet_id"], np.int64),
             seed=_np(arr["seed"], np.int64),
-            jet_type=_str_array(arr["jet_type"]),
+            jet_type=str_array(arr["jet_type"]),
             params=params,
         )
     except ValueError as exc:
@@ -871,7 +776,7 @@ class RootColumns(ColumnReader):
             elif name == "leaf_of_node":
                 out[name] = _flat(arr["node_leaf"], np.int64)
             elif name == "jet_type":
-                out[name] = _str_array(arr["jet_type"])
+                out[name] = str_array(arr["jet_type"])
             elif name == "params.root_momentum":
                 out[name] = np.stack([_np(arr[k], np.float64) for k in ROOT_MOMENTUM_COLUMNS],
                                      axis=1).reshape(-1, 4)
@@ -941,7 +846,7 @@ def read_root_results(
                 raise FileFormatError(f"{path}: holds no results")
             return out
         arr = f.arrays("results")
-    labels = _str_array(arr["label"])
+    labels = str_array(arr["label"])
     # every table of meta, rows or none (as HDF5 keeps its empty groups), then any others
     wanted = (list(dict.fromkeys([*info, *labels.tolist()])) if algorithms is None
               else list(algorithms))
@@ -972,9 +877,9 @@ def _table_of(sub: Any, fields: list[str], label: str, meta: Mapping[str, Any]) 
         upper_bound=_np(sub["upper_bound"], np.float64),
         n_trees=_np(sub["n_trees"], np.float64),
         time_s=_np(sub["time_s"], np.float64),
-        status=_str_array(sub["status"]),
-        message=_str_array(sub["message"]),
-        options=_str_array(sub["options"]),
+        status=str_array(sub["status"]),
+        message=str_array(sub["message"]),
+        options=str_array(sub["options"]),
         node_offsets=_offsets(sub["nnode"]),
         children=np.stack(
             [_flat(sub["node_left"], np.int64), _flat(sub["node_right"], np.int64)], axis=1
@@ -1011,7 +916,7 @@ def root_results_rows(path: str | os.PathLike[str], label: str, start: int,
         start, stop = max(0, min(start, n)), max(0, min(stop, n))
         stop = max(start, stop)
         arr = f.arrays("results", first + start, first + stop)
-    if all(lab == label for lab in _str_array(arr["label"]).tolist()):
+    if all(lab == label for lab in str_array(arr["label"]).tolist()):
         return _table_of(arr, ak.fields(arr), label, info[label])
     return read_root_results(path, [label])[label].take(np.arange(start, stop))
 
@@ -1052,8 +957,8 @@ def root_status_columns(path: str | os.PathLike[str],
         for a in range(0, n, step_size):
             arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
                 "label", "status", "jet_index", "log_likelihood", "exact", "time_s", *counters])
-            labels = _str_array(arr["label"])
-            columns = {"status": _str_array(arr["status"]),
+            labels = str_array(arr["label"])
+            columns = {"status": str_array(arr["status"]),
                        "jet_index": _np(arr["jet_index"], np.int64),
                        "log_likelihood": _np(arr["log_likelihood"], np.float64),
                        "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64)}
@@ -1077,7 +982,7 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         if "jets" in f.f:
             arr = f.arrays("jets", filter_name=["n_leaves", "jet_type", "nnode"])
             n_leaves = _np(arr["n_leaves"], np.int64)
-            types = _str_array(arr["jet_type"])
+            types = str_array(arr["jet_type"])
             info["n_jets"] = int(n_leaves.shape[0])
             info["n_leaves"] = n_leaves
             kinds = Counter(types.tolist())

@@ -1,0 +1,119 @@
+"""Columns of text between numpy and awkward, fast: object arrays of ``str`` to awkward arrays of
+strings (each distinct value encoded once, the bytes gathered with numpy) and back (each run of
+equal strings decoded once). ``ak.Array(list)`` and ``ak.to_list`` look at every element; the text
+columns of results tables (statuses, labels, options, messages) are a few values repeated.
+
+Example:
+    >>> import numpy as np
+    >>> text = awkward_strings(np.array(["ok", "ok", "budget"], dtype=object))
+    >>> str_array(text).tolist()
+    ['ok', 'ok', 'budget']
+    >>> str_array(awkward_strings(Repeated("kt", 2))).tolist()
+    ['kt', 'kt']
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["Repeated", "awkward_strings", "str_array"]
+
+
+def awkward_strings(values: Any) -> Any:
+    """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
+    bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
+    distinct value is encoded once; the rows are gathered from those bytes with numpy (the columns
+    of a results table repeat a few values: statuses, options, empty messages)."""
+    if isinstance(values, Repeated):
+        value = str(values.value).encode("utf-8")
+        offsets = np.arange(values.n + 1, dtype=np.int64) * len(value)
+        chars = np.tile(np.frombuffer(value, np.uint8), values.n)
+        return _string_array(offsets, chars)
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    index = {k: i for i, k in enumerate(dict.fromkeys(items))}
+    if not all(type(k) is str for k in index):
+        # keyed by the text: 1, 1.0 and True are equal keys but different strings
+        items = [str(v) for v in items]
+        index = {k: i for i, k in enumerate(dict.fromkeys(items))}
+    codes = np.fromiter(map(index.__getitem__, items), np.int64, len(items))
+    encoded = [k.encode("utf-8") for k in index]
+    sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    starts = np.zeros(len(encoded), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    row_sizes = sizes[codes]
+    offsets = np.zeros(codes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(row_sizes, out=offsets[1:])
+    # byte k of the output is byte (start of its row's value) + (k - offset of its row) of the pool
+    where = np.repeat(starts[codes] - offsets[:-1], row_sizes) + np.arange(offsets[-1])
+    chars = np.frombuffer(b"".join(encoded), np.uint8)[where]
+    return _string_array(offsets, chars)
+
+
+class Repeated(NamedTuple):
+    """``n`` rows of one ``value`` (for :func:`awkward_strings`)."""
+
+    value: Any
+    n: int
+
+
+def _string_array(offsets: np.ndarray, chars: np.ndarray) -> Any:
+    import awkward as ak
+
+    return ak.Array(ak.contents.ListOffsetArray(
+        ak.index.Index64(offsets),
+        ak.contents.NumpyArray(chars, parameters={"__array__": "char"}),
+        parameters={"__array__": "string"},
+    ))
+
+
+def str_array(arr: Any) -> np.ndarray:
+    """The strings of an awkward array of strings, as an object array of ``str``.
+
+    Each run of equal consecutive strings is decoded once (``ak.to_list`` converts element by
+    element): the ``label`` and ``status`` columns of a results tree are long runs, so a block of
+    200 000 rows costs a few ms, not a decode per row.
+    """
+    import awkward as ak
+
+    layout = ak.to_layout(ak.to_packed(arr))
+    if not (isinstance(layout, ak.contents.ListOffsetArray)
+            and layout.parameter("__array__") == "string"):
+        out = np.empty(len(arr), dtype=object)
+        out[:] = ak.to_list(arr)
+        return out
+    offsets = np.asarray(layout.offsets, dtype=np.int64)
+    data = np.asarray(layout.content.data).view(np.uint8)
+    n = offsets.shape[0] - 1
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    same = np.zeros(n, dtype=bool)  # row i equals row i - 1
+    candidates = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
+    same[candidates[lengths[candidates] == 0]] = True
+    candidates = candidates[lengths[candidates] > 0]
+    # compare their bytes with the previous row's, in batches of at most ~4 MB of bytes
+    ends = np.cumsum(lengths[candidates])
+    a = 0
+    while a < candidates.shape[0]:
+        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + (1 << 22))))
+        rows = candidates[a:b]
+        size = lengths[rows]
+        first = np.cumsum(size) - size
+        which = np.repeat(np.arange(rows.shape[0]), size)
+        k = np.arange(int(size.sum())) - first[which]
+        differs = data[starts[rows][which] + k] != data[starts[rows - 1][which] + k]
+        same[rows] = np.add.reduceat(differs, first) == 0
+        a = b
+    heads = np.flatnonzero(~same)
+    raw = data.tobytes()
+    decoded: dict[bytes, str] = {}
+    values = []
+    for i in heads.tolist():
+        text = raw[offsets[i]:offsets[i + 1]]
+        value = decoded.get(text)
+        if value is None:
+            value = decoded[text] = text.decode("utf-8", "surrogateescape")
+        values.append(value)
+    unique = np.empty(len(values), dtype=object)
+    unique[:] = values
+    return np.repeat(unique, np.diff(np.append(heads, n)))
