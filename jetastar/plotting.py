@@ -283,6 +283,17 @@ def ginkgo_label(ax: Axes, text: str = "simulation", loc: str = "upper left") ->
 _MARKERS = "osD^vP*Xph<>"
 
 
+def _count(n: int) -> str:
+    """A count short enough for a tick label: ``950``, ``9500``, ``135k``, ``1.2M``."""
+    n = int(n)
+    if n < 10_000:
+        return str(n)
+    for scale, unit in ((1e3, "k"), (1e6, "M")):
+        if n < 999.5 * scale:  # (shown with 3 digits, it stays below 1000 of the unit)
+            return f"{n / scale:.3g}{unit}"
+    return f"{n / 1e9:.3g}G"
+
+
 def plot_comparison(
     rows: Sequence[dict[str, Any]],
     path: str | os.PathLike[str] | None = None,
@@ -378,7 +389,8 @@ def plot_comparison(
         counts = []
         for b in bands:
             first = next((r for r in sub if r["band"] == b), None)
-            counts.append(f"{b}\nn={first['compared']}/{first['jets']}" if first else b)
+            counts.append(f"{b}\nn={_count(first['compared'])}/{_count(first['jets'])}"
+                          if first else b)
         for ax in (ax_d, ax_c, ax_t):
             ax.set_xticks(x)
             ax.set_xticklabels(counts, fontsize=7.5)

@@ -139,6 +139,24 @@ def test_format_and_plot(results_file, tmp_path) -> None:
     assert len(fig.axes) == 6
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels[-1].startswith("all\nn=")
+    # counts of a million jets stay short enough not to run into the next band's label
+    big = [{**r, "compared": r["compared"] * 31_000, "jets": r["jets"] * 31_000} for r in rows]
+    fig = plot_comparison(big, tmp_path / "big.png")
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert max(len(line) for label in labels for line in label.splitlines()) <= 12
+    from jetastar.plotting import _count
+
+    shown = {f"all\nn={_count(r['compared'])}/{_count(r['jets'])}" for r in big
+             if r["band"] == "all"}
+    assert labels[-1] in shown and "k/" in labels[-1]
+
+
+def test_counts_in_tick_labels_are_short() -> None:
+    from jetastar.plotting import _count
+
+    assert [_count(n) for n in (0, 9999, 10_000, 135_085, 999_499, 999_500, 1_234_567,
+                                999_500_000)] == ["0", "9999", "10k", "135k", "999k", "1M",
+                                                  "1.23M", "1G"]
 
 
 def test_status_counts(results_file) -> None:
