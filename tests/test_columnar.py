@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, MCTS_TWINS, TWINS
+from helpers.perjet_algorithms import BEAM_TWINS, EXACT_TWINS, MCTS_TWINS, TWINS, WINDOW_TWINS
 from helpers.processes import interrupted_on_call
 
 import jetastar
@@ -19,6 +19,7 @@ from jetastar.clustering import beam_search, exact_map, exact_trellis, exact_tre
 from jetastar.clustering.columnar import (
     BEAM_CHUNK_MAX,
     DONE,
+    EXACT_CHUNK_MAX,
     INVALID,
     NOT_RUN,
     PER_JET,
@@ -779,3 +780,86 @@ def test_mcts_routing_and_options(jets):
     tables = jetastar.cluster(sub, "mcts", rollout="sample", seed=3)
     assert [r.tree for r in tables.results()] == [
         mcts(sub[i], rollout="sample", seed=3).tree for i in range(20)]
+
+
+# ---------------------------------------------------------------------- window search
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+@pytest.mark.parametrize("options", [{}, {"window_size": 11, "n_random": 2, "seed": 3,
+                                          "max_time": 60.0, "exact_first": True}])
+def test_window_search_of_small_jets_is_window_search(jets, likelihood, options):
+    """The window search's jets of up to 14 leaves that it proves with the exact MAP engine
+    before any search (by default every such jet) are solved by that engine's chunk kernel:
+    the per-jet function's tree, value, status, message, options (their defaults by size) and
+    stats, of the same types. Larger jets are left to it."""
+    from jetastar.clustering import window_search
+
+    sub = jets.take(np.r_[0:200, 1000:1200, 2000:2010])
+    options = {"likelihood": likelihood, **options}
+    flat = cluster_columns(sub, {"window-search": options})["window-search"]
+    sizes = np.asarray(sub.n_leaves)
+    assert np.array_equal(flat.outcome == DONE, sizes <= EXACT_CHUNK_MAX)
+    assert np.all(flat.outcome[sizes > EXACT_CHUNK_MAX] == PER_JET)
+    for i in np.flatnonzero(flat.outcome == DONE).tolist():
+        got, ref = flat.result(i), window_search(sub[i], **options)
+        assert np.array_equal(got.tree.children, ref.tree.children), i
+        assert np.array_equal(got.tree.leaf_of_node, ref.tree.leaf_of_node), i
+        assert got.log_likelihood == ref.log_likelihood, i
+        assert (got.status, got.message, got.exact, got.upper_bound, got.jet_id) == (
+            ref.status, ref.message, ref.exact, ref.upper_bound, ref.jet_id), i
+        assert got.options == ref.options, i
+        expected = {k: v for k, v in ref.stats.items() if k != "time_s"}
+        assert sorted(got.stats) == sorted(expected), i
+        for k, v in expected.items():
+            assert type(got.stats[k]) is type(v), (i, k)
+            assert got.stats[k] == v or (math.isnan(v) and math.isnan(got.stats[k])), (i, k)
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_window_search_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(
+        jets, likelihood):
+    """A batch chunk with invalid, one-leaf and -inf jets and jets of 15-20 leaves (those
+    searched per jet): the window search's table is the per-jet function's, row for row (time
+    aside)."""
+    big = jets.take(np.r_[2000:2003])
+    big = JetCollection(  # (without node momenta, as the broken jets)
+        leaves=big.leaves, leaf_offsets=big.leaf_offsets, children=big.children,
+        leaf_of_node=big.leaf_of_node, node_offsets=big.node_offsets, jet_id=big.jet_id,
+        seed=big.seed, jet_type=big.jet_type, params=big.params)
+    chunk = JetCollection.concatenate([_broken(jets), big])
+    # (cheap searches on the jets of more than 14 leaves: the search itself is not compared here)
+    for options in ({"n_random": 1, "n_starts": 1, "n_sampled": 0, "root_size": 0},
+                    {"window_size": 12, "n_random": 0, "n_starts": 2, "n_sampled": 0,
+                     "root_size": 0, "start": "greedy"}):
+        names = ["window-search", *WINDOW_TWINS]
+        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
+                             plugins=["helpers.perjet_algorithms"])
+        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+        for twin, name in WINDOW_TWINS.items():
+            _assert_same_table(tables[name], tables[twin], twin)
+        t = tables["window-search"]
+        assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
+        assert t.status[3] == "failed" and t.message[3].startswith("jets.h5: entry 10:")
+        assert list(t.status).count("ok") > 250 and t.exact[:150].sum() > 140
+
+
+def test_window_search_routing_and_options(jets):
+    from jetastar.clustering import window_search
+
+    assert columnar_options("window-search", {}) == {"likelihood": "symmetric"}
+    opts = {"window_size": 12, "n_random": 3, "progress": True, "device": "cpu"}
+    assert columnar_options("window-search", opts) == {
+        "likelihood": "symmetric", "window_size": 12, "n_random": 3, "device": "cpu"}
+    for per_jet in ({"exact_first": False}, {"trees": []}, {"device": "gpu"},
+                    {"max_time": 0.001}, {"window_size": 1}, {"n_random": -1},
+                    {"start": "nowhere"}, {"likelihood": "x"}, {"progress": 3}, {"colour": 1}):
+        assert columnar_options("window-search", per_jet) is None, per_jet
+    # rows the kernel did not solve are the per-jet function's, with the options asked for
+    big = jets.take(np.r_[2000:2002])
+    flat = cluster_columns(big, {"window-search": {"n_random": 1, "n_starts": 1}})
+    row = flat["window-search"]
+    assert np.all(row.outcome == PER_JET)
+    got, ref = row.result(0), window_search(big[0], n_random=1, n_starts=1)
+    assert got.log_likelihood == ref.log_likelihood and got.options == ref.options
+    # with exact_first=True the engine proves jets of every size up to 14 leaves too
+    tiny = cluster_columns(jets[:20], {"window-search": {"exact_first": True}})["window-search"]
+    assert np.all(tiny.outcome == DONE)

@@ -686,3 +686,19 @@ def test_duplicate_starts_are_searched_through_once(monkeypatch):
     # as text (the command line's --option skip_duplicates=no)
     text = cluster(jet, "window-search", skip_duplicates="no", max_sweeps=1, exact_first=False)
     assert text.options["skip_duplicates"] is False and text.stats["duplicate_starts"] == 0
+
+
+def test_window_options_take_the_defaults_of_window_search():
+    """``window_options`` (what the columnar path and ``window_search`` resolve options with)
+    has ``window_search``'s options and defaults: the two signatures cannot drift apart."""
+    import inspect
+
+    from jetastar.clustering.window_search import window_options
+
+    search = inspect.signature(window_search).parameters
+    resolve = inspect.signature(window_options).parameters
+    assert set(search) - set(resolve) == {"jet", "likelihood", "trees", "progress"}
+    assert set(resolve) - set(search) == {"n_leaves"}
+    for name, p in resolve.items():
+        if name != "n_leaves":
+            assert p.default == search[name].default, name

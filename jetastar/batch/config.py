@@ -37,6 +37,7 @@ __all__ = [
     "COLUMNAR_CHUNK_SIZE",
     "COSTLY_COLUMNAR_CHUNK_SIZE",
     "DEFAULT_CHUNK_SIZE",
+    "PARTLY_COLUMNAR",
     "TIME_OPTIONS",
     "BatchConfig",
     "accepted_options",
@@ -69,6 +70,9 @@ COLUMNAR_CHUNK_SIZE = 5000
 COSTLY_COLUMNAR_CHUNK_SIZE = 200
 #: the columnar algorithms of :data:`COSTLY_COLUMNAR_CHUNK_SIZE`
 _COSTLY_COLUMNAR = frozenset({"beam", "mcts", "trellis"})
+#: algorithms of the columnar path only for their small jets, whose larger jets cost up to
+#: seconds each: chunks as for the per-jet path (:data:`DEFAULT_CHUNK_SIZE`)
+PARTLY_COLUMNAR = frozenset({"window-search"})
 
 
 @dataclasses.dataclass
@@ -188,12 +192,14 @@ def auto_chunk_size(config: BatchConfig) -> int:
     Example:
         >>> auto_chunk_size(BatchConfig(["greedy", "kt"])), auto_chunk_size(BatchConfig(["astar"]))
         (5000, 50)
+        >>> auto_chunk_size(BatchConfig(["greedy", "window-search"]))  # (its large jets: per jet)
+        50
         >>> auto_chunk_size(BatchConfig(["greedy", "beam"]))
         200
     """
     if config.algorithms and all(
             columnar_options(name, options_for(name, config, 1)) is not None
-            for name in config.algorithms):
+            and name not in PARTLY_COLUMNAR for name in config.algorithms):
         if any(name in _COSTLY_COLUMNAR for name in config.algorithms):
             return COSTLY_COLUMNAR_CHUNK_SIZE
         return COLUMNAR_CHUNK_SIZE

@@ -40,7 +40,15 @@ from ..clustering.options import as_flag
 from ..errors import GpuUnavailableError, InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
 from ..result_tables import AlgorithmResults, to_json
-from .config import TIME_OPTIONS, BatchConfig, accepted_options, load_registry, options_for, size_limit
+from .config import (
+    PARTLY_COLUMNAR,
+    TIME_OPTIONS,
+    BatchConfig,
+    accepted_options,
+    load_registry,
+    options_for,
+    size_limit,
+)
 from .executors import jet_reporter, warm_up_here
 
 __all__ = ["COLUMNAR_CHUNK", "chunk_task", "cluster_collection", "in_process_chunk_size",
@@ -66,7 +74,7 @@ def in_process_chunk_size(config: BatchConfig) -> int:
         256
     """
     flat = [columnar_options(name, options_for(name, config, 1)) for name in config.algorithms]
-    if any(o is None for o in flat):
+    if any(o is None for o in flat) or PARTLY_COLUMNAR & set(config.algorithms):
         return config.chunk_size
     if any(o.get("log_z") for o in flat if o is not None):
         return max(config.chunk_size, COLUMNAR_LOG_Z_CHUNK)

@@ -88,6 +88,7 @@ from .options import as_flag
 from .registry import cluster
 from .result import ClusteringResult
 from .threads import check_threads
+from .window_search import window_options, window_proves_first
 
 __all__ = [
     "BEAM_CHUNK_MAX",
@@ -113,14 +114,19 @@ ALG_EXACT_MAP = 4
 ALG_BEAM = 5
 #: code of MCTS (its own chunk kernel, :func:`._chunk_kernels.mcts_chunk`)
 ALG_MCTS = 6
+#: code of the window search: on jets where it proves the MAP with the exact MAP engine before
+#: any search (up to 14 leaves here), that engine's chunk kernel; larger jets go per jet
+ALG_WINDOW = 7
 
 #: the algorithms the columnar path runs (registry names -> kernel codes); ``"trellis"`` is the
 #: exact MAP engine (with ``log_z``: the full trellis) on jets of up to ``EXACT_CHUNK_MAX`` (14)
 #: leaves, ``"beam"`` beam search on jets of up to ``BEAM_CHUNK_MAX`` (40) leaves, ``"mcts"``
-#: MCTS with deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work
+#: MCTS with deterministic rollouts on jets of up to :data:`MCTS_CHUNK_WORK` estimated work,
+#: ``"window-search"`` the exact MAP engine on the jets of up to 14 leaves that the window search
+#: proves with it instead of searching (its ``exact_map`` path)
 COLUMNAR_ALGORITHMS = {
     "greedy": ALG_GREEDY, "kt": ALG_KT, "cambridge": ALG_CAMBRIDGE, "antikt": ALG_ANTIKT,
-    "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM, "mcts": ALG_MCTS,
+    "trellis": ALG_EXACT_MAP, "beam": ALG_BEAM, "mcts": ALG_MCTS, "window-search": ALG_WINDOW,
 }
 
 #: the options of beam search (all of them: the columnar path takes every value the per-jet
@@ -134,7 +140,7 @@ BEAM_CHUNK_MEMORY = 64 * 2**20
 #: function, which sees Ctrl-C every 0.1 s
 BEAM_CHUNK_WORK = 12_500_000
 #: the algorithms of the path with chunk kernels of their own (the others share ``cluster_chunk``)
-OWN_CHUNK_KERNELS = ("trellis", "beam", "mcts")
+OWN_CHUNK_KERNELS = ("trellis", "beam", "mcts", "window-search")
 #: the options of MCTS (all of them; ``rollout="sample"`` and a Generator as ``seed`` go to the
 #: per-jet function, whose random draws are one generator's per jet)
 _MCTS_OPTIONS = {"likelihood", "n_rollouts", "seed", "n_mc_target", "n_mc_min", "beam_size",
@@ -147,7 +153,20 @@ MCTS_CHUNK_WORK = 25_000_000
 #: per QCD jet of ~7 leaves with the defaults, ~50 ns per unit there)
 MCTS_JET_WORK = 3000
 #: the counters that the per-jet functions give as bools (beam search's; the trellis' ``exact_count``)
-_BOOL_COUNTERS = ("pair_cache", "greedy_added", "exact_count")
+_BOOL_COUNTERS = ("pair_cache", "greedy_added", "exact_count", "proved", "window_optimal",
+                  "widened")
+#: the options of the window search that the columnar path takes (``trees``, per-jet start
+#: trees, is not one of them)
+_WINDOW_OPTIONS = {"likelihood", "window_size", "n_random", "n_starts", "n_sampled",
+                   "skip_duplicates", "widen", "widen_unsure", "top_size", "root_size", "start",
+                   "beam_size", "seed", "max_time", "max_sweeps", "prove", "exact_first",
+                   "progress", "device"}
+#: the window search's options whose default depends on the jet's size
+#: (:func:`~jetastar.clustering.window_search.window_options`)
+_WINDOW_SIZED = ("n_random", "n_sampled", "skip_duplicates", "widen", "top_size", "root_size")
+#: a ``max_time`` below this goes per jet: the per-jet function may find it spent before its
+#: exact MAP starts
+_WINDOW_MIN_TIME = 0.01
 
 #: the options of the registry's ``"trellis"`` that the columnar path takes
 _TRELLIS_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress", "device",
@@ -178,6 +197,8 @@ def columnar_options(name: str, options: Mapping[str, Any]) -> dict[str, Any] | 
         return _beam_options(options)
     if name == "mcts":
         return _mcts_options(options)
+    if name == "window-search":
+        return _window_options(options)
     allowed = {"likelihood"} if name == "greedy" else {"likelihood", "R"}
     if set(options) - allowed:
         return None
@@ -241,6 +262,37 @@ def _trellis_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
                 "prune": True, "device": "cpu", "log_z": True}
     return {"likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
             "prune": True, "threads": threads, "incumbent": False, "device": "cpu"}
+
+
+def _window_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The window search's options as given (``likelihood`` and the others it was asked for;
+    ``progress`` dropped: the exact MAP path shows none), or ``None`` where the columnar path
+    would not give the per-jet function's rows: start ``trees``, ``exact_first=False``, a GPU
+    ``device``, a ``max_time`` below :data:`_WINDOW_MIN_TIME`, a value it would refuse.
+
+    Example:
+        >>> _window_options({"window_size": 12}), _window_options({"exact_first": False})
+        ({'likelihood': 'symmetric', 'window_size': 12}, None)
+    """
+    if set(options) - _WINDOW_OPTIONS:
+        return None
+    likelihood = options.get("likelihood") or "symmetric"
+    if likelihood not in LIKELIHOODS:
+        return None
+    asked = {k: v for k, v in options.items() if k not in ("likelihood", "progress")}
+    try:
+        for n in (2, EXACT_CHUNK_MAX, 24, 40):  # every size's defaults, checked
+            resolved = window_options(n, **asked)
+        if check_device(resolved["device"]) == "gpu" or resolved["exact_first"] is False:
+            return None
+        progress = options.get("progress")
+        if not (progress is None or isinstance(progress, (bool, np.bool_))):
+            return None
+    except (OptionError, ValueError, TypeError):
+        return None
+    if resolved["max_time"] is not None and resolved["max_time"] < _WINDOW_MIN_TIME:
+        return None
+    return {"likelihood": likelihood, **asked}
 
 
 def _beam_options(options: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -404,6 +456,8 @@ class ChunkResults:
         log_z, n_trees: ``(J,)`` the full trellis' log partition function (float64) and exact
             tree count (int64) of :data:`DONE` rows (the registry's ``"trellis"`` with
             ``log_z``); ``None`` for the other algorithms.
+        stats: the stats, besides the counters, of every :data:`DONE` row's result (the exact
+            engines: ``device``; the window search: ``path``).
         seconds: run time (wall, without compiling or loading kernels:
             :class:`~jetastar._jit.Stopwatch`) of this algorithm in :func:`cluster_columns`: its
             own kernel calls and arrays, plus an equal share of the chunk's common preparation
@@ -433,6 +487,7 @@ class ChunkResults:
     row_options: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     log_z: np.ndarray | None = None
     n_trees: np.ndarray | None = None
+    stats: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
 
     def __len__(self) -> int:
@@ -458,11 +513,10 @@ class ChunkResults:
         jet_id = int(self.collection.jet_id[i])
         if self.outcome[i] == DONE:
             stats: dict[str, Any] = {
-                k: bool(v[i]) if k in _BOOL_COUNTERS else int(v[i])
-                for k, v in self.counters.items()}
+                k: math.nan if math.isnan(v[i]) else bool(v[i]) if k in _BOOL_COUNTERS
+                else int(v[i]) for k, v in self.counters.items()}
+            stats.update(self.stats)
             exact = bool(self.exact[i])
-            if exact:
-                stats["device"] = "cpu"
             return ClusteringResult(
                 self.tree(i), float(self.log_likelihood[i]), self.algorithm, exact=exact,
                 likelihood=self.likelihood, options=self.options_of(i), stats=stats,
@@ -474,7 +528,7 @@ class ChunkResults:
         opts: dict[str, Any] = {"likelihood": self.likelihood}
         if self.log_z is not None:
             opts["log_z"] = True
-        if self.algorithm == "mcts":  # every option it records is one of its arguments
+        if self.algorithm in ("mcts", "window-search"):  # every option it records is an argument
             opts.update(self.options)
         for key in ("R", "max_time", "max_memory", "threads", "beam_size", "greedy_guard"):
             if self.options.get(key) is not None:
@@ -588,7 +642,7 @@ def cluster_columns(
         seconds[name] = watch.seconds()
     # the algorithms with chunk kernels of their own, one jet per thread
     for name, results in (("trellis", _map_results), ("beam", _beam_results),
-                          ("mcts", _mcts_results)):
+                          ("mcts", _mcts_results), ("window-search", _window_results)):
         if name in names:
             watch = Stopwatch()
             if name == "trellis" and opts[name].get("log_z"):
@@ -737,8 +791,57 @@ def _map_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nda
         status=status, message=message, node_offsets=node_offsets, children=ch,
         leaf_of_node=leaf, counters=counters,
         work=np.where(done, cnt[:, 0] + counts, 0).astype(np.float64), exact=done.copy(),
-        upper_bound=np.where(done, ll, np.nan),
+        upper_bound=np.where(done, ll, np.nan), stats={"device": "cpu"},
     )
+
+
+def _window_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
+                    loff: np.ndarray, counts: np.ndarray, sizes: np.ndarray, noff: np.ndarray,
+                    which: np.ndarray, consts: np.ndarray, run: np.ndarray,
+                    threads: bool) -> ChunkResults:
+    """The window search's rows of a chunk: the jets it would prove with the exact MAP engine
+    before any search (its ``exact_map`` path: ``exact_first``, by default where that costs less
+    than the search) of up to 14 leaves, solved by that engine's chunk kernel
+    (:func:`_map_results`), with the results, options and stats of
+    :func:`~jetastar.clustering.window_search`; the other jets are left to it
+    (:data:`PER_JET`)."""
+    n = counts.shape[0]
+    asked = {k: v for k, v in opts.items() if k != "likelihood"}
+    exact_path = np.zeros(n, dtype=bool)
+    sized = {name: np.zeros(n, dtype=object) for name in _WINDOW_SIZED}
+    resolved: dict[str, Any] = {}
+    for k in np.unique(counts).tolist():
+        resolved = window_options(k, **asked)
+        rows = counts == k
+        for name in _WINDOW_SIZED:
+            sized[name][rows] = resolved[name]
+        if 2 <= k <= EXACT_CHUNK_MAX and window_proves_first(k, resolved):
+            exact_path[rows] = True
+    proof = _map_results(
+        {"likelihood": opts["likelihood"], "max_time": None, "max_memory": None, "prune": True,
+         "threads": None, "incumbent": False, "device": "cpu"},
+        collection, leaves, loff, counts, sizes, noff, which, consts, run & exact_path, threads)
+    outcome = proof.outcome.copy()
+    outcome[run & ~exact_path] = PER_JET
+    done = outcome == DONE
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        zero, one = _done_column(done, np.zeros(n)), _done_column(done, np.ones(n))
+        counters = {name: zero for name in (
+            "windows_solved", "windows_cached", "improvements", "reverted", "sweeps", "starts",
+            "duplicate_starts", "recombined", "top_windows", "agreeing_optima", "sampled_starts",
+            "widened")}
+        counters.update(proved=one, window_optimal=one,
+                        splits_evaluated=proof.counters["splits_evaluated"],
+                        window_size=_done_column(done, np.full(n, resolved["window_size"])),
+                        start_log_likelihood=np.full(n, np.nan))
+    # the options a row records: those asked for, each size's defaults as row options
+    options = {name: (asked.get(name) if name in _WINDOW_SIZED else value)
+               for name, value in resolved.items()} if n else dict(asked)
+    row_options = {name: np.array(values.tolist()) for name, values in sized.items()} if n else {}
+    return dataclasses.replace(
+        proof, algorithm="window-search", options=options, outcome=outcome,
+        counters=counters, row_options=row_options, stats={"path": "exact_map"})
 
 
 def _trellis_results(opts: dict[str, Any], collection: JetCollection, leaves: np.ndarray,
@@ -765,6 +868,7 @@ def _trellis_results(opts: dict[str, Any], collection: JetCollection, leaves: np
         work=np.where(done, cnt[:, 0] + cnt[:, 1] + counts, 0).astype(np.float64),
         exact=done.copy(), upper_bound=np.where(done, ll, np.nan),
         log_z=np.where(done, log_z, np.nan), n_trees=np.where(done, n_trees, 0),
+        stats={"device": "cpu"},
     )
 
 

@@ -241,8 +241,8 @@ def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
     (every algorithm of the path and every option runs the same two kernels; the exact MAP
     engine, the full trellis (``log_z``), beam search and MCTS have two of their own)."""
     kernel = "columnar-trellis" if name == "trellis" and options.get("log_z") else {
-        "trellis": "columnar-map", "beam": "columnar-beam", "mcts": "columnar-mcts"}.get(
-        name, "columnar")
+        "trellis": "columnar-map", "window-search": "columnar-map", "beam": "columnar-beam",
+        "mcts": "columnar-mcts"}.get(name, "columnar")
     key = ("kernels", kernel)
     if key in _warmed:
         return

@@ -100,7 +100,8 @@ from .kt import kt
 from .registry import register
 from .result import ClusteringResult
 
-__all__ = ["DEFAULT_WINDOW_SIZE", "MAX_WINDOW_SIZE", "START_TREES", "window_search"]
+__all__ = ["DEFAULT_WINDOW_SIZE", "MAX_WINDOW_SIZE", "START_TREES", "window_options",
+           "window_proves_first", "window_search"]
 
 #: Default number of parts per window: a 13-part window takes about 2 ms (14: 5 ms, 16: 45 ms).
 DEFAULT_WINDOW_SIZE = 13
@@ -270,45 +271,20 @@ def window_search(
             f"window search needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
     likelihood = valid_likelihood(likelihood)
-    window_size = _check_int(window_size, "window_size", 2, MAX_WINDOW_SIZE)
-    default = window_defaults(jet.n_leaves)
-    n_random = _check_int(default["n_random"] if n_random is None else n_random, "n_random", 0,
-                          None)
-    n_starts = _check_int(n_starts, "n_starts", 1, None)
-    n_sampled = _check_int(default["n_sampled"] if n_sampled is None else n_sampled, "n_sampled",
-                           0, None)
-    if skip_duplicates is None:
-        skip_duplicates = bool(default["skip_duplicates"])
-    widen = _check_int(default["widen"] if widen is None else widen, "widen", 0,
-                       MAX_WINDOW_SIZE - window_size)
-    widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
-    if top_size is None:
-        top_size = DEFAULT_TOP_SIZE if jet.n_leaves >= TOP_FROM_LEAVES else 0
-    top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
-    if root_size is None:
-        root_size = default["root_size"]
-    root_size = _check_int(root_size, "root_size", 0, MAX_WINDOW_SIZE)
-    seed = _check_int(seed, "seed", None, None)
-    if beam_size is not None:
-        beam_size = _check_int(beam_size, "beam_size", 1, None)
-    if max_sweeps is not None:
-        max_sweeps = _check_int(max_sweeps, "max_sweeps", 1, None)
-    max_time = check_budget(max_time, "max_time")
-    if start not in START_TREES:
-        raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
-    for name, flag in (("prove", prove), ("progress", progress), ("exact_first", exact_first),
-                       ("skip_duplicates", skip_duplicates)):
-        if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
-            raise ValueError(f"{name} must be True or False, got {flag!r}")
-    options = {
-        "window_size": window_size, "n_random": n_random, "n_starts": n_starts,
-        "n_sampled": n_sampled, "skip_duplicates": bool(skip_duplicates), "widen": widen,
-        "widen_unsure": widen_unsure,
-        "top_size": top_size, "root_size": root_size,
-        "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
-        "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
-        "device": check_device(device),
-    }
+    if not (progress is None or isinstance(progress, (bool, np.bool_))):
+        raise ValueError(f"progress must be True or False, got {progress!r}")
+    options = window_options(
+        jet.n_leaves, window_size=window_size, n_random=n_random, n_starts=n_starts,
+        n_sampled=n_sampled, skip_duplicates=skip_duplicates, widen=widen,
+        widen_unsure=widen_unsure, top_size=top_size, root_size=root_size, start=start,
+        beam_size=beam_size, seed=seed, max_time=max_time, max_sweeps=max_sweeps, prove=prove,
+        exact_first=exact_first, device=device)
+    window_size, n_random, n_starts, n_sampled = (
+        options[k] for k in ("window_size", "n_random", "n_starts", "n_sampled"))
+    skip_duplicates, widen, widen_unsure, top_size, root_size = (
+        options[k] for k in ("skip_duplicates", "widen", "widen_unsure", "top_size", "root_size"))
+    beam_size, seed, max_time, max_sweeps = (
+        options[k] for k in ("beam_size", "seed", "max_time", "max_sweeps"))
     n = jet.n_leaves
     _check_trees(jet, trees)
     if _exact_first(n, exact_first, options):
@@ -873,6 +849,96 @@ def _check_trees(jet: Jet, trees: Sequence[Tree] | None) -> None:
                 f"start trees must be Trees over the jet's {jet.n_leaves} leaves, got {tree!r}",
                 jet=jet.label, field="trees",
             )
+
+
+def window_options(
+    n_leaves: int,
+    *,
+    window_size: int = DEFAULT_WINDOW_SIZE,
+    n_random: int | None = None,
+    n_starts: int = 6,
+    n_sampled: int | None = None,
+    skip_duplicates: bool | None = None,
+    widen: int | None = None,
+    widen_unsure: int = 0,
+    top_size: int | None = None,
+    root_size: int | None = None,
+    start: str = "beam",
+    beam_size: int | None = None,
+    seed: int = 0,
+    max_time: float | None = None,
+    max_sweeps: int | None = None,
+    prove: bool = False,
+    exact_first: bool | None = None,
+    device: str = "auto",
+) -> dict[str, Any]:
+    """The options :func:`window_search` runs a jet of ``n_leaves`` leaves with, and records in
+    its result: the given ones checked, those left at ``None`` set to their defaults for that
+    size (:func:`~jetastar.clustering.estimates.window_defaults`).
+
+    Args:
+        n_leaves: the jet's number of leaves.
+        window_size, ...: as for :func:`window_search` (without ``likelihood``, ``trees`` and
+            ``progress``).
+
+    Returns:
+        Option name -> value.
+
+    Raises:
+        ValueError: an unknown start, or an option out of range.
+
+    Example:
+        >>> opts = window_options(20)
+        >>> opts["n_random"], opts["root_size"], window_options(24)["root_size"]
+        (4, 15, 17)
+    """
+    window_size = _check_int(window_size, "window_size", 2, MAX_WINDOW_SIZE)
+    default = window_defaults(n_leaves)
+    n_random = _check_int(default["n_random"] if n_random is None else n_random, "n_random", 0,
+                          None)
+    n_starts = _check_int(n_starts, "n_starts", 1, None)
+    n_sampled = _check_int(default["n_sampled"] if n_sampled is None else n_sampled, "n_sampled",
+                           0, None)
+    if skip_duplicates is None:
+        skip_duplicates = bool(default["skip_duplicates"])
+    widen = _check_int(default["widen"] if widen is None else widen, "widen", 0,
+                       MAX_WINDOW_SIZE - window_size)
+    widen_unsure = _check_int(widen_unsure, "widen_unsure", 0, MAX_WINDOW_SIZE - window_size)
+    if top_size is None:
+        top_size = DEFAULT_TOP_SIZE if n_leaves >= TOP_FROM_LEAVES else 0
+    top_size = _check_int(top_size, "top_size", 0, MAX_WINDOW_SIZE)
+    if root_size is None:
+        root_size = default["root_size"]
+    root_size = _check_int(root_size, "root_size", 0, MAX_WINDOW_SIZE)
+    seed = _check_int(seed, "seed", None, None)
+    if beam_size is not None:
+        beam_size = _check_int(beam_size, "beam_size", 1, None)
+    if max_sweeps is not None:
+        max_sweeps = _check_int(max_sweeps, "max_sweeps", 1, None)
+    max_time = check_budget(max_time, "max_time")
+    if start not in START_TREES:
+        raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
+    for name, flag in (("prove", prove), ("exact_first", exact_first),
+                       ("skip_duplicates", skip_duplicates)):
+        if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    options = {
+        "window_size": window_size, "n_random": n_random, "n_starts": n_starts,
+        "n_sampled": n_sampled, "skip_duplicates": bool(skip_duplicates), "widen": widen,
+        "widen_unsure": widen_unsure,
+        "top_size": top_size, "root_size": root_size,
+        "start": start, "beam_size": beam_size, "seed": seed, "max_time": max_time,
+        "max_sweeps": max_sweeps, "prove": bool(prove), "exact_first": exact_first,
+        "device": check_device(device),
+    }
+    return options
+
+
+def window_proves_first(n_leaves: int, options: dict[str, Any]) -> bool:
+    """Whether :func:`window_search` of a jet of ``n_leaves`` leaves with ``options`` (from
+    :func:`window_options`) proves the MAP with :func:`exact_map` before any search (its
+    ``exact_map`` path; the columnar path takes such jets)."""
+    return _exact_first(int(n_leaves), options["exact_first"], options)
 
 
 def _exact_first(n: int, exact_first: bool | None, options: dict[str, Any]) -> bool:

@@ -37,6 +37,11 @@ numba's threads) and ``per-jet beam_search`` (a loop of
 ``--mcts``: MCTS (default options), as ``--beam`` (``per-jet mcts``: a loop of
 :func:`jetastar.clustering.mcts`).
 
+``--window``: the window search (default options), as ``--beam`` but on default QCD and W jets
+(its jets of up to 14 leaves, proven by the exact MAP engine, are the columnar path's; a 20-leaf
+jet is searched one at a time either way): ``per-jet window_search`` is a loop of
+:func:`jetastar.clustering.window_search`.
+
 ``--deadline``: beam search with ``max_time`` on a 400-leaf jet (leaves of QCD jets with
 ``t_cut = 0.05`` GeV² put together; the whole search would take an hour): the wall and CPU time
 until it returns, for ``max_time`` 1 and 5 s.
@@ -107,6 +112,7 @@ def main() -> None:
     parser.add_argument("--log-z", action="store_true", help="the full trellis of <= 10-leaf jets")
     parser.add_argument("--beam", action="store_true", help="beam search, default options")
     parser.add_argument("--mcts", action="store_true", help="MCTS, default options")
+    parser.add_argument("--window", action="store_true", help="window search, default options")
     parser.add_argument("--deadline", action="store_true", help="beam max_time, 400 leaves")
     parser.add_argument("--big", action="store_true", help="greedy on 500-2000 leaves")
     args = parser.parse_args()
@@ -119,8 +125,9 @@ def main() -> None:
     if args.deadline:
         _deadline()
         return
-    if args.beam or args.mcts:
-        _search("beam" if args.beam else "mcts", args.jets, args.repeat, args.only_cluster)
+    if args.beam or args.mcts or args.window:
+        name = "beam" if args.beam else "mcts" if args.mcts else "window-search"
+        _search(name, args.jets, args.repeat, args.only_cluster)
         return
     samples = {
         "QCD default": generate(args.jets, ShowerParams.qcd(), seed=2033),
@@ -184,16 +191,19 @@ def _exact(n_jets: int, repeat: int, log_z: bool = False) -> None:
 
 
 def _search(name: str, n_jets: int, repeat: int, only_cluster: bool) -> None:
-    """Beam search or MCTS (``name``, default options): the columnar path against the per-jet
-    function."""
-    from jetastar.clustering import beam_search, mcts
+    """Beam search, MCTS or the window search (``name``, default options): the columnar path
+    against the per-jet function."""
+    from jetastar.clustering import beam_search, mcts, window_search
 
-    per_jet = beam_search if name == "beam" else mcts
+    per_jet = {"beam": beam_search, "mcts": mcts, "window-search": window_search}[name]
 
     samples = {
         "QCD default": generate(n_jets, ShowerParams.qcd(), seed=2033),
         "QCD t_cut=1": generate(n_jets, ShowerParams.qcd(t_cut=1.0), seed=2034),
     }
+    if name == "window-search":
+        samples["W default"] = samples.pop("QCD t_cut=1")
+        samples["W default"] = generate(n_jets, ShowerParams.w(), seed=2034)
     print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
     print(f"{'sample':<13} {'leaves':>6} {'what':<28} {'cpu µs/jet':>11} {'wall µs/jet':>11}")
     for label, jets in samples.items():

@@ -5,7 +5,16 @@ can be compared row by row."""
 
 from __future__ import annotations
 
-from jetastar.clustering import beam_search, exact_map, exact_trellis, greedy, kt, mcts, register
+from jetastar.clustering import (
+    beam_search,
+    exact_map,
+    exact_trellis,
+    greedy,
+    kt,
+    mcts,
+    register,
+    window_search,
+)
 
 #: per-jet twin name -> the algorithm it repeats
 TWINS = {"perjet-greedy": "greedy", "perjet-kt": "kt", "perjet-cambridge": "cambridge",
@@ -73,3 +82,25 @@ def _perjet_mcts(jet, n_rollouts: int = 20, seed=0, likelihood: str = "symmetric
     return mcts(jet, n_rollouts, seed, likelihood, n_mc_target=n_mc_target, n_mc_min=n_mc_min,
                 beam_size=beam_size, c_puct=c_puct, planning=planning, decision=decision,
                 prior=prior, rollout=rollout, reward_range=reward_range, max_time=max_time)
+
+
+#: per-jet twin of the window search
+WINDOW_TWINS = {"perjet-window-search": "window-search"}
+
+
+@register("perjet-window-search", description="test: the window search through the per-jet path")
+def _perjet_window(jet, likelihood: str | None = None, *, window_size: int = 13,
+                   n_random: int | None = None, n_starts: int = 6, n_sampled: int | None = None,
+                   skip_duplicates: bool | None = None, widen: int | None = None,
+                   widen_unsure: int = 0, top_size: int | None = None,
+                   root_size: int | None = None, start: str = "beam",
+                   beam_size: int | None = None, trees=None, seed: int = 0,
+                   max_time: float | None = None, max_sweeps: int | None = None,
+                   prove: bool = False, exact_first: bool | None = None,
+                   progress: bool | None = None, device: str = "auto"):
+    return window_search(
+        jet, likelihood, window_size=window_size, n_random=n_random, n_starts=n_starts,
+        n_sampled=n_sampled, skip_duplicates=skip_duplicates, widen=widen,
+        widen_unsure=widen_unsure, top_size=top_size, root_size=root_size, start=start,
+        beam_size=beam_size, trees=trees, seed=seed, max_time=max_time, max_sweeps=max_sweeps,
+        prove=prove, exact_first=exact_first, progress=progress, device=device)
