@@ -88,22 +88,11 @@ def str_array(arr: Any) -> np.ndarray:
     n = offsets.shape[0] - 1
     starts, lengths = offsets[:-1], np.diff(offsets)
     same = np.zeros(n, dtype=bool)  # row i equals row i - 1
-    candidates = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
-    same[candidates[lengths[candidates] == 0]] = True
-    candidates = candidates[lengths[candidates] > 0]
-    # compare their bytes with the previous row's, in batches of at most ~4 MB of bytes
-    ends = np.cumsum(lengths[candidates])
-    a = 0
-    while a < candidates.shape[0]:
-        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + (1 << 22))))
-        rows = candidates[a:b]
-        size = lengths[rows]
-        first = np.cumsum(size) - size
-        which = np.repeat(np.arange(rows.shape[0]), size)
-        k = np.arange(int(size.sum())) - first[which]
-        differs = data[starts[rows][which] + k] != data[starts[rows - 1][which] + k]
-        same[rows] = np.add.reduceat(differs, first) == 0
-        a = b
+    change = np.flatnonzero(lengths[1:] != lengths[:-1]) + 1
+    if n and change.shape[0] < _MAX_RUNS:
+        _same_in_runs(data, starts, lengths, np.r_[0, change], np.r_[change, n], same)
+    elif n:
+        _same_by_gather(data, starts, lengths, same)
     heads = np.flatnonzero(~same)
     raw = data.tobytes()
     decoded: dict[bytes, str] = {}
@@ -117,3 +106,49 @@ def str_array(arr: Any) -> np.ndarray:
     unique = np.empty(len(values), dtype=object)
     unique[:] = values
     return np.repeat(unique, np.diff(np.append(heads, n)))
+
+
+#: strings of one length in a row are compared as one 2-D block (fewer runs than this), else
+#: byte by byte through gathered indices
+_MAX_RUNS = 256
+#: bytes compared at a time
+_BLOCK_BYTES = 1 << 22
+
+
+def _same_in_runs(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                  run_starts: np.ndarray, run_ends: np.ndarray, same: np.ndarray) -> None:
+    """``same[i]`` (row ``i`` equals row ``i - 1``) within each run of rows of one length: such
+    rows lie one after the other in ``data``, a ``(rows, length)`` block compared row by row."""
+    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        size = int(lengths[a])
+        if b - a < 2:
+            continue
+        if size == 0:
+            same[a + 1:b] = True
+            continue
+        step = max(2, _BLOCK_BYTES // size)
+        for lo in range(a, b - 1, step - 1):  # rows lo .. hi - 1, each against the one before
+            hi = min(b, lo + step)
+            block = data[starts[lo]:starts[lo] + (hi - lo) * size].reshape(hi - lo, size)
+            same[lo + 1:hi] = ~(block[1:] != block[:-1]).any(axis=1)
+
+
+def _same_by_gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                    same: np.ndarray) -> None:
+    """``same[i]`` for rows of the length of the row before, their bytes gathered and compared
+    (at most :data:`_BLOCK_BYTES` at a time): for columns of many short runs of lengths."""
+    candidates = np.flatnonzero(lengths[1:] == lengths[:-1]) + 1
+    same[candidates[lengths[candidates] == 0]] = True
+    candidates = candidates[lengths[candidates] > 0]
+    ends = np.cumsum(lengths[candidates])
+    a = 0
+    while a < candidates.shape[0]:
+        b = max(a + 1, int(np.searchsorted(ends, (ends[a - 1] if a else 0) + _BLOCK_BYTES)))
+        rows = candidates[a:b]
+        size = lengths[rows]
+        first = np.cumsum(size) - size
+        which = np.repeat(np.arange(rows.shape[0]), size)
+        k = np.arange(int(size.sum())) - first[which]
+        differs = data[starts[rows][which] + k] != data[starts[rows - 1][which] + k]
+        same[rows] = np.add.reduceat(differs, first) == 0
+        a = b

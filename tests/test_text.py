@@ -29,3 +29,18 @@ def test_string_branches_hold_the_str_of_each_value(values):
         assert str_array(awkward_strings(Repeated(v, 4))).tolist() == [str(v)] * 4
     assert str_array(awkward_strings(Repeated("x", 0))).tolist() == []
     assert str_array(awkward_strings(values)).dtype == object
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 22, 7])
+def test_runs_of_lengths_and_blocks_of_any_size(monkeypatch, block_bytes):
+    """Both ways of finding equal neighbours (a 2-D block per run of one length, or gathered
+    bytes when the lengths change often) and blocks cut anywhere give every string back."""
+    import jetastar._text as text
+
+    monkeypatch.setattr(text, "_BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(5)
+    words = ["", "a", "b", "ab", "ba", "abc", "abd", "é", "{\"k\": 1}", "{\"k\": 2}"]
+    few_runs = [w for w in ("abc", "abd", "abc", "", "ab") for _ in range(40)]
+    many_runs = [words[k] for k in rng.integers(0, len(words), 3000)]
+    for values in (few_runs, many_runs, few_runs + many_runs):
+        assert str_array(awkward_strings(values)).tolist() == values
