@@ -12,7 +12,9 @@ left to it), and with ``log_z`` the full trellis, with the kernel of
 :func:`~jetastar.clustering.exact_trellis` (log Z and the tree count too); beam search too, on
 every jet of up to 40 leaves (:data:`BEAM_CHUNK_MAX`), with the kernels of
 :func:`~jetastar.clustering.beam_search`, and MCTS with its default deterministic rollouts, with
-the kernel of :func:`~jetastar.clustering.mcts`. The answer is flat arrays, a
+the kernel of :func:`~jetastar.clustering.mcts`. The window search's jets of up to 14 leaves that
+it proves with the exact MAP engine before any search go to that engine's kernel (its larger jets
+are searched by :func:`~jetastar.clustering.window_search`). The answer is flat arrays, a
 :class:`ChunkResults` per algorithm; :class:`~jetastar.Tree` and
 :class:`~jetastar.clustering.ClusteringResult` objects are made only when one jet's is asked for.
 Batch runs, :func:`jetastar.inmemory.cluster_jets` and ``jetastar.cluster(many_jets, ...)`` use it
