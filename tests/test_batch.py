@@ -1153,3 +1153,33 @@ def test_particle_outputs_are_streamed_equal_to_the_in_memory_merge(tmp_path, ex
         n_jets = ast.literal_eval(streamed["clusters/events/n_jets"][2] if ext == "h5"
                                   else streamed["clusters_events"]["n_jets"][1])
         assert 0 in n_jets and max(n_jets) >= 2  # events without jets and with two or more
+
+
+def test_an_invalid_jet_found_in_an_event_is_named_by_entry_and_jet_in_event():
+    """Jets found in events share their entry (and jet_id): the message of one that cannot be
+    clustered says which of the entry's jets it is, as the 'clusters' tree numbers them."""
+    from jetastar import JetCollection
+    from jetastar.batch import cluster_collection
+
+    good = generate(3, ShowerParams.qcd(), seed=8)
+    one = JetCollection(
+        leaves=good.leaves[:1], leaf_offsets=np.array([0, 1]), children=np.empty((0, 2)),
+        leaf_of_node=np.empty(0), node_offsets=np.array([0, 0]), jet_id=np.array([7]),
+        seed=np.array([-1]), jet_type=np.array(["QCD"], dtype=object),
+        params={k: v[:1] for k, v in good.params.items()})
+    bare = JetCollection(
+        leaves=good.leaves, leaf_offsets=good.leaf_offsets, children=good.children,
+        leaf_of_node=good.leaf_of_node, node_offsets=good.node_offsets, jet_id=good.jet_id,
+        seed=good.seed, jet_type=good.jet_type, params=good.params)
+    both = JetCollection.concatenate([bare, one])
+    cols = {"entry": np.array([5, 6, 7, 7]), "jet_in_event": np.array([0, 0, 0, 1])}
+    events = JetCollection(
+        leaves=both.leaves, leaf_offsets=both.leaf_offsets, children=both.children,
+        leaf_of_node=both.leaf_of_node, node_offsets=both.node_offsets,
+        jet_id=np.array([5, 6, 7, 7]), seed=both.seed, jet_type=both.jet_type,
+        params=both.params, jet_columns=cols)
+    tables = cluster_collection(events, BatchConfig(["greedy"]), source="events.root")
+    t = tables["greedy"]
+    assert list(t.status) == ["ok", "ok", "ok", "failed"]
+    assert t.message[3].startswith("events.root: entry 7, jet_in_event 1: ")
+    assert "at least 2 leaves" in t.message[3]

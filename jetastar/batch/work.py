@@ -226,7 +226,10 @@ def cluster_collection(
         except InvalidJetError as exc:
             entries = collection.jet_columns.get("entry")
             entry = int(entries[i]) if entries is not None else first_index + i
-            where = f"{source}: entry {entry}: " if source else ""
+            # jets found in events: which of the entry's jets (the column of the 'clusters' tree)
+            in_event = collection.jet_columns.get("jet_in_event")
+            which = f", jet_in_event {int(in_event[i])}" if in_event is not None else ""
+            where = f"{source}: entry {entry}{which}: " if source else ""
             for name in config.algorithms:
                 rows[name][i] = ClusteringResult(
                     None, -math.inf, name, options=opts[name], status="failed",
