@@ -65,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
                     hi = max(int(n_leaves.max()), hi if hi is not None else 0)
                 bar.update(b - a)
         writer.update_attrs({"generator_settings": json.dumps(settings)})
-        writer.close()
     except BaseException:
         writer.abort()
         raise
+    writer.close()  # (which deletes its temporary file itself if it fails)
     span = f"{lo}..{hi}" if lo is not None else "-"
     echo(f"wrote {args.n} {args.type.upper()} jets (leaves {span}) to {args.output}")
     return 0
