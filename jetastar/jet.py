@@ -468,8 +468,9 @@ class JetCollection(Sequence[Jet]):
             return np.concatenate(parts)
 
         any_nm = any(c.node_momenta is not None for c in cols)
-        node_keys = set.intersection(*(set(c.node_columns) for c in cols))
-        jet_keys = set.intersection(*(set(c.jet_columns) for c in cols))
+        # the columns all have, in the first one's order (a set's order varies by process)
+        node_keys = [k for k in cols[0].node_columns if all(k in c.node_columns for c in cols)]
+        jet_keys = [k for k in cols[0].jet_columns if all(k in c.jet_columns for c in cols)]
         if any_nm and not all(
             c.node_momenta is not None or c.children.shape[0] == 0 for c in cols
         ):

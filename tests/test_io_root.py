@@ -6,6 +6,7 @@ file, ...) is tested once for both formats in ``test_io_formats.py``."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -98,3 +99,32 @@ def test_root_outputs_are_zlib_compressed(tmp_path, ref_collection):
         assert isinstance(f.file.compression, uproot.ZLIB)  # what every ROOT reader decodes
     assert isinstance(root_compression(), uproot.ZLIB)
     assert uproot.ZLIB.library == "zlib"  # uproot's own default is left alone
+
+
+def test_extra_columns_keep_their_order_whatever_the_hash_seed(tmp_path):
+    """The extra columns of jets read from a ROOT file, and of collections joined, come in the
+    file's order in every process (a set's order changes with PYTHONHASHSEED: the branches of a
+    run's outputs came out in another order from one run to the next)."""
+    import subprocess
+    import sys
+
+    from jetastar.ginkgo import ShowerParams, generate
+    from jetastar.io import set_extras
+
+    jets = generate(4, ShowerParams.qcd(), seed=2)
+    nodes = jets.children.shape[0]
+    jets = set_extras(jets, {k: np.arange(nodes, dtype=float) for k in ("zeta", "alpha", "mid")},
+                      {k: np.ones(4) for k in ("omega", "beta", "kappa")})
+    path = tmp_path / "extras.root"
+    jio.write(path, jets)
+    code = ("import sys; from jetastar import io, JetCollection; c = io.read(sys.argv[1]); "
+            "j = JetCollection.concatenate([c[:2], c[2:]]); "
+            "print(list(c.node_columns), list(j.node_columns), "
+            "[k for k in j.jet_columns if not k.startswith('truth')])")
+    seen = set()
+    for seed in ("1", "2", "3", "4"):
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                             text=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        seen.add(out.stdout.strip())
+    assert seen == {"['zeta', 'alpha', 'mid'] ['zeta', 'alpha', 'mid'] "
+                    "['omega', 'beta', 'kappa']"}

@@ -636,7 +636,8 @@ def _offsets(counts: Any) -> np.ndarray:
 def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollection:
     import awkward as ak
 
-    fields = set(ak.fields(arr))
+    order = ak.fields(arr)  # (the extras in the file's order: a set's order varies by process)
+    fields = set(order)
     need = {"nleaf", "leaf_E", "leaf_px", "leaf_py", "leaf_pz", "nnode", "node_left",
             "node_right", "node_leaf", "jet_id", "seed", "jet_type", *PARAM_COLUMNS, *ROOT_MOMENTUM_COLUMNS}
     missing = sorted(need - fields)
@@ -645,7 +646,7 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
     for count, branches in (("nleaf", [f"leaf_{c}" for c in P4_COLUMNS]),
                             ("nnode", ["node_left", "node_right", "node_leaf",
                                        *(f"node_{c}" for c in P4_COLUMNS if f"node_{c}" in fields),
-                                       *(k for k in fields if k.startswith("node_extra_"))])):
+                                       *(k for k in order if k.startswith("node_extra_"))])):
         counts = _np(arr[count], np.int64)
         for b in branches:
             check_counts(path, "the 'jets' tree", counts, count, _np(ak.num(arr[b], axis=1), np.int64),
@@ -685,9 +686,9 @@ def _collection_from_arrays(arr: Any, path: str, offset: int = 0) -> JetCollecti
         raise FileFormatError(f"{path}: inconsistent jet branches ({exc})") from None
     node_extra = {
         k[len("node_extra_"):]: _flat(arr[k], np.float64)
-        for k in fields if k.startswith("node_extra_")
+        for k in order if k.startswith("node_extra_")
     }
-    jet_extra = {k[len("extra_"):]: _np(arr[k], np.float64) for k in fields
+    jet_extra = {k[len("extra_"):]: _np(arr[k], np.float64) for k in order
                  if k.startswith("extra_")}
     for lk in TRUTH_LIKELIHOODS:
         if f"truth_llh_{lk}" in fields:
