@@ -102,7 +102,7 @@ def test_root_outputs_are_zlib_compressed(tmp_path, ref_collection):
 
 
 def test_extra_columns_keep_their_order_whatever_the_hash_seed(tmp_path):
-    """The extra columns of jets read from a ROOT file, and of collections joined, come in the
+    """The extra columns of jets read from a ROOT or HDF5 file, and of collections joined, come in the
     file's order in every process (a set's order changes with PYTHONHASHSEED: the branches of a
     run's outputs came out in another order from one run to the next)."""
     import subprocess
@@ -117,6 +117,19 @@ def test_extra_columns_keep_their_order_whatever_the_hash_seed(tmp_path):
                       {k: np.ones(4) for k in ("omega", "beta", "kappa")})
     path = tmp_path / "extras.root"
     jio.write(path, jets)
+    # HDF5 files keep the order too, written whole or block by block
+    for name in ("whole.h5", "blocks.h5"):
+        h5 = tmp_path / name
+        if name == "whole.h5":
+            jio.write(h5, jets)
+        else:
+            with jio.FORMATS["hdf5"].stream_writer(h5) as writer:
+                writer.add_jets(jets[:2])
+                writer.add_jets(jets[2:])
+        back = jio.read(h5)
+        assert list(back.node_columns) == ["zeta", "alpha", "mid"]
+        assert [k for k in back.jet_columns if not k.startswith("truth")] == [
+            "omega", "beta", "kappa"]
     code = ("import sys; from jetastar import io, JetCollection; c = io.read(sys.argv[1]); "
             "j = JetCollection.concatenate([c[:2], c[2:]]); "
             "print(list(c.node_columns), list(j.node_columns), "

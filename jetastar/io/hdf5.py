@@ -156,12 +156,12 @@ def _write_jets(group: Any, collection: JetCollection) -> None:
         lambda name, values: _dataset(group, name, values),
         lambda values: _dataset(group, "jet_type", _fixed_bytes(values)),
     )
-    if node_extra:
-        g = group.create_group("node_extra")
+    if node_extra:  # (the groups keep the columns' order, as the ROOT branches do)
+        g = group.create_group("node_extra", track_order=True)
         for k, v in node_extra.items():
             _dataset(g, k, v)
     if jet_extra:
-        g = group.create_group("jet_extra")
+        g = group.create_group("jet_extra", track_order=True)
         for k, v in jet_extra.items():
             _dataset(g, k, v)
 
@@ -389,7 +389,7 @@ class HDF5StreamWriter:
         )
         for sub, extra in (("node_extra", node_extra), ("jet_extra", jet_extra)):
             if extra:
-                h = g.require_group(sub)
+                h = g[sub] if sub in g else g.create_group(sub, track_order=True)
                 for k, v in extra.items():
                     self._append(h, k, v)
         self._params.add(collection)
