@@ -73,8 +73,8 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
                            ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The columns that say what each row of a file's results is, without its tree and texts:
     ``(label, block)`` pairs, each table's rows in order, at most ``step_size`` rows a block, so
-    memory does not grow with the file (the tables are those :func:`read_results` finds: a
-    table without rows gives one empty block in HDF5 files and none in ROOT files).
+    memory does not grow with the file (the tables are those :func:`read_results` finds, in
+    the order written: a table without rows gives one empty block).
 
     A block holds ``jet_index`` (int64), ``status`` (str), ``log_likelihood``, ``time_s``
     (float64), ``exact`` (bool), ``counters`` (name -> float64) and the table's ``likelihood``

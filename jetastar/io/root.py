@@ -122,8 +122,6 @@ def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
     return ak.unflatten(np.ascontiguousarray(values), np.diff(offsets))
 
 
-
-
 def _jets_block(collection: JetCollection, truth: dict[str, np.ndarray], a: int, b: int) -> dict:
     import awkward as ak
 
