@@ -23,7 +23,7 @@ The split loop of a cluster reads only ``wq`` of both parts (2 bytes each; neigh
 share cache lines) and compares the integer sum with the best split found so far, in the same fixed
 point and rounded down. Only a
 split that passes is looked at more closely: first the tighter bound
-(:func:`~jetastar.ginkgo.likelihood.split_bound_given_parent`, no transcendental function), then ψ
+(:func:`~jetastar.ginkgo.kernels.split_bound_of_split`, no transcendental function), then ψ
 itself (:func:`~jetastar.ginkgo.likelihood.split_llh_given_parent`). A split is skipped only when
 its bound is below the best value by more than a relative margin of ``1e-9``, far above rounding,
 so every cluster's ``V`` and arg-max are those of the unpruned DP (the same float expression on the
@@ -42,11 +42,10 @@ import numba as nb
 import numpy as np
 
 from .._refcount import borrowed
-from ..ginkgo.kernels import child_bound_of_splittable
+from ..ginkgo.kernels import child_bound_of_splittable, split_bound_of_split
 from ..ginkgo.likelihood import (
     child_bound,
     parent_terms,
-    split_bound_given_parent,
     split_llh_given_parent,
     t_of,
 )
@@ -186,13 +185,14 @@ def solve_cluster(s, rec, wq, best, c, t_cut, legacy, floor, slack, prune, scale
 
 
 @nb.njit(cache=True, inline="always")
-def _tight_bound(t_a, t_b, t_s, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack,
+def _tight_bound(t_a, t_b, t_s, s_p, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack,
                  c):  # pragma: no cover - numba
     """The tighter bound on ``ψ + V(A) + V(B)`` of a split that passed the W test (with the
-    slack): the split bound with the parts' ``G`` taken as ``qa / scale − V(A)`` (≥ ``G(A)``, so
-    still a bound). One formula for :func:`warm_start` and :func:`scan_splits`."""
-    return split_bound_given_parent(
-        t_a, t_b, t_s, log_tp, stop, qa * inv_scale - v_a, qb * inv_scale - v_b, c
+    slack): :func:`~jetastar.ginkgo.kernels.split_bound_of_split` with the parts' ``G`` taken as
+    ``qa / scale − V(A)`` (≥ ``G(A)``, so still a bound). One formula for :func:`warm_start` and
+    :func:`scan_splits`."""
+    return split_bound_of_split(
+        t_a, t_b, t_s, s_p, log_tp, stop, qa * inv_scale - v_a, qb * inv_scale - v_b, c
     ) + v_a + v_b + slack
 
 
@@ -250,8 +250,8 @@ def warm_start(
                 t_a = rec[a, T]
                 t_b = rec[b, T]
                 if cut > _NEG_INF and not _tight_bound(
-                        t_a, t_b, t_s, log_tp, stop, np.int64(wq[a]), np.int64(wq[b]), v_a, v_b,
-                        inv_scale, slack, c) > cut:
+                        t_a, t_b, t_s, s_p, log_tp, stop, np.int64(wq[a]), np.int64(wq[b]), v_a,
+                        v_b, inv_scale, slack, c) > cut:
                     continue
                 evaluated += 1
                 psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
@@ -306,8 +306,9 @@ def scan_splits(
                 passed += 1
                 t_a = rec[a, T]
                 t_b = rec[b, T]
-                if _tight_bound(t_a, t_b, t_s, log_tp, stop, qa, qb, v_a, v_b, inv_scale, slack,
-                                c) > cut:
+                # (the bound is -inf on splits that psi rejects from the t alone: only with prune)
+                if not prune or _tight_bound(t_a, t_b, t_s, s_p, log_tp, stop, qa, qb, v_a, v_b,
+                                             inv_scale, slack, c) > cut:
                     evaluated += 1
                     psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
                     if psi != _NEG_INF:
