@@ -86,6 +86,37 @@ def test_nanoaod_like_root_round_trip(tmp_path):
         read_particles(two)
 
 
+def test_particle_baskets_are_inflated_on_threads(tmp_path, monkeypatch):
+    """With 2 numba threads a particle ROOT file is decompressed on a pool of 2 threads that ends
+    with the file; the jets are those of a serial read."""
+    import numba
+
+    from jetastar.clustering.threads import Threads
+    from jetastar.io import _common, particle_files
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 numba threads")
+    counts, cols = _particles(5, 3000)
+    path = tmp_path / "nano.root"
+    _nanoaod(path, counts, cols)
+    pools: list = []
+
+    def recording() -> object:
+        pools.append(_common.decompression_executor())
+        return pools[-1]
+
+    monkeypatch.setattr(particle_files, "decompression_executor", recording)
+    with Threads(1):
+        serial = read_particles(path, tree="Events", particles="PFCands", t_cut=0.01)
+    with Threads(2):
+        threaded = read_particles(path, tree="Events", particles="PFCands", t_cut=0.01)
+    assert pools[0] is None and pools[-1]._max_workers == 2
+    assert pools[-1]._threads and pools[-1]._shutdown
+    assert not any(t.is_alive() for t in pools[-1]._threads)
+    assert np.array_equal(threaded.leaves, serial.leaves)
+    assert np.array_equal(threaded.leaf_offsets, serial.leaf_offsets)
+
+
 def test_delphes_like_cartesian_names_and_rntuple(tmp_path):
     counts, cols = _particles(2, 12)
     p4 = _vector_p4(cols)

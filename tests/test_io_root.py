@@ -141,3 +141,40 @@ def test_extra_columns_keep_their_order_whatever_the_hash_seed(tmp_path):
         seen.add(out.stdout.strip())
     assert seen == {"['zeta', 'alpha', 'mid'] ['zeta', 'alpha', 'mid'] "
                     "['omega', 'beta', 'kappa']"}
+
+
+def test_baskets_are_inflated_on_threads_that_end_with_the_file(tmp_path, monkeypatch):
+    """With 2 numba threads a ROOT file is decompressed on a pool of 2 threads (its own, shut down
+    when the file closes); the jets read are those of a serial read."""
+    import numba
+
+    from jetastar.clustering.threads import Threads
+    from jetastar.ginkgo import ShowerParams, generate
+    from jetastar.io import _common, root
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 numba threads")
+    jets = generate(3000, ShowerParams.qcd(), seed=4)
+    path = tmp_path / "jets.root"
+    jio.write(path, jets)
+    pools: list = []
+
+    def recording() -> object:
+        pool = _common.decompression_executor()
+        pools.append(pool)
+        return pool
+
+    monkeypatch.setattr(root, "decompression_executor", recording)
+    with Threads(1):
+        serial = jio.read(path)
+    assert pools == [None]
+    with Threads(2):
+        threaded = jio.read(path)
+    pool = pools[-1]
+    assert pool is not None and pool._max_workers == 2
+    assert pool._threads and pool._shutdown  # it inflated baskets, and closed with the file
+    assert not any(t.is_alive() for t in pool._threads)
+    assert np.array_equal(threaded.leaves, serial.leaves)
+    assert np.array_equal(threaded.leaf_offsets, serial.leaf_offsets)
+    assert np.array_equal(threaded.children, serial.children)
+    assert threaded.jet_type.tolist() == serial.jet_type.tolist()

@@ -72,7 +72,13 @@ from ..momenta import (
     nonfinite_problems,
     to_cartesian,
 )
-from ._common import FileFormatError, InvalidJetInFileError, check_exists, check_tree_extent
+from ._common import (
+    FileFormatError,
+    InvalidJetInFileError,
+    check_exists,
+    check_tree_extent,
+    decompression_executor,
+)
 from .formats import file_format
 
 __all__ = [
@@ -160,7 +166,7 @@ class _RootParticles:
         self.src = src
         self.path = src.path
         try:
-            self.file = uproot.open(src.path)
+            self.file = uproot.open(src.path, decompression_executor=decompression_executor())
         except Exception as exc:
             raise FileFormatError(f"{src.path}: cannot open as a ROOT file ({type(exc).__name__}: "
                                   f"{_short(str(exc))})") from None

@@ -56,6 +56,7 @@ from ._common import (
     GeneratorParamsStream,
     check_exists,
     check_tree_extent,
+    decompression_executor,
     entry_range,
     generator_params,
     get_extras,
@@ -531,7 +532,8 @@ class _RootFile:
                 raise FileFormatError(f"{p}: not a ROOT file")
         try:
             # no array cache: every file is opened for one read (or reads each range once)
-            self.f = uproot.open(p, array_cache=None)
+            self.f = uproot.open(p, array_cache=None,
+                                 decompression_executor=decompression_executor())
         except Exception as exc:  # uproot raises many types for non-ROOT / damaged files
             raise FileFormatError(_open_error(self.path, exc)) from None
         try:
