@@ -12,9 +12,11 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 
 from .._columnar import KEEP_HINT, first_leaf_problem
@@ -62,13 +64,9 @@ def decompression_executor() -> Any:
         >>> (pool is None) == (numba.get_num_threads() == 1)
         True
     """
-    import numba
-
     n = numba.get_num_threads()
     if n <= 1:
         return None
-    from concurrent.futures import ThreadPoolExecutor
-
     return ThreadPoolExecutor(n, thread_name_prefix="jetastar-inflate")
 
 
