@@ -178,3 +178,44 @@ def test_baskets_are_inflated_on_threads_that_end_with_the_file(tmp_path, monkey
     assert np.array_equal(threaded.leaf_offsets, serial.leaf_offsets)
     assert np.array_equal(threaded.children, serial.children)
     assert threaded.jet_type.tolist() == serial.jet_type.tolist()
+    # iterating: uproot.iterate does not own the pool; it ends with the iteration, or when the
+    # iteration is left early
+    with Threads(2):
+        blocks = list(jio.iterate(path, 1000))
+        assert pools[-1] is not pool and pools[-1]._threads and pools[-1]._shutdown
+        assert np.array_equal(np.concatenate([b.leaves for b in blocks]), serial.leaves)
+        first = jio.iterate(path, 1000)
+        next(first)
+        first.close()
+        assert pools[-1]._shutdown
+
+
+def test_read_asks_uproot_for_one_branch_at_a_time(tmp_path, monkeypatch):
+    """uproot holds every basket of a read and the joined array at once: reading all branches of
+    1 000 000 jets in one call peaked at 3.1 GB, one branch at a time at 2.0 GB."""
+    from jetastar.ginkgo import ShowerParams, generate
+    from jetastar.io import root
+
+    jets = generate(40, ShowerParams.w(), seed=3)
+    path = tmp_path / "jets.root"
+    jio.write(path, jets)
+    asked: list = []
+    arrays = root._RootFile.arrays
+
+    def recording(self, tree, start=None, stop=None, filter_name=None):
+        asked.append(filter_name)
+        return arrays(self, tree, start, stop, filter_name=filter_name)
+
+    monkeypatch.setattr(root._RootFile, "arrays", recording)
+    monkeypatch.setattr(root, "_BRANCH_BY_BRANCH", 40)  # (a large read; smaller ones take one call)
+    back = jio.read(path)
+    with uproot.open(path) as f:
+        branches = f["jets"].keys()
+    assert all(isinstance(a, list) and len(a) == 1 for a in asked)
+    assert [a[0] for a in asked] == branches
+    for name in ("leaves", "leaf_offsets", "children", "leaf_of_node", "node_momenta"):
+        assert np.array_equal(getattr(back, name), getattr(jets, name)), name
+    assert np.array_equal(back.params["root_momentum"], jets.params["root_momentum"])
+    asked.clear()
+    assert np.array_equal(jio.read(path, slice(1, 40)).leaves, jets[1:40].leaves)
+    assert asked == [None]
