@@ -659,8 +659,8 @@ def _offsets(counts: Any) -> np.ndarray:
 def _columns(arr: Any) -> dict[str, Any]:
     """The branches of a record array read from a tree, as a dict in the file's order. The record
     itself is not kept: :func:`_collection_from_arrays` pops each column as it converts it, which
-    frees that column (reading 1 000 000 jets peaked at ~3× the collection's size with the whole
-    record alive to the end)."""
+    frees that column (with the whole record alive to the end, building a collection of 1 000 000
+    jets peaked 0.6 GB higher)."""
     import awkward as ak
 
     return {k: arr[k] for k in ak.fields(arr)}
