@@ -184,10 +184,11 @@ def test_baskets_are_inflated_on_threads_that_end_with_the_file(tmp_path, monkey
         blocks = list(jio.iterate(path, 1000))
         assert pools[-1] is not pool and pools[-1]._threads and pools[-1]._shutdown
         assert np.array_equal(np.concatenate([b.leaves for b in blocks]), serial.leaves)
+        assert not any(t.is_alive() for t in pools[-1]._threads)
         first = jio.iterate(path, 1000)
         next(first)
         first.close()
-        assert pools[-1]._shutdown
+        assert pools[-1]._shutdown and not any(t.is_alive() for t in pools[-1]._threads)
 
 
 def test_read_asks_uproot_for_one_branch_at_a_time(tmp_path, monkeypatch):

@@ -878,7 +878,7 @@ def iterate_root(
     finally:
         chunks.close()
         if pool is not None:
-            pool.shutdown(wait=False)
+            pool.shutdown()
 
 
 def read_root_results(
