@@ -133,6 +133,18 @@ def _assert_same_table(a, b, twin):
     assert np.array_equal(np.isnan(a.time_s), np.isnan(b.time_s))
 
 
+def _twin_tables(chunk, names, twins, options, **config):
+    """``cluster_collection`` of ``chunk`` with the algorithms ``names`` and their per-jet
+    ``twins`` (twin -> columnar name), ``options`` for all of them; asserts that every twin's table
+    is the columnar one's (:func:`_assert_same_table`) and returns the tables."""
+    config = BatchConfig([*names, *twins], options={"*": options},
+                         plugins=["helpers.perjet_algorithms"], **config)
+    tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
+    for twin, name in twins.items():
+        _assert_same_table(tables[name], tables[twin], twin)
+    return tables
+
+
 def test_each_algorithm_gets_its_own_time(jets, monkeypatch):
     """A columnar call times each algorithm apart (its kernel calls and arrays, plus an equal
     share of the common preparation), and a batch table shares its algorithm's seconds among its
@@ -179,13 +191,8 @@ def test_each_algorithm_gets_its_own_time(jets, monkeypatch):
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
 def test_batch_tables_with_invalid_jets_equal_the_per_jet_path(jets, likelihood):
     chunk = _broken(jets)
-    names = [*ALGS, *TWINS]
-    config = BatchConfig(names, options={"*": {"likelihood": likelihood}},
-                         max_leaves={"cambridge": 9, "perjet-cambridge": 9},
-                         plugins=["helpers.perjet_algorithms"])
-    tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
-    for twin, name in TWINS.items():
-        _assert_same_table(tables[name], tables[twin], twin)
+    tables = _twin_tables(chunk, ALGS, TWINS, {"likelihood": likelihood},
+                          max_leaves={"cambridge": 9, "perjet-cambridge": 9})
     greedy_t, kt_t = tables["greedy"], tables["kt"]
     status = list(greedy_t.status)
     for i in (3, 10, 20, 30, 40, 50, len(chunk) - 1):
@@ -607,12 +614,7 @@ def test_beam_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets
     the per-jet function's, row for row (time aside), with the default and a small beam."""
     chunk = _broken(jets)
     for options in ({}, {"beam_size": 2}, {"beam_size": 4, "greedy_guard": False}):
-        names = ["beam", *BEAM_TWINS]
-        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
-                             plugins=["helpers.perjet_algorithms"])
-        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
-        for twin, name in BEAM_TWINS.items():
-            _assert_same_table(tables[name], tables[twin], twin)
+        tables = _twin_tables(chunk, ["beam"], BEAM_TWINS, {"likelihood": likelihood, **options})
         t = tables["beam"]
         assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
         assert "every tree of the final beam" in t.message[70]
@@ -713,12 +715,7 @@ def test_mcts_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_path(jets
     function's, row for row (time aside)."""
     chunk = _broken(jets)
     for options in ({}, {"n_rollouts": 4, "decision": "most_visited"}):
-        names = ["mcts", *MCTS_TWINS]
-        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
-                             plugins=["helpers.perjet_algorithms"])
-        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
-        for twin, name in MCTS_TWINS.items():
-            _assert_same_table(tables[name], tables[twin], twin)
+        tables = _twin_tables(chunk, ["mcts"], MCTS_TWINS, {"likelihood": likelihood, **options})
         t = tables["mcts"]
         assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
         assert "no search path reached a possible tree" in t.message[70]
@@ -830,12 +827,8 @@ def test_window_search_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_
     for options in ({"n_random": 1, "n_starts": 1, "n_sampled": 0, "root_size": 0},
                     {"window_size": 12, "n_random": 0, "n_starts": 2, "n_sampled": 0,
                      "root_size": 0, "start": "greedy"}):
-        names = ["window-search", *WINDOW_TWINS]
-        config = BatchConfig(names, options={"*": {"likelihood": likelihood, **options}},
-                             plugins=["helpers.perjet_algorithms"])
-        tables = cluster_collection(chunk, config, first_index=7, source="jets.h5")
-        for twin, name in WINDOW_TWINS.items():
-            _assert_same_table(tables[name], tables[twin], twin)
+        tables = _twin_tables(chunk, ["window-search"], WINDOW_TWINS,
+                              {"likelihood": likelihood, **options})
         t = tables["window-search"]
         assert t.status[70] == "all_inf" and t.log_likelihood[70] == -math.inf
         assert t.status[3] == "failed" and t.message[3].startswith("jets.h5: entry 10:")
