@@ -19,6 +19,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from ._text import text_column
 from .errors import InvalidJetError, InvalidJetInFileError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
 from .ginkgo.params import ShowerParams
@@ -630,7 +631,7 @@ def flat_columns(
         node_offsets=np.zeros(n_jets + 1, np.int64),
         jet_id=entry,
         seed=np.full(n_jets, -1, np.int64),
-        jet_type=np.full(n_jets, str(jet_type), dtype=object),
+        jet_type=text_column(n_jets, str(jet_type)),
         params={
             "m_hard": m_hard,
             "lam": np.full(n_jets, float(lam)),

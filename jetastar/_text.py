@@ -10,6 +10,9 @@ Example:
     ['ok', 'ok', 'budget']
     >>> str_array(awkward_strings(Repeated("kt", 2))).tolist()
     ['kt', 'kt']
+    >>> column = shared_text(np.array(["ok", "budget", "ok"]))
+    >>> column.tolist(), column[0] is column[2]
+    (['ok', 'budget', 'ok'], True)
 """
 
 from __future__ import annotations
@@ -18,7 +21,36 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Repeated", "awkward_strings", "str_array"]
+__all__ = ["Repeated", "awkward_strings", "shared_text", "str_array", "text_column"]
+
+
+def text_column(n: int, value: str) -> np.ndarray:
+    """``n`` rows of one ``str``, as an object array holding that one object ``n`` times.
+
+    ``np.full(n, value, dtype=object)`` makes a new ``str`` per row (numpy casts the value through a
+    unicode array): ~50 bytes more per row, and every consumer that hashes the rows hashes each.
+
+    Example:
+        >>> column = text_column(3, "ok")
+        >>> column.tolist(), column[0] is column[2]
+        (['ok', 'ok', 'ok'], True)
+    """
+    out = np.empty(n, dtype=object)
+    out.fill(str(value))
+    return out
+
+
+def shared_text(values: np.ndarray) -> np.ndarray:
+    """A numpy array of strings (``U``) as a 1-d object array of ``str``, one object per distinct
+    value (``astype(object)`` makes a ``str`` per row: for a results table's statuses, 51 bytes a
+    row where a few values repeat)."""
+    flat = np.asarray(values).ravel()
+    if flat.shape[0] == 0:
+        return np.empty(0, dtype=object)
+    if (flat == flat[0]).all():
+        return text_column(flat.shape[0], str(flat[0]))
+    unique, which = np.unique(flat, return_inverse=True)
+    return unique.astype(object)[which.ravel()]
 
 
 def awkward_strings(values: Any) -> Any:

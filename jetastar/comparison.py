@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import io
+from ._text import text_column
 from .io import truth_log_likelihoods
 from .io.dispatch import columns, iterate_status_columns, status_columns
 from .io.schema import TRUTH_LIKELIHOODS
@@ -140,7 +141,7 @@ def tree_verdicts(table: Any) -> np.ndarray:
 def _verdicts(status: np.ndarray, exact: np.ndarray, counters: dict[str, np.ndarray]) -> np.ndarray:
     """:func:`tree_verdicts` from the columns it reads."""
     status = np.asarray(status, dtype=object)
-    out = np.full(status.shape[0], "", dtype=object)
+    out = text_column(status.shape[0], "")
     wopt = counters.get("window_optimal")
     if wopt is not None:
         out[np.nan_to_num(np.asarray(wopt, dtype=np.float64)) > 0] = "window optimal"
@@ -329,8 +330,8 @@ def comparison_table(
         n = jets.n
         if label not in ll:
             ll[label], times[label], proven_ll[label] = (np.full(n, np.nan) for _ in range(3))
-            status[label] = np.full(n, "missing", dtype=object)
-            verdicts[label] = np.full(n, "", dtype=object)
+            status[label] = text_column(n, "missing")
+            verdicts[label] = text_column(n, "")
             forms[label] = block["likelihood"]
             exact_method[label] = block["exact_method"]
         idx = np.asarray(block["jet_index"], dtype=np.int64)

@@ -47,6 +47,7 @@ import numba as nb
 import numpy as np
 
 from ._progress import progress_bar
+from ._text import text_column
 from .clustering import beam_search, exact_map, greedy
 from .clustering.columnar import constant_rows
 from .clustering.result import ClusteringResult
@@ -394,8 +395,8 @@ def model_check(
         seed=coll.seed, jet_type=coll.jet_type, params=params,
     )
     n = len(coll)
-    status = np.full(n, "unknown", dtype=object)
-    reason = np.full(n, "", dtype=object)
+    status = text_column(n, "unknown")
+    reason = text_column(n, "")
     p = coll.leaves
     leaf_t = p[:, 0] ** 2 - np.sum(p[:, 1:] ** 2, axis=1)
     leaf_jet = np.repeat(np.arange(n), coll.n_leaves)
@@ -450,7 +451,7 @@ def result_reasons(collection: Any, table: Any) -> tuple[np.ndarray, np.ndarray]
     """
     n = len(collection)
     finite = np.zeros(n, dtype=bool)
-    reason = np.full(n, "missing", dtype=object)
+    reason = text_column(n, "missing")
     idx = np.asarray(table.jet_index, dtype=np.int64)
     ok = (idx >= 0) & (idx < n)
     rows = np.flatnonzero(ok)

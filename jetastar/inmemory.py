@@ -48,6 +48,7 @@ from .comparison import table_counts
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
 from .observables import tree_observables
+from .result_tables import TableAssembler
 from .tree_arrays import as_collection
 
 __all__ = ["JetResults", "cluster", "cluster_jets"]
@@ -172,7 +173,17 @@ def cluster_jets(
     step = config.chunk_size if workers > 1 or executor is not None else \
         in_process_chunk_size(config)
     chunks = [(a, min(n, a + step)) for a in range(0, n, step)]
+    # each chunk's tables are copied into place as they come (no second copy of every result)
+    tables = {name: TableAssembler(name, np.diff(collection.leaf_offsets))
+              for name in config.algorithms} if len(chunks) > 1 else {}
     pieces: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def keep(a: int, b: int, chunk_tables: dict[str, Any]) -> None:
+        if not tables:
+            pieces[(a, b)] = chunk_tables
+            return
+        for name in config.algorithms:
+            tables[name].put(a, chunk_tables[name])
     # columnar path (issue 33): no token folder for a run without workers (a fixed cost per call)
     in_process = executor is None and (workers <= 1 or len(chunks) <= 1)
     with contextlib.nullcontext() if in_process else one_notice_for_workers():
@@ -188,8 +199,8 @@ def cluster_jets(
                     for a, b in chunks:
                         chunk = collection if (a, b) == (0, n) else collection.take(
                             np.arange(a, b))  # (issue 33: no copy of a whole collection)
-                        pieces[(a, b)] = cluster_collection(chunk, config, first_index=a,
-                                                            on_jet=bar.update)
+                        keep(a, b, cluster_collection(chunk, config, first_index=a,
+                                                      on_jet=bar.update))
                 else:
                     for fut in warm_up_workers(executor, config, n_workers):
                         try:
@@ -204,7 +215,7 @@ def cluster_jets(
                     try:
                         for fut in cf.as_completed(futures):
                             a, b = futures[fut]
-                            pieces[(a, b)] = fut.result()
+                            keep(a, b, fut.result())
                             bar.update(b - a)
                     finally:
                         for fut in futures:
@@ -222,13 +233,12 @@ def cluster_jets(
         finally:
             if own is not None:
                 shutdown_executor(own, interrupted=interrupted)
-    tables = {}
-    for name in config.algorithms:
-        parts = [pieces[c][name] for c in chunks]
-        tables[name] = parts[0] if len(parts) == 1 else (  # (issue 33: one chunk, no copy)
-            AlgorithmResults.concatenate(parts) if parts
-            else AlgorithmResults.from_results(name, [], jet_index=[]))
-    return JetResults(collection, tables)
+    if tables:
+        return JetResults(collection, {name: t.finish() for name, t in tables.items()})
+    return JetResults(collection, {  # one chunk (no copy) or none
+        name: pieces[chunks[0]][name] if chunks
+        else AlgorithmResults.from_results(name, [], jet_index=[])
+        for name in config.algorithms})
 
 
 def cluster(jets: Any, algorithm: str, **options: Any) -> Any:

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from ._columnar import offset_ranges
-from ._text import awkward_strings
+from ._text import awkward_strings, shared_text
 from .clustering.registry import canonical_name
 from .clustering.result import STATUSES, ClusteringResult
 from .tree import Tree
 
-__all__ = ["AlgorithmResults", "to_json", "unit_options"]
+__all__ = ["AlgorithmResults", "TableAssembler", "to_json", "unit_options"]
 
 #: stats keys that get their own column (everything numeric in ``stats`` becomes a counter column).
 _TIME_KEY = "time_s"
@@ -56,10 +56,10 @@ def unit_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def _text_column(values: Any) -> np.ndarray:
     """A column of text: ``str`` of each value, as a 1-d object array. A numpy array of strings
-    (the columnar path's statuses) is converted in numpy's loop: iterating over its items makes
-    a numpy scalar of each, 5× slower than the conversion."""
+    (the columnar path's statuses) is converted in numpy (iterating over its items makes a numpy
+    scalar of each, 5× slower), each distinct value one shared ``str``."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "U":
-        return values.astype(object).ravel()
+        return shared_text(values)
     if isinstance(values, np.ndarray) and values.dtype == object and \
             set(map(type, values.ravel().tolist())) <= {str}:
         return values.ravel().copy()
@@ -414,6 +414,130 @@ class AlgorithmResults:
 
     def __repr__(self) -> str:
         return f"AlgorithmResults({self.algorithm!r}, {len(self)} rows, {self.status_counts()})"
+
+
+#: the per-row columns of a table besides the tree and the counters, with their types
+_ROW_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("jet_index", np.int64), ("jet_id", np.int64), ("log_likelihood", np.float64),
+    ("exact", bool), ("log_z", np.float64), ("upper_bound", np.float64),
+    ("n_trees", np.float64), ("time_s", np.float64), ("status", object), ("message", object),
+    ("options", object),
+)
+
+
+class TableAssembler:
+    """One algorithm's table of ``n`` rows put together from tables of consecutive rows (chunks),
+    which may arrive in any order, in columns allocated once.
+
+    :meth:`AlgorithmResults.concatenate` of the chunks at the end holds every chunk and the joined
+    table at once (``cluster_jets`` of 1 000 000 jets with four algorithms: 1.6 GB more than the
+    results). Here each chunk is copied into place as it arrives and can be dropped: a tree's
+    nodes go to the room the row's jet can need (``2 n - 1`` nodes for ``n`` leaves), closed up
+    by :meth:`finish`.
+
+    Args:
+        algorithm: the algorithm's name.
+        n_leaves: ``(n,)`` leaves of each row's jet.
+
+    Example:
+        >>> import numpy as np
+        >>> from jetastar.batch import BatchConfig, cluster_collection
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(5, ShowerParams.qcd(), seed=1)
+        >>> whole = TableAssembler("kt", np.diff(jets.leaf_offsets))
+        >>> for a, b in [(3, 5), (0, 3)]:
+        ...     rows = jets.take(np.arange(a, b))
+        ...     whole.put(a, cluster_collection(rows, BatchConfig(["kt"]), first_index=a)["kt"])
+        >>> table = whole.finish()
+        >>> table.jet_index.tolist(), table.tree(4) == cluster_collection(
+        ...     jets, BatchConfig(["kt"]))["kt"].tree(4)
+        ([0, 1, 2, 3, 4], True)
+    """
+
+    def __init__(self, algorithm: str, n_leaves: Any) -> None:
+        self.algorithm = str(algorithm)
+        room = np.maximum(2 * np.asarray(n_leaves, dtype=np.int64).ravel() - 1, 0)
+        n = room.shape[0]
+        self._room = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(room, out=self._room[1:])
+        self._columns = {name: np.empty(n, dtype=dtype) for name, dtype in _ROW_COLUMNS}
+        self._counters: dict[str, np.ndarray] = {}
+        self._nodes = np.zeros(n, dtype=np.int64)  # tree nodes of each row
+        self._children = np.empty((int(self._room[-1]), 2), dtype=np.int64)
+        self._leaf_of_node = np.empty(int(self._room[-1]), dtype=np.int64)
+        self._filled = np.zeros(n, dtype=bool)
+        self._chunks: list[tuple[int, int]] = []  # (first row, rows) of each chunk put
+        self._first: tuple[int, str, bool] | None = None  # the first rows' likelihood, exact flag
+
+    def put(self, first_row: int, part: AlgorithmResults) -> None:
+        """Copy ``part`` (rows ``first_row ..``) into place.
+
+        Raises:
+            ValueError: another algorithm's table, rows outside the table or already put, or a
+                tree with more nodes than its jet can have (naming the row and jet).
+        """
+        if part.algorithm != self.algorithm:
+            raise ValueError(f"results of {part.algorithm!r} put into the table of "
+                             f"{self.algorithm!r}")
+        a, b = int(first_row), int(first_row) + len(part)
+        if a < 0 or b > self._filled.shape[0] or self._filled[a:b].any():
+            raise ValueError(f"rows {a}..{b - 1} of {self.algorithm!r}: outside the table's "
+                             f"{self._filled.shape[0]} rows or already put")
+        nodes = np.diff(part.node_offsets)
+        over = np.flatnonzero(nodes > np.diff(self._room[a:b + 1]))
+        if over.size:
+            k = int(over[0])
+            raise ValueError(
+                f"results of {self.algorithm!r}, jet {int(part.jet_id[k])} (row {a + k}): a tree "
+                f"of {int(nodes[k])} nodes, more than the "
+                f"{int(self._room[a + k + 1] - self._room[a + k])} of a binary tree over the "
+                "jet's leaves")
+        for name, _ in _ROW_COLUMNS:
+            self._columns[name][a:b] = getattr(part, name)
+        for name, values in part.counters.items():
+            if name not in self._counters:
+                self._counters[name] = np.full(self._filled.shape[0], np.nan)
+            self._counters[name][a:b] = values
+        start, used = int(self._room[a]), int(part.node_offsets[-1])
+        self._children[start:start + used] = part.children
+        self._leaf_of_node[start:start + used] = part.leaf_of_node
+        self._nodes[a:b] = nodes
+        self._filled[a:b] = True
+        self._chunks.append((a, b - a))
+        if self._first is None or a < self._first[0]:
+            self._first = (a, part.likelihood, part.exact_method)
+
+    def finish(self) -> AlgorithmResults:
+        """The whole table (every row must have been put); the assembler is spent.
+
+        Raises:
+            ValueError: rows never put.
+        """
+        missing = np.flatnonzero(~self._filled)
+        if missing.size:
+            raise ValueError(f"results of {self.algorithm!r}: {missing.size} rows never put "
+                             f"(the first is row {int(missing[0])})")
+        offsets = np.zeros(self._nodes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(self._nodes, out=offsets[1:])
+        # close up the room left by smaller trees, chunk by chunk in row order: a chunk only moves
+        # towards the start, never over rows still to move
+        for a, rows in sorted(self._chunks):
+            src, dst, used = int(self._room[a]), int(offsets[a]), int(offsets[a + rows] - offsets[a])
+            if src != dst and used:
+                self._children[dst:dst + used] = self._children[src:src + used]
+                self._leaf_of_node[dst:dst + used] = self._leaf_of_node[src:src + used]
+        total = int(offsets[-1])
+        # shrunk in place (realloc), not copied
+        self._children.resize((total, 2), refcheck=False)
+        self._leaf_of_node.resize(total, refcheck=False)
+        first = self._first or (0, "symmetric", False)
+        table = AlgorithmResults(
+            self.algorithm, node_offsets=offsets, children=self._children,
+            leaf_of_node=self._leaf_of_node, counters=self._counters, likelihood=first[1],
+            exact_method=first[2], **self._columns,
+        )
+        self._columns, self._counters = {}, {}
+        return table
 
 
 def _numeric(v: Any) -> bool:

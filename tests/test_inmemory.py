@@ -71,6 +71,22 @@ def test_cluster_jets_with_workers_matches(jets: JetCollection) -> None:
         assert np.array_equal(one[name].children, two[name].children)
 
 
+def test_cluster_jets_in_chunks_equals_one_chunk(jets: JetCollection, monkeypatch) -> None:
+    """Chunks assembled into one table per algorithm (:class:`~jetastar.result_tables.
+    TableAssembler`) give the table of one chunk, row for row."""
+    from jetastar.batch import work
+
+    whole = cluster_jets(jets, ["greedy", "kt"], progress=False)
+    monkeypatch.setattr(work, "COLUMNAR_CHUNK", 4)
+    assert work.in_process_chunk_size(work.BatchConfig(["greedy", "kt"], chunk_size=4)) == 4
+    chunked = cluster_jets(jets, ["greedy", "kt"], chunk_size=4, progress=False)
+    for name in ("greedy", "kt"):
+        a, b = whole[name], chunked[name]
+        for column in ("jet_index", "jet_id", "status", "message", "options", "node_offsets",
+                       "children", "leaf_of_node", "log_likelihood"):
+            assert np.array_equal(getattr(a, column), getattr(b, column)), column
+
+
 def test_cluster_jets_errors_and_bad_jets(jets: JetCollection) -> None:
     with pytest.raises(BatchError, match="unknown option"):
         cluster_jets(jets, ["greedy"], options={"greedy": {"nope": 1}}, progress=False)

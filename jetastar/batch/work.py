@@ -25,6 +25,7 @@ import numpy as np
 from .._columnar import LEAF_OK, leaf_problems
 from .._cuda import resolve_device
 from .._jit import Stopwatch
+from .._text import text_column
 from ..clustering import ClusteringResult, algorithm_info, cluster, exact_trellis_batch
 from ..clustering.columnar import (
     DONE,
@@ -392,7 +393,7 @@ def _options_column(chunk: ChunkResults, opts: dict[str, Any]) -> np.ndarray:
     one JSON text per distinct set of row options (beam search: one per beam size)."""
     n = len(chunk)
     if not chunk.row_options:
-        return np.full(n, to_json({**opts, **chunk.options}), dtype=object)
+        return text_column(n, to_json({**opts, **chunk.options}))
     out = np.empty(n, dtype=object)
     texts: dict[tuple[Any, ...], str] = {}
     keys = zip(*(v.tolist() for v in chunk.row_options.values()), strict=True)

@@ -48,6 +48,7 @@ import numpy as np
 
 from .._cuda import check_device
 from .._jit import Stopwatch
+from .._text import shared_text, text_column
 from ..errors import OptionError
 from ..ginkgo.likelihood import LIKELIHOODS, likelihood_constants
 from ..jet import JetCollection
@@ -700,8 +701,8 @@ def _beam_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
         threads)
     done = outcome == DONE
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
-    status = np.where(done, "ok", "").astype(object)
-    message = np.full(n, "", dtype=object)
+    status = shared_text(np.where(done, "ok", ""))
+    message = text_column(n, "")
     for i in np.flatnonzero(done & ~np.isfinite(ll)).tolist():
         status[i] = "all_inf"
         message[i] = (f"every tree of the final beam ({int(cnt[i, 4])} trees) has "
@@ -746,8 +747,8 @@ def _mcts_results(opts: dict[str, Any], collection: JetCollection, leaves: np.nd
     outcome[(outcome == NOT_RUN) & over] = PER_JET
     done = outcome == DONE
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
-    status = np.where(done, "ok", "").astype(object)
-    message = np.full(n, "", dtype=object)
+    status = shared_text(np.where(done, "ok", ""))
+    message = text_column(n, "")
     impossible = done & ~np.isfinite(ll)
     status[impossible] = "all_inf"
     message[impossible] = MCTS_ALL_INF_MESSAGE
@@ -888,8 +889,8 @@ def _exact_rows(
     when no row is done."""
     done = outcome == DONE
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, _leaves_first(counts, noff))
-    status = np.where(done, "ok", "").astype(object)
-    message = np.full(outcome.shape[0], "", dtype=object)
+    status = shared_text(np.where(done, "ok", ""))
+    message = text_column(outcome.shape[0], "")
     impossible = done & ~(ll > -np.inf)
     status[impossible] = "all_inf"
     message[impossible] = ALL_INF_MESSAGE
@@ -946,8 +947,8 @@ def _chunk_results(name: str, opts: dict[str, Any], collection: JetCollection,
     done = outcome == DONE
     n = outcome.shape[0]
     node_offsets, ch, leaf = _done_trees(done, sizes, noff, children, leaf_of_node)
-    status = np.where(done, "ok", "").astype(object)
-    message = np.full(n, "", dtype=object)
+    status = shared_text(np.where(done, "ok", ""))
+    message = text_column(n, "")
     counters: dict[str, np.ndarray] = {}
     if name == "greedy":
         options: dict[str, Any] = {}

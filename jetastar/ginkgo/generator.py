@@ -38,6 +38,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._text import text_column
 from ..errors import JetastarError
 from ..jet import JetCollection
 from .params import ShowerParams
@@ -413,7 +414,7 @@ def generate(
         node_momenta=content,
         jet_id=np.arange(first_index, first_index + n_jets, dtype=np.int64),
         seed=np.full(n_jets, int(seed), dtype=np.int64),
-        jet_type=np.full(n_jets, params.jet_type, dtype=object),
+        jet_type=text_column(n_jets, params.jet_type),
         params={
             "m_hard": params.m_hard * ones,
             "lam": params.lam * ones,

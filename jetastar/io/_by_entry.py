@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._columnar import offset_ranges
+from .._text import text_column
 from ..diagnostics import result_reasons
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
@@ -78,7 +79,7 @@ def by_entry_columns(
         row_of[t.jet_index[ok]] = np.flatnonzero(ok)
         have = row_of >= 0
         rows = row_of[have]
-        status = np.full(n, "missing", dtype=object)
+        status = text_column(n, "missing")
         status[have] = t.status[rows]
         ll = np.full(n, np.nan)
         ll[have] = t.log_likelihood[rows]
