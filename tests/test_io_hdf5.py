@@ -127,7 +127,10 @@ def test_chunks_compressed_here_read_back_through_hdf5s_own_filters(tmp_path, dt
                               whole[CHUNK_ROWS - 3:CHUNK_ROWS + 3])
 
 
-def test_rows_read_from_raw_chunks_equal_h5pys(tmp_path):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_rows_read_from_raw_chunks_equal_h5pys(tmp_path, threads):
+    import threading
+
     from jetastar.io._hdf5_chunks import ChunkReader
 
     rng = np.random.default_rng(3)
@@ -148,17 +151,82 @@ def test_rows_read_from_raw_chunks_equal_h5pys(tmp_path):
         f.create_dataset("lzf", data=data["f8"], chunks=(1000,), compression="lzf")
         f.create_dataset("plain", data=data["f8"])
         f.create_dataset("columns", data=data["two"], chunks=(999, 1), compression="gzip")
-    reader = ChunkReader()
+    reader = ChunkReader(threads)
     with h5py.File(path, "r") as f:
         for name in ("f8", "i8", "u1", "be", "two"):
+            # consecutive reads (a boundary chunk kept from the read before), chunk-aligned ends
             for a, b in [(0, 40_000), (999, 1001), (777, 778), (39_990, 40_000), (5, 5),
-                         (1000, 3000)]:
+                         (1000, 3000), (3000, 3001), (3001, 20_000), (20_000, 39_000),
+                         (38_999, 40_000), (0, 999), (0, 1000)]:
                 rows = reader.rows(f[name], a, b)
                 assert rows is not None and rows.dtype == f[name].dtype, name
                 assert np.array_equal(rows, f[name][a:b]), (name, a, b)
         # layouts read through h5py instead
         for name in ("lzf", "plain", "columns"):
             assert reader.rows(f[name], 0, 10) is None, name
+    inflating = [t for t in threading.enumerate() if t.name.startswith("jetastar-inflate")]
+    assert (1 <= len(inflating) <= threads) if threads > 1 else not inflating
+    reader.close()
+    assert not any(t.is_alive() for t in inflating)
+
+
+def test_reads_decompress_on_numba_threads_and_stop_them(tmp_path, monkeypatch):
+    """With 2 numba threads a file's chunks are decompressed on 2 threads, which stop when the
+    file is closed (after ``io.read``, after a loop over ``io.iterate`` or when it is left)."""
+    import numba
+
+    from jetastar.clustering.threads import Threads
+    from jetastar.ginkgo import ShowerParams, generate
+    from jetastar.io._hdf5_chunks import ChunkReader
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 numba threads")
+    jets = generate(6000, ShowerParams.qcd(), seed=4)  # ~45 000 leaves: 3 chunks of each column
+    path = tmp_path / "jets.h5"
+    jio.write(path, jets)
+    readers: list = []
+
+    class Recording(ChunkReader):
+        def __init__(self, threads: int = 1) -> None:
+            super().__init__(threads)
+            self.pools: list = []
+            readers.append(self)
+
+        def _map(self, func, *args):
+            out = super()._map(func, *args)
+            if self._pool is not None and self._pool not in self.pools:
+                self.pools.append(self._pool)
+            return out
+
+    monkeypatch.setattr(h5mod, "ChunkReader", Recording)
+    with Threads(1):
+        serial = jio.read(path)
+    assert readers[-1].pools == []
+    with Threads(2):
+        threaded = jio.read(path)
+    (pool,) = readers[-1].pools
+    assert pool._threads and pool._shutdown and not any(t.is_alive() for t in pool._threads)
+    assert_same_jets(threaded, serial)
+    with Threads(2):
+        blocks = list(jio.iterate(path, 3000))
+        (pool,) = readers[-1].pools
+        assert pool._shutdown and not any(t.is_alive() for t in pool._threads)
+        assert_same_jets(JetCollection.concatenate(blocks), serial)
+        first = jio.iterate(path, 5000)
+        next(first)
+        first.close()
+        (pool,) = readers[-1].pools
+        assert pool._shutdown and not any(t.is_alive() for t in pool._threads)
+
+
+def test_text_columns_read_back_share_one_str_per_value(tmp_path, ref_collection):
+    path = tmp_path / "r.h5"
+    jio.write(path, ref_collection, results_for(ref_collection))
+    jets = jio.read(path)
+    assert len({id(v) for v in jets.jet_type}) == len(set(jets.jet_type.tolist())) < len(jets)
+    for table in jio.read_results(path).values():
+        for column in (table.status, table.message, table.options):
+            assert len({id(v) for v in column}) == len(set(column.tolist()))
 
 
 def test_a_compressed_chunk_is_zlib_of_the_shuffled_bytes():

@@ -11,7 +11,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "InvalidJetInFileError",
     "check_exists",
     "check_tree_extent",
+    "columns_side_by_side",
     "decompression_executor",
     "entry_range",
     "generator_params",
@@ -47,6 +48,23 @@ __all__ = [
     "validate_columns",
 ]
 
+
+
+def columns_side_by_side(columns: Iterable[np.ndarray], n_columns: int, rows: int, dtype: Any,
+                         short: str) -> np.ndarray:
+    """``(rows, n_columns)`` array of ``dtype`` filled one column at a time from ``columns`` (an
+    iterator, so each column can be read, placed and dropped in turn): ``np.stack`` holds every
+    column and the result at once, and the ``astype`` after it copies the result again.
+
+    Raises:
+        FileFormatError: ``short`` (a message naming the file), when a column has another length.
+    """
+    out = np.empty((rows, n_columns), dtype=dtype)
+    for i, column in enumerate(columns):
+        if column.shape != (rows,):
+            raise FileFormatError(short)
+        out[:, i] = column
+    return out
 
 
 def decompression_executor() -> Any:

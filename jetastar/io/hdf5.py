@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numba
 import numpy as np
 from deflate import DeflateError
 
@@ -58,6 +60,7 @@ from ._common import (
     FileFormatError,
     GeneratorParamsStream,
     check_exists,
+    columns_side_by_side,
     entry_range,
     generator_params,
     get_extras,
@@ -578,7 +581,7 @@ class _File:
         p = check_exists(path)
         try:
             self.f = h5py.File(p, "r")
-            self._chunks = ChunkReader()
+            self._chunks = ChunkReader(numba.get_num_threads())
         except OSError as exc:
             text = str(exc)
             if "errno = 13" in text or "Permission denied" in text:
@@ -648,7 +651,14 @@ class _File:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.f.close()
+        self.close()
+
+    def close(self) -> None:
+        """Close the file and stop the chunk reader's threads."""
+        try:
+            self.f.close()
+        finally:
+            self._chunks.close()
 
 
 def _short(text: str) -> str:
@@ -713,26 +723,17 @@ def _read_range(f: _File, start: int, stop: int, node_data: bool = True) -> JetC
             f"{f.path}: inconsistent columns: entry {start + i}: 'jets/n_leaves' is "
             f"{int(stated[i])} but 'jets/leaf_offsets' gives {int(loff[i + 1] - loff[i])} leaves"
         )
-    leaves = np.stack([f.read(g + c, slice(la, lb)) for c in P4_COLUMNS], axis=1).astype(np.float64)
-    if leaves.shape[0] != lb - la:
-        raise FileFormatError(f"{f.path}: leaf columns are shorter than the offsets say")
-    children = np.stack(
-        [f.read(g + "left", slice(na, nb)), f.read(g + "right", slice(na, nb))], axis=1
-    ).astype(np.int64)
+    leaves = _side_by_side(f, [g + c for c in P4_COLUMNS], slice(la, lb), np.float64)
+    children = _side_by_side(f, [g + "left", g + "right"], slice(na, nb), np.int64)
     node_momenta = None
     if node_data and "node_E" in f.f["jets"]:
-        node_momenta = np.stack(
-            [f.read(g + f"node_{c}", slice(na, nb)) for c in P4_COLUMNS], axis=1
-        ).astype(np.float64)
+        node_momenta = _side_by_side(f, [g + f"node_{c}" for c in P4_COLUMNS], slice(na, nb),
+                                     np.float64)
     sl = slice(start, stop)
-    jet_type = np.array(
-        [b.decode("utf-8") if isinstance(b, bytes) else str(b)
-         for b in f.read(g + "jet_type", sl)], dtype=object
-    )
-    params = {k: f.read(g + k, sl).astype(np.float64) for k in PARAM_COLUMNS}
-    params["root_momentum"] = np.stack(
-        [f.read(g + c, sl) for c in ROOT_MOMENTUM_COLUMNS], axis=1
-    ).astype(np.float64).reshape(-1, 4)
+    jet_type = _decoded(f.read(g + "jet_type", sl))
+    params = {k: np.asarray(f.read(g + k, sl), dtype=np.float64) for k in PARAM_COLUMNS}
+    params["root_momentum"] = _side_by_side(f, [g + c for c in ROOT_MOMENTUM_COLUMNS], sl,
+                                            np.float64)
     try:
         collection = JetCollection(
             leaves=leaves,
@@ -800,22 +801,19 @@ class HDF5Columns(ColumnReader):
             elif name == "leaves":
                 o = off("leaf_offsets")
                 rows = slice(int(o[0]), int(o[-1]))
-                out[name] = np.stack([f.read(g + c, rows) for c in P4_COLUMNS],
-                                     axis=1).astype(np.float64).reshape(-1, 4)
+                out[name] = _side_by_side(f, [g + c for c in P4_COLUMNS], rows, np.float64)
             elif name in ("children", "leaf_of_node"):
                 o = off("node_offsets")
                 rows = slice(int(o[0]), int(o[-1]))
                 if name == "children":
-                    out[name] = np.stack([f.read(g + "left", rows), f.read(g + "right", rows)],
-                                         axis=1).astype(np.int64).reshape(-1, 2)
+                    out[name] = _side_by_side(f, [g + "left", g + "right"], rows, np.int64)
                 else:
                     out[name] = f.read(g + name, rows).astype(np.int64)
             elif name == "jet_type":
-                out[name] = np.array([b.decode("utf-8") if isinstance(b, bytes) else str(b)
-                                      for b in f.read(g + name, sl)], dtype=object)
+                out[name] = _decoded(f.read(g + name, sl))
             elif name == "params.root_momentum":
-                out[name] = np.stack([f.read(g + c, sl) for c in ROOT_MOMENTUM_COLUMNS],
-                                     axis=1).astype(np.float64).reshape(-1, 4)
+                out[name] = _side_by_side(f, [g + c for c in ROOT_MOMENTUM_COLUMNS], sl,
+                                          np.float64)
             elif name.startswith("params."):
                 out[name] = f.read(g + name[len("params."):], sl).astype(np.float64)
             elif name in ("jet_id", "seed"):
@@ -834,7 +832,7 @@ class HDF5Columns(ColumnReader):
 
     def close(self) -> None:
         """Close the file."""
-        self._f.f.close()
+        self._f.close()
 
 
 def iterate_hdf5(
@@ -923,9 +921,8 @@ def _read_table(f: _File, g: str, rows: slice = slice(None)) -> AlgorithmResults
     off = f.read(f"{g}/node_offsets", slice(start, stop + 1)).astype(np.int64)
     nodes = slice(int(off[0]), int(off[-1])) if off.size else slice(0, 0)
 
-    def text(name: str) -> list[str]:
-        return [v.decode("utf-8") if isinstance(v, bytes) else str(v)
-                for v in f.read(f"{g}/{name}", rows)]
+    def text(name: str) -> np.ndarray:
+        return _decoded(f.read(f"{g}/{name}", rows))
 
     counters = {k: f.read(f"{g}/counters/{k}", rows) for k in f.f[f"{g}/counters"]} \
         if "counters" in f.f[g] else {}
@@ -964,10 +961,10 @@ def hdf5_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         info: dict[str, Any] = {"path": str(path), "format": "hdf5", "attrs": attrs}
         if "jets" in f.f:
             n_leaves = f.read("jets/n_leaves")
-            types = [b.decode() if isinstance(b, bytes) else str(b) for b in f.read("jets/jet_type")]
+            types = _decoded(f.read("jets/jet_type")).tolist()
             info["n_jets"] = int(n_leaves.shape[0])
             info["n_leaves"] = n_leaves
-            info["jet_types"] = {t: types.count(t) for t in sorted(set(types))}
+            info["jet_types"] = dict(sorted(Counter(types).items()))
             info["has_truth"] = int(np.count_nonzero(np.diff(f.read("jets/node_offsets"))))
             info["extra_columns"] = sorted(
                 [*f.f["jets"].get("node_extra", {}), *f.f["jets"].get("jet_extra", {})]
@@ -975,14 +972,34 @@ def hdf5_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         info["results"] = {}
         for label in f.f.get("results", {}):
             g = f.f[f"results/{label}"]
-            status = [s.decode() for s in f.read(f"results/{label}/status")]
+            status = _decoded(f.read(f"results/{label}/status")).tolist()
             info["results"][label] = {
                 "algorithm": _attr(g.attrs.get("algorithm", label)),
                 "likelihood": _attr(g.attrs.get("likelihood", "")),
                 "rows": len(status),
-                "status": {s: status.count(s) for s in sorted(set(status))},
+                "status": dict(sorted(Counter(status).items())),
             }
     return info
+
+
+def _side_by_side(f: _File, names: list[str], rows: slice, dtype: Any) -> np.ndarray:
+    """The datasets ``names`` (rows ``rows``, a slice with both ends) as the columns of one array
+    (:func:`~jetastar.io._common.columns_side_by_side`)."""
+    return columns_side_by_side(
+        (np.asarray(f.read(name, rows), dtype=dtype) for name in names), len(names),
+        rows.stop - rows.start, dtype,
+        f"{f.path}: the columns {names} are shorter than the offsets say")
+
+
+def _decoded(values: Any) -> np.ndarray:
+    """A text dataset's values (``bytes`` or ``str``) as an object array of ``str``, each distinct
+    value decoded once and shared by its rows (a column of statuses or jet types repeats a few
+    values: one ``str`` per row costs ~50 bytes and a decode each)."""
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    text = {k: k.decode("utf-8") if isinstance(k, bytes) else str(k) for k in dict.fromkeys(items)}
+    out = np.empty(len(items), dtype=object)
+    out[:] = [text[k] for k in items]
+    return out
 
 
 def _attr(v: Any) -> Any:

@@ -56,6 +56,7 @@ from ._common import (
     GeneratorParamsStream,
     check_exists,
     check_tree_extent,
+    columns_side_by_side,
     decompression_executor,
     entry_range,
     generator_params,
@@ -666,14 +667,14 @@ def _columns(arr: Any) -> dict[str, Any]:
     return {k: arr[k] for k in ak.fields(arr)}
 
 
-def _stacked(cols: dict[str, Any], names: list[str], dtype: Any, rows: int,
+def _stacked(cols: dict[str, Any], names: list[str], dtype: Any, rows: int, path: str,
              jagged: bool = True) -> np.ndarray:
-    """``(rows, len(names))`` array of the columns ``names`` (popped from ``cols``), filled one
-    column at a time (no second copy as ``np.stack`` of the flattened columns makes)."""
-    out = np.empty((rows, len(names)), dtype=dtype)
-    for i, name in enumerate(names):
-        out[:, i] = (_flat if jagged else _np)(cols.pop(name), dtype)
-    return out
+    """``(rows, len(names))`` array of the columns ``names`` (popped from ``cols`` as they are
+    placed: :func:`~jetastar.io._common.columns_side_by_side`)."""
+    convert = _flat if jagged else _np
+    return columns_side_by_side(
+        (convert(cols.pop(name), dtype) for name in names), len(names), rows, dtype,
+        f"{path}: the branches {names} do not have the lengths their counts give")
 
 
 def _collection_from_arrays(cols: dict[str, Any], path: str, offset: int = 0) -> JetCollection:
@@ -701,14 +702,15 @@ def _collection_from_arrays(cols: dict[str, Any], path: str, offset: int = 0) ->
     loff = _offsets(cols.pop("nleaf"))
     noff = _offsets(cols.pop("nnode"))
     n_jets = loff.shape[0] - 1
-    leaves = _stacked(cols, [f"leaf_{c}" for c in P4_COLUMNS], np.float64, int(loff[-1]))
-    children = _stacked(cols, ["node_left", "node_right"], np.int64, int(noff[-1]))
+    leaves = _stacked(cols, [f"leaf_{c}" for c in P4_COLUMNS], np.float64, int(loff[-1]), path)
+    children = _stacked(cols, ["node_left", "node_right"], np.int64, int(noff[-1]), path)
     node_momenta = None
     if "node_E" in fields:
-        node_momenta = _stacked(cols, [f"node_{c}" for c in P4_COLUMNS], np.float64, int(noff[-1]))
+        node_momenta = _stacked(cols, [f"node_{c}" for c in P4_COLUMNS], np.float64,
+                                int(noff[-1]), path)
     params = {k: _np(cols.pop(k), np.float64) for k in PARAM_COLUMNS}
     params["root_momentum"] = _stacked(cols, list(ROOT_MOMENTUM_COLUMNS), np.float64, n_jets,
-                                       jagged=False)
+                                       path, jagged=False)
     try:
         collection = JetCollection(
             leaves=leaves,
