@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
+import queue
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -207,16 +208,23 @@ def cluster_jets(
                             fut.result()
                         except Exception:  # the chunks report what fails
                             pass
-                    futures = {
-                        executor.submit(cluster_collection, collection.take(np.arange(a, b)),
-                                        config, first_index=a, n_workers=n_workers): (a, b)
-                        for a, b in chunks
-                    }
+                    # finished futures come through a queue, not cf.as_completed, which holds
+                    # every future (and so every chunk's tables) to the end
+                    finished: queue.SimpleQueue[cf.Future[Any]] = queue.SimpleQueue()
+                    futures = {}
+                    for a, b in chunks:
+                        fut = executor.submit(cluster_collection,
+                                              collection.take(np.arange(a, b)), config,
+                                              first_index=a, n_workers=n_workers)
+                        futures[fut] = (a, b)
+                        fut.add_done_callback(finished.put)
                     try:
-                        for fut in cf.as_completed(futures):
-                            a, b = futures[fut]
+                        while futures:
+                            fut = finished.get()
+                            a, b = futures.pop(fut)
                             keep(a, b, fut.result())
                             bar.update(b - a)
+                            del fut
                     finally:
                         for fut in futures:
                             fut.cancel()

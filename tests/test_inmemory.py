@@ -87,6 +87,51 @@ def test_cluster_jets_in_chunks_equals_one_chunk(jets: JetCollection, monkeypatc
             assert np.array_equal(getattr(a, column), getattr(b, column)), column
 
 
+def test_cluster_jets_on_an_executor_drops_each_chunk_once_it_is_in_place(
+        jets: JetCollection, monkeypatch) -> None:
+    """A chunk's tables are freed once copied into the whole table (cf.as_completed kept every
+    finished future, and its tables, to the end of the loop)."""
+    import concurrent.futures as cf
+    import gc
+    import weakref
+
+    from jetastar import inmemory
+    from jetastar.result_tables import TableAssembler
+
+    made: dict[int, list] = {}  # chunk start -> weak references to its tables
+    put: list[int] = []
+    still_alive: list[int] = []
+
+    class Recording(cf.ThreadPoolExecutor):
+        def submit(self, fn, *args, **kw):
+            def run():
+                out = fn(*args, **kw)
+                if "first_index" in kw:
+                    made[kw["first_index"]] = [weakref.ref(t) for t in out.values()]
+                return out
+            return super().submit(run)
+
+    original_put = TableAssembler.put
+
+    def recording_put(self, first_row, part):
+        original_put(self, first_row, part)
+        if first_row not in put:
+            put.append(first_row)
+        gc.collect()
+        # every chunk put before this one: its tables are gone
+        still_alive.extend(a for a in put[:-1] if any(r() is not None for r in made[a]))
+
+    monkeypatch.setattr(TableAssembler, "put", recording_put)
+    with Recording(1) as pool:
+        res = inmemory.cluster_jets(jets, ["greedy", "kt"], executor=pool, chunk_size=3,
+                                    progress=False)
+    assert len(put) == len(made) == 7 and still_alive == []
+    whole = cluster_jets(jets, ["greedy", "kt"], progress=False)
+    for name in ("greedy", "kt"):
+        assert np.array_equal(res[name].children, whole[name].children)
+        assert np.array_equal(res[name].log_likelihood, whole[name].log_likelihood)
+
+
 def test_cluster_jets_errors_and_bad_jets(jets: JetCollection) -> None:
     with pytest.raises(BatchError, match="unknown option"):
         cluster_jets(jets, ["greedy"], options={"greedy": {"nope": 1}}, progress=False)
