@@ -132,6 +132,34 @@ def test_cluster_jets_on_an_executor_drops_each_chunk_once_it_is_in_place(
         assert np.array_equal(res[name].log_likelihood, whole[name].log_likelihood)
 
 
+def test_a_tree_not_over_the_jets_leaves_is_a_failed_row(jets: JetCollection,
+                                                          monkeypatch) -> None:
+    """A plugin that returns a tree over other leaves than the jet's: that row fails, naming the
+    jet and both sizes (the tree is not written, nor put into the whole table)."""
+    from helpers.batch_algorithms import caterpillar
+
+    from jetastar.clustering import registry
+    from jetastar.clustering.result import ClusteringResult
+
+    def wrong(jet):
+        n = jet.n_leaves + (1 if jet.jet_id == 3 else -1 if jet.jet_id == 5 else 0)
+        return ClusteringResult(caterpillar(n), -1.0, "test-wrong-tree", jet_id=jet.jet_id)
+
+    monkeypatch.setitem(registry._REGISTRY, "test-wrong-tree",
+                        registry.AlgorithmInfo("test-wrong-tree", wrong, False, None, ""))
+    jets = jets.take(np.arange(12))  # (ids 0..11: the W jets' ids repeat them)
+    table = cluster_jets(jets, ["test-wrong-tree"], chunk_size=4, progress=False)["test-wrong-tree"]
+    assert table.status[3] == table.status[5] == "failed"
+    n3, n5 = jets.n_leaves[3], jets.n_leaves[5]
+    assert table.message[3] == f"'test-wrong-tree' gave jet 3 a tree over {n3 + 1} leaves; " \
+        f"the jet has {n3}"
+    assert table.message[5] == f"'test-wrong-tree' gave jet 5 a tree over {n5 - 1} leaves; " \
+        f"the jet has {n5}"
+    assert table.tree(3) is None and table.tree(5) is None
+    assert (np.delete(table.status, [3, 5]) == "ok").all()
+    assert table.tree(4) == caterpillar(jets.n_leaves[4])
+
+
 def test_cluster_jets_errors_and_bad_jets(jets: JetCollection) -> None:
     with pytest.raises(BatchError, match="unknown option"):
         cluster_jets(jets, ["greedy"], options={"greedy": {"nope": 1}}, progress=False)

@@ -94,7 +94,8 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
     Returns:
         The algorithm's result with the options it ran with and the jet's id, or a ``"skipped"``
         (size limit, hopeless time estimate, :class:`~jetastar.TooLargeError`) or ``"failed"``
-        (any other error) result whose message says why.
+        (any other error, or a tree that is not over the jet's leaves) result whose message says
+        why.
     """
     refused = _refusal(jet.n_leaves, jet.jet_id, name, opts, config)
     if refused is not None:
@@ -113,6 +114,13 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
             message=f"{type(exc).__name__}: {exc}", stats={"time_s": watch.seconds()},
         )
     elapsed = watch.seconds()
+    if res.tree is not None and res.tree.n_leaves != jet.n_leaves:  # (a plugin's mistake)
+        return ClusteringResult(
+            None, -math.inf, name, options=opts, status="failed", jet_id=jet.jet_id,
+            message=(f"{name!r} gave jet {jet.jet_id} a tree over {res.tree.n_leaves} leaves; "
+                     f"the jet has {jet.n_leaves}"),
+            stats={"time_s": elapsed},
+        )
     stats = dict(res.stats)
     stats.setdefault("time_s", elapsed)
     res = dataclasses.replace(res, options={**opts, **res.options}, jet_id=jet.jet_id,
