@@ -202,8 +202,9 @@ class ChunkReader:
     and unshuffled with numpy: the values h5py would return, about twice as fast. With
     ``threads`` > 1, a read of several chunks decompresses them on a pool of that many threads
     (started on the first such read; libdeflate and numpy's copies release the interpreter lock),
-    ``4 * threads`` chunks at a time. The last chunk read of each dataset is kept, so consecutive
-    slices decompress a boundary chunk once.
+    ``16 * threads`` chunks at a time, each unshuffled straight into its rows of the result. The
+    last chunk read of each dataset is kept, so consecutive slices decompress a boundary chunk
+    once.
 
     :meth:`rows` returns ``None`` where it cannot read a dataset this way (another layout or
     filter, a chunk stored without its filters or not at all); the caller then reads it with h5py.
