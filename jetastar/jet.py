@@ -43,6 +43,7 @@ from ._columnar import (
     offset_ranges,
     vector_momenta,
 )
+from ._text import str_array
 from .errors import InvalidJetError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, likelihood_constants
 from .ginkgo.params import ShowerParams
@@ -780,7 +781,7 @@ class JetCollection(Sequence[Jet]):
             node_momenta=node_momenta,
             jet_id=ak.to_numpy(array["jet_id"]),
             seed=ak.to_numpy(array["seed"]),
-            jet_type=np.array(ak.to_list(array["jet_type"]), dtype=object),
+            jet_type=str_array(array["jet_type"]),
             params={
                 **{k: ak.to_numpy(array[k]) for k in _PARAM_COLUMNS},
                 "root_momentum": np.stack(

@@ -114,6 +114,10 @@ def test_awkward_round_trip_with_vector_behaviour():
         assert a.truth == b.truth
         assert np.array_equal(a.node_momenta, b.node_momenta)
         assert a.params == b.params and a.jet_id == b.jet_id and a.seed == b.seed
+    mixed = JetCollection.concatenate([jets, generate(5, ShowerParams.qcd(), seed=2)])
+    types = JetCollection.from_awkward(mixed.to_awkward()).jet_type
+    assert types.tolist() == mixed.jet_type.tolist() == ["W"] * 25 + ["QCD"] * 5
+    assert len({id(t) for t in types}) == 2  # one str per value (not one per row)
     no_truth = JetCollection.from_jets([Jet(GOOD, ShowerParams.qcd(), jet_id=5)])
     again = JetCollection.from_awkward(no_truth.to_awkward())
     assert again[0].truth is None and again[0].jet_id == 5
