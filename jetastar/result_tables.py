@@ -66,6 +66,15 @@ def _text_column(values: Any) -> np.ndarray:
     return np.array([str(s) for s in values], dtype=object)
 
 
+#: the per-row columns of a table besides the tree and the counters, with their types
+_ROW_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("jet_index", np.int64), ("jet_id", np.int64), ("log_likelihood", np.float64),
+    ("exact", bool), ("log_z", np.float64), ("upper_bound", np.float64),
+    ("n_trees", np.float64), ("time_s", np.float64), ("status", object), ("message", object),
+    ("options", object),
+)
+
+
 class AlgorithmResults:
     """Results of one algorithm over many jets, stored as columns.
 
@@ -129,10 +138,7 @@ class AlgorithmResults:
         }
         self.likelihood = str(likelihood)
         self.exact_method = bool(exact_method)
-        for name in (
-            "jet_id", "log_likelihood", "exact", "log_z", "upper_bound", "n_trees", "time_s",
-            "status", "message", "options",
-        ):
+        for name, _ in _ROW_COLUMNS:
             if getattr(self, name).shape[0] != n:
                 raise ValueError(f"results of {algorithm!r}: column {name!r} has the wrong length")
         for k, v in self.counters.items():
@@ -232,17 +238,7 @@ class AlgorithmResults:
 
         return cls(
             parts[0].algorithm,
-            jet_index=cat("jet_index"),
-            jet_id=cat("jet_id"),
-            log_likelihood=cat("log_likelihood"),
-            exact=cat("exact"),
-            log_z=cat("log_z"),
-            upper_bound=cat("upper_bound"),
-            n_trees=cat("n_trees"),
-            time_s=cat("time_s"),
-            status=cat("status"),
-            message=cat("message"),
-            options=cat("options"),
+            **{name: cat(name) for name, _ in _ROW_COLUMNS},
             node_offsets=np.concatenate(offs),
             children=cat("children"),
             leaf_of_node=cat("leaf_of_node"),
@@ -260,17 +256,7 @@ class AlgorithmResults:
         nsel = offset_ranges(self.node_offsets, rows)
         return AlgorithmResults(
             self.algorithm,
-            jet_index=self.jet_index[rows],
-            jet_id=self.jet_id[rows],
-            log_likelihood=self.log_likelihood[rows],
-            exact=self.exact[rows],
-            log_z=self.log_z[rows],
-            upper_bound=self.upper_bound[rows],
-            n_trees=self.n_trees[rows],
-            time_s=self.time_s[rows],
-            status=self.status[rows],
-            message=self.message[rows],
-            options=self.options[rows],
+            **{name: getattr(self, name)[rows] for name, _ in _ROW_COLUMNS},
             node_offsets=np.concatenate([[0], np.cumsum(np.diff(self.node_offsets)[rows])]),
             children=self.children[nsel],
             leaf_of_node=self.leaf_of_node[nsel],
@@ -414,15 +400,6 @@ class AlgorithmResults:
 
     def __repr__(self) -> str:
         return f"AlgorithmResults({self.algorithm!r}, {len(self)} rows, {self.status_counts()})"
-
-
-#: the per-row columns of a table besides the tree and the counters, with their types
-_ROW_COLUMNS: tuple[tuple[str, Any], ...] = (
-    ("jet_index", np.int64), ("jet_id", np.int64), ("log_likelihood", np.float64),
-    ("exact", bool), ("log_z", np.float64), ("upper_bound", np.float64),
-    ("n_trees", np.float64), ("time_s", np.float64), ("status", object), ("message", object),
-    ("options", object),
-)
 
 
 class TableAssembler:
