@@ -415,6 +415,22 @@ def test_interrupted_shutdown_after_cancelling_futures_raises_nothing(monkeypatc
     assert all(f.done() for f in futures)
 
 
+def test_an_interrupted_shutdown_waits_for_the_pools_manager_thread():
+    """On Python < 3.12 the manager thread of a process pool closes its wake-up pipe as it ends,
+    racing the interpreter's exit hook, which writes to it ("OSError: Bad file descriptor" after
+    "interrupted", seen once in CI): the shutdown after an interrupt waits for that thread."""
+    import concurrent.futures as cf
+
+    from jetastar.batch.executors import shutdown_executor
+
+    pool = cf.ProcessPoolExecutor(2)
+    futures = [pool.submit(time.sleep, 0.5) for _ in range(6)]
+    futures[0].result()
+    manager = pool._executor_manager_thread
+    shutdown_executor(pool, interrupted=True)
+    assert manager is not None and not manager.is_alive()
+
+
 def test_progress_moves_per_jet_with_workers(tmp_path, jets_file, monkeypatch):
     import jetastar._progress as progress_module
 

@@ -200,10 +200,18 @@ def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
         for proc in list(processes.values()):
             with contextlib.suppress(Exception):
                 proc.join(timeout=2)
+    # (shutdown forgets the pool's manager thread; it is joined below)
+    manager = getattr(executor, "_executor_manager_thread", None) if interrupted else None
     try:
         executor.shutdown(wait=not interrupted, cancel_futures=True)
     except TypeError:  # dask's ClientExecutor has no cancel_futures
         executor.shutdown(wait=not interrupted)
+    if manager is not None:
+        # On Python < 3.12 the manager thread closes its wake-up pipe as it ends, while the
+        # interpreter's exit hook may be writing to it: "OSError: Bad file descriptor" after
+        # "interrupted". With the workers killed it ends at once; waiting for it closes the race.
+        with contextlib.suppress(RuntimeError):
+            manager.join(timeout=2)
     queue = _PROGRESS_QUEUES.pop(executor, None)
     if queue is not None:
         queue.close()
