@@ -4,7 +4,8 @@
 per algorithm, the input unchanged since its hash was taken, one atomic write, then the part folder
 is removed. It streams: the output is written block by block (the input's jets
 :data:`MERGE_BLOCK` at a time, then each algorithm's rows :data:`MERGE_ROWS` or more at a time,
-gathered from consecutive parts), so its memory does not grow with the number of jets. Jets read
+gathered from consecutive parts; the next block is read by a thread while one is written), so its
+memory does not grow with the number of jets. Jets read
 from particle files get their tables by input entry the same way, a block of consecutive chunks at
 a time (an event whose jets span two blocks waits for the second). :func:`status_counts_of` reads
 back what an output holds.
@@ -12,6 +13,7 @@ back what an output holds.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import shutil
 import threading
 from collections.abc import Callable
@@ -205,8 +207,9 @@ def _merge_streaming(
 ) -> MergeCounts:
     """The output written block by block: the jets (or what ``jets_copy`` wrote of them), then
     each algorithm's rows in blocks of consecutive parts (the layout of
-    :func:`jetastar.io.write`); at most one block of jets or about :data:`MERGE_ROWS` rows in
-    memory. Returns the status and tree counts of each algorithm."""
+    :func:`jetastar.io.write`); at most one block of jets, or two blocks of about
+    :data:`MERGE_ROWS` rows (the one written and the next, read meanwhile), in memory. Returns
+    the status and tree counts of each algorithm."""
     n = reader.n_jets
     files = [parts / part_name(a, b) for a, b in chunks]
     if jets_copy is None:
@@ -234,32 +237,27 @@ def _merge_streaming(
                     bar.update(b - a)
             if hasattr(writer, "set_counters"):
                 writer.set_counters({k for f in files for k in part_counters(f)})
-            for name in names:
-                counts = _Coverage(n)
-                gathered: list[AlgorithmResults] = []
-                rows = 0
-                for (a, b), f in zip(chunks, files, strict=True):
-                    table = read_part(f, [name]).get(name)
-                    if table is None:
-                        raise BatchError(f"{f}: has no results for {name!r}")
-                    counts.add(table.jet_index)
-                    seen = statuses.setdefault(name, {})
-                    values, number = np.unique(np.asarray(table.status, dtype=str),
-                                               return_counts=True)
-                    for v, c in zip(values.tolist(), number.tolist(), strict=True):
-                        seen[v] = seen.get(v, 0) + c
-                    total = trees.setdefault(name, {})
-                    for k, c in table_counts(table).items():
-                        total[k] = total.get(k, 0) + c
-                    gathered.append(table)
-                    rows += len(table)
-                    if rows >= MERGE_ROWS:
-                        writer.add_results(name, _joined(gathered))
-                        gathered, rows = [], 0
-                    bar.update(b - a)
-                if gathered:
-                    writer.add_results(name, _joined(gathered))
-                counts.check(out, name)
+            # each block of rows is read from its parts and counted by a thread while the block
+            # before it is written (the compression of the writes runs without the interpreter
+            # lock, so the two overlap)
+            groups = _chunk_groups(chunks, MERGE_ROWS)
+            blocks = [(name, group) for name in names for group in groups]
+            with cf.ThreadPoolExecutor(1, thread_name_prefix="jetastar-merge-read") as pool:
+                ahead = pool.submit(_read_block, parts, *blocks[0]) if blocks else None
+                coverage: dict[str, _Coverage] = {}
+                for i, (name, group) in enumerate(blocks):
+                    assert ahead is not None
+                    block = ahead.result()
+                    ahead = pool.submit(_read_block, parts, *blocks[i + 1]) \
+                        if i + 1 < len(blocks) else None
+                    counts = coverage.setdefault(name, _Coverage(n))
+                    counts.add(block.table.jet_index)
+                    _add_counts(statuses.setdefault(name, {}), block.statuses)
+                    _add_counts(trees.setdefault(name, {}), block.trees)
+                    writer.add_results(name, block.table)
+                    bar.update(group[-1][1] - group[0][0])
+                    if i + 1 == len(blocks) or blocks[i + 1][0] != name:
+                        counts.check(out, name)
             if entries:
                 _add_by_entry(reader, writer, parts, chunks, names, jets_later, bar)
         check_unchanged(reader, None, meta.get("input_identity"), input_state)
@@ -306,6 +304,36 @@ def _chunk_groups(chunks: list[tuple[int, int]], size: int) -> list[list[tuple[i
     if current:
         groups.append(current)
     return groups
+
+
+class _Block(NamedTuple):
+    """One algorithm's rows of consecutive parts, joined, with their counts."""
+
+    table: AlgorithmResults
+    #: status -> rows
+    statuses: dict[str, int]
+    #: the counts of :func:`jetastar.comparison.table_counts`
+    trees: dict[str, int]
+
+
+def _read_block(parts: Path, name: str, group: list[tuple[int, int]]) -> _Block:
+    """``name``'s rows of the parts of ``group`` (consecutive chunks), joined and counted."""
+    tables = []
+    for a, b in group:
+        f = parts / part_name(a, b)
+        table = read_part(f, [name]).get(name)
+        if table is None:
+            raise BatchError(f"{f}: has no results for {name!r}")
+        tables.append(table)
+    table = _joined(tables)
+    values, number = np.unique(np.asarray(table.status, dtype=str), return_counts=True)
+    return _Block(table, dict(zip(values.tolist(), number.tolist(), strict=True)),
+                  table_counts(table))
+
+
+def _add_counts(total: dict[str, int], counts: dict[str, int]) -> None:
+    for k, c in counts.items():
+        total[k] = total.get(k, 0) + c
 
 
 def _joined(tables: list[AlgorithmResults]) -> AlgorithmResults:
