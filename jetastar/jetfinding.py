@@ -4,8 +4,10 @@ Example:
     >>> import numpy as np
     >>> p4 = np.array([[10.1, 10.0, 0.0, 1.0], [9.2, 9.0, 1.0, 1.0], [10.1, -10.0, 0.0, 1.0]])
     >>> jets = find_jets(p4, np.array([3]), r=0.4, ptmin=5.0)
-    >>> jets.counts.tolist(), jets.jet_in_event.tolist()
-    ([2, 1], [0, 1])
+    >>> jets.counts.tolist(), jets.jet_in_event.tolist(), jets.index.tolist()
+    ([2, 1], [0, 1], [0, 1, 2])
+    >>> bool(np.array_equal(jets.p4, p4[jets.index]))
+    True
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ class FoundJets:
         counts: ``(J,)`` constituents per jet.
         event: ``(J,)`` position of each jet's event in the input.
         jet_in_event: ``(J,)`` rank of the jet in its event by decreasing pT (0 = hardest).
+        index: ``(M,)`` position of each constituent in the input ``p4`` (``p4`` is
+            ``input[index]``).
     """
 
     p4: np.ndarray
     counts: np.ndarray
     event: np.ndarray
     jet_in_event: np.ndarray
+    index: np.ndarray
 
 
 def _fastjet() -> Any:
@@ -82,7 +87,7 @@ def find_jets(
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     empty = FoundJets(np.empty((0, 4)), np.empty(0, np.int64), np.empty(0, np.int64),
-                      np.empty(0, np.int64))
+                      np.empty(0, np.int64), np.empty(0, np.int64))
     if counts.shape[0] == 0 or offsets[-1] == 0:
         return empty
     flat = ak.zip({"px": p4[:, 1], "py": p4[:, 2], "pz": p4[:, 3], "E": p4[:, 0]},
@@ -104,4 +109,4 @@ def find_jets(
     first = np.zeros(n_jets.shape[0] + 1, np.int64)
     np.cumsum(n_jets, out=first[1:])
     rank = np.arange(event.shape[0]) - first[:-1][event]
-    return FoundJets(np.ascontiguousarray(p4[glob]), per_jet, event, rank)
+    return FoundJets(np.ascontiguousarray(p4[glob]), per_jet, event, rank, glob)

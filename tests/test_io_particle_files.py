@@ -234,6 +234,57 @@ def test_events_to_jets_with_fastjet(tmp_path):
                                       leaves)
 
 
+def test_event_reader_runs_fastjet_once_and_reads_the_jets_read_particles_finds(tmp_path,
+                                                                               monkeypatch):
+    """The batch reader of the event layout finds the jets in its counting pass; its chunks (any
+    boundaries, after any others) gather the same constituents again without FastJet."""
+    pytest.importorskip("fastjet", reason="jet finding needs the optional fastjet")
+    import jetastar.io.particle_files as pf
+
+    rng = np.random.default_rng(11)
+    n_events = 23
+    counts, cols = _particles(12, n_events, lo=0, hi=50)
+    cols["phi"] = rng.uniform(-math.pi, math.pi, cols["pt"].shape[0])  # several jets per event
+    cols["eta"] = rng.normal(0.0, 1.0, cols["pt"].shape[0])
+    cols["pt"][np.sum(counts[:5]):np.sum(counts[:6])] = 0.5  # event 5: no jet above 10 GeV
+    root = tmp_path / "events.root"
+    _nanoaod(root, counts, cols)
+    p4 = _vector_p4(cols)
+    dense = np.zeros((n_events, int(counts.max()), 4))
+    mask = np.arange(dense.shape[1]) < counts[:, None]
+    dense[mask] = p4
+    h5 = tmp_path / "events.h5"
+    with h5py.File(h5, "w") as f:
+        f["constituents"], f["mask"] = dense, mask
+    calls = []
+    real = pf.find_jets
+    monkeypatch.setattr(pf, "find_jets", lambda *a, **k: calls.append(1) or real(*a, **k))
+    finding = {"layout": "event", "jet_r": 0.4, "jet_ptmin": 10.0, "t_cut": 0.01,
+               "mass_policy": "keep"}
+    for path, where in ((root, {"particles": "PFCands"}),
+                        (h5, {"particles": "constituents", "components": "E,px,py,pz",
+                              "mask": "mask"})):
+        want = read_particles(path, **where, **finding, entry_start=2, entry_stop=21,
+                              validate=False)
+        assert len(want) > n_events and 5 not in want.jet_columns["entry"]
+        reader = pf.ParticleReader(pf.ParticleSource(path=str(path), **where, **finding),
+                                   entry_start=2, entry_stop=21, step_size=4)
+        calls.clear()
+        n = reader.n_jets
+        assert n == len(want)
+        for a, b in ((3, 9), (0, 1), (1, n - 2), (n - 2, n), (7, 7), (0, n)):
+            got = reader.chunk(a, b)
+            sub = want.take(np.arange(a, b))
+            assert np.array_equal(got.leaf_offsets, sub.leaf_offsets), (path.name, a, b)
+            assert np.array_equal(got.leaves, sub.leaves)
+            for k in ("entry", "jet_in_event"):
+                assert np.array_equal(got.jet_columns[k], sub.jet_columns[k]), k
+            for k, v in sub.params.items():
+                np.testing.assert_array_equal(got.params[k], v, err_msg=k)
+        assert calls == [], "FastJet ran again after the counting pass"
+        reader.close()
+
+
 def test_kt_family_on_foreign_jets_equals_fastjet(tmp_path):
     fastjet = pytest.importorskip("fastjet", reason="FastJet comparison needs the fastjet extra")
     counts, cols = _particles(7, 25, lo=2, hi=40)

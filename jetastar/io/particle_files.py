@@ -60,7 +60,7 @@ from .._columnar import (
 from ..errors import InvalidJetError
 from ..ginkgo.params import ShowerParams
 from ..jet import JetCollection
-from ..jetfinding import find_jets
+from ..jetfinding import FoundJets, find_jets
 from ..momenta import (
     DEFAULT_LAM,
     DEFAULT_LAM_ROOT,
@@ -495,15 +495,13 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
     values (per-jet layouts read from flat columns), when not validating.
     """
     entry = np.arange(start, stop, dtype=np.int64)
+    if src.layout == "event":
+        comps, counts, fields = _event_particles(reader, src, start, stop)
+        return _found_collection(_find_in_events(comps, counts, entry, src, fields), entry, src,
+                                 validate)
     kw = src.collection_kw()
     if isinstance(reader, _H5Particles) and reader.kind == "dense":
         data, mask = reader.read_dense(start, stop)
-        if src.layout == "event":
-            coll = from_dense(data, reader.components, mask=mask, padding=src.padding,
-                              entry=entry, path=src.path, field=reader.name,
-                              **{**kw, "mass_policy": "keep"}, validate=False)
-            comps = {c: coll.leaves[:, j] for j, c in enumerate(("E", "px", "py", "pz"))}
-            return _jets_from_events(comps, coll.n_leaves, entry, src, validate, {})
         return from_dense(data, reader.components, mask=mask, padding=src.padding, entry=entry,
                           path=src.path, field=reader.name, validate=validate,
                           jet_columns={"entry": entry}, **kw)
@@ -512,8 +510,6 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
     else:
         comps, counts = reader.read(start, stop)
     fields = reader.fields()
-    if src.layout == "event":
-        return _jets_from_events(comps, counts, entry, src, validate, fields)
     if problems is not None and not validate:
         problems.update(nonfinite_problems(comps, counts, entry=entry, fields=fields,
                                            path=src.path))
@@ -521,12 +517,31 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
                                 validate=validate, jet_columns={"entry": entry}, **kw)
 
 
-def _jets_from_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.ndarray,
-                      src: ParticleSource, validate: bool, fields: Mapping[str, str]
-                      ) -> JetCollection:
+def _event_particles(reader: Any, src: ParticleSource, start: int, stop: int
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray, Mapping[str, str]]:
+    """The particles of events ``start:stop``: their components, counts per event and the
+    input field of each component."""
+    if isinstance(reader, _H5Particles) and reader.kind == "dense":
+        data, mask = reader.read_dense(start, stop)
+        coll = from_dense(data, reader.components, mask=mask, padding=src.padding,
+                          entry=np.arange(start, stop, dtype=np.int64), path=src.path,
+                          field=reader.name, **{**src.collection_kw(), "mass_policy": "keep"},
+                          validate=False)
+        comps = {c: coll.leaves[:, j] for j, c in enumerate(("E", "px", "py", "pz"))}
+        return comps, coll.n_leaves, {}
+    if isinstance(reader, _H5Particles):
+        comps, counts = reader.read_flat(start, stop)
+    else:
+        comps, counts = reader.read(start, stop)
+    return comps, counts, reader.fields()
+
+
+def _event_momenta(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.ndarray,
+                   src: ParticleSource, fields: Mapping[str, str]) -> np.ndarray:
+    """``(M, 4)`` particles ``(E, px, py, pz)`` of events (their ``counts`` and ``entry``); a
+    non-finite input value is an error naming the entry and field (FastJet must not see it)."""
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    # FastJet must not see NaN, whatever `validate` says
     bad = first_nonfinite_input({c: np.ascontiguousarray(v, dtype=np.float64).ravel()
                                  for c, v in comps.items()})
     if bad is not None:
@@ -536,8 +551,19 @@ def _jets_from_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: n
             f"particle {q - int(offsets[i])} has a non-finite value ({comps[c][q]})",
             path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
         )
-    p4 = to_cartesian(comps)
-    jets = find_jets(p4, counts, algorithm=src.jet_algorithm, r=src.jet_r, ptmin=src.jet_ptmin)
+    return to_cartesian(comps)
+
+
+def _find_in_events(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.ndarray,
+                    src: ParticleSource, fields: Mapping[str, str]) -> FoundJets:
+    """The jets FastJet finds in events (the source's jet definition)."""
+    return find_jets(_event_momenta(comps, counts, entry, src, fields), counts,
+                     algorithm=src.jet_algorithm, r=src.jet_r, ptmin=src.jet_ptmin)
+
+
+def _found_collection(jets: FoundJets, entry: np.ndarray, src: ParticleSource,
+                      validate: bool) -> JetCollection:
+    """The collection of jets found in the events of ``entry``."""
     jet_entry = entry[jets.event]
     cart = {"E": jets.p4[:, 0], "px": jets.p4[:, 1], "py": jets.p4[:, 2], "pz": jets.p4[:, 3]}
     return collection_from_flat(
@@ -675,6 +701,11 @@ class ParticleReader:
         # first jet, stop, jets, problems of the block read last
         self._block: tuple[int, int, JetCollection, dict[int, str]] | None = None
         self._problems: dict[tuple[int, int], dict[int, str]] = {}
+        # event layout: what FastJet found in the counting pass, so that later reads of the
+        # same events only gather the constituents (per jet, its constituents' first position
+        # in ``_constituents``; each constituent's position among its event's particles)
+        self._constituent_offsets: np.ndarray | None = None
+        self._constituents: np.ndarray | None = None
         if source.layout == "jet":
             self.jet_offsets = None
             self.n_jets = self.stop - self.start
@@ -687,20 +718,55 @@ class ParticleReader:
         return {**self.source.settings(), "entry_start": self.start, "entry_stop": self.stop}
 
     def _count_jets(self, progress: bool) -> np.ndarray:
+        """Find the jets of every event once: the first jet of each event (offsets), and each
+        jet's constituents, kept as positions in their events (about 40 bytes a jet)."""
         from tqdm.auto import tqdm
 
         per_event = np.zeros(self.stop - self.start, np.int64)
+        sizes: list[np.ndarray] = []
+        positions: list[np.ndarray] = []
         with tqdm(total=self.stop - self.start, unit="event", disable=_no_bar(progress),
                   desc=f"{self.path.name}: finding jets") as bar:
             for a in range(self.start, self.stop, self.step_size):
                 b = min(self.stop, a + self.step_size)
-                jets = _read_block(self._reader, self.source, a, b, False)
-                per_event[a - self.start:b - self.start] = np.bincount(
-                    jets.jet_columns["entry"].astype(np.int64) - a, minlength=b - a)
+                comps, counts, fields = _event_particles(self._reader, self.source, a, b)
+                found = _find_in_events(comps, counts, np.arange(a, b, dtype=np.int64),
+                                        self.source, fields)
+                per_event[a - self.start:b - self.start] = np.bincount(found.event,
+                                                                       minlength=b - a)
+                first = np.zeros(counts.shape[0] + 1, np.int64)
+                np.cumsum(counts, out=first[1:])
+                sizes.append(found.counts)
+                positions.append((found.index - np.repeat(first[found.event], found.counts))
+                                 .astype(np.int32))
                 bar.update(b - a)
+        self._constituents = np.concatenate(positions) if positions else np.zeros(0, np.int32)
+        self._constituent_offsets = np.zeros(int(per_event.sum()) + 1, np.int64)
+        if sizes:
+            np.cumsum(np.concatenate(sizes), out=self._constituent_offsets[1:])
         out = np.zeros(per_event.shape[0] + 1, np.int64)
         np.cumsum(per_event, out=out[1:])
         return out
+
+    def _found_again(self, e0: int, e1: int) -> JetCollection:
+        """Jets of entries ``e0:e1`` (event layout), from the constituents the counting pass
+        kept: the particles are read again, FastJet is not run again."""
+        assert self.jet_offsets is not None
+        assert self._constituents is not None and self._constituent_offsets is not None
+        entry = np.arange(e0, e1, dtype=np.int64)
+        comps, counts, fields = _event_particles(self._reader, self.source, e0, e1)
+        p4 = _event_momenta(comps, counts, entry, self.source, fields)
+        jet_first = self.jet_offsets[e0 - self.start:e1 - self.start + 1]
+        j0, j1 = int(jet_first[0]), int(jet_first[-1])
+        per_jet = np.diff(self._constituent_offsets[j0:j1 + 1])
+        event = np.repeat(np.arange(e1 - e0), np.diff(jet_first))
+        first = np.zeros(counts.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=first[1:])
+        c0, c1 = int(self._constituent_offsets[j0]), int(self._constituent_offsets[j1])
+        index = self._constituents[c0:c1].astype(np.int64) + np.repeat(first[event], per_jet)
+        rank = np.arange(j1 - j0) - (jet_first[event] - j0)
+        jets = FoundJets(np.ascontiguousarray(p4[index]), per_jet, event, rank, index)
+        return _found_collection(jets, entry, self.source, False)
 
     def _entries_of(self, a: int, b: int) -> tuple[int, int]:
         """Entry range holding jets ``a:b``."""
@@ -723,7 +789,10 @@ class ParticleReader:
             e0, _ = self._entries_of(a, a + 1) if b > a else self._entries_of(a, a)
             e1 = min(self.stop, max(e0 + self.step_size, self._entries_of(a, b)[1]))
             found: dict[int, str] = {}
-            jets = _read_block(self._reader, self.source, e0, e1, False, found)
+            if self._constituents is not None:
+                jets = self._found_again(e0, e1)
+            else:
+                jets = _read_block(self._reader, self.source, e0, e1, False, found)
             first = self._first_jet(e0)
             self._block = blk = (first, first + len(jets), jets, found)
         first, _, jets, found = blk
