@@ -772,12 +772,13 @@ def test_generator_params_streamed_equal_the_whole(tmp_path):
 @pytest.mark.parametrize("ext", ["h5", "root"])
 def test_a_failed_copy_of_the_jets_fails_the_file_and_a_rerun_resumes(tmp_path, ext, monkeypatch):
     """The jets are copied into the output while the chunks are clustered; an error there (a
-    full disk) is the file's error, leaves no output or temporary file, and keeps the parts."""
+    full disk) is the file's error, leaves no output or temporary file, and keeps the parts. The
+    input is of the other format: its jets are read and written again."""
     import jetastar.batch.merge as merge
     import jetastar.io.hdf5 as hdf5
     import jetastar.io.root as root
 
-    inp = tmp_path / f"jets.{ext}"
+    inp = tmp_path / f"jets.{'root' if ext == 'h5' else 'h5'}"
     jio.write(inp, generate(30, ShowerParams.qcd(), seed=6))
     config = BatchConfig(["greedy", "kt"], chunk_size=10)
     (clean,) = run_batch([inp], config, output=tmp_path / f"clean.{ext}", progress=False)
@@ -808,6 +809,70 @@ def test_a_failed_copy_of_the_jets_fails_the_file_and_a_rerun_resumes(tmp_path, 
     for name in a:
         assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood, equal_nan=True)
         assert np.array_equal(a[name].children, b[name].children)
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte(tmp_path, ext,
+                                                                                monkeypatch):
+    """Its bytes are copied and the results added: the output equals one whose jets were read
+    and written again. A failed byte copy (a full disk) fails the file and keeps the parts; an
+    input that holds results too is read and written again, and only this run's results are in
+    the output."""
+    import shutil
+
+    import jetastar.io.hdf5 as hdf5
+    import jetastar.io.root as root
+
+    writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
+
+    def content(path):  # without the timings
+        out = (_h5_content if ext == "h5" else _root_content)(path)
+        if "results" in out:  # ROOT: one tree
+            out["results"] = {k: v for k, v in out["results"].items() if k != "time_s"}
+        return {k: v for k, v in out.items() if not k.endswith("/time_s")}
+
+    inp = tmp_path / f"jets.{ext}"
+    jio.write(inp, _mixed_jets(7, 12))
+    config = BatchConfig(["greedy", "kt"], chunk_size=6)
+    real_copy = writer.copy_jets_file
+    copied = []
+    monkeypatch.setattr(writer, "copy_jets_file",
+                        lambda self, path: copied.append(real_copy(self, path)) or copied[-1])
+    (s,) = run_batch([inp], config, output=tmp_path / f"bytes.{ext}", progress=False)
+    assert s.ok, s.error
+    assert copied == [True]
+    with monkeypatch.context() as m:
+        m.setattr(writer, "copy_jets_file", lambda self, path: False)
+        (s,) = run_batch([inp], config, output=tmp_path / f"decoded.{ext}", progress=False)
+    assert s.ok, s.error
+    assert content(tmp_path / f"bytes.{ext}") == content(tmp_path / f"decoded.{ext}")
+    _check_complete(tmp_path / f"bytes.{ext}", 19, ("greedy", "kt"))
+
+    real_copyfile = shutil.copyfile
+
+    def full(src, dst, *args, **kwargs):
+        if Path(src) == inp:
+            raise OSError(28, "No space left on device")
+        return real_copyfile(src, dst, *args, **kwargs)
+
+    out = tmp_path / f"out.{ext}"
+    with monkeypatch.context() as m:
+        m.setattr(shutil, "copyfile", full)
+        (s,) = run_batch([inp], config, output=out, progress=False)
+    assert "No space left on device" in s.error, s
+    assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
+    assert len(_parts(out)) == 4
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 4, s
+    assert content(out) == content(tmp_path / f"decoded.{ext}")
+
+    copied.clear()
+    (s,) = run_batch([out], BatchConfig(["antikt"]), output=tmp_path / f"again.{ext}",
+                     progress=False)
+    assert s.ok, s.error
+    assert copied == [False]
+    assert set(jio.read_results(tmp_path / f"again.{ext}")) == {"antikt"}
+    _check_complete(tmp_path / f"again.{ext}", 19, ("antikt",))
 
 
 def test_a_torn_part_is_not_trusted_and_a_resume_equals_a_clean_run(tmp_path, monkeypatch):
@@ -1066,12 +1131,13 @@ def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monke
 def test_a_first_run_copies_the_jets_while_the_input_is_hashed(tmp_path, ext, monkeypatch):
     """On a first run the output's jets are copied beside the hash (it reads every jet too); the
     hash joins the output's provenance once known. A failure before the clustering leaves no
-    temporary file, and a rerun with the part folder there hashes first."""
+    temporary file, and a rerun with the part folder there hashes first. The input is of the
+    other format: its jets are read and written again."""
     import jetastar.batch.runner as batch
     import jetastar.io.hdf5 as hdf5
     import jetastar.io.root as root
 
-    inp = tmp_path / f"jets.{ext}"
+    inp = tmp_path / f"jets.{'root' if ext == 'h5' else 'h5'}"
     jio.write(inp, generate(30, ShowerParams.qcd(), seed=12))
     writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
     real_add, real_digest = writer.add_jets, JetFileReader.digest

@@ -130,6 +130,60 @@ def test_results_keep_their_order_and_tables_without_rows(tmp_path, fmt, suffix)
         assert (info["none"]["rows"], info["none"]["status"]) == (0, {})
 
 
+def test_a_stream_writer_copies_a_file_holding_only_jets_byte_for_byte(tmp_path, fmt, suffix):
+    """``copy_jets_file`` takes the jets of a jetastar file of its format that holds nothing else
+    (extras and generator parameters included) and then takes results; any other file is refused
+    without changing the writer; it comes before anything else, and no jets come after it."""
+    import jetastar
+
+    other = ".root" if suffix == ".h5" else ".h5"
+    jets = generate(9, ShowerParams.w(), seed=5)
+    jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},
+                      {"weight": np.linspace(0, 1, len(jets))})
+    only = tmp_path / f"only{suffix}"
+    jio.write(only, jets)
+    greedy = jetastar.cluster(jets, "greedy")
+    with_results = tmp_path / f"results{suffix}"
+    jio.write(with_results, jets, {"greedy": greedy})
+    jio.write(tmp_path / f"x{other}", jets)
+    (tmp_path / "not.txt").write_text("no jets here")
+
+    copied = tmp_path / f"copied{suffix}"
+    writer = jio.FORMATS[fmt].stream_writer(copied, {"note": "copied"})
+    for refused in (with_results, tmp_path / f"x{other}", tmp_path / "not.txt",
+                    tmp_path / "missing.h5"):
+        assert writer.copy_jets_file(refused) is False, refused.name
+    assert writer.copy_jets_file(only) is True
+    with pytest.raises(ValueError, match="copied from a file"):
+        writer.add_jets(jets)
+    writer.add_results("greedy", greedy)
+    writer.close()
+    written = tmp_path / f"written{suffix}"
+    with jio.FORMATS[fmt].stream_writer(written, {"note": "copied"}) as writer:
+        writer.add_jets(jets)
+        writer.add_results("greedy", greedy)
+    back = jio.read(copied)
+    assert_same_jets(jets, back)
+    assert np.array_equal(back.node_columns["deltas"], jets.node_columns["deltas"])
+    assert np.array_equal(back.jet_columns["weight"], jets.jet_columns["weight"])
+    assert jio.read_results(copied)["greedy"].log_likelihood.tolist() == \
+        greedy.log_likelihood.tolist()
+    a, b = jio.file_info(copied), jio.file_info(written)
+    for info in (a, b):
+        for key in ("created", "command", "path"):
+            info["attrs"].pop(key, None)
+            info.pop(key, None)
+    assert list(a["n_leaves"]) == list(b["n_leaves"])
+    a.pop("n_leaves"), b.pop("n_leaves")
+    assert a == b
+
+    late = jio.FORMATS[fmt].stream_writer(tmp_path / f"late{suffix}")
+    late.add_jets(jets)
+    with pytest.raises(ValueError, match="before anything else"):
+        late.copy_jets_file(only)
+    late.abort()
+
+
 def test_generated_jets_round_trip_with_extras(tmp_path, fmt):
     jets = generate(30, ShowerParams.w(), seed=5)
     jets = set_extras(jets, {"deltas": np.arange(jets.children.shape[0], dtype=float)},

@@ -110,8 +110,10 @@ def streams(reader: JetSource) -> bool:
 class JetsCopy:
     """The jets of an input written into its output's temporary file by a thread while the
     chunks are clustered (the jets tree does not depend on the results; the merge then only adds
-    the results). The thread reads the input with a reader of its own, :data:`MERGE_BLOCK` jets
-    at a time; compression releases the interpreter lock, so the copy runs beside the clustering.
+    the results). An input of the output's format that holds only jets is copied byte for byte
+    (the writer's ``copy_jets_file``); any other is read with a reader of the thread's own,
+    :data:`MERGE_BLOCK` jets at a time, and written again (compression releases the interpreter
+    lock, so the copy runs beside the clustering).
 
     Args:
         open_input: opens the input (a second reader; the caller's is not shared across threads).
@@ -151,6 +153,10 @@ class JetsCopy:
 
     def _copy(self, open_input: Callable[[Path], JetSource], path: Path) -> None:
         try:
+            copy_file = getattr(self.writer, "copy_jets_file", None)
+            if copy_file is not None and copy_file(path):  # the output's format, only jets
+                self.written = self.n_jets
+                return
             reader = open_input(path)
             try:
                 for a in range(0, self.n_jets, MERGE_BLOCK):

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -351,7 +352,7 @@ class HDF5StreamWriter:
         self._meta = provenance()
         self._meta.update(dict(attrs or {}))
         self._atomic = atomic_path(path)
-        tmp = self._atomic.__enter__()
+        self._tmp = tmp = self._atomic.__enter__()
         try:
             self.f = h5py.File(tmp, "w")
             self.f.attrs["format"] = FORMAT_NAME
@@ -360,6 +361,10 @@ class HDF5StreamWriter:
             self._atomic.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._jets: Any = None
+        #: the jets are those of a file copied as it is (:meth:`copy_jets_file`), with these
+        #: generator parameters (JSON)
+        self._copied = False
+        self._copied_params: Any = None
         self._n_jets = 0
         self._leaf_base = 0
         self._node_base = 0
@@ -380,6 +385,8 @@ class HDF5StreamWriter:
     # -- jets
     def add_jets(self, collection: JetCollection) -> None:
         """Append the next jets (their extra columns must be those of the first block)."""
+        if self._copied:
+            raise ValueError("the jets were copied from a file: no more can be added")
         if self._jets is None:
             self._jets = self.f.create_group("jets")
         g = self._jets
@@ -399,6 +406,38 @@ class HDF5StreamWriter:
         self._n_jets += len(collection)
         self._leaf_base = int(loff[-1])
         self._node_base = int(noff[-1])
+
+    def copy_jets_file(self, path: str | os.PathLike[str]) -> bool:
+        """The jets of ``path`` as they are, if it is a jetastar HDF5 file of this schema with
+        nothing but jets (and an empty ``results`` group): the file is copied into this writer's
+        temporary file and opened again for the results. Call it before adding anything.
+
+        Args:
+            path: the file.
+
+        Returns:
+            ``True`` if the jets were copied; ``False`` (the writer as it was) for another file.
+        """
+        if self._jets is not None or self._results is not None or self._by_entry is not None:
+            raise ValueError("copy_jets_file must come before anything else is added")
+        attrs = _jets_only_attrs(path)
+        if attrs is None:
+            return False
+        h5py = _h5py()
+        self.f.close()
+        shutil.copyfile(path, self._tmp)
+        self.f = f = h5py.File(self._tmp, "r+")
+        for k in list(f.attrs):  # the input's provenance: this file gets its own at close
+            del f.attrs[k]
+        f.attrs["format"] = FORMAT_NAME
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        if "results" in f:  # empty; made again, listing tables in the order they are written
+            del f["results"]
+        self._jets = f["jets"]
+        self._copied = True
+        self._n_jets = int(attrs["n_jets"])
+        self._copied_params = _attr(attrs["generator_params"])
+        return True
 
     def _append_types(self, values: Any) -> None:
         """``jet_type`` is fixed-width bytes as wide as the longest type: a wider one than seen
@@ -503,7 +542,8 @@ class HDF5StreamWriter:
             f.attrs["content"] = "jets+results" if jets else "results"
             meta = dict(self._meta)
             if jets:
-                meta.setdefault("generator_params", json.dumps(self._params.result()))
+                meta.setdefault("generator_params", self._copied_params if self._copied
+                                else json.dumps(self._params.result()))
             for k, v in meta.items():
                 plain = isinstance(v, (str, int, float, bool, np.number))
                 f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
@@ -572,6 +612,22 @@ def _append_text(group: Any, name: str, values: Any) -> None:
 
 
 # ---------------------------------------------------------------------- reading
+def _jets_only_attrs(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The root attributes of a jetastar HDF5 file of this schema that holds its jets and nothing
+    else (an empty ``results`` group at most; ``None`` for any other file)."""
+    try:
+        with _File(path) as f:
+            attrs = dict(f.f.attrs)
+            only = set(f.f.keys()) <= {"jets", "results"} and len(f.f.get("results", ())) == 0
+    except (FileFormatError, OSError):
+        return None
+    if not only:
+        return None
+    if "n_jets" not in attrs or "generator_params" not in attrs:
+        return None
+    return attrs
+
+
 class _File:
     """An open, checked jetastar HDF5 file (context manager)."""
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -402,13 +403,17 @@ class RootStreamWriter:
         self._meta.update(provenance())
         self._meta.update(dict(attrs or {}))
         self._atomic = atomic_path(path)
-        tmp = self._atomic.__enter__()
+        self._tmp = tmp = self._atomic.__enter__()
         try:
             self.f = uproot.recreate(tmp, compression=root_compression())
         except BaseException as exc:
             self._atomic.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._jets: Any = None
+        #: the jets are those of a file copied as it is (:meth:`copy_jets_file`), with these
+        #: generator parameters
+        self._copied = False
+        self._copied_params: Any = None
         self._n_jets = 0
         self._extras: tuple[list[str], list[str]] = ([], [])
         self._params = GeneratorParamsStream()
@@ -426,6 +431,8 @@ class RootStreamWriter:
 
     def add_jets(self, collection: JetCollection) -> None:
         """Append the next jets (their extra columns must be those of the first block)."""
+        if self._copied:
+            raise ValueError("the jets were copied from a file: no more can be added")
         n = len(collection)
         truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
         if self._jets is None:
@@ -438,6 +445,36 @@ class RootStreamWriter:
             self._jets.extend(_jets_block(collection, truth, a, min(n, a + _BASKET)))
         self._params.add(collection)
         self._n_jets += n
+
+    def copy_jets_file(self, path: str | os.PathLike[str]) -> bool:
+        """Take the jets of a jetastar ROOT file that holds only jets (of this schema) as they
+        are: its bytes are copied into this writer's temporary file, which is then opened for the
+        results (no decompressing and compressing again). Before anything else is added.
+
+        Args:
+            path: the file.
+
+        Returns:
+            Whether the jets were copied; ``False`` (nothing changed) for any other file.
+        """
+        import uproot
+
+        if self._jets is not None or self._copied or self._results is not None \
+                or self._by_entry is not None:
+            raise ValueError("copy_jets_file must come before anything else is added")
+        meta = _jets_only_meta(path)
+        if meta is None:
+            return False
+        self.f.close()
+        shutil.copyfile(path, self._tmp)
+        self.f = uproot.update(self._tmp)
+        self.f.compression = root_compression()
+        del self.f["meta"]  # written again when the writer closes
+        self._copied = True
+        self._n_jets = int(meta["n_jets"])
+        self._extras = (list(meta["node_extra"]), list(meta["jet_extra"]))
+        self._copied_params = meta["generator_params"]
+        return True
 
     def set_counters(self, names: Any) -> None:
         """The counters of every results table (one branch each); before the first results."""
@@ -476,12 +513,13 @@ class RootStreamWriter:
             if last is not None:
                 self._events = _extend_by_event(self.f, self._events, *last)
             meta = dict(self._meta)
-            jets = self._jets is not None
+            jets = self._jets is not None or self._copied
             meta["content"] = "jets+results" if jets else "results"
             meta["results"] = self._labels
             if jets:
                 meta["n_jets"] = self._n_jets
-                meta.setdefault("generator_params", self._params.result())
+                meta.setdefault("generator_params", self._params.result() if not self._copied
+                                else self._copied_params)
                 meta["node_extra"], meta["jet_extra"] = self._extras
             self.f["meta"] = json.dumps(meta, default=_json_default)
             self.f.close()
@@ -511,6 +549,22 @@ class RootStreamWriter:
             self.close()
         else:
             self.abort(exc)
+
+
+def _jets_only_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``meta`` of a jetastar ROOT file of this schema that holds its jets and nothing else
+    (``None`` for any other file)."""
+    try:
+        with _RootFile(path) as f:
+            if set(f.f.keys(cycle=False)) != {"jets", "meta"}:
+                return None
+            meta = dict(f.meta)
+    except (FileFormatError, OSError):
+        return None
+    needed = ("n_jets", "node_extra", "jet_extra", "generator_params")
+    if meta.get("results") or any(k not in meta for k in needed):
+        return None
+    return meta
 
 
 def _json_default(obj: Any) -> Any:
