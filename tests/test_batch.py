@@ -246,7 +246,7 @@ def test_process_pool_matches_in_process(tmp_path, jets_file):
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=9)
     (a,) = run_batch([jets_file], config, output=tmp_path / "one.h5", progress=False)
     (b,) = run_batch([jets_file], config, output=tmp_path / "two.h5", workers=2, progress=False)
-    assert a.ok and b.ok
+    assert a.ok and b.ok, (a.error, b.error)
     ta, tb = jio.read_results(a.output), jio.read_results(b.output)
     for name in ta:
         assert np.array_equal(ta[name].log_likelihood, tb[name].log_likelihood, equal_nan=True)

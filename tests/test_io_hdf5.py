@@ -334,3 +334,41 @@ def test_write_is_atomic(tmp_path, monkeypatch, ref_collection):
         jio.write(tmp_path / "new.h5", ref_collection, results_for(ref_collection))
     assert not (tmp_path / "new.h5").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["atomic.h5"]
+
+
+def test_a_copied_jets_file_is_opened_again_without_a_lock(tmp_path, monkeypatch):
+    """``copy_jets_file`` reopens its temporary file while a worker process being started (between
+    its fork and its exec) can still hold the lock of the handle it closed: the reopening takes no
+    lock (it failed now and then with 'unable to lock file, errno = 11')."""
+    import fcntl
+    import shutil
+
+    from jetastar.io import AlgorithmResults
+    from jetastar.io.hdf5 import HDF5StreamWriter
+
+    jets = reference_collection()
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, jets)
+    held = []
+    real = shutil.copyfile
+
+    def copy_and_hold(src, dst, *args, **kwargs):
+        done = real(src, dst, *args, **kwargs)
+        fd = os.open(dst, os.O_RDONLY)  # another open file description, as a forked child's
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        held.append(fd)
+        return done
+
+    monkeypatch.setattr(shutil, "copyfile", copy_and_hold)
+    out = tmp_path / "out.h5"
+    writer = HDF5StreamWriter(out)
+    try:
+        assert writer.copy_jets_file(inp)
+        writer.add_results("x", AlgorithmResults.from_results(
+            "alpha", results_for(jets)["alpha"], jet_index=np.arange(len(jets))))
+        writer.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert held and len(jio.read_results(out)["x"]) == len(jets)
+    assert_same_jets(jets, jio.read(out))

@@ -426,7 +426,9 @@ class HDF5StreamWriter:
         h5py = _h5py()
         self.f.close()
         shutil.copyfile(path, self._tmp)
-        self.f = f = h5py.File(self._tmp, "r+")
+        # without a lock: the file is this writer's own, and a worker process being started
+        # (between its fork and exec) can still hold the lock of the handle just closed
+        self.f = f = h5py.File(self._tmp, "r+", locking=False)
         for k in list(f.attrs):  # the input's provenance: this file gets its own at close
             del f.attrs[k]
         f.attrs["format"] = FORMAT_NAME
