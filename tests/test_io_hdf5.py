@@ -372,3 +372,17 @@ def test_a_copied_jets_file_is_opened_again_without_a_lock(tmp_path, monkeypatch
             os.close(fd)
     assert held and len(jio.read_results(out)["x"]) == len(jets)
     assert_same_jets(jets, jio.read(out))
+
+
+def test_text_columns_convert_each_distinct_value_once_as_str_would():
+    """Equal keys that are different texts (1, 1.0, True) stay apart; text that is not UTF-8
+    (lone surrogates of undecodable file names) gets U+FFFD; statuses are UTF-8 bytes."""
+    from jetastar.io.hdf5 import _safe_texts, _status_bytes
+
+    values = np.array([1, 1.0, True, "a", "a", "x\udcffy", np.str_("a")], dtype=object)
+    got = _safe_texts(values)
+    assert got.dtype == object
+    assert got.tolist() == ["1", "1.0", "True", "a", "a", "x\ufffdy", "a"]
+    assert _safe_texts(["ok", "ok"]).tolist() == ["ok", "ok"] and len(_safe_texts([])) == 0
+    statuses = _status_bytes(np.array(["ok", "budget", "ok"], dtype=object))
+    assert statuses.dtype == np.dtype("S8") and statuses.tolist() == [b"ok", b"budget", b"ok"]

@@ -127,7 +127,7 @@ def _dataset(group: Any, name: str, data: Any) -> None:
 
 def _text_dataset(group: Any, name: str, values: Any) -> None:
     h5py = _h5py()
-    data = np.array([_safe_text(str(v)) for v in values], dtype=object)
+    data = _safe_texts(values)
     if data.shape[0] == 0:
         group.create_dataset(name, shape=(0,), dtype=h5py.string_dtype("utf-8"))
         return
@@ -145,6 +145,27 @@ def _safe_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return text
+
+
+def _safe_texts(values: Any) -> np.ndarray:
+    """:func:`_safe_text` of ``str`` of each value, as an object array; each distinct value is
+    converted once (a results column repeats a few: statuses, options, empty messages)."""
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    distinct = dict.fromkeys(items)
+    if not all(type(v) is str for v in distinct):
+        items = [str(v) for v in items]  # (1, 1.0 and True are equal keys, not equal texts)
+        distinct = dict.fromkeys(items)
+    safe = {v: _safe_text(v) for v in distinct}
+    out = np.empty(len(items), dtype=object)
+    out[:] = list(map(safe.__getitem__, items))
+    return out
+
+
+def _status_bytes(statuses: Any) -> np.ndarray:
+    """The ``S8`` column of statuses (UTF-8; each distinct status encoded once)."""
+    items = statuses.tolist() if isinstance(statuses, np.ndarray) else list(statuses)
+    encoded = {s: s.encode() for s in dict.fromkeys(items)}
+    return np.array(list(map(encoded.__getitem__, items)), dtype="S8")
 
 
 def _fixed_bytes(values: Any) -> np.ndarray:
@@ -476,7 +497,7 @@ class HDF5StreamWriter:
         off = np.asarray(table.node_offsets, np.int64) + state["nodes"]
         self._append(g, "node_offsets", off if rows == 0 else off[1:])
         self._append(g, "exact", table.exact.astype(np.uint8))
-        self._append(g, "status", np.array([s.encode() for s in table.status], dtype="S8"))
+        self._append(g, "status", _status_bytes(table.status))
         _append_text(g, "message", table.message)
         _append_text(g, "options", table.options)
         self._append(g, "left", table.children[:, 0])
@@ -606,7 +627,7 @@ def _append_text(group: Any, name: str, values: Any) -> None:
         ds = group.create_dataset(name, shape=(0,), maxshape=(None,), chunks=(4096,),
                                   dtype=h5py.string_dtype("utf-8"), compression="gzip",
                                   compression_opts=LEVEL)
-    data = np.array([_safe_text(str(v)) for v in values], dtype=object)
+    data = _safe_texts(values)
     if data.shape[0]:
         n = ds.shape[0]
         ds.resize(n + data.shape[0], axis=0)
