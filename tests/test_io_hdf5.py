@@ -386,3 +386,28 @@ def test_text_columns_convert_each_distinct_value_once_as_str_would():
     assert _safe_texts(["ok", "ok"]).tolist() == ["ok", "ok"] and len(_safe_texts([])) == 0
     statuses = _status_bytes(np.array(["ok", "budget", "ok"], dtype=object))
     assert statuses.dtype == np.dtype("S8") and statuses.tolist() == [b"ok", b"budget", b"ok"]
+
+
+def test_a_copied_jets_file_opens_with_an_hdf5_library_without_the_locking_option(tmp_path,
+                                                                                monkeypatch):
+    from jetastar.io.hdf5 import HDF5StreamWriter
+
+    jets = reference_collection()
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, jets)
+    real = h5py.File
+    refused = []
+
+    def old_library(*args, **kwargs):
+        if "locking" in kwargs:
+            refused.append(kwargs.pop("locking"))
+            raise ValueError("HDF5 version does not support file locking")  # (as h5py says)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(h5py, "File", old_library)
+    out = tmp_path / "out.h5"
+    with HDF5StreamWriter(out) as writer:
+        assert writer.copy_jets_file(inp)
+    monkeypatch.undo()
+    assert refused == [False]
+    assert_same_jets(jets, jio.read(out))

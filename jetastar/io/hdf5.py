@@ -449,7 +449,10 @@ class HDF5StreamWriter:
         shutil.copyfile(path, self._tmp)
         # without a lock: the file is this writer's own, and a worker process being started
         # (between its fork and exec) can still hold the lock of the handle just closed
-        self.f = f = h5py.File(self._tmp, "r+", locking=False)
+        try:
+            self.f = f = h5py.File(self._tmp, "r+", locking=False)
+        except ValueError:  # an HDF5 library without the option (before 1.10.7 / 1.12.1)
+            self.f = f = h5py.File(self._tmp, "r+")
         for k in list(f.attrs):  # the input's provenance: this file gets its own at close
             del f.attrs[k]
         f.attrs["format"] = FORMAT_NAME
