@@ -284,6 +284,20 @@ def test_event_reader_runs_fastjet_once_and_reads_the_jets_read_particles_finds(
         assert calls == [], "FastJet ran again after the counting pass"
         reader.close()
 
+    # events that lost particles since the counting pass (a file changed while it was read)
+    real_particles = pf._event_particles
+
+    def fewer(*args):
+        comps, counts, fields = real_particles(*args)
+        first = np.r_[0, np.cumsum(counts)[:-1]][counts > 0]  # each event keeps its first one
+        return {k: v[first] for k, v in comps.items()}, np.minimum(counts, 1), fields
+
+    reader = pf.ParticleReader(pf.ParticleSource(path=str(root), particles="PFCands", **finding))
+    monkeypatch.setattr(pf, "_event_particles", fewer)
+    with pytest.raises(FileFormatError, match="changed while it was read"):
+        reader.chunk(0, reader.n_jets)
+    reader.close()
+
 
 def test_kt_family_on_foreign_jets_equals_fastjet(tmp_path):
     fastjet = pytest.importorskip("fastjet", reason="FastJet comparison needs the fastjet extra")

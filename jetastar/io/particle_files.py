@@ -763,7 +763,12 @@ class ParticleReader:
         first = np.zeros(counts.shape[0] + 1, np.int64)
         np.cumsum(counts, out=first[1:])
         c0, c1 = int(self._constituent_offsets[j0]), int(self._constituent_offsets[j1])
-        index = self._constituents[c0:c1].astype(np.int64) + np.repeat(first[event], per_jet)
+        local = self._constituents[c0:c1]
+        if np.any(local >= np.repeat(counts[event], per_jet)):
+            raise FileFormatError(f"{self.path}: entries {e0} to {e1 - 1} have fewer particles "
+                                  "than when their jets were found: the file changed while it "
+                                  "was read; run again")
+        index = local.astype(np.int64) + np.repeat(first[event], per_jet)
         rank = np.arange(j1 - j0) - (jet_first[event] - j0)
         jets = FoundJets(np.ascontiguousarray(p4[index]), per_jet, event, rank, index)
         return _found_collection(jets, entry, self.source, False)
