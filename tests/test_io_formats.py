@@ -147,11 +147,27 @@ def test_a_stream_writer_copies_a_file_holding_only_jets_byte_for_byte(tmp_path,
     jio.write(with_results, jets, {"greedy": greedy})
     jio.write(tmp_path / f"x{other}", jets)
     (tmp_path / "not.txt").write_text("no jets here")
+    miscounted = tmp_path / f"miscounted{suffix}"  # its metadata counts one jet more than it has
+    jio.write(miscounted, jets)
+    if fmt == "hdf5":
+        import h5py
+
+        with h5py.File(miscounted, "r+") as f:
+            f.attrs["n_jets"] = len(jets) + 1
+    else:
+        import json
+
+        import uproot
+
+        with uproot.update(miscounted) as f:
+            meta = {**json.loads(str(f["meta"])), "n_jets": len(jets) + 1}
+            del f["meta"]
+            f["meta"] = json.dumps(meta)
 
     copied = tmp_path / f"copied{suffix}"
     writer = jio.FORMATS[fmt].stream_writer(copied, {"note": "copied"})
     for refused in (with_results, tmp_path / f"x{other}", tmp_path / "not.txt",
-                    tmp_path / "missing.h5"):
+                    tmp_path / "missing.h5", miscounted):
         assert writer.copy_jets_file(refused) is False, refused.name
     assert writer.copy_jets_file(only) is True
     with pytest.raises(ValueError, match="copied from a file"):

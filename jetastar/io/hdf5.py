@@ -645,13 +645,12 @@ def _jets_only_attrs(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         with _File(path) as f:
             attrs = dict(f.f.attrs)
             only = set(f.f.keys()) <= {"jets", "results"} and len(f.f.get("results", ())) == 0
+            entries = f.n_jets
     except (FileFormatError, OSError):
         return None
-    if not only:
+    if not only or "n_jets" not in attrs or "generator_params" not in attrs:
         return None
-    if "n_jets" not in attrs or "generator_params" not in attrs:
-        return None
-    return attrs
+    return attrs if int(attrs["n_jets"]) == entries else None
 
 
 class _File:

@@ -559,10 +559,11 @@ def _jets_only_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             if set(f.f.keys(cycle=False)) != {"jets", "meta"}:
                 return None
             meta = dict(f.meta)
+            entries = f.num_entries("jets")
     except (FileFormatError, OSError):
         return None
     needed = ("n_jets", "node_extra", "jet_extra", "generator_params")
-    if meta.get("results") or any(k not in meta for k in needed):
+    if meta.get("results") or any(k not in meta for k in needed) or meta["n_jets"] != entries:
         return None
     return meta
 
