@@ -818,12 +818,11 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     and written again. A failed byte copy (a full disk) fails the file and keeps the parts; an
     input that holds results too is read and written again, and only this run's results are in
     the output."""
-    import shutil
-
     import jetastar.io.hdf5 as hdf5
     import jetastar.io.root as root
 
     writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
+    module = hdf5 if ext == "h5" else root
 
     def content(path):  # without the timings
         out = (_h5_content if ext == "h5" else _root_content)(path)
@@ -836,28 +835,28 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     config = BatchConfig(["greedy", "kt"], chunk_size=6)
     real_copy = writer.copy_jets_file
     copied = []
-    monkeypatch.setattr(writer, "copy_jets_file",
-                        lambda self, path: copied.append(real_copy(self, path)) or copied[-1])
+    monkeypatch.setattr(writer, "copy_jets_file", lambda self, path, stop=None: copied.append(
+        real_copy(self, path, stop)) or copied[-1])
     (s,) = run_batch([inp], config, output=tmp_path / f"bytes.{ext}", progress=False)
     assert s.ok, s.error
     assert copied == [True]
     with monkeypatch.context() as m:
-        m.setattr(writer, "copy_jets_file", lambda self, path: False)
+        m.setattr(writer, "copy_jets_file", lambda self, path, stop=None: False)
         (s,) = run_batch([inp], config, output=tmp_path / f"decoded.{ext}", progress=False)
     assert s.ok, s.error
     assert content(tmp_path / f"bytes.{ext}") == content(tmp_path / f"decoded.{ext}")
     _check_complete(tmp_path / f"bytes.{ext}", 19, ("greedy", "kt"))
 
-    real_copyfile = shutil.copyfile
+    real_bytes = module.copy_bytes
 
     def full(src, dst, *args, **kwargs):
         if Path(src) == inp:
             raise OSError(28, "No space left on device")
-        return real_copyfile(src, dst, *args, **kwargs)
+        return real_bytes(src, dst, *args, **kwargs)
 
     out = tmp_path / f"out.{ext}"
     with monkeypatch.context() as m:
-        m.setattr(shutil, "copyfile", full)
+        m.setattr(module, "copy_bytes", full)
         (s,) = run_batch([inp], config, output=out, progress=False)
     assert "No space left on device" in s.error, s
     assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
@@ -873,6 +872,37 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     assert copied == [False]
     assert set(jio.read_results(tmp_path / f"again.{ext}")) == {"antikt"}
     _check_complete(tmp_path / f"again.{ext}", 19, ("antikt",))
+
+
+def test_an_aborted_jets_copy_stops_the_byte_copy(tmp_path, monkeypatch):
+    """An interrupted run aborts the copy thread: a byte copy in progress is told to stop (it
+    stops within a block, :func:`jetastar.io._common.copy_bytes`), so the abort does not wait for
+    a large file to be copied, and no temporary file is left."""
+    import time
+
+    import jetastar.io.hdf5 as hdf5
+    from jetastar.batch.merge import JetsCopy
+
+    inp = tmp_path / "in.h5"
+    jio.write(inp, generate(20, ShowerParams.qcd(), seed=2))
+    real = hdf5.copy_bytes
+    started = threading.Event()
+
+    def slow(src, dst, stop=None):  # a copy of a large file on a slow disk
+        started.set()
+        if stop is None:
+            time.sleep(3)
+        else:
+            stop.wait(20)
+        return real(src, dst, stop)
+
+    monkeypatch.setattr(hdf5, "copy_bytes", slow)
+    copy = JetsCopy(JetFileReader, inp, 20, tmp_path / "out.h5", {})
+    assert started.wait(20)
+    watch = time.perf_counter()
+    copy.abort()
+    assert time.perf_counter() - watch < 1.0
+    assert not (tmp_path / "out.h5").exists() and not list(tmp_path.glob(".out.h5.*"))
 
 
 def test_a_torn_part_is_not_trusted_and_a_resume_equals_a_clean_run(tmp_path, monkeypatch):

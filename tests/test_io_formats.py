@@ -130,7 +130,8 @@ def test_results_keep_their_order_and_tables_without_rows(tmp_path, fmt, suffix)
         assert (info["none"]["rows"], info["none"]["status"]) == (0, {})
 
 
-def test_a_stream_writer_copies_a_file_holding_only_jets_byte_for_byte(tmp_path, fmt, suffix):
+def test_a_stream_writer_copies_a_file_holding_only_jets_byte_for_byte(tmp_path, fmt, suffix,
+                                                                      monkeypatch):
     """``copy_jets_file`` takes the jets of a jetastar file of its format that holds nothing else
     (extras and generator parameters included) and then takes results; any other file is refused
     without changing the writer; it comes before anything else, and no jets come after it."""
@@ -192,6 +193,21 @@ def test_a_stream_writer_copies_a_file_holding_only_jets_byte_for_byte(tmp_path,
     assert list(a["n_leaves"]) == list(b["n_leaves"])
     a.pop("n_leaves"), b.pop("n_leaves")
     assert a == b
+
+    # a copy stopped from another thread (an interrupted run) ends at the next block
+    import threading
+
+    import jetastar.io._common as common
+
+    monkeypatch.setattr(common, "COPY_BLOCK", 1000)
+    stop = threading.Event()
+    stop.set()
+    stopped = jio.FORMATS[fmt].stream_writer(tmp_path / f"stopped{suffix}")
+    with pytest.raises(InterruptedError, match="was stopped"):
+        stopped.copy_jets_file(only, stop)
+    stopped.abort()
+    assert not (tmp_path / f"stopped{suffix}").exists()
+    assert not list(tmp_path.glob(f".stopped{suffix}.*"))
 
     late = jio.FORMATS[fmt].stream_writer(tmp_path / f"late{suffix}")
     late.add_jets(jets)
@@ -329,3 +345,38 @@ def test_a_format_must_implement_read_and_info():
 
     with pytest.raises(TypeError, match="abstract"):
         Incomplete()
+
+
+def test_copy_bytes_copies_through_a_buffer_where_the_kernel_cannot(tmp_path, monkeypatch):
+    """``copy_bytes`` lets the kernel copy (``os.sendfile``) a block at a time; where that cannot
+    write into a file (EINVAL at the first call), it copies through a buffer; a later error is
+    raised."""
+    import errno
+    import os
+
+    import jetastar.io._common as common
+
+    data = bytes(range(256)) * 41
+    (tmp_path / "a").write_bytes(data)
+    monkeypatch.setattr(common, "COPY_BLOCK", 1000)
+    common.copy_bytes(tmp_path / "a", tmp_path / "kernel")
+    assert (tmp_path / "kernel").read_bytes() == data
+    calls = []
+    real = os.sendfile
+
+    def no_files(*args):
+        calls.append(args)
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(os, "sendfile", no_files)
+    common.copy_bytes(tmp_path / "a", tmp_path / "buffer")
+    assert (tmp_path / "buffer").read_bytes() == data and len(calls) == 1
+
+    def full_later(out, src, offset, count):
+        if offset:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(out, src, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", full_later)
+    with pytest.raises(OSError, match="No space left"):
+        common.copy_bytes(tmp_path / "a", tmp_path / "full")

@@ -154,7 +154,7 @@ class JetsCopy:
     def _copy(self, open_input: Callable[[Path], JetSource], path: Path) -> None:
         try:
             copy_file = getattr(self.writer, "copy_jets_file", None)
-            if copy_file is not None and copy_file(path):  # the output's format, only jets
+            if copy_file is not None and copy_file(path, self._stop):  # its format, only jets
                 self.written = self.n_jets
                 return
             reader = open_input(path)

@@ -7,6 +7,7 @@ constants are in :mod:`jetastar.io.schema`.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import shlex
@@ -34,6 +35,7 @@ __all__ = [
     "check_exists",
     "check_tree_extent",
     "columns_side_by_side",
+    "copy_bytes",
     "decompression_executor",
     "entry_range",
     "generator_params",
@@ -121,6 +123,56 @@ def check_tree_extent(tree: Any, name: str, path: str | os.PathLike[str]) -> Non
         raise FileFormatError(
             f"{path}: truncated ROOT file (tree '{name}' needs {end} bytes, the file has {size})"
         )
+
+
+#: bytes copied between two looks at the stop signal of :func:`copy_bytes`
+COPY_BLOCK = 16 << 20
+#: errors of a first ``os.sendfile`` that mean it cannot copy into a file here
+_NO_SENDFILE = {errno.EINVAL, errno.ENOTSOCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV}
+
+
+def copy_bytes(source: str | os.PathLike[str], target: str | os.PathLike[str],
+               stop: Any = None) -> None:
+    """Copy a file's bytes into ``target`` (created or truncated), a block of
+    :data:`COPY_BLOCK` bytes at a time.
+
+    Args:
+        source: the file to copy.
+        target: where to.
+        stop: an event (``is_set()``) looked at before each block: once set, the copy stops with
+            :class:`InterruptedError` (so that a copy of a large file on a slow disk does not hold
+            up an interrupted run).
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "a").write_bytes(b"jets")
+        >>> copy_bytes(folder / "a", folder / "b")
+        >>> (folder / "b").read_bytes()
+        b'jets'
+    """
+    with open(source, "rb", buffering=0) as src, open(target, "wb", buffering=0) as dst:
+        offset = 0
+        kernel = hasattr(os, "sendfile")  # the kernel copies (as shutil.copyfile does on Linux)
+        while True:
+            if stop is not None and stop.is_set():
+                raise InterruptedError(f"the copy of {source} was stopped")
+            if kernel:
+                try:
+                    sent = os.sendfile(dst.fileno(), src.fileno(), offset, COPY_BLOCK)
+                except OSError as exc:
+                    if offset or exc.errno not in _NO_SENDFILE:
+                        raise
+                    kernel = False  # (not to a file on this system): copied through a buffer
+                    continue
+                if not sent:
+                    return
+                offset += sent
+                continue
+            block = src.read(COPY_BLOCK)
+            if not block:
+                return
+            dst.write(block)
 
 
 def check_exists(path: str | os.PathLike[str]) -> Path:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -62,6 +61,7 @@ from ._common import (
     GeneratorParamsStream,
     check_exists,
     columns_side_by_side,
+    copy_bytes,
     entry_range,
     generator_params,
     get_extras,
@@ -428,13 +428,15 @@ class HDF5StreamWriter:
         self._leaf_base = int(loff[-1])
         self._node_base = int(noff[-1])
 
-    def copy_jets_file(self, path: str | os.PathLike[str]) -> bool:
+    def copy_jets_file(self, path: str | os.PathLike[str], stop: Any = None) -> bool:
         """The jets of ``path`` as they are, if it is a jetastar HDF5 file of this schema with
         nothing but jets (and an empty ``results`` group): the file is copied into this writer's
         temporary file and opened again for the results. Call it before adding anything.
 
         Args:
             path: the file.
+            stop: as for :meth:`RootStreamWriter.copy_jets_file
+                <jetastar.io.root.RootStreamWriter.copy_jets_file>`.
 
         Returns:
             ``True`` if the jets were copied; ``False`` (the writer as it was) for another file.
@@ -446,7 +448,7 @@ class HDF5StreamWriter:
             return False
         h5py = _h5py()
         self.f.close()
-        shutil.copyfile(path, self._tmp)
+        copy_bytes(path, self._tmp, stop)
         # without a lock: the file is this writer's own, and a worker process being started
         # (between its fork and exec) can still hold the lock of the handle just closed
         try:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -58,6 +57,7 @@ from ._common import (
     check_exists,
     check_tree_extent,
     columns_side_by_side,
+    copy_bytes,
     decompression_executor,
     entry_range,
     generator_params,
@@ -446,13 +446,15 @@ class RootStreamWriter:
         self._params.add(collection)
         self._n_jets += n
 
-    def copy_jets_file(self, path: str | os.PathLike[str]) -> bool:
+    def copy_jets_file(self, path: str | os.PathLike[str], stop: Any = None) -> bool:
         """Take the jets of a jetastar ROOT file that holds only jets (of this schema) as they
         are: its bytes are copied into this writer's temporary file, which is then opened for the
         results (no decompressing and compressing again). Before anything else is added.
 
         Args:
             path: the file.
+            stop: an event that stops the copy when set (:func:`~jetastar.io._common.copy_bytes`:
+                ``InterruptedError``; the writer is then to be aborted).
 
         Returns:
             Whether the jets were copied; ``False`` (nothing changed) for any other file.
@@ -466,7 +468,7 @@ class RootStreamWriter:
         if meta is None:
             return False
         self.f.close()
-        shutil.copyfile(path, self._tmp)
+        copy_bytes(path, self._tmp, stop)
         self.f = uproot.update(self._tmp)
         self.f.compression = root_compression()
         del self.f["meta"]  # written again when the writer closes
