@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Repeated", "awkward_strings", "shared_text", "str_array", "text_column"]
+__all__ = ["Repeated", "awkward_strings", "distinct_texts", "shared_text", "str_array", "text_column"]
 
 
 def text_column(n: int, value: str) -> np.ndarray:
@@ -53,6 +53,26 @@ def shared_text(values: np.ndarray) -> np.ndarray:
     return unique.astype(object)[which.ravel()]
 
 
+def distinct_texts(values: Any) -> tuple[list[Any], dict[Any, None]]:
+    """The values as a list and their distinct values in order of appearance (a ``dict``: a
+    column of a results table repeats a few, each to be converted once). Values that are not all
+    ``str`` are replaced by ``str`` of each first: ``1``, ``1.0`` and ``True`` are equal keys but
+    different texts.
+
+    Example:
+        >>> distinct_texts(["ok", "ok", "budget"])
+        (['ok', 'ok', 'budget'], {'ok': None, 'budget': None})
+        >>> list(distinct_texts([1, 1.0, True])[1])
+        ['1', '1.0', 'True']
+    """
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    distinct = dict.fromkeys(items)
+    if not all(type(k) is str for k in distinct):
+        items = [str(v) for v in items]
+        distinct = dict.fromkeys(items)
+    return items, distinct
+
+
 def awkward_strings(values: Any) -> Any:
     """An awkward array of strings from Python values (``str`` of each), built from their UTF-8
     bytes at once (``ak.Array`` of a list looks at every element: seconds per 100 000). Each
@@ -63,12 +83,8 @@ def awkward_strings(values: Any) -> Any:
         offsets = np.arange(values.n + 1, dtype=np.int64) * len(value)
         chars = np.tile(np.frombuffer(value, np.uint8), values.n)
         return _string_array(offsets, chars)
-    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    index = {k: i for i, k in enumerate(dict.fromkeys(items))}
-    if not all(type(k) is str for k in index):
-        # keyed by the text: 1, 1.0 and True are equal keys but different strings
-        items = [str(v) for v in items]
-        index = {k: i for i, k in enumerate(dict.fromkeys(items))}
+    items, distinct = distinct_texts(values)
+    index = {k: i for i, k in enumerate(distinct)}
     codes = np.fromiter(map(index.__getitem__, items), np.int64, len(items))
     encoded = [k.encode("utf-8") for k in index]
     sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))

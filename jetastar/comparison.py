@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -57,6 +58,7 @@ __all__ = [
     "format_comparison",
     "mass_policy_counts",
     "median_interval",
+    "results_summary",
     "status_counts",
     "table_counts",
     "tree_verdicts",
@@ -169,15 +171,7 @@ def status_counts(results: Any) -> dict[str, dict[str, int]]:
         3
     """
     if isinstance(results, (str, os.PathLike)):
-        # block by block, without the trees and texts: memory does not grow with the file
-        totals: dict[str, dict[str, int]] = {}
-        for label, block in iterate_status_columns(results):
-            counts = _column_counts(block["status"], block["log_likelihood"], block["exact"],
-                                    block["counters"])
-            seen = totals.setdefault(label, dict.fromkeys(counts, 0))
-            for k, v in counts.items():
-                seen[k] += v
-        return totals
+        return {label: s["counts"] for label, s in results_summary(results).items()}
     if hasattr(results, "keys") and hasattr(results, "items"):
         tables = dict(results)
     elif hasattr(results, "algorithm") and hasattr(results, "status"):
@@ -186,6 +180,45 @@ def status_counts(results: Any) -> dict[str, dict[str, int]]:
         raise TypeError(f"status_counts needs a results file, cluster_jets' results or one "
                         f"results table; got {type(results).__name__}")
     return {label: table_counts(t) for label, t in tables.items()}
+
+
+def results_summary(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """What each results table of a file holds, from one pass over its status columns (block by
+    block, without the trees and texts: memory does not grow with the file).
+
+    Args:
+        path: a results file.
+
+    Returns:
+        Per label: ``algorithm``, ``likelihood``, ``rows``, ``status`` (status -> rows, sorted)
+        and ``counts`` (those of :func:`status_counts`).
+
+    Example:
+        >>> import os, tempfile
+        >>> import jetastar
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jets = generate(3, ShowerParams.qcd(), seed=1)
+        >>> path = os.path.join(tempfile.mkdtemp(), "results.h5")
+        >>> io.write(path, jets, {"greedy": jetastar.cluster(jets, "greedy")})
+        >>> summary = results_summary(path)["greedy"]
+        >>> summary["rows"], summary["status"], summary["counts"]["finite"]
+        (3, {'ok': 3}, 3)
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for label, block in iterate_status_columns(path):
+        counts = _column_counts(block["status"], block["log_likelihood"], block["exact"],
+                                block["counters"])
+        seen = out.setdefault(label, {
+            "algorithm": block.get("algorithm", label), "likelihood": block["likelihood"],
+            "rows": 0, "status": {}, "counts": dict.fromkeys(counts, 0)})
+        seen["rows"] += counts["jets"]
+        for k, v in counts.items():
+            seen["counts"][k] += v
+        for k, v in Counter(np.asarray(block["status"]).tolist()).items():
+            seen["status"][str(k)] = seen["status"].get(str(k), 0) + v
+    for seen in out.values():
+        seen["status"] = dict(sorted(seen["status"].items()))
+    return out
 
 
 def table_counts(table: Any) -> dict[str, int]:

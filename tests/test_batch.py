@@ -160,24 +160,30 @@ def test_one_input_path_is_one_file(tmp_path, jets_file):
     assert BatchConfig(" greedy, kt ,").algorithms == ["greedy", "kt"]
 
 
-def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
+def _interrupted_run(monkeypatch, parts: int, inputs, config, out) -> None:
+    """A batch run interrupted (Ctrl-C) as it writes its part number ``parts + 1``."""
     import jetastar.batch.runner as batch
 
-    config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7)
-    out = tmp_path / "res.root"
     real = batch.write_part
     calls = {"n": 0}
 
     def flaky(*args):
-        if calls["n"] == 3:
+        if calls["n"] == parts:
             raise KeyboardInterrupt
         calls["n"] += 1
         real(*args)
 
-    monkeypatch.setattr(batch, "write_part", flaky)
-    with pytest.raises(KeyboardInterrupt):
-        run_batch([jets_file], config, output=out, progress=False)
-    monkeypatch.setattr(batch, "write_part", real)
+    with monkeypatch.context() as m:
+        m.setattr(batch, "write_part", flaky)
+        with pytest.raises(KeyboardInterrupt):
+            run_batch(inputs, config, output=out, progress=False)
+
+
+def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
+
+    config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7)
+    out = tmp_path / "res.root"
+    _interrupted_run(monkeypatch, 3, [jets_file], config, out)
     assert not out.exists()
     # the copy of the jets into the output stopped, and its temporary file is gone
     assert not [t for t in threading.enumerate() if t.name.startswith("jetastar copy")]
@@ -1026,22 +1032,31 @@ def test_chunk_plan_keeps_parts_that_do_not_overlap():
     assert tail.next() == (0, 50) and tail.next() == (50, 75)
 
 
-def test_the_merge_counts_statuses_as_the_output_holds(tmp_path):
-    from jetastar.batch.merge import status_counts_of
+def test_the_merge_counts_statuses_as_the_output_holds(tmp_path, monkeypatch):
+    import jetastar.comparison as comparison
+    from jetastar.batch.merge import counts_of
 
     inp = tmp_path / "jets.root"
+    out = tmp_path / "out.root"
     jio.write(inp, generate(40, ShowerParams.qcd(), seed=14))
-    (s,) = run_batch([inp], BatchConfig(["greedy", "test-exact"], plugins=[PLUGIN],
-                                        max_leaves={"test-exact": 6}, chunk_size=15),
-                     output=tmp_path / "out.root", progress=False)
+    config = BatchConfig(["greedy", "test-exact"], plugins=[PLUGIN],
+                         max_leaves={"test-exact": 6}, chunk_size=15)
+    (s,) = run_batch([inp], config, output=out, progress=False)
     assert s.ok, s.error
-    assert s.status_counts == status_counts_of(tmp_path / "out.root")
+    assert s.status_counts == {k: v["status"] for k, v in jio.file_info(out)["results"].items()}
     assert s.status_counts["test-exact"].get("skipped", 0) > 0
     # and the tree counts the command line prints, without reading the output back
-    from jetastar.comparison import status_counts
-
-    assert s.tree_counts == status_counts(tmp_path / "out.root")
+    assert s.tree_counts == comparison.status_counts(out)
     assert 0 < s.tree_counts["greedy"]["finite"] and s.tree_counts["test-exact"]["skipped"] > 0
+    assert counts_of(out) == (s.status_counts, s.tree_counts)
+    # a run whose output is already done reads the output's rows once, for both counts
+    passes = []
+    rows = comparison.iterate_status_columns
+    monkeypatch.setattr(comparison, "iterate_status_columns",
+                        lambda *a, **k: passes.append(1) or rows(*a, **k))
+    (again,) = run_batch([inp], config, output=out, progress=False)
+    assert again.already_done and passes == [1], (again, passes)
+    assert (again.status_counts, again.tree_counts) == (s.status_counts, s.tree_counts)
 
 
 def test_a_pool_worker_reads_its_chunk_from_the_file(jets_file):
@@ -1108,6 +1123,71 @@ def test_the_merge_hashes_the_input_again_only_when_the_file_was_touched(tmp_pat
     with pytest.raises(BatchError, match="changed while it was being clustered"):
         merge("c.h5")
     assert not (tmp_path / "c.h5").exists()
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_a_rerun_takes_the_recorded_hash_of_an_input_nothing_wrote_to(tmp_path, monkeypatch, ext):
+    """A finished output and a part folder record the input's state with its hash; a rerun
+    whose input still has that state takes the recorded hash instead of reading the input
+    again, while any write to the input (even of the same jets, or only a touch), a state taken
+    too soon after the input changed, or --fresh mean a new hash."""
+    import jetastar.batch.resume as resume
+
+    inp = tmp_path / f"jets.{ext}"
+    out = tmp_path / f"out.{ext}"
+    jets = generate(30, ShowerParams.qcd(), seed=18)
+    jio.write(inp, jets)
+    config = BatchConfig(["greedy", "kt"], chunk_size=10)
+    hashed = []
+    real = JetFileReader.digest
+    monkeypatch.setattr(JetFileReader, "digest",
+                        lambda self, j=None: hashed.append(1) or real(self, j))
+
+    def run(**kw):
+        hashed.clear()
+        (s,) = run_batch([inp], config, output=out, progress=False, **kw)
+        assert s.ok, s.error
+        return s
+
+    # the input was written a moment ago: its state is not recorded, so reruns hash it
+    run()
+    assert hashed == [1] and "input_state" not in jio.file_info(out)["attrs"]
+    assert run().already_done and hashed == [1]
+    # a state taken long enough after the input's last change is recorded
+    monkeypatch.setattr(resume, "SETTLED_NS", 0)
+    run(fresh=True)
+    attrs = jio.file_info(out)["attrs"]
+    recorded = resume._json_attr(attrs["input_state"])
+    assert recorded == resume.settled_state(resume.file_state(inp))
+    assert run().already_done and hashed == []
+    assert run(fresh=True).chunks_reused == 0 and hashed == [1]
+    # anything done to the file changes its change time (here a chmod, which keeps the
+    # identity's size and modification time): hashed again, and still the same jets
+    os.chmod(inp, 0o640)
+    assert run().already_done and hashed == [1]
+    # other jets under the same name: hashed, found stale, clustered again
+    jio.write(inp, generate(30, ShowerParams.qcd(), seed=19))
+    s = run()
+    assert hashed == [1] and not s.already_done and s.chunks_reused == 0
+    # a part folder records the state too: a resume takes its hash
+    out.unlink()
+    _interrupted_run(monkeypatch, 1, [inp], config, out)
+    manifest = json.loads((tmp_path / f"out.{ext}.parts" / "manifest.json").read_text())
+    assert manifest["input_state"] == resume.settled_state(resume.file_state(inp))
+    s = run()
+    assert hashed == [] and s.chunks_reused == 1
+    stored = resume._json_attr(jio.file_info(out)["attrs"]["input_identity"])
+    assert stored["sha256"] == manifest["sha256"] == JetFileReader(inp).digest()
+    # the recorded hash is only taken for the same file, in the same state
+    state = resume.file_state(inp)
+    identity = {"path": str(inp.resolve()), "sha256": "0" * 64}
+    recorded = resume.settled_state(state)
+    assert resume.recorded_digest(inp, state, identity, recorded) == "0" * 64
+    assert resume.recorded_digest(inp, state, json.dumps(identity), json.dumps(recorded))
+    assert resume.recorded_digest(out, state, identity, recorded) is None
+    assert resume.recorded_digest(inp, state, identity, {**recorded, "ctime_ns": 1}) is None
+    assert resume.recorded_digest(inp, state, identity, None) is None
+    assert resume.recorded_digest(inp, state, {**identity, "sha256": ""}, recorded) is None
 
 
 def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monkeypatch):

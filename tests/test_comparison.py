@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 
 import matplotlib
 import numpy as np
@@ -12,7 +13,13 @@ import pytest
 from jetastar import JetCollection
 from jetastar import io as jio
 from jetastar.clustering import ClusteringResult, exact_map, greedy, kt
-from jetastar.comparison import comparison_table, format_comparison, median_interval, status_counts
+from jetastar.comparison import (
+    comparison_table,
+    format_comparison,
+    median_interval,
+    results_summary,
+    status_counts,
+)
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 from jetastar.io import AlgorithmResults
 
@@ -269,9 +276,9 @@ def test_verdicts_proven_window_optimal_budget(tmp_path) -> None:
     back = jio.read_results(path)
     assert tree_verdicts(back["window-search"]).tolist() == expected
     assert set(tree_verdicts(back["greedy"]).tolist()) == {""}
-    from jetastar.cli.shared import finite_counts
+    from jetastar.cli.shared import format_tree_counts
 
-    line = finite_counts(str(path))
+    line = format_tree_counts(status_counts(path))
     assert "; proven 3, window optimal 1" in line["window-search"]
     assert "proven" not in line["greedy"]
     counts = status_counts(path)["window-search"]
@@ -328,6 +335,28 @@ def test_status_counts_of_a_file_are_counted_block_by_block(tmp_path, results_fi
     with pytest.MonkeyPatch.context() as m:
         m.setattr(comparison.io, "read_results", whole_tables)
         assert status_counts(path) == whole
+        passes = []
+        m.setattr(comparison, "iterate_status_columns",
+                  lambda *a, **k: passes.append(1) or iterate_status_columns(*a, **k))
+        summary = results_summary(path)
+    assert passes == [1]
+    # the summary's statuses and rows are file_info's, its counts status_counts', in one pass
+    info = jio.file_info(path)["results"]
+    assert list(summary) == list(info) == list(tables)
+    for label, s in summary.items():
+        assert {k: s[k] for k in ("algorithm", "likelihood", "rows", "status")} == info[label]
+        assert s["counts"] == whole[label]
+        assert s["status"] == dict(sorted(Counter(tables[label].status.tolist()).items()))
+    # file_info without the results: no entry for them, and no row of them read
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(jio.root, "root_status_columns", whole_tables)
+        read = jio.hdf5._File.read
+        m.setattr(jio.hdf5._File, "read", lambda f, name, *a: whole_tables()
+                  if name.startswith("results/") else read(f, name, *a))
+        lean = jio.file_info(path, results=False)
+    assert lean["results"] == {label: {k: s[k] for k in ("algorithm", "likelihood", "rows")}
+                               for label, s in summary.items()}
+    assert lean["n_jets"] == n and lean["attrs"] == jio.file_info(path)["attrs"]
     # blocks of 7 rows: a block of the ROOT results tree holds the end of one table and the
     # start of the next
     seen: dict[str, list[str]] = {}

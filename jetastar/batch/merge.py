@@ -7,8 +7,8 @@ is removed. It streams: the output is written block by block (the input's jets
 gathered from consecutive parts; the next block is read by a thread while one is written), so its
 memory does not grow with the number of jets. Jets read
 from particle files get their tables by input entry the same way, a block of consecutive chunks at
-a time (an event whose jets span two blocks waits for the second). :func:`status_counts_of` reads
-back what an output holds.
+a time (an event whose jets span two blocks waits for the second). :func:`counts_of` reads back
+what an output holds.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import io
 from .._progress import progress_bar
-from ..comparison import table_counts
+from ..comparison import results_summary, table_counts
 from ..errors import BatchError
 from ..io.dispatch import stream_writer
 from ..jet import JetCollection
@@ -34,8 +34,8 @@ from .resume import file_state, part_counters, part_name, read_part
 from .sources import JetSource
 
 __all__ = [
-    "MERGE_BLOCK", "MERGE_ROWS", "JetsCopy", "MergeCounts", "check_unchanged", "merge_parts",
-    "output_meta", "status_counts_of", "streams",
+    "MERGE_BLOCK", "MERGE_ROWS", "JetsCopy", "MergeCounts", "check_unchanged", "counts_of",
+    "merge_parts", "output_meta", "streams",
 ]
 
 #: jets of the input read and written at a time by the merge (a multiple of the ROOT basket)
@@ -69,10 +69,9 @@ def merge_parts(
             adds the results); ``None``: the merge opens the output and copies the jets itself.
 
     Returns:
-        A :class:`MergeCounts`: per algorithm, status -> number of jets (as
-        :func:`status_counts_of` the output), and the counts of
-        :func:`jetastar.comparison.status_counts` gathered part by part (``None`` where the
-        output was written in memory).
+        A :class:`MergeCounts`: per algorithm, status -> number of jets, and the counts of
+        :func:`jetastar.comparison.status_counts` (gathered part by part; read back from the
+        output where it was written in memory), as :func:`counts_of` the output.
 
     Raises:
         BatchError: a part without an algorithm, jets missing or duplicated, or an input that
@@ -84,7 +83,7 @@ def merge_parts(
                                   jets_copy)
     elif not streams(reader):
         _merge_in_memory(reader, out, parts, chunks, config, meta, progress, input_state)
-        counts = MergeCounts(status_counts_of(out), None)
+        counts = counts_of(out)
     else:
         counts = _merge_streaming(reader, out, parts, chunks, config, meta, progress, input_state)
     shutil.rmtree(parts, ignore_errors=True)
@@ -201,9 +200,8 @@ class MergeCounts(NamedTuple):
 
     #: per algorithm, status -> number of jets
     status: dict[str, dict[str, int]]
-    #: per algorithm, the counts of :func:`jetastar.comparison.status_counts` (``None``: not
-    #: gathered; read them from the output)
-    trees: dict[str, dict[str, int]] | None
+    #: per algorithm, the counts of :func:`jetastar.comparison.status_counts`
+    trees: dict[str, dict[str, int]]
 
 
 def _merge_streaming(
@@ -440,7 +438,8 @@ def check_unchanged(reader: JetSource, collection: JetCollection | None,
         )
 
 
-def status_counts_of(out: Path) -> dict[str, dict[str, int]]:
-    """Per algorithm of a results file: status -> number of jets."""
-    info = io.file_info(out)
-    return {k: dict(v["status"]) for k, v in info.get("results", {}).items()}
+def counts_of(out: Path) -> MergeCounts:
+    """The :class:`MergeCounts` of a results file, read from it (in one pass over its rows)."""
+    summary = results_summary(out)
+    return MergeCounts({label: s["status"] for label, s in summary.items()},
+                       {label: s["counts"] for label, s in summary.items()})

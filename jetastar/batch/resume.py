@@ -21,7 +21,13 @@ its content (:func:`input_identity`): for jetastar files a hash of the jets
 (:func:`jets_digest`: 4-vectors, offsets, truth trees, ids, seeds, types, parameters — equal for
 equal jets, whatever the format, compression or creation date); for particle files, whose jets
 are only found while clustering, a hash of the file's bytes (:func:`file_digest`). Each source
-(:class:`~jetastar.batch.JetSource`) says which with its ``digest`` method.
+(:class:`~jetastar.batch.JetSource`) says which with its ``digest`` method. A finished output and
+a part folder also record the input's file state (:func:`file_state`: device, inode, size,
+modification and change times, taken before the hash; ``input_state``): a later run whose input
+still has that state takes the recorded hash instead of reading the whole input again
+(:func:`recorded_digest`; anything done to a file changes its change time, which no user can
+set). A state is recorded only when the file last changed :data:`SETTLED_NS` or more before it
+was taken (:func:`settled_state`).
 
 **When a run resumes.** Rerun with the same arguments, a run
 
@@ -67,6 +73,7 @@ import os
 import queue
 import shutil
 import threading
+import time as _time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,6 +92,7 @@ from .config import BatchConfig
 
 __all__ = [
     "PART_DIR_SUFFIX",
+    "SETTLED_NS",
     "ChunkPlan",
     "PartWriter",
     "done_parts",
@@ -102,7 +110,9 @@ __all__ = [
     "prepare_parts",
     "read_part",
     "readable_part",
+    "recorded_digest",
     "same_identity",
+    "settled_state",
     "stream_jets_digest",
     "write_part",
 ]
@@ -236,6 +246,61 @@ def file_state(path: str | os.PathLike[str]) -> tuple[int, ...]:
             int(st.st_ctime_ns))
 
 
+#: a file's state is recorded for later runs (:func:`settled_state`) only when the file last
+#: changed this long before the state was taken: a write in the same tick of a coarse file-system
+#: clock (a second or two on some) could leave the state as it was
+SETTLED_NS = 3_000_000_000
+
+_STATE_FIELDS = ("dev", "ino", "size", "mtime_ns", "ctime_ns")
+
+
+def settled_state(state: tuple[int, ...], now_ns: int | None = None) -> dict[str, int] | None:
+    """A file's :func:`file_state`, taken before its hash, as an output's attributes and a part
+    folder's manifest record it (``input_state``) for :func:`recorded_digest`; ``None`` when the
+    file changed less than :data:`SETTLED_NS` before ``now_ns`` (default: now): a later run then
+    hashes it again.
+
+    Example:
+        >>> settled_state((1, 2, 3, 4, 5), now_ns=10_000_000_000)
+        {'dev': 1, 'ino': 2, 'size': 3, 'mtime_ns': 4, 'ctime_ns': 5}
+        >>> settled_state((1, 2, 3, 4, 9_000_000_000), now_ns=10_000_000_000) is None
+        True
+    """
+    now = _time.time_ns() if now_ns is None else now_ns
+    if not state[4] < now - SETTLED_NS:
+        return None
+    return dict(zip(_STATE_FIELDS, (int(v) for v in state), strict=True))
+
+
+def recorded_digest(path: str | os.PathLike[str], state: tuple[int, ...], identity: Any,
+                    recorded_state: Any) -> str | None:
+    """The content hash an earlier run recorded for the file at ``path`` (``identity``: the
+    ``input_identity`` of its output, or its part folder's manifest), when the file's state is
+    still the one that run recorded (``recorded_state``, of :func:`settled_state`): nothing has
+    written to the file since, or its change time, which no user can set, would differ. The
+    file need not be hashed again. ``None`` otherwise (no record, another file, or a file
+    changed since).
+
+    Args:
+        path: the input file.
+        state: its :func:`file_state` now.
+        identity: the recorded identity (a dict or its JSON text) with ``path`` and ``sha256``
+            (a manifest names the file ``input``).
+        recorded_state: the recorded ``input_state`` (a dict or its JSON text).
+    """
+    identity = _json_attr(identity)
+    recorded_state = _json_attr(recorded_state)
+    if not (isinstance(identity, dict) and isinstance(recorded_state, dict)):
+        return None
+    if [recorded_state.get(k) for k in _STATE_FIELDS] != [int(v) for v in state]:
+        return None
+    where = identity.get("path", identity.get("input"))
+    if where != os.fsdecode(Path(path).resolve()):
+        return None
+    digest = identity.get("sha256")
+    return digest if isinstance(digest, str) and len(digest) == 64 else None
+
+
 def same_identity(stored: Any, current: dict[str, Any]) -> bool:
     """Whether a stored identity (a dict, or its JSON text) matches ``current`` in every field."""
     if isinstance(stored, (bytes, str)):
@@ -276,13 +341,22 @@ def _input_fingerprint(path: Path) -> dict[str, Any]:
 
 
 def manifest_for(inp: Path, n_jets: int, identity: dict[str, Any], config: BatchConfig,
-                 reading: dict[str, Any]) -> dict[str, Any]:
+                 reading: dict[str, Any],
+                 input_state: dict[str, int] | None = None) -> dict[str, Any]:
     """The manifest of a part folder: input, size, time, number of jets, content hash, the run's
-    settings and how the input is read."""
-    return {
+    settings and how the input is read; ``input_state``: the input's :func:`settled_state`
+    (recorded, not compared: see :func:`recorded_digest`)."""
+    manifest = {
         "jetastar_version": __version__, **_input_fingerprint(inp), "n_jets": n_jets,
         "sha256": identity["sha256"], **config.fingerprint(), **reading,
     }
+    if input_state is not None:
+        manifest["input_state"] = input_state
+    return manifest
+
+
+#: manifest entries that say how a part folder was written, not what it holds
+_NOT_COMPARED = ("jetastar_version", "input_state")
 
 
 def prepare_parts(parts: Path, manifest: dict[str, Any], *,
@@ -304,7 +378,7 @@ def prepare_parts(parts: Path, manifest: dict[str, Any], *,
             # manifest never written completely: nothing in here can be trusted
             shutil.rmtree(parts)
         else:
-            keys = [k for k in manifest if k != "jetastar_version"]
+            keys = [k for k in manifest if k not in _NOT_COMPARED]
             diff = [k for k in keys if unit_options(old.get(k)) != unit_options(manifest[k])]
             if diff:
                 raise BatchError(
@@ -653,8 +727,10 @@ def is_complete_output(output: Path, n_jets: int, config: BatchConfig,
 
 def output_differences(output: Path, n_jets: int, config: BatchConfig,
                        reading: dict[str, Any] | None = None,
-                       identity: dict[str, Any] | None = None) -> list[str] | None:
-    """How a finished result file differs from what this run would write.
+                       identity: dict[str, Any] | None = None,
+                       info: dict[str, Any] | None = None) -> list[str] | None:
+    """How a finished result file differs from what this run would write (``info``: the
+    output's ``io.file_info(output, results=False)``, when the caller has read it).
 
     Returns:
         ``None`` when ``output`` is not a finished jetastar result of this input (missing,
@@ -668,10 +744,11 @@ def output_differences(output: Path, n_jets: int, config: BatchConfig,
     """
     if not output.is_file():
         return None
-    try:
-        info = io.file_info(output)
-    except (OSError, ValueError):
-        return None
+    if info is None:
+        try:
+            info = io.file_info(output, results=False)  # (the attributes and the jet count)
+        except (OSError, ValueError):
+            return None
     attrs = info.get("attrs", {})
     batch = _json_attr(attrs.get("batch"))
     if not isinstance(batch, dict):

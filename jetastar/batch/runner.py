@@ -15,6 +15,7 @@ import concurrent.futures as cf
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import queue as _queue
 import shutil
@@ -27,7 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from .. import _progress
+from .. import _progress, io
 from .._atomic import remove_stale_temporaries
 from .._cuda import gpus_for_workers
 from .._jit import one_notice_for_workers
@@ -43,7 +44,7 @@ from .executors import (
     warm_up_for,
     warm_up_workers,
 )
-from .merge import JetsCopy, merge_parts, output_meta, status_counts_of, streams
+from .merge import JetsCopy, counts_of, merge_parts, output_meta, streams
 from .resume import (
     ChunkPlan,
     PartWriter,
@@ -54,6 +55,8 @@ from .resume import (
     output_differences,
     parts_dir,
     prepare_parts,
+    recorded_digest,
+    settled_state,
     write_part,
 )
 from .sources import JetFileReader, JetSource, ParticleFileSource
@@ -77,8 +80,8 @@ class FileSummary:
     chunks_total: int = 0
     chunks_reused: int = 0
     status_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    #: per algorithm, :func:`jetastar.comparison.status_counts` of the output, where the merge
-    #: gathered them (empty: read them from the output)
+    #: per algorithm, :func:`jetastar.comparison.status_counts` of the output (gathered by the
+    #: merge, or read from an output that was already done; empty where the file failed)
     tree_counts: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
     error: str = ""
@@ -274,16 +277,20 @@ def _run_file(
             copy = JetsCopy(open_input, inp, n, out,
                             output_meta(reader, config, {**reading, **(attrs or {})}),
                             need=3 * inp.stat().st_size)
-        identity = input_identity(inp, _digest_while_warming(
+        # the hash an earlier run into this output recorded, when the input is as it was then
+        recorded, out_info = (None, None) if fresh else _recorded(inp, state, out, parts)
+        identity = input_identity(inp, recorded or _digest_while_warming(
             reader, config, executor, n_workers, warm=n > 0 and first))
+        settled = settled_state(state)  # (recorded for the next run)
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
-            diff = output_differences(out, n, config, reading, identity)
+            diff = output_differences(out, n, config, reading, identity, out_info)
             if diff == []:
                 shutil.rmtree(parts, ignore_errors=True)
                 summary.already_done = True
-                summary.status_counts = status_counts_of(out)
+                # (the output's rows read once for both counts)
+                summary.status_counts, summary.tree_counts = counts_of(out)
                 return summary
             if diff:  # a finished result of another run: never replaced silently
                 raise BatchError(
@@ -291,7 +298,7 @@ def _run_file(
                     f"({'; '.join(diff)}); write to another output, or pass --fresh "
                     "(fresh=True) to replace it"
                 )
-        done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading),
+        done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading, settled),
                              progress=progress)
         plan = ChunkPlan(n, done, config.chunk_size, adaptive=auto_chunks, n_workers=n_workers)
         summary.chunks_reused = len(plan.kept)
@@ -304,9 +311,12 @@ def _run_file(
         bar = _progress.progress_bar(
             total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
         )
-        out_attrs = {**reading, **(attrs or {}), "input_identity": identity}
+        recorded_attrs: dict[str, Any] = {"input_identity": identity}
+        if settled is not None:
+            recorded_attrs["input_state"] = settled
+        out_attrs = {**reading, **(attrs or {}), **recorded_attrs}
         if copy is not None:
-            copy.writer.update_attrs({"input_identity": identity})
+            copy.writer.update_attrs(recorded_attrs)
         elif todo_jets and _copies_jets(reader):
             # the output's jets are written while the chunks are clustered (an output that is
             # not finished is a temporary file: a run stopped here leaves nothing behind)
@@ -329,7 +339,7 @@ def _run_file(
                 copy.abort(exc)
             raise
         summary.status_counts = counts.status
-        summary.tree_counts = counts.trees or {}
+        summary.tree_counts = counts.trees
     except Exception as exc:  # (one bad file must not stop the others)
         summary.error = _error_line(exc, inp)
     finally:
@@ -348,6 +358,30 @@ def _copies_jets(reader: JetSource) -> bool:
     the input is clustered (jetastar files with jets; not legacy pickles, read whole, nor
     particle files, whose jets the merge writes with their tables by input entry)."""
     return isinstance(reader, JetFileReader) and reader.fmt != "legacy" and streams(reader)
+
+
+def _recorded(inp: Path, state: tuple[int, ...], out: Path,
+              parts: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """The content hash of ``inp`` that a finished ``out`` or its part folder recorded, when
+    the input's state is still the recorded one (:func:`~jetastar.batch.resume.recorded_digest`;
+    else ``None``), and ``io.file_info(out, results=False)`` (``None``: no readable output)."""
+    info = None
+    if out.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            info = io.file_info(out, results=False)
+    if info is not None:
+        attrs = info.get("attrs", {})
+        digest = recorded_digest(inp, state, attrs.get("input_identity"),
+                                 attrs.get("input_state"))
+        if digest is not None:
+            return digest, info
+    try:
+        manifest = json.loads((parts / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, info
+    if not isinstance(manifest, dict):
+        return None, info
+    return recorded_digest(inp, state, manifest, manifest.get("input_state")), info
 
 
 def _digest_while_warming(reader: JetSource, config: BatchConfig, executor: cf.Executor | None,

@@ -15,9 +15,10 @@ import numpy as np
 from .. import __version__, io
 from .._cuda import INSTALL_HINT, gpu_status, resolve_device
 from ..clustering.gpu import GPU_MIN_LEAVES
+from ..comparison import results_summary
 from ..diagnostics import model_check
 from ..io.particle_files import describe_particle_file
-from .shared import UsageError, add_common, echo, finite_counts, split_list
+from .shared import UsageError, add_common, echo, format_tree_counts, split_list
 
 __all__ = ["add_parser", "run"]
 
@@ -97,11 +98,17 @@ def _describe_setup(args: argparse.Namespace) -> int:
 def _describe_file(args: argparse.Namespace) -> int:
     """Print what :func:`jetastar.io.file_info` says of the file (as JSON with ``--json``)."""
     try:
-        info = io.file_info(args.file)
+        info = io.file_info(args.file, results=False)
     except io.FileFormatError as exc:
         if "not a jetastar" not in str(exc):
             raise
         return _info_particles(args.file)
+    summary = {}
+    if info["format"] != "legacy":  # (legacy pickles hold no results)
+        # the results' rows, read once for the statuses and the tree counts
+        summary = results_summary(args.file)
+        info["results"] = {label: {k: s[k] for k in ("algorithm", "likelihood", "rows", "status")}
+                           for label, s in summary.items()}
     if args.json:
         clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
         echo(json.dumps(clean, indent=1, default=str))
@@ -137,7 +144,7 @@ def _describe_file(args: argparse.Namespace) -> int:
             echo(f"  ... {len(gp) - 10} more parameter sets")
     if info.get("results"):
         echo("results:")
-        finite = finite_counts(args.file)
+        finite = format_tree_counts({label: s["counts"] for label, s in summary.items()})
         for label, r in info["results"].items():
             st = ", ".join(f"{k} {v}" for k, v in r["status"].items())
             detail = f"{st}{finite.get(label, '')}".removeprefix("; ")

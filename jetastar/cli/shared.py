@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ..comparison import status_counts
 from ..ginkgo import ShowerParams, generate
 from ..io import set_extras
 from ..jet import JetCollection
@@ -23,7 +22,6 @@ __all__ = [
     "add_common",
     "command_line",
     "echo",
-    "finite_counts",
     "format_tree_counts",
     "generate_collection",
     "print_summaries",
@@ -92,26 +90,17 @@ def print_summaries(summaries: Sequence[Any]) -> int:
             f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
         )
         echo(f"{s.input} -> {s.output} ({s.n_jets} jets, {state}, {s.seconds:.1f} s)")
-        finite = format_tree_counts(s.tree_counts) if s.tree_counts else finite_counts(s.output)
+        finite = format_tree_counts(s.tree_counts)
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             echo(f"  {alg:<16} {text}{finite.get(alg, '')}")
     return 1 if failed else 0
 
 
-def finite_counts(path: str) -> dict[str, str]:
+def format_tree_counts(counts: dict[str, dict[str, int]]) -> dict[str, str]:
     """Per algorithm: ``"; tree 100, finite 31 (-inf 69)"`` (ran and finite are not the same), and
     where trees are window optimal ``"; proven 60, window optimal 40"`` (the rest: stopped by the
-    budget, see the status counts)."""
-    try:
-        counts = status_counts(path)
-    except (OSError, ValueError, KeyError):
-        return {}
-    return format_tree_counts(counts)
-
-
-def format_tree_counts(counts: dict[str, dict[str, int]]) -> dict[str, str]:
-    """:func:`finite_counts` of counts in hand (:func:`jetastar.comparison.status_counts`)."""
+    budget, see the status counts), from :func:`jetastar.comparison.status_counts`."""
     return {alg: f"; tree {c['ran']}, finite {c['finite']}"
                  + (f" (-inf {c['minus_inf']})" if c["minus_inf"] else "")
                  + (f"; proven {c['proven']}, window optimal {c['window_optimal']}"

@@ -77,8 +77,8 @@ def iterate_status_columns(path: str | os.PathLike[str], step_size: int = 200_00
     the order written: a table without rows gives one empty block).
 
     A block holds ``jet_index`` (int64), ``status`` (str), ``log_likelihood``, ``time_s``
-    (float64), ``exact`` (bool), ``counters`` (name -> float64) and the table's ``likelihood``
-    and ``exact_method``. :func:`jetastar.comparison.status_counts` and
+    (float64), ``exact`` (bool), ``counters`` (name -> float64) and the table's ``algorithm``,
+    ``likelihood`` and ``exact_method``. :func:`jetastar.comparison.status_counts` and
     :func:`~jetastar.comparison.comparison_table` of a file read them block by block.
 
     Example:
@@ -129,8 +129,8 @@ def status_columns(table: AlgorithmResults) -> dict[str, Any]:
     """The block of :func:`iterate_status_columns` of a whole table."""
     return {"jet_index": table.jet_index, "status": table.status,
             "log_likelihood": table.log_likelihood, "time_s": table.time_s,
-            "exact": table.exact, "counters": table.counters, "likelihood": table.likelihood,
-            "exact_method": table.exact_method}
+            "exact": table.exact, "counters": table.counters, "algorithm": table.algorithm,
+            "likelihood": table.likelihood, "exact_method": table.exact_method}
 
 
 def results_table(
@@ -282,7 +282,15 @@ def read_results(
     return format_of(check_exists(path)).read_results(path, algorithms, jets)
 
 
-def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
+def file_info(path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
     """A summary of a file: format, schema version, provenance, jet counts, leaf counts
-    (``n_leaves`` array), jet types, extra columns and, per result label, rows per status."""
-    return format_of(check_exists(path)).info(path)
+    (``n_leaves`` array), jet types, extra columns and, per result label, rows per status.
+
+    Args:
+        path: a file jetastar reads.
+        results: count the results' rows by status (``False``: each table's ``algorithm``,
+            ``likelihood`` and ``rows`` as its metadata says, without ``status``; no row of the
+            results is read, a fraction of the time for a file of millions of rows;
+            :func:`jetastar.comparison.results_summary` counts them in one pass).
+    """
+    return format_of(check_exists(path)).info(path, results=results)

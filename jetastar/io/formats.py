@@ -142,8 +142,9 @@ class Format(abc.ABC):
         raise FileFormatError(f"{path}: {self.name} files hold no jetastar clustering results")
 
     @abc.abstractmethod
-    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        """A summary of a file (see :func:`jetastar.io.file_info`)."""
+    def info(self, path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
+        """A summary of a file (see :func:`jetastar.io.file_info`; ``results=False``: the
+        results' rows are not read)."""
 
     def columns(self, path: str | os.PathLike[str]) -> ColumnReader:
         """A :class:`ColumnReader` of a file (close it when done)."""

@@ -52,6 +52,7 @@ import numpy as np
 from deflate import DeflateError
 
 from .._atomic import atomic_path
+from .._text import distinct_texts
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
@@ -150,11 +151,7 @@ def _safe_text(text: str) -> str:
 def _safe_texts(values: Any) -> np.ndarray:
     """:func:`_safe_text` of ``str`` of each value, as an object array; each distinct value is
     converted once (a results column repeats a few: statuses, options, empty messages)."""
-    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    distinct = dict.fromkeys(items)
-    if not all(type(v) is str for v in distinct):
-        items = [str(v) for v in items]  # (1, 1.0 and True are equal keys, not equal texts)
-        distinct = dict.fromkeys(items)
+    items, distinct = distinct_texts(values)
     safe = {v: _safe_text(v) for v in distinct}
     out = np.empty(len(items), dtype=object)
     out[:] = list(map(safe.__getitem__, items))
@@ -990,6 +987,7 @@ def hdf5_status_columns(path: str | os.PathLike[str],
                     "exact": f.read(f"{g}/exact", rows).astype(bool),
                     "time_s": f.read(f"{g}/time_s", rows),
                     "counters": {k: f.read(f"{g}/counters/{k}", rows) for k in counters},
+                    "algorithm": str(attrs.get("algorithm", label)),
                     "likelihood": str(attrs.get("likelihood", "symmetric")),
                     "exact_method": bool(attrs.get("exact_method", False)),
                 }
@@ -1034,8 +1032,9 @@ def _read_table(f: _File, g: str, rows: slice = slice(None)) -> AlgorithmResults
         raise FileFormatError(f"{f.path}: inconsistent results in '{g}' ({exc})") from None
 
 
-def hdf5_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a jetastar HDF5 file holds: schema, provenance, jet counts, parameters, results.
+def hdf5_info(path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
+    """What a jetastar HDF5 file holds: schema, provenance, jet counts, parameters, results
+    (``results=False``: their rows are not read, and not counted by status).
 
     Reads only metadata and the small per-jet columns.
     """
@@ -1055,13 +1054,14 @@ def hdf5_info(path: str | os.PathLike[str]) -> dict[str, Any]:
         info["results"] = {}
         for label in f.f.get("results", {}):
             g = f.f[f"results/{label}"]
-            status = _decoded(f.read(f"results/{label}/status")).tolist()
             info["results"][label] = {
                 "algorithm": _attr(g.attrs.get("algorithm", label)),
                 "likelihood": _attr(g.attrs.get("likelihood", "")),
-                "rows": len(status),
-                "status": dict(sorted(Counter(status).items())),
+                "rows": int(g["status"].shape[0]),
             }
+            if results:
+                status = _decoded(f.read(f"results/{label}/status")).tolist()
+                info["results"][label]["status"] = dict(sorted(Counter(status).items()))
     return info
 
 
@@ -1121,8 +1121,8 @@ class HDF5Format(Format):
                      jets: Any = None) -> dict[str, AlgorithmResults]:
         return read_hdf5_results(path, algorithms, jets)
 
-    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        return hdf5_info(path)
+    def info(self, path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
+        return hdf5_info(path, results=results)
 
     def columns(self, path: str | os.PathLike[str]) -> HDF5Columns:
         return HDF5Columns(path)

@@ -450,7 +450,7 @@ class LegacyFormat(Format):
                      jets: Any = None) -> dict[str, Any]:
         raise FileFormatError(f"{path}: legacy pickles hold no jetastar clustering results")
 
-    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+    def info(self, path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
         collection = import_legacy_pickle(path)
         types = [str(t) for t in collection.jet_type]
         node, jet = get_extras(collection)

@@ -1049,7 +1049,8 @@ def root_status_columns(path: str | os.PathLike[str],
 
         def table_meta(label: str) -> dict[str, Any]:
             meta = tables.get(label, {})
-            return {"likelihood": str(meta.get("likelihood", "symmetric")),
+            return {"algorithm": str(meta.get("algorithm", label)),
+                    "likelihood": str(meta.get("likelihood", "symmetric")),
                     "exact_method": bool(meta.get("exact_method", False))}
 
         def empty_before(label: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -1081,8 +1082,9 @@ def root_status_columns(path: str | os.PathLike[str],
         yield from empty_before(None)
 
 
-def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a jetastar ROOT file holds (schema, provenance, counts, results per status)."""
+def root_info(path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
+    """What a jetastar ROOT file holds (schema, provenance, counts, results per status;
+    ``results=False``: the results' rows are not read, and not counted by status)."""
 
     with _RootFile(path, need_jets=False) as f:
         meta = dict(f.meta)
@@ -1098,6 +1100,12 @@ def root_info(path: str | os.PathLike[str]) -> dict[str, Any]:
             info["has_truth"] = int(np.count_nonzero(_np(arr["nnode"], np.int64)))
             info["extra_columns"] = sorted([*meta.get("node_extra", []),
                                             *meta.get("jet_extra", [])])
+    if not results:  # (what the metadata says of each table)
+        info["results"] = {label: {"algorithm": m.get("algorithm", label),
+                                   "likelihood": m.get("likelihood", ""),
+                                   "rows": int(m.get("n_rows", 0))}
+                           for label, m in meta.get("results", {}).items()}
+        return info
     # counted block by block: a file of millions of rows is not held as Python strings
     counts: dict[str, Counter[str]] = {}
     for label, block in root_status_columns(path, _INFO_ROWS):
@@ -1146,8 +1154,8 @@ class ROOTFormat(Format):
                      jets: Any = None) -> dict[str, AlgorithmResults]:
         return read_root_results(path, algorithms, jets)
 
-    def info(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        return root_info(path)
+    def info(self, path: str | os.PathLike[str], *, results: bool = True) -> dict[str, Any]:
+        return root_info(path, results=results)
 
     def columns(self, path: str | os.PathLike[str]) -> RootColumns:
         return RootColumns(path)
