@@ -236,12 +236,18 @@ def file_state(path: str | os.PathLike[str]) -> tuple[int, ...]:
 
     Any write to the file, and any change of its times, changes the change time (``st_ctime_ns``,
     which no user can set): a file whose state is unchanged still has the content hashed after
-    the state was taken, and need not be hashed again.
+    the state was taken, and need not be hashed again. The file is opened for it, so that a
+    network file system checks its cached attributes with the server (close-to-open
+    consistency) instead of answering from a cache that may predate a write on another node.
 
     Args:
         path: the file.
     """
-    st = Path(path).stat()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
     return (int(st.st_dev), int(st.st_ino), int(st.st_size), int(st.st_mtime_ns),
             int(st.st_ctime_ns))
 
