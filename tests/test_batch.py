@@ -1149,7 +1149,9 @@ def test_a_rerun_takes_the_recorded_hash_of_an_input_nothing_wrote_to(tmp_path, 
         assert s.ok, s.error
         return s
 
-    # the input was written a moment ago: its state is not recorded, so reruns hash it
+    # a state taken less than SETTLED_NS after the input's last change is not recorded (here
+    # a long SETTLED_NS, so that a slow machine cannot make the input settled), so reruns hash it
+    monkeypatch.setattr(resume, "SETTLED_NS", 10**15)
     run()
     assert hashed == [1] and "input_state" not in jio.file_info(out)["attrs"]
     assert run().already_done and hashed == [1]
@@ -1188,6 +1190,29 @@ def test_a_rerun_takes_the_recorded_hash_of_an_input_nothing_wrote_to(tmp_path, 
     assert resume.recorded_digest(inp, state, identity, {**recorded, "ctime_ns": 1}) is None
     assert resume.recorded_digest(inp, state, identity, None) is None
     assert resume.recorded_digest(inp, state, {**identity, "sha256": ""}, recorded) is None
+
+
+def test_the_input_state_is_settled_as_of_when_it_was_taken(tmp_path, monkeypatch):
+    """Whether a state is recorded is judged at the moment it was taken, before the hash: an input
+    changed just before the run is not recorded however long its hash then takes."""
+    import types
+
+    import jetastar.batch.resume as resume
+
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(20, ShowerParams.qcd(), seed=20))
+    clock = {"now": resume.file_state(inp)[4] + 1_000_000_000}  # 1 s after the last change
+    monkeypatch.setattr(resume, "_time", types.SimpleNamespace(time_ns=lambda: clock["now"]))
+    real = JetFileReader.digest
+
+    def slow_digest(self, jets=None):
+        clock["now"] += 60_000_000_000  # a hash of a minute
+        return real(self, jets)
+
+    monkeypatch.setattr(JetFileReader, "digest", slow_digest)
+    (s,) = run_batch([inp], BatchConfig(["greedy"]), output=tmp_path / "out.h5", progress=False)
+    assert s.ok, s.error
+    assert "input_state" not in jio.file_info(tmp_path / "out.h5")["attrs"]
 
 
 def test_a_first_run_warms_the_kernels_while_the_input_is_hashed(tmp_path, monkeypatch):

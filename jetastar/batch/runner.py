@@ -267,6 +267,7 @@ def _run_file(
         n = reader.n_jets
         summary.n_jets = n
         state = file_state(inp)  # before the hash: a write during it changes the state
+        settled = settled_state(state)  # (recorded for the next run; as of when it was taken)
         parts = parts_dir(out)
         # a first run into this output (or a fresh one) clusters every jet: the kernels are
         # warmed while the hash is taken (a resume may have nothing left to cluster)
@@ -281,7 +282,6 @@ def _run_file(
         recorded, out_info = (None, None) if fresh else _recorded(inp, state, out, parts)
         identity = input_identity(inp, recorded or _digest_while_warming(
             reader, config, executor, n_workers, warm=n > 0 and first))
-        settled = settled_state(state)  # (recorded for the next run)
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
