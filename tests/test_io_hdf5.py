@@ -411,3 +411,18 @@ def test_a_copied_jets_file_opens_with_an_hdf5_library_without_the_locking_optio
     monkeypatch.undo()
     assert refused == [False]
     assert_same_jets(jets, jio.read(out))
+
+
+def test_text_columns_are_decoded_once_per_distinct_value():
+    """Fixed-width bytes (statuses, jet types), variable-length bytes and str decode to the
+    same object arrays of str as a decode row by row, one object per distinct value."""
+    from jetastar.io.hdf5 import _decoded
+
+    rows = ["ok", "all_inf", "ok", "QCD-ü", "", "ok", "budget"]
+    fixed = np.array([r.encode("utf-8") for r in rows], dtype="S8")
+    variable = np.array([r.encode("utf-8") for r in rows], dtype=object)
+    for values in (fixed, variable, np.array(rows, dtype=object), rows):
+        got = _decoded(values)
+        assert got.dtype == object and got.tolist() == rows
+        assert got[0] is got[2] is got[5]
+    assert _decoded(np.zeros(0, dtype="S8")).tolist() == []

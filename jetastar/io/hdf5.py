@@ -981,8 +981,7 @@ def hdf5_status_columns(path: str | os.PathLike[str],
                 attrs = f.f[g].attrs
                 yield label, {
                     "jet_index": f.read(f"{g}/jet_index", rows).astype(np.int64),
-                    "status": (np.char.decode(status, "utf-8") if status.dtype.kind == "S"
-                               else np.array([str(v) for v in status], dtype=object)),
+                    "status": _decoded(status),
                     "log_likelihood": f.read(f"{g}/log_likelihood", rows),
                     "exact": f.read(f"{g}/exact", rows).astype(bool),
                     "time_s": f.read(f"{g}/time_s", rows),
@@ -1078,6 +1077,12 @@ def _decoded(values: Any) -> np.ndarray:
     """A text dataset's values (``bytes`` or ``str``) as an object array of ``str``, each distinct
     value decoded once and shared by its rows (a column of statuses or jet types repeats a few
     values: one ``str`` per row costs ~50 bytes and a decode each)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "S" and values.ndim == 1:
+        # fixed-width bytes (statuses, jet types): the distinct values found by numpy
+        unique, which = np.unique(values, return_inverse=True)
+        text = np.empty(unique.shape[0], dtype=object)
+        text[:] = [u.decode("utf-8") for u in unique.tolist()]
+        return text[which]
     items = values.tolist() if isinstance(values, np.ndarray) else list(values)
     text = {k: k.decode("utf-8") if isinstance(k, bytes) else str(k) for k in dict.fromkeys(items)}
     out = np.empty(len(items), dtype=object)
