@@ -220,3 +220,52 @@ def test_read_asks_uproot_for_one_branch_at_a_time(tmp_path, monkeypatch):
     asked.clear()
     assert np.array_equal(jio.read(path, slice(1, 40)).leaves, jets[1:40].leaves)
     assert asked == [None]
+
+
+def test_status_columns_follow_the_metadata_and_read_labels_only_without_it(
+        tmp_path, ref_collection, monkeypatch):
+    """The status pass takes each table's rows from the metadata's ``n_rows`` (the ``label``
+    branch is not read); a file whose metadata does not count the rows is read through its labels,
+    with the same blocks per table, whatever the block size."""
+    from jetastar.io import root
+    from jetastar.io.dispatch import results_table
+
+    tables = {label: results_table(label, rows) for label, rows in
+              results_for(ref_collection).items()}
+    tables = {"alpha": tables["alpha"], "none": results_table("none", [], jet_index=[]),
+              "beta": tables["beta"]}
+    counted = tmp_path / "counted.root"
+    jio.write(counted, ref_collection, tables)
+    uncounted = tmp_path / "uncounted.root"
+    jio.write(uncounted, ref_collection, tables)
+    with uproot.update(uncounted) as f:
+        meta = json.loads(str(f["meta"]))
+        for m in meta["results"].values():
+            del m["n_rows"]
+        del f["meta"]
+        f["meta"] = json.dumps(meta)
+
+    def joined(path, step):
+        out = {}
+        for label, block in root.root_status_columns(path, step):
+            got = out.setdefault(label, {"status": [], "jet_index": [], "log_likelihood": []})
+            for k in got:
+                got[k] += np.asarray(block[k]).astype(str).tolist()  # (nan as "nan")
+            assert block["algorithm"] == label
+        return out
+
+    asked = []
+    arrays = root._RootFile.arrays
+    monkeypatch.setattr(root._RootFile, "arrays", lambda self, tree, *a, filter_name=None:
+                        asked.append(filter_name) or arrays(self, tree, *a, filter_name=filter_name))
+    want = {label: {k: np.asarray(getattr(t, k)).astype(str).tolist()
+                    for k in ("status", "jet_index", "log_likelihood")}
+            for label, t in tables.items()}
+    for step in (1, 2, 1000):
+        asked.clear()
+        assert joined(counted, step) == want
+        assert asked and not any("label" in names for names in asked)
+        asked.clear()
+        # (a table without rows has no label to be found by, when nothing counts its rows)
+        assert joined(uncounted, step) == {k: v for k, v in want.items() if k != "none"}
+        assert all("label" in names for names in asked)

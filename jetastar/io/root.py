@@ -1063,15 +1063,35 @@ def root_status_columns(path: str | os.PathLike[str],
                     yield other, {**empty_block, **table_meta(other)}
 
         n = f.num_entries("results")
+        names = ["status", "jet_index", "log_likelihood", "exact", "time_s", *counters]
+
+        def columns_of(arr: Any) -> dict[str, Any]:
+            return {"status": str_array(arr["status"]),
+                    "jet_index": _np(arr["jet_index"], np.int64),
+                    "log_likelihood": _np(arr["log_likelihood"], np.float64),
+                    "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64),
+                    "counters": {k[len("counter_"):]: _np(arr[k], np.float64)
+                                 for k in counters}}
+
+        sizes = [m.get("n_rows") for m in tables.values()]
+        if all(isinstance(r, int) and r >= 0 for r in sizes) and sum(sizes) == n:
+            # the tables' rows one after the other, as the metadata counts them (as
+            # root_results_rows reads them): the label column need not be read
+            first = 0
+            for label, rows in zip(tables, sizes, strict=True):
+                if rows == 0:
+                    yield label, {**empty_block, **table_meta(label)}
+                for a in range(first, first + rows, step_size):
+                    arr = f.arrays("results", a, min(first + rows, a + step_size),
+                                   filter_name=names)
+                    yield label, {**columns_of(arr), **table_meta(label)}
+                first += rows
+            return
         for a in range(0, n, step_size):
-            arr = f.arrays("results", a, min(n, a + step_size), filter_name=[
-                "label", "status", "jet_index", "log_likelihood", "exact", "time_s", *counters])
+            arr = f.arrays("results", a, min(n, a + step_size), filter_name=["label", *names])
             labels = str_array(arr["label"])
-            columns = {"status": str_array(arr["status"]),
-                       "jet_index": _np(arr["jet_index"], np.int64),
-                       "log_likelihood": _np(arr["log_likelihood"], np.float64),
-                       "exact": _np(arr["exact"], bool), "time_s": _np(arr["time_s"], np.float64)}
-            values = {k[len("counter_"):]: _np(arr[k], np.float64) for k in counters}
+            columns = columns_of(arr)
+            values = columns.pop("counters")
             for label in dict.fromkeys(labels.tolist()):
                 yield from empty_before(label)
                 seen.add(label)
