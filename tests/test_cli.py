@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import uproot
 from helpers.batch_algorithms import PLUGIN, caterpillar  # (registers the test algorithms)
 
 from jetastar import io as jio
@@ -128,6 +129,30 @@ def test_new_user_messages(tmp_path, capsys, monkeypatch):
     assert "FAILED" in captured.out and "truncated ROOT file" in captured.out
     assert "friend tree" not in captured.out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truncated.root"]
+
+
+def test_a_particle_file_clustered_as_jets_says_which_options_read_it(tmp_path, capsys):
+    """A particle file given without particle options fails with the options that read the
+    particles it holds (those `jetastar info` lists); a file with no particles keeps the plain
+    message."""
+    dense = NANOAOD.with_name("particles_dense.h5")
+    assert main(["cluster", str(NANOAOD), str(dense), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "this file holds particles, read with `--tree Events --particles PFCands`" in out
+    assert ("read with `--particles constituents --components E,px,py,pz --mask mask`"
+            in out)
+    # the options it names read the file
+    assert main(["cluster", str(NANOAOD), "--tree", "Events", "--particles", "PFCands",
+                 "--algorithms", "greedy", "--no-progress", "-o", str(tmp_path / "p.root")]) == 0
+    capsys.readouterr()
+    plain = tmp_path / "plain.root"
+    with uproot.recreate(plain) as f:
+        f["note"] = "no particles here"
+    assert main(["cluster", str(plain), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(tmp_path / "q.root")]) == 1
+    out = capsys.readouterr().out
+    assert "not a jetastar ROOT file" in out and "this file holds particles" not in out
 
 
 @pytest.mark.parametrize("suffix", [".h5", ".root"])

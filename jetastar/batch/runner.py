@@ -34,7 +34,8 @@ from .._cuda import gpus_for_workers
 from .._jit import one_notice_for_workers
 from .._lock import OutputLock
 from ..errors import BatchError, BatchInterrupted, JetastarError
-from ..io import AlgorithmResults, file_format
+from ..io import AlgorithmResults, FileFormatError, file_format
+from ..io.particle_files import cluster_options, describe_particle_file
 from .config import BatchConfig, check_config
 from .executors import (
     WorkerWatch,
@@ -262,7 +263,10 @@ def _run_file(
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
         lock = OutputLock.acquire(out)  # one run per output at a time
         remove_stale_temporaries(out.parent, out.name)  # of a merge that was killed
-        reader = open_input(inp)
+        try:
+            reader = open_input(inp)
+        except FileFormatError as exc:
+            raise _with_particles_found(exc, inp) from None
         reading = reader.reading()
         n = reader.n_jets
         summary.n_jets = n
@@ -351,6 +355,23 @@ def _run_file(
             lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _with_particles_found(exc: FileFormatError, inp: Path) -> FileFormatError:
+    """``exc`` (an input that is not a jetastar file, read as one) with the particles the file
+    holds and the options that read them (:func:`jetastar.io.particle_files.cluster_options`),
+    when it holds any; otherwise ``exc`` as it is."""
+    if "not a jetastar" not in str(exc):
+        return exc
+    try:
+        found = describe_particle_file(inp)
+    except (OSError, ValueError):
+        return exc
+    if not found:
+        return exc
+    where = " or ".join(f"`{cluster_options(d)}`" for d in found[:3])
+    return FileFormatError(f"{exc}; this file holds particles, read with {where} "
+                           "(all it holds: `jetastar info FILE`)")
 
 
 def _copies_jets(reader: JetSource) -> bool:

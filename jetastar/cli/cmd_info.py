@@ -17,7 +17,7 @@ from .._cuda import INSTALL_HINT, gpu_status, resolve_device
 from ..clustering.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import model_check
-from ..io.particle_files import describe_particle_file
+from ..io.particle_files import cluster_options, describe_particle_file
 from .shared import UsageError, add_common, echo, format_tree_counts, split_list
 
 __all__ = ["add_parser", "run"]
@@ -166,15 +166,7 @@ def _info_particles(path: str) -> int:
     for d in found:
         coords = d.get("coordinates")
         text = ", ".join(coords.values()) if isinstance(coords, dict) else str(coords or "")
-        if d["kind"] == "root":
-            where = f"--tree {d['tree']} --particles {d['particles']}"
-        else:
-            where = f"--particles {d['particles']}"
-            if d["kind"] == "dense":
-                if isinstance(coords, str) and "," in coords:
-                    where += f" --components {coords}"
-                if d.get("mask"):
-                    where += f" --mask {d['mask']}"
+        where = cluster_options(d)
         entries = f"{d['entries']} entries" if "entries" in d else ""
         shape = f" shape {tuple(d['shape'])}" if "shape" in d else ""
         coords_text = f"  [{text}]" if text else ""

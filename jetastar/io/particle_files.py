@@ -83,6 +83,7 @@ from .formats import file_format
 
 __all__ = [
     "ParticleSource",
+    "cluster_options",
     "describe_particle_file",
     "iterate_particles",
     "particle_entries",
@@ -854,6 +855,28 @@ def _did_you_mean(name: str, keys: list[str]) -> str:
     if prefixes:
         return f" (prefixes with momentum coordinates: {', '.join(prefixes)})"
     return ""
+
+
+def cluster_options(description: dict[str, Any]) -> str:
+    """The ``jetastar cluster`` options that read one candidate of :func:`describe_particle_file`.
+
+    Example:
+        >>> cluster_options({"kind": "root", "tree": "Events", "particles": "PFCands"})
+        '--tree Events --particles PFCands'
+        >>> cluster_options({"kind": "dense", "particles": "jets", "coordinates": "E,px,py,pz",
+        ...                  "mask": "valid"})
+        '--particles jets --components E,px,py,pz --mask valid'
+    """
+    if description["kind"] == "root":
+        return f"--tree {description['tree']} --particles {description['particles']}"
+    where = f"--particles {description['particles']}"
+    if description["kind"] == "dense":
+        coords = description.get("coordinates")
+        if isinstance(coords, str) and "," in coords:
+            where += f" --components {coords}"
+        if description.get("mask"):
+            where += f" --mask {description['mask']}"
+    return where
 
 
 def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
