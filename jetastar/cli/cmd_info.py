@@ -104,8 +104,8 @@ def _describe_file(args: argparse.Namespace) -> int:
             raise
         return _info_particles(args.file)
     summary = {}
-    if info["format"] != "legacy":  # (legacy pickles hold no results)
-        # the results' rows, read once for the statuses and the tree counts
+    if info.get("results"):  # (the results' rows, read once for the statuses and the tree
+        # counts)
         summary = results_summary(args.file)
         info["results"] = {label: {k: s[k] for k in ("algorithm", "likelihood", "rows", "status")}
                            for label, s in summary.items()}
