@@ -277,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     res_dir = Path(args.results)
     json_path = res_dir / "aloi_hcc.json"
     if args.plot_only:
+        if not json_path.is_file():
+            raise SystemExit(f"aloi_hcc.py --plot-only: no results at {json_path}; run the "
+                             "study first (without --plot-only), or pass --results")
         results = json.loads(json_path.read_text())
     else:
         start = time.perf_counter()

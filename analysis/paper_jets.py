@@ -12,8 +12,9 @@ paper's settings, written to HDF5 with the I/O layer, and summarised in four fig
 Usage::
 
     python analysis/paper_jets.py                 # the full study (see analysis/README.md for times)
-    python analysis/paper_jets.py --quick         # a few minutes: small sizes, few jets
-    python analysis/paper_jets.py --plot-only     # redraw the figures from the saved results
+    python analysis/paper_jets.py --quick         # a few minutes: small sizes, few jets (own
+                                                  # folders paper_jets_quick, figures untouched)
+    python analysis/paper_jets.py --plot-only     # redraw the figures from an earlier run's results
     python analysis/paper_jets.py --jet-type w    # the same study on W jets (own results and figures)
 
 Settings (the paper's): beam size N(N−1)/2 up to 40 leaves, 1000 above; approximate A* seeded with the
@@ -235,11 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-mcts", type=int, default=20)
     parser.add_argument("--astar-time", type=float, default=60.0,
                         help="time budget per jet for exact A* (s)")
-    parser.add_argument("--out", default=str(HERE / "results" / "paper_jets"))
-    parser.add_argument("--figures", default=str(HERE / "figures" / "paper_jets"))
+    parser.add_argument("--out", default=None,
+                        help="results folder (default analysis/results/paper_jets, "
+                             "paper_jets_quick with --quick)")
+    parser.add_argument("--figures", default=None,
+                        help="figures folder (default analysis/figures/paper_jets, "
+                             "paper_jets_quick with --quick, so a quick run leaves the "
+                             "committed figures alone)")
     parser.add_argument("--quick", action="store_true", help="small sizes and few jets")
-    parser.add_argument("--plot-only", action="store_true")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the figures from an earlier run's results folder")
     args = parser.parse_args(argv)
+    name = "paper_jets_quick" if args.quick else "paper_jets"
+    args.out = args.out or str(HERE / "results" / name)
+    args.figures = args.figures or str(HERE / "figures" / name)
     if args.quick:
         args.sizes = [4, 6, 8, 10, 12, 20, 30]
         args.jets_per_n = 4
@@ -251,6 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         suffix = "" if jet_type == "qcd" else "_w"
         out = Path(args.out + suffix)
         figures = Path(args.figures + suffix)
+        if args.plot_only and not any(out.glob("N*.h5")):
+            raise SystemExit(f"paper_jets.py --plot-only: no results in {out} (N*.h5); "
+                             "run the study first (without --plot-only), or pass --out")
         out.mkdir(parents=True, exist_ok=True)
         if not args.plot_only:
             # the paper's comparison; the kt family (often -inf under the model) only on request

@@ -628,9 +628,9 @@ def read_particles(
             ``jet_algorithm``, ``t_cut``, ``lam``, ``lam_root``, ``mass_policy``, ``jet_type``.
 
     Returns:
-        A :class:`~jetastar.JetCollection` without truth trees; ``jet_id`` and
-        ``jet_columns["entry"]`` are the input entry numbers; ``jet_columns["n_mass_adjusted"]``
-        counts the particles the mass policy changed.
+        A :class:`~jetastar.JetCollection` without truth trees; ``jet_id`` (int64) and
+        ``jet_columns["entry"]`` (float64, as every extra column) are the input entry numbers;
+        ``jet_columns["n_mass_adjusted"]`` counts the particles the mass policy changed.
     """
     src = _source(path, kw)
     reader = _open(src)

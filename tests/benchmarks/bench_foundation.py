@@ -5,6 +5,7 @@ Run on demand: ``python tests/benchmarks/bench_foundation.py``. Not collected by
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numba as nb
@@ -68,5 +69,6 @@ def bench_split_kernel(n: int = 5_000_000) -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     bench_generator()
     bench_split_kernel()

@@ -1,0 +1,45 @@
+"""The analysis scripts' command lines: what they refuse before any work starts."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ANALYSIS = Path(__file__).resolve().parents[1] / "analysis"
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_analysis_{name}", ANALYSIS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paper_jets_plot_only_without_results_stops_and_writes_nothing(tmp_path: Path) -> None:
+    paper_jets = _script("paper_jets")
+    figures = tmp_path / "figures"
+    with pytest.raises(SystemExit, match=r"no results in .*empty.*run the study first"):
+        paper_jets.main(["--plot-only", "--out", str(tmp_path / "empty"), "--figures", str(figures)])
+    assert not figures.exists()
+
+
+def test_paper_jets_quick_uses_its_own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quick run must not write over the committed figures of the full study."""
+    paper_jets = _script("paper_jets")
+    monkeypatch.setattr(paper_jets, "HERE", tmp_path)
+    with pytest.raises(SystemExit, match="paper_jets_quick"):
+        paper_jets.main(["--quick", "--plot-only"])
+    with pytest.raises(SystemExit, match=r"results[/\\]paper_jets \(N"):
+        paper_jets.main(["--plot-only"])
+    assert not (tmp_path / "figures").exists()
+
+
+def test_aloi_plot_only_without_results_stops(tmp_path: Path) -> None:
+    aloi = _script("aloi_hcc")
+    figures = tmp_path / "figures"
+    with pytest.raises(SystemExit, match=r"no results at .*aloi_hcc\.json"):
+        aloi.main(["--plot-only", "--results", str(tmp_path), "--figures", str(figures)])
+    assert not figures.exists()
