@@ -43,6 +43,7 @@ __all__ = [
     "first_leaf_problem",
     "first_nonfinite_input",
     "flat_columns",
+    "input_value_problem",
     "jet_leaf_problem",
     "leaf_problems",
     "nonfinite_problems",
@@ -209,7 +210,8 @@ def _records_of_particles(arr: Any, where: str) -> Any:
 
 
 def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
-    """``(n, 4)`` float64 ``(E, px, py, pz)`` from flat arrays of vector coordinates, via ``vector``.
+    """``(n, 4)`` float64 ``(E, px, py, pz)`` from flat arrays of vector coordinates, via ``vector``
+    (a particle with a negative ``pt`` gets NaN: see :func:`input_value_problem`).
 
     Args:
         components: vector coordinate name (as from :func:`detect_coordinates`) -> 1-D array.
@@ -239,6 +241,10 @@ def to_cartesian(components: Mapping[str, Any]) -> np.ndarray:
         vec = ak.zip(arrays, with_name="Momentum4D")
         for j, c in enumerate(_P4):
             out[:, j] = ak.to_numpy(getattr(vec, c))
+        for k in _NON_NEGATIVE & set(arrays):
+            # vector would turn a negative pt into the opposite direction: no momentum at all
+            # (non-finite), so that the particle's jet is invalid, not silently another jet
+            out[arrays[k] < 0.0] = np.nan
     return out
 
 
@@ -496,14 +502,28 @@ def _leaf_problems_kernel(leaves, offsets, finite, too_few, tol, kind, leaf, com
 
 
 def first_nonfinite_input(components: Mapping[str, np.ndarray]) -> tuple[str, int] | None:
-    """``(name, index)`` of the first non-finite input coordinate (the first column, in order,
-    that has one), or ``None``. The columns must be float64 (as :func:`flat_columns` makes them).
+    """``(name, index)`` of the first bad input coordinate (the first column, in order, that
+    has one): non-finite, or a negative ``pt`` (which vector would turn into the opposite
+    direction); ``None`` when there is none. The columns must be float64 (as
+    :func:`flat_columns` makes them); :func:`input_value_problem` words the problem.
     """
     for k, v in components.items():
-        q = _first_nonfinite(v)
+        q = _first_nonfinite(v, k in _NON_NEGATIVE)
         if q >= 0:
             return k, int(q)
     return None
+
+
+#: input coordinates that cannot be negative
+_NON_NEGATIVE = frozenset({"pt"})
+
+
+def input_value_problem(name: str, value: Any) -> str:
+    """What is wrong with the input coordinate ``name`` of value ``value``, as found by
+    :func:`first_nonfinite_input` (``"has a non-finite value (nan)"``, ...)."""
+    if name in _NON_NEGATIVE and np.isfinite(value) and value < 0:
+        return f"has a negative transverse momentum ({value}); pt must be >= 0"
+    return f"has a non-finite value ({value})"
 
 
 _P4_ORDER = ("E", "px", "py", "pz")
@@ -588,7 +608,7 @@ def flat_columns(
         if bad_input is not None:
             k, q = bad_input
             i = _jet_of(offsets, q)
-            raise _fail(f"particle {q - int(offsets[i])} has a non-finite value ({comps[k][q]})"
+            raise _fail(f"particle {q - int(offsets[i])} {input_value_problem(k, comps[k][q])}"
                         + KEEP_HINT, path=path, entry=int(entry[i]), field=fields.get(k, k))
     p4 = to_cartesian(comps)
     changed = apply_mass_policy(p4, mass_policy)
@@ -659,7 +679,9 @@ def nonfinite_problems(
     np.cumsum(counts, out=offsets[1:])
     first: dict[int, tuple[int, str]] = {}
     for k, v in components.items():
-        bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=np.float64)))
+        v = np.asarray(v, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~np.isfinite(v) | ((v < 0.0) if k in _NON_NEGATIVE else False))
         if bad.size == 0:
             continue
         jets = np.searchsorted(offsets, bad, side="right") - 1
@@ -670,7 +692,7 @@ def nonfinite_problems(
     out = {}
     for i, (q, k) in first.items():
         v = np.asarray(components[k])[q]
-        out[i] = str(_fail(f"particle {q - int(offsets[i])} has a non-finite value ({v})",
+        out[i] = str(_fail(f"particle {q - int(offsets[i])} {input_value_problem(k, v)}",
                            path=path, entry=int(np.asarray(entry)[i]), field=fields.get(k, k)))
     return out
 
@@ -680,9 +702,9 @@ def _jet_of(offsets: np.ndarray, q: int) -> int:
 
 
 @nb.njit(cache=True)
-def _first_nonfinite(v):  # pragma: no cover - numba
+def _first_nonfinite(v, non_negative):  # pragma: no cover - numba
     for i in range(v.shape[0]):
-        if not np.isfinite(v[i]):
+        if not np.isfinite(v[i]) or (non_negative and v[i] < 0.0):
             return i
     return -1
 

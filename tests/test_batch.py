@@ -190,12 +190,16 @@ def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
     assert not list(tmp_path.glob(".res.root.*"))
     parts = out.with_name(out.name + ".parts")
     assert len(list(parts.glob("part-*.h5"))) == 3
-    # other settings cannot reuse the parts
-    other = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=5)
+    # other settings cannot reuse the parts; the message says what differs
+    other = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=7,
+                        time_limit=100.0)
     (s,) = run_batch([jets_file], other, output=out, progress=False)
-    assert "different settings" in s.error and "--fresh" in s.error
-    (s,) = run_batch([jets_file], config, output=out, progress=False)
-    assert s.ok and s.chunks_reused == 3 and s.chunks_total == 9
+    assert "different settings (time_limit: (none) -> 100.0)" in s.error and "--fresh" in s.error
+    assert len(list(parts.glob("part-*.h5"))) == 3
+    # another chunking reuses them (the rest is cut into chunks of 5)
+    rechunked = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=5)
+    (s,) = run_batch([jets_file], rechunked, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 3 and s.chunks_total == 3 + 8
     assert not parts.exists()
     _check_complete(out, 60, ("test-chain", "test-exact"))
     # a finished output is not recomputed
@@ -204,6 +208,33 @@ def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
     # --fresh with other settings recomputes
     (s,) = run_batch([jets_file], other, output=out, progress=False, fresh=True)
     assert s.ok and not s.already_done and s.chunks_reused == 0
+
+
+def test_parts_of_other_jets_or_without_a_chunk_do_not_block_a_run(tmp_path, monkeypatch):
+    """A part folder that holds nothing (its run ended before its first chunk: a bad file, a
+    wrong option) or only parts of other jets (the input regenerated since) is discarded, not
+    refused: there is nothing in it to resume."""
+    inp = tmp_path / "jets.h5"
+    jio.write(inp, generate(30, ShowerParams.qcd(), seed=2))
+    config = BatchConfig(["test-chain"], plugins=[PLUGIN], chunk_size=5)
+    out = tmp_path / "res.h5"
+    parts = out.with_name(out.name + ".parts")
+    # a run with other settings that ended before its first part
+    _interrupted_run(monkeypatch, 0, [inp], BatchConfig(["test-chain"], plugins=[PLUGIN],
+                                                        chunk_size=5, time_limit=50.0), out)
+    assert (parts / "manifest.json").is_file() and _parts(out) == []
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 0
+    _check_complete(out, 30)
+    # an interrupted run, then other jets under the same name: its parts are stale
+    out.unlink()
+    _interrupted_run(monkeypatch, 2, [inp], config, out)
+    assert len(_parts(out)) == 2
+    jio.write(inp, generate(30, ShowerParams.w(), seed=3))
+    (s,) = run_batch([inp], config, output=out, progress=False)
+    assert s.ok and s.chunks_reused == 0 and not parts.exists()
+    _check_complete(out, 30)  # (the trees of the output's jets)
+    assert np.array_equal(jio.read(out, validate=False).leaves, jio.read(inp).leaves)
 
 
 def _parts(out: Path) -> list[Path]:

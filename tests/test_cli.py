@@ -51,6 +51,7 @@ def test_generate_info_cluster_compare(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "test-chain" in out and "ok 25" in out and "finite" in out
     tables = jio.read_results(res)
+    assert jio.file_info(res, results=False)["attrs"]["seed"] == 3  # the generated jets' seed
     chain = tables["test-chain"]
     j = coll[4]
     assert chain.tree(4) == caterpillar(j.n_leaves)
@@ -329,3 +330,51 @@ def test_cluster_with_window_search(tmp_path, capsys):
         score = log_likelihood(coll[i], window.tree(i), "legacy")
         assert abs(r.log_likelihood - score) <= 1e-12 * abs(score)
         assert greedy_t.log_likelihood[i] <= r.log_likelihood <= exact.log_likelihood[i] + 1e-9
+
+
+def test_outputs_never_replace_a_file_jetastar_did_not_write(tmp_path, capsys):
+    """``-o`` naming a user's own file (their particle data, a text file, jets made by generate)
+    by mistake: every command refuses and leaves it as it was; ``cluster --fresh`` replaces it."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    jets = tmp_path / "jets.h5"
+    assert main(["generate", "--n", "6", "--max-leaves", "8", "-o", str(jets)]) == 0
+    theirs = {name: tmp_path / name for name in ("nano.root", "dense.h5", "notes.h5")}
+    shutil.copy(data / "particles_nanoaod.root", theirs["nano.root"])
+    shutil.copy(data / "particles_dense.h5", theirs["dense.h5"])
+    theirs["notes.h5"].write_text("not a jet file\n")
+    theirs["made.h5"] = tmp_path / "made.h5"
+    shutil.copy(jets, theirs["made.h5"])  # jets without results: data too
+    before = {k: p.read_bytes() for k, p in theirs.items()}
+    capsys.readouterr()
+    for name, path in theirs.items():
+        code = main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress",
+                     "-o", str(path)])
+        out = capsys.readouterr().out
+        assert code == 1 and f"{path} exists and is" in out and "--fresh" in out, out
+        assert path.read_bytes() == before[name]
+        assert not Path(f"{path}.parts").exists()
+    for name in ("nano.root", "dense.h5", "notes.h5"):
+        assert main(["generate", "--n", "3", "-o", str(theirs[name])]) == 2
+        assert "not a file jetastar wrote" in capsys.readouterr().err
+        assert theirs[name].read_bytes() == before[name]
+    # a jets file may be generated again
+    assert main(["generate", "--n", "3", "-o", str(theirs["made.h5"])]) == 0
+    assert jio.n_jets(theirs["made.h5"]) == 3
+    # results are not jets, and observables go only over observables
+    res = tmp_path / "res.h5"
+    assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(res)]) == 0
+    res_bytes = res.read_bytes()
+    capsys.readouterr()
+    assert main(["generate", "--n", "3", "-o", str(res)]) == 2
+    assert "not a jetastar file of jets" in capsys.readouterr().err
+    assert main(["observables", str(res), "-o", str(res)]) == 2
+    assert "not a jetastar file of observables" in capsys.readouterr().err
+    assert res.read_bytes() == res_bytes
+    obs = tmp_path / "obs.root"
+    assert main(["observables", str(res), "-o", str(obs)]) == 0
+    assert main(["observables", str(res), "-o", str(obs)]) == 0
+    # --fresh: the user says so
+    assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress", "--fresh",
+                 "-o", str(theirs["notes.h5"])]) == 0
+    assert "greedy" in jio.read_results(theirs["notes.h5"])

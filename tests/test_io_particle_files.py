@@ -471,6 +471,7 @@ def test_cluster_records_bad_jets_naming_the_input_field(tmp_path, capsys):
     cols["eta"][off[3] + 2] = np.nan
     cols["pt"][off[9] + 1] = np.inf
     cols["phi"][off[9] + 2] = np.nan
+    cols["pt"][off[7] + 1] = -cols["pt"][off[7] + 1]  # vector would flip it: refused too
     path = tmp_path / "events.root"
     _nanoaod(path, counts, cols)
     out = tmp_path / "res.h5"
@@ -478,15 +479,24 @@ def test_cluster_records_bad_jets_naming_the_input_field(tmp_path, capsys):
         assert main(["cluster", str(path), "--particles", "PFCands", "--algorithms", "greedy,kt",
                      "--t-cut", "0.01", "--chunk-size", "4", "--workers", workers, "--fresh",
                      "--no-progress", "-o", str(out)]) == 0
-        assert "failed 2" in capsys.readouterr().out
+        assert "failed 3" in capsys.readouterr().out
         for table in jio.read_results(out).values():
             msg = dict(zip(table.jet_index.tolist(), table.message.tolist(), strict=True))
             assert msg[3] == (f"{path}: entry 3: jet 3, field 'PFCands_eta': particle 2 has a "
                               "non-finite value (nan)")
             assert msg[9] == (f"{path}: entry 9: jet 9, field 'PFCands_pt': particle 1 has a "
                               "non-finite value (inf)")
-            assert np.all(table.status[[3, 9]] == "failed")
-            assert np.sum(table.status == "failed") == 2
+            assert msg[7].startswith(f"{path}: entry 7: jet 7, field 'PFCands_pt': particle "
+                                      "1 has a negative transverse momentum (-")
+            assert np.all(table.status[[3, 7, 9]] == "failed")
+            assert np.sum(table.status == "failed") == 3
+    # in memory: refused naming the jet, the field and the particle
+    parts = ak.zip({"pt": ak.unflatten(cols["pt"], counts), "eta": ak.unflatten(cols["eta"], counts),
+                    "phi": ak.unflatten(cols["phi"], counts),
+                    "mass": ak.unflatten(cols["mass"], counts)})
+    with pytest.raises(InvalidJetError, match=r"jet 7, field 'pt': particle 1 has a negative "
+                                              r"transverse momentum"):
+        JetCollection.from_momenta(parts[4:], t_cut=0.01, jet_id=np.arange(4, 12))
 
 
 def test_data_samples_are_small_and_readable():
@@ -635,3 +645,24 @@ def test_particle_run_resumes_after_interrupt(tmp_path, monkeypatch, layout):
         np.testing.assert_array_equal(a[name].children, b[name].children)
     with h5py.File(ref, "r") as f1, h5py.File(out, "r") as f2:
         np.testing.assert_array_equal(f1["clusters/entry"][()], f2["clusters/entry"][()])
+
+
+def test_cluster_entry_range_and_reading_options_are_checked(tmp_path, capsys):
+    """Entry ranges that hold nothing and impossible numbers end with one line naming the
+    options, before anything is written (a stop before the start was numpy's "negative
+    dimensions", a start beyond the file an empty output with exit code 0)."""
+    nano = DATA / "particles_nanoaod.root"
+    out = tmp_path / "res.h5"
+    base = ["cluster", str(nano), "--particles", "PFCands", "--algorithms", "greedy",
+            "--no-progress", "-o", str(out)]
+    for extra, text in ((["--entry-start", "150", "--entry-stop", "100"], "no entry between"),
+                        (["--step-size", "0"], "--step-size must be >= 1"),
+                        (["--jet-r", "-1"], "--jet-r must be > 0")):
+        assert main([*base, *extra]) == 2
+        assert text in capsys.readouterr().err
+    assert main([*base, "--entry-start", "500"]) == 1
+    assert "holds none of its 200 entries" in capsys.readouterr().out
+    assert not list(tmp_path.iterdir())
+    assert main([*base, "--entry-start", "-5"]) == 0
+    assert len(jio.read(out, validate=False)) == 5
+    assert len(read_particles(nano, particles="PFCands", entry_start=150, entry_stop=100)) == 0

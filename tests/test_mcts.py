@@ -203,8 +203,10 @@ def test_slices_change_nothing(monkeypatch):
         assert [_key(mcts(j, likelihood=lk, **kw)) for j, lk, kw in cases] == whole
 
 
-def test_max_time_stops_with_the_greedy_tree():
+def test_max_time_stops_with_the_greedy_tree(monkeypatch):
     jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
+    # (started whatever its estimate says: the search itself is stopped)
+    monkeypatch.setattr(MCTS_MODULE, "estimate_seconds", lambda *args: 0.0)
     result = mcts(jet, max_time=1e-9)
     g = greedy(jet)
     assert result.status == "budget" and "stopped by max_time=1e-09 s" in result.message
@@ -213,6 +215,23 @@ def test_max_time_stops_with_the_greedy_tree():
     assert result.options["max_time"] == 1e-9
     free = generate(1, ShowerParams.qcd(), seed=3)[0]
     assert _key(mcts(free, max_time=3600)) == _key(mcts(free))
+
+
+def test_a_search_that_cannot_end_within_max_time_is_not_started(monkeypatch):
+    """Its first decision's beam pre-expansion is one piece of work (~beam_size n³/6 merges:
+    10 s at 1000 leaves), so a search whose lower time estimate is over the budget ends at once,
+    with what a search stopped by the budget gives: the greedy tree."""
+    jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
+    runs = []
+    monkeypatch.setattr(MCTS_MODULE, "_run_mcts", lambda *a: runs.append(a) or None)
+    lower = MCTS_MODULE.estimate_seconds("mcts", jet.n_leaves, {"n_rollouts": 20})
+    result = mcts(jet, max_time=lower / 2)
+    g = greedy(jet)
+    assert runs == [] and result.status == "budget"
+    assert result.tree == g.tree and result.log_likelihood == g.log_likelihood
+    assert "not started: a lower estimate of its time" in result.message
+    assert f"is over max_time={lower / 2:g} s" in result.message
+    assert result.stats["decisions"] == 0 and result.options["max_time"] == lower / 2
 
 
 @pytest.mark.parametrize("bad", [0, -2.0, "soon"])

@@ -8,6 +8,7 @@ windows, both forms, λ_R ≠ λ), and ``exact_map`` for whole jets.
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 
@@ -31,7 +32,13 @@ from jetastar.clustering import (
 )
 from jetastar.clustering._agglomerative import canonical_results, jet_arrays
 from jetastar.clustering.estimates import expected_cpu_seconds, window_effort
-from jetastar.clustering.window_search import _Search, _seed64, _Workspace
+from jetastar.clustering.window_search import (
+    _Search,
+    _seed64,
+    _Workspace,
+    window_options,
+    window_proves_first,
+)
 from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 from jetastar.ginkgo.likelihood import split_llh, t_of
@@ -460,6 +467,28 @@ def test_budget_stops_with_a_valid_tree():
     assert res.stats["windows_solved"] >= 1
     assert res.log_likelihood >= res.stats["start_log_likelihood"]
     assert _close(log_likelihood(jet, res.tree), res.log_likelihood)
+
+
+def test_the_start_trees_search_within_the_budget(monkeypatch):
+    """The beam search behind the start trees gets what is left of ``max_time`` (without it,
+    a 300-leaf jet with ``max_time=5`` ran 186 s in that beam search), and a jet of any size has
+    an estimate (3**n overflowed a float from 647 leaves on)."""
+    module = importlib.import_module("jetastar.clustering.window_search")
+    budgets = []
+    real = module.beam_search
+
+    def spy(*args, **kwargs):
+        budgets.append(kwargs.get("max_time"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "beam_search", spy)
+    jet = generate(1, ShowerParams.qcd(t_cut=0.25), seed=1, min_leaves=40, max_leaves=40)[0]
+    window_search(jet, max_time=30.0)
+    window_search(jet, max_sweeps=1)
+    assert len(budgets) == 2 and 0.0 < budgets[0] <= 30.0 and budgets[1] is None
+    assert expected_cpu_seconds("trellis", 700, {}) == math.inf
+    assert not window_proves_first(700, window_options(700))
+    assert expected_cpu_seconds("window-search", 700, {}) < math.inf
 
 
 def test_registry_and_options():

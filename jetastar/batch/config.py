@@ -116,7 +116,8 @@ class BatchConfig:
             self.algorithms = [a.strip() for a in self.algorithms.split(",") if a.strip()]
 
     def fingerprint(self) -> dict[str, Any]:
-        """The settings that must match for part files to be reused."""
+        """The settings of a run, recorded with its parts and its output; all but ``chunk_size``
+        must match for them to be reused (parts of any chunking are)."""
         return {
             "algorithms": list(self.algorithms),
             "options": unit_options(self.options),

@@ -92,12 +92,26 @@ def merge_parts(
 
 def output_meta(reader: JetSource, config: BatchConfig,
                 attrs: dict[str, Any] | None) -> dict[str, Any]:
-    """The provenance :func:`merge_parts` records in the output of ``reader``."""
+    """The provenance :func:`merge_parts` records in the output of ``reader`` (with the seed of
+    a jetastar input, so that the results file says which generated jets it holds)."""
     return {
         "input": str(reader.path),
         "batch": {**config.fingerprint(), "plugins": list(config.plugins)},
+        **_input_seed(reader),
         **(attrs or {}),
     }
+
+
+def _input_seed(reader: JetSource) -> dict[str, Any]:
+    """``{"seed": s}`` for a jetastar HDF5 / ROOT input that records a generator seed ``s``."""
+    if getattr(reader, "fmt", None) not in ("hdf5", "root"):
+        return {}
+    try:
+        seed = io.file_info(reader.path, results=False).get("attrs", {}).get("seed")
+        seed = int(seed)
+    except (OSError, ValueError, TypeError):
+        return {}
+    return {"seed": seed} if seed >= 0 else {}
 
 
 def streams(reader: JetSource) -> bool:

@@ -361,8 +361,12 @@ def manifest_for(inp: Path, n_jets: int, identity: dict[str, Any], config: Batch
     return manifest
 
 
-#: manifest entries that say how a part folder was written, not what it holds
-_NOT_COMPARED = ("jetastar_version", "input_state")
+#: manifest entries that say how a part folder was written, not what it holds: the chunking
+#: (parts of any chunking are reused, :class:`ChunkPlan`) and where and when the input was (its
+#: content is ``sha256``)
+_NOT_COMPARED = ("jetastar_version", "input_state", "chunk_size", "input", "size", "mtime_ns")
+#: manifest entries that say which jets the parts hold: parts of other jets are stale
+_CONTENT_KEYS = ("sha256", "n_jets")
 
 
 def prepare_parts(parts: Path, manifest: dict[str, Any], *,
@@ -380,16 +384,25 @@ def prepare_parts(parts: Path, manifest: dict[str, Any], *,
             old = json.loads(mpath.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             old = None
-        if old is None:
+        if old is None or not isinstance(old, dict):
             # manifest never written completely: nothing in here can be trusted
             shutil.rmtree(parts)
         else:
             keys = [k for k in manifest if k not in _NOT_COMPARED]
             diff = [k for k in keys if unit_options(old.get(k)) != unit_options(manifest[k])]
-            if diff:
+            if any(k in diff for k in _CONTENT_KEYS):
+                # parts of another (or a regenerated) input: stale, computed again
+                shutil.rmtree(parts)
+            elif diff and not any(parse_part(f.name) for f in parts.iterdir()):
+                # a run that ended before its first chunk (a bad file, bad options): nothing
+                # to keep, nothing to refuse
+                shutil.rmtree(parts)
+            elif diff:
+                shown = "; ".join(f"{k}: {_show(old.get(k))} -> {_show(manifest[k])}"
+                                  for k in diff)
                 raise BatchError(
                     f"{parts}: part files of an interrupted run with different settings "
-                    f"({', '.join(diff)}); rerun with the same settings, or pass --fresh to "
+                    f"({shown}); rerun with the same settings, or pass --fresh to "
                     "discard them"
                 )
     if not parts.exists():

@@ -284,6 +284,8 @@ def _run_file(
                             need=3 * inp.stat().st_size)
         # the hash an earlier run into this output recorded, when the input is as it was then
         recorded, out_info = (None, None) if fresh else _recorded(inp, state, out, parts)
+        if not fresh:
+            _refuse_foreign_output(out, out_info)
         identity = input_identity(inp, recorded or _digest_while_warming(
             reader, config, executor, n_workers, warm=n > 0 and first))
         if fresh and parts.exists():
@@ -355,6 +357,27 @@ def _run_file(
             lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _refuse_foreign_output(out: Path, info: dict[str, Any] | None) -> None:
+    """Raise :class:`~jetastar.errors.BatchError` when ``out`` exists but is not the result of a
+    batch run (``info``: its ``io.file_info(out, results=False)``, ``None`` when unreadable):
+    a file jetastar did not write, or jets without a run's results, is the user's data and is
+    replaced only with ``fresh``. A batch result of another input is stale and is replaced."""
+    if not out.exists():
+        return
+    if out.is_dir():
+        raise BatchError(f"{out}: is a directory; give a file name, or the folder as the output "
+                         "folder (`-o FOLDER/`)")
+    if info is None:
+        what = "not a file jetastar wrote"
+    elif "batch" not in info.get("attrs", {}):
+        what = ("a jetastar file of jets without a run's results" if not info.get("results")
+                else "a jetastar file of results not written by `jetastar cluster`")
+    else:
+        return
+    raise BatchError(f"{out} exists and is {what}; choose another output, or pass --fresh "
+                     "(fresh=True) to replace it")
 
 
 def _with_particles_found(exc: FileFormatError, inp: Path) -> FileFormatError:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import io
+from ..errors import FileFormatError
 from ..io.dispatch import columns
 from ..io.particle_files import ParticleReader
 from ..jet import JetCollection
@@ -161,7 +162,19 @@ class JetFileReader:
 class ParticleFileSource(ParticleReader):
     """A :class:`~jetastar.io.particle_files.ParticleReader` as a batch input: its content hash is of
     the file's bytes (its jets are only found while clustering) and its reading settings are
-    recorded under ``"particles"``. Takes the reader's arguments."""
+    recorded under ``"particles"``. Takes the reader's arguments; an entry range that holds none
+    of the file's entries is an error (:class:`~jetastar.errors.FileFormatError`), not an empty
+    output."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        n = self._reader.n_entries
+        if self.start == self.stop and n > 0:
+            self.close()
+            raise FileFormatError(
+                f"{self.path}: the entry range (--entry-start {kw.get('entry_start')}, "
+                f"--entry-stop {kw.get('entry_stop')}) holds none of its {n} entries"
+            )
 
     def reading(self) -> dict[str, Any]:
         """``{"particles": settings}`` (:meth:`ParticleReader.settings`)."""

@@ -97,6 +97,18 @@ def _checked_source(args: argparse.Namespace, mapping: dict[str, str], layout: s
     )
 
 
+def _check_ranges(args: argparse.Namespace) -> None:
+    """The numeric particle options, before any file is opened."""
+    start, stop = args.entry_start, args.entry_stop
+    if start is not None and stop is not None and (start >= 0) == (stop >= 0) and start >= stop:
+        raise UsageError(f"--entry-start {start} --entry-stop {stop}: no entry between them "
+                         "(the stop is not included)")
+    if args.step_size < 1:
+        raise UsageError(f"--step-size must be >= 1, got {args.step_size}")
+    if args.jet_r is not None and not args.jet_r > 0:
+        raise UsageError(f"--jet-r must be > 0 (the jet radius, e.g. 0.4), got {args.jet_r}")
+
+
 def _mass_summary(path: str) -> str:
     """``mass policy ...: N of M particles changed`` from a results file's by-entry table."""
     counts = mass_policy_counts(path)
@@ -113,6 +125,7 @@ def _mass_summary(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
+    _check_ranges(args)
     source = _particle_source(args)
     config = _batch_config(args)
     output = output_dir = None

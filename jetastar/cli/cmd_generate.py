@@ -12,7 +12,14 @@ from .._progress import progress_bar
 from ..batch import parse_option_value
 from ..ginkgo import ShowerParams
 from ..io.dispatch import stream_writer
-from .shared import UsageError, add_common, command_line, echo, generate_collection
+from .shared import (
+    UsageError,
+    add_common,
+    command_line,
+    echo,
+    generate_collection,
+    refuse_replacing,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -36,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tries < 1:
         raise UsageError("--max-tries must be >= 1")
     io.file_format(args.output, sniff=False)
+    # a jets file may be generated again; results, observables and others' files are kept
+    refuse_replacing(args.output, "jets",
+                     lambda attrs: not ({"batch", "results_file"} & set(attrs)))
     settings: dict[str, Any] = {
         "type": args.type, "n": args.n, "seed": args.seed, "min_leaves": args.min_leaves,
         "max_leaves": args.max_leaves,

@@ -4,15 +4,17 @@ options, generated jets and the summary of a batch run."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..ginkgo import ShowerParams, generate
 from ..io import set_extras
+from ..io.dispatch import written_attrs
 from ..jet import JetCollection
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "format_tree_counts",
     "generate_collection",
     "print_summaries",
+    "refuse_replacing",
     "split_list",
 ]
 
@@ -46,6 +49,24 @@ def split_list(text: str | None) -> list[str]:
     if not text:
         return []
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def refuse_replacing(path: str | os.PathLike[str], kind: str,
+                     replaceable: Callable[[dict[str, Any]], bool]) -> None:
+    """Raise :class:`UsageError` when ``path`` exists and is not a file this command may replace:
+    a file jetastar did not write, or one whose attributes ``replaceable`` rejects (``kind`` says
+    what the command writes: ``"jets"``, ``"observables"``). A user's own data is never replaced
+    by an ``-o`` that names it by mistake."""
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"-o {path}: is a directory; give a file name")
+    attrs = written_attrs(path)
+    if attrs is not None and replaceable(attrs):
+        return
+    what = "not a file jetastar wrote" if attrs is None else f"not a jetastar file of {kind}"
+    raise UsageError(f"-o {path}: the file exists and is {what}; remove it, or choose another "
+                     "output")
 
 
 def command_line() -> str:

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ._subsets import n_splits_total
@@ -100,6 +101,8 @@ _DISTANCES_PER_S = 2e9
 #: measured 2026 on W and QCD jets of 14-20 leaves, 2.3-3.0 ns (10 ms at 14, 64 ms at 16, 0.16 s at
 #: 17, 0.35-0.5 s at 18, 3.4 s at 20 leaves), plus a fixed cost per call
 _MAP_CPU_PER_SPLIT = 2.5e-9
+#: the largest jet whose split count (~3**n / 2) a float holds
+_FLOAT_SPLITS_MAX = 600
 _MAP_CPU_FIXED = 2e-4
 #: typical CPU seconds of the window search per leaf with its defaults: measured 2026, 0.13-0.16 s at
 #: 16-17 leaves, 0.15-0.27 s at 18, 0.25-0.45 s at 20 (the start trees and the searches from them)
@@ -178,6 +181,8 @@ def expected_cpu_seconds(name: str, n_leaves: int, options: dict[str, Any]) -> f
     """
     n = int(n_leaves)
     if name == "trellis":
+        if n > _FLOAT_SPLITS_MAX:  # (3**n overflows a float: an exact MAP is out of reach anyway)
+            return math.inf
         return _MAP_CPU_FIXED + _MAP_CPU_PER_SPLIT * max(n_splits_total(n), 0)
     if name == "window-search":
         window = int(options.get("window_size") or 13)

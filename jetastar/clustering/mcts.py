@@ -75,6 +75,7 @@ from ._agglomerative import (
     pair_llh,
 )
 from ._engine import check_budget
+from .estimates import estimate_seconds
 from .registry import register
 from .result import ClusteringResult
 
@@ -887,12 +888,21 @@ def mcts(
     max_time = check_budget(max_time, "max_time")
     rng = _make_rng(seed)
     args = (leaves, consts, *settings, rng)
-    history, steps, counters, done = _run_mcts(args, watch, max_time)
+    # a search that cannot end within the budget ends with the greedy tree: not started (its
+    # first decision's beam pre-expansion, ~beam_size n³/6 merges, is not cut into slices)
+    lower = estimate_seconds("mcts", n, options) if max_time is not None else None
+    too_long = lower is not None and max_time is not None and lower > max_time
+    if too_long:
+        counters, done = np.zeros(4, dtype=np.int64), 0
+    else:
+        history, steps, counters, done = _run_mcts(args, watch, max_time)
     status, message = "ok", ""
     if done < max(n - 1, 0):  # stopped by max_time: the greedy tree
         history, steps, _, _ = greedy_kernel(leaves, consts)
         status = "budget"
-        message = (f"stopped by max_time={max_time:g} s after {watch.seconds():.3g} s, after "
+        message = (f"not started: a lower estimate of its time, {lower:.3g} s, is over max_time="
+                   f"{max_time:g} s; the tree is the greedy tree" if too_long else
+                   f"stopped by max_time={max_time:g} s after {watch.seconds():.3g} s, after "
                    f"{done} of {n - 1} decisions; the tree is the greedy tree")
     tree, ll = canonical_result(history, steps, n, jet=jet.label)
     if status == "ok" and not math.isfinite(ll):

@@ -293,7 +293,9 @@ def window_search(
             return _proven(jet, likelihood, proof, options, watch)
     sampled = _sampled_trees(jet, likelihood, n_sampled, seed) if n > window_size else []
     n_extra = len(trees or ()) + len(sampled)
-    starts = _start_trees(jet, likelihood, start, beam_size, seed, max_time, trees, n_starts,
+    # (the start trees' searches get what is left of the budget)
+    left = None if max_time is None else max(max_time - watch.seconds(), 1e-3)
+    starts = _start_trees(jet, likelihood, start, beam_size, seed, left, trees, n_starts,
                           sampled)
     best_tree, best_ll = starts[0]
     work = _Workspace(jet, likelihood,
@@ -788,7 +790,8 @@ def _start_trees(
     max_time: float | None, trees: Sequence[Tree] | None, n_starts: int,
     scored: Sequence[tuple[Tree, float]] = (),
 ) -> list[tuple[Tree, float]]:
-    """Distinct start trees with their log-likelihoods.
+    """Distinct start trees with their log-likelihoods (``max_time``: the budget left for the
+    beam search or approximate A* behind ``start``; stopped, it gives the greedy tree).
 
     First (best first): the tree of ``start`` (the best beam tree, the greedy tree, or approximate
     A*'s tree), the greedy tree, the kt, Cambridge/Aachen and anti-kt trees, the greedy tree of the
@@ -806,7 +809,7 @@ def _start_trees(
         first.append((res.tree, res.log_likelihood))
     elif start == "beam":
         size = default_beam_size(jet.n_leaves) if beam_size is None else beam_size
-        beam = beam_search(jet, beam_size=size, likelihood=likelihood)
+        beam = beam_search(jet, beam_size=size, likelihood=likelihood, max_time=max_time)
         found = [(r.tree, r.log_likelihood) for r in beam.beam or [beam] if r.tree is not None]
         first.extend(found[:1])
         # only as many as can be searched (hashing a 1000-wide beam's trees cost a second)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,37 @@ from .formats import ColumnReader, format_of, writable_format
 __all__ = ["columns", "file_info", "iterate", "iterate_status_columns", "n_jets", "read",
            "read_results", "read_results_rows", "results_table", "status_columns", "stream_writer",
            "write"]
+
+
+def written_attrs(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The provenance attributes of a file jetastar wrote (an HDF5 file's root attributes, a ROOT
+    file's ``meta`` JSON); ``None`` for any other file, or one that cannot be read.
+
+    Example:
+        >>> written_attrs("no-such-file.h5") is None
+        True
+    """
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(8)
+        if head == b"\x89HDF\r\n\x1a\n":
+            import h5py
+
+            with h5py.File(p, "r") as h:
+                attrs = {k: h.attrs[k] for k in h.attrs}
+        elif head[:4] == b"root":
+            import uproot
+
+            with uproot.open(p) as f:
+                attrs = json.loads(str(f["meta"])) if "meta" in f else None
+        else:
+            return None
+    except Exception:  # (unreadable: not jetastar's to judge)
+        return None
+    if not isinstance(attrs, dict) or "jetastar_version" not in attrs:
+        return None
+    return attrs
 
 
 def read(

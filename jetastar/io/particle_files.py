@@ -56,6 +56,7 @@ from .._columnar import (
     check_mass_policy,
     coordinate_prefixes,
     first_nonfinite_input,
+    input_value_problem,
 )
 from ..errors import InvalidJetError
 from ..ginkgo.params import ShowerParams
@@ -549,7 +550,7 @@ def _event_momenta(comps: dict[str, np.ndarray], counts: np.ndarray, entry: np.n
         c, q = bad
         i = int(np.searchsorted(offsets, q, side="right") - 1)
         raise InvalidJetInFileError(
-            f"particle {q - int(offsets[i])} has a non-finite value ({comps[c][q]})",
+            f"particle {q - int(offsets[i])} {input_value_problem(c, comps[c][q])}",
             path=src.path, entry=int(entry[i]), jet=int(entry[i]), field=fields.get(c, c),
         )
     return to_cartesian(comps)
@@ -589,7 +590,8 @@ def _range(n: int, entry_start: int | None, entry_stop: int | None) -> tuple[int
         start += n
     if stop < 0:
         stop += n
-    return max(0, min(start, n)), max(0, min(stop, n))
+    start = max(0, min(start, n))
+    return start, max(start, min(stop, n))  # (a stop before the start: no entry, as a slice)
 
 
 def particle_entries(path: str | os.PathLike[str] | ParticleSource, **kw: Any) -> int:
