@@ -921,13 +921,16 @@ def awkward_columns(
             f"record, got type {arr.type}", field="particles"
         )
     fields = ak.fields(arr)
+    _check_not_missing(arr, entry, path)
     counts = ak.to_numpy(ak.num(arr, axis=1)).astype(np.int64)
     flat = ak.flatten(arr, axis=1)
     if mapping is None and _is_vector_record(flat) and not _has_coordinates(fields):
         import vector
 
         vector.register_awkward()  # records such as x, y, z, t or rho, phi, eta, tau
-        vec = ak.with_name(flat, "Momentum4D")
+        # (in float64 before vector converts: float32 momenta of massless particles lose the
+        # mass, and the log-likelihoods moved by nats against the same data named pt, eta, ...)
+        vec = ak.with_name(ak.values_astype(flat, np.float64), "Momentum4D")
         comps = {c: ak.to_numpy(getattr(vec, c)).astype(np.float64) for c in ("px", "py", "pz", "E")}
         return flat_columns(comps, counts, entry=entry, path=path, **kw)
     if mapping is None:
@@ -948,6 +951,31 @@ def awkward_columns(
         detect_coordinates(list(mapping), where="mapping")
     comps = {c: ak.to_numpy(flat[f]).astype(np.float64, copy=False) for c, f in mapping.items()}
     return flat_columns(comps, counts, entry=entry, fields=mapping, path=path, **kw)
+
+
+def _check_not_missing(arr: Any, entry: Any, path: str | None) -> None:
+    """A missing jet or particle (``None`` in an option-type awkward array) is an error naming
+    it (its count came out as a huge negative number)."""
+    import awkward as ak
+
+    if "?" not in str(arr.type) and "option[" not in str(arr.type):  # (no None anywhere)
+        return
+    ids = np.arange(len(arr)) if entry is None else np.asarray(entry).ravel()
+    jets = np.flatnonzero(ak.to_numpy(ak.is_none(arr, axis=0)))
+    if jets.size:
+        i = int(jets[0])
+        raise _fail(f"the jet is missing (None; {jets.size} jets are): drop such jets first, "
+                    "e.g. jets[~ak.is_none(jets)]", path=path, entry=int(ids[i]),
+                    field="particles")
+    fields = ak.fields(arr)
+    # (a missing record is missing in every field; a missing value in a record becomes NaN)
+    missing = ak.is_none(arr[fields[0]] if fields else arr, axis=1)
+    if ak.any(missing):
+        per_jet = ak.to_numpy(ak.any(missing, axis=1))
+        i = int(np.flatnonzero(per_jet)[0])
+        q = int(np.flatnonzero(ak.to_numpy(missing[i]))[0])
+        raise _fail(f"particle {q} is missing (None)", path=path, entry=int(ids[i]),
+                    field="particles")
 
 
 def _is_vector_record(flat: Any) -> bool:

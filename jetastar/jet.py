@@ -269,7 +269,10 @@ def _momenta_of_records(leaves: Any, label: object) -> np.ndarray:
         raise InvalidJetError(
             f"one jet's particles as an awkward array must be 1-D records of momentum "
             f"coordinates, got type {arr.type}", jet=label, field="leaves")
-    one = awkward_columns(ak.Array([arr]), mass_policy=DEFAULT_MASS_POLICY, validate=False)
+    # (one list of them, keeping their record name: vector's own fields x, y, z, t or rho,
+    # tau, ... are read through vector, as for many jets)
+    one = awkward_columns(ak.unflatten(arr, [len(arr)]), mass_policy=DEFAULT_MASS_POLICY,
+                          validate=False)
     return np.ascontiguousarray(one["leaves"], dtype=np.float64).reshape(-1, 4)
 
 

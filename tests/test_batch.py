@@ -1428,3 +1428,31 @@ def test_an_invalid_jet_found_in_an_event_is_named_by_entry_and_jet_in_event():
     assert list(t.status) == ["ok", "ok", "ok", "failed"]
     assert t.message[3].startswith("events.root: entry 7, jet_in_event 1: ")
     assert "at least 2 leaves" in t.message[3]
+
+
+def test_costly_jets_are_chunks_of_their_own(tmp_path, monkeypatch):
+    """With an exact method, chunks end before their jets' estimated costs (×3 a leaf) add up
+    to ``CHUNK_SECONDS``: a run of a few large jets is not one chunk that an interrupt loses
+    (a 200-jet first chunk held every jet of a 100-jet file)."""
+    import jetastar.batch.resume as resume
+
+    inp = tmp_path / "w.h5"
+    jets = generate(12, ShowerParams.w(), seed=4, max_leaves=9)
+    jio.write(inp, jets)
+    (s,) = run_batch([inp], BatchConfig(["greedy", "trellis"], chunk_size=None),
+                     output=tmp_path / "a.h5", progress=False)
+    assert s.ok and s.chunks_total == 1  # (cheap jets: one chunk)
+    # every jet alone once its estimate is over the chunk's budget
+    monkeypatch.setattr(resume, "CHUNK_SECONDS", 1e-9)
+    (s,) = run_batch([inp], BatchConfig(["greedy", "trellis"], chunk_size=None),
+                     output=tmp_path / "b.h5", progress=False)
+    assert s.ok and s.chunks_total == 12
+    a, b = (jio.read_results(tmp_path / n) for n in ("a.h5", "b.h5"))
+    for name in ("greedy", "trellis"):
+        assert np.array_equal(a[name].log_likelihood, b[name].log_likelihood)
+    # the counts come from the leaf offsets, in both formats
+    jio.write(tmp_path / "w.root", jets)
+    for path in (inp, tmp_path / "w.root"):
+        reader = JetFileReader(path)
+        assert np.array_equal(reader.leaf_counts(), jets.n_leaves)
+        reader.close()

@@ -32,6 +32,12 @@ def test_help(command, capsys):
         assert all(c in out for c in COMMANDS)
 
 
+def test_no_command_shows_the_commands(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "usage: jetastar" in out and all(c in out for c in COMMANDS)
+
+
 def test_generate_info_cluster_compare(tmp_path, capsys):
     jets = tmp_path / "w.root"
     assert main(["generate", "--type", "w", "--n", "25", "--seed", "3", "--max-leaves", "12",
@@ -378,3 +384,37 @@ def test_outputs_never_replace_a_file_jetastar_did_not_write(tmp_path, capsys):
     assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress", "--fresh",
                  "-o", str(theirs["notes.h5"])]) == 0
     assert "greedy" in jio.read_results(theirs["notes.h5"])
+
+
+def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
+    """A directory as an input, two inputs for one output, and --format against -o's extension:
+    one line naming them, and no output folder made."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    assert main(["cluster", str(data), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(tmp_path / "out") + "/"]) == 1
+    assert f"{data}: is a directory; give the files in it" in capsys.readouterr().out
+    many = tmp_path / "many"
+    code = main(["cluster", str(data / "ginkgo_qcd.h5"), str(data / "ginkgo_qcd.root"),
+                 "--algorithms", "greedy", "--no-progress", "-o", str(many)])
+    err = capsys.readouterr().err
+    assert code == 1 and "ginkgo_qcd.h5 and" in err and "ginkgo_qcd.root would write the same" in err
+    assert "(the same file name stem)" in err and not many.exists()
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy",
+                 "--format", "root", "-o", str(tmp_path / "x.h5")]) == 2
+    assert "the file's extension says its format" in capsys.readouterr().err
+
+
+def test_outputs_in_a_missing_folder_are_refused_before_any_work(tmp_path, capsys):
+    res = tmp_path / "res.h5"
+    data = Path(__file__).resolve().parents[1] / "data"
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy",
+                 "--no-progress", "-o", str(res)]) == 0
+    capsys.readouterr()
+    missing = tmp_path / "missing"
+    for args in (["generate", "--n", "3", "-o", str(missing / "j.h5")],
+                 ["observables", str(res), "-o", str(missing / "o.root")],
+                 ["compare", str(res), "--plot", str(missing / "x.png")]):
+        assert main(args) == 2
+        out, err = capsys.readouterr()
+        assert f"the folder {missing} does not exist" in err and out == ""  # (no table first)
+    assert not missing.exists()

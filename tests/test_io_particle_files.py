@@ -666,3 +666,21 @@ def test_cluster_entry_range_and_reading_options_are_checked(tmp_path, capsys):
     assert main([*base, "--entry-start", "-5"]) == 0
     assert len(jio.read(out, validate=False)) == 5
     assert len(read_particles(nano, particles="PFCands", entry_start=150, entry_stop=100)) == 0
+
+
+def test_every_jet_failed_is_a_failed_run_with_the_right_advice(tmp_path, capsys):
+    """Coordinates in the wrong order: every jet fails; the run says so with exit code 1, and
+    the mass-policy line points at the order instead of at the policy already in use."""
+    out = tmp_path / "wrong.h5"
+    code = main(["cluster", str(DATA / "particles_dense.h5"), "--particles", "constituents",
+                 "--mask", "mask", "--components", "px,py,pz,E", "--algorithms", "greedy",
+                 "--no-progress", "-o", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1 and "FAILED" in text and "every jet failed with every algorithm" in text
+    assert "check the coordinates' order (--components)" in text
+    assert "use --mass-policy clamp" not in text
+    assert set(jio.read_results(out)["greedy"].status) == {"failed"}
+    code = main(["cluster", str(DATA / "particles_dense.h5"), "--particles", "constituents",
+                 "--mask", "mask", "--algorithms", "greedy", "--no-progress",
+                 "-o", str(tmp_path / "right.h5")])
+    assert code == 0 and "FAILED" not in capsys.readouterr().out

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import vector
 
-from jetastar import InvalidJetError, JetCollection
+from jetastar import InvalidJetError, Jet, JetCollection
 from jetastar.clustering import greedy
 from jetastar.momenta import apply_mass_policy, detect_coordinates, mass_report, rap_phi_kt2
 
@@ -384,3 +384,51 @@ def test_rap_phi_kt2_follows_fastjet_conventions():
     # a massless particle along the beam sits at FastJet's maximal rapidity
     assert rap_phi_kt2(5.0, 0.0, 0.0, 5.0) == (1e5 + 5.0, 0.0, 0.0)
     assert rap_phi_kt2(5.0, 0.0, 0.0, -5.0)[0] == -(1e5 + 5.0)
+
+
+def _nano_like(n_jets: int = 6, seed: int = 3) -> ak.Array:
+    """Massless float32 particles as NanoAOD stores them (pt, eta, phi, mass)."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(3, 9, n_jets)
+    m = int(counts.sum())
+    cols = {"pt": rng.exponential(8.0, m) + 0.5, "eta": rng.normal(0, 0.3, m),
+            "phi": rng.normal(0, 0.3, m), "mass": np.zeros(m)}
+    return ak.zip({k: ak.unflatten(v.astype(np.float32), counts) for k, v in cols.items()})
+
+
+def test_vector_names_and_float32_read_like_the_same_data_under_other_names():
+    """``vector.zip`` renames pt/mass to rho/tau; those records were converted by vector in
+    float32 (log-likelihoods moved by up to 2.8 nats on NanoAOD jets), and one such jet was not
+    read at all (its record name was lost)."""
+    plain = _nano_like()
+    named = vector.zip({k: plain[k] for k in ("pt", "eta", "phi", "mass")})
+    assert set(ak.fields(named)) == {"rho", "eta", "phi", "tau"}
+    a = JetCollection.from_momenta(plain, t_cut=1.0)
+    b = JetCollection.from_momenta(named, t_cut=1.0)
+    assert np.array_equal(a.leaves, b.leaves)
+    for i in range(len(a)):
+        one = Jet.from_particles(named[i])
+        assert np.array_equal(one.leaves, a[i].leaves)
+    xyzt = ak.zip({"x": ak.Array([[1.0, 2.0, -1.0]]), "y": ak.Array([[0.5, 1.0, 0.2]]),
+                   "z": ak.Array([[10.0, 20.0, 5.0]]), "t": ak.Array([[11.0, 23.0, 6.0]])},
+                  with_name="Momentum4D")
+    assert Jet.from_particles(xyzt[0]).leaves.tolist() == [
+        [11.0, 1.0, 0.5, 10.0], [23.0, 2.0, 1.0, 20.0], [6.0, -1.0, 0.2, 5.0]]
+
+
+def test_missing_jets_and_particles_are_named():
+    """A ``None`` jet (e.g. from ``ak.mask``) gave "the particle counts add up to
+    -9223372036854775807"."""
+    plain = _nano_like()
+    masked = ak.mask(plain, ak.num(plain) > 4)
+    first = int(np.flatnonzero(ak.to_numpy(ak.num(plain) <= 4))[0])
+    with pytest.raises(InvalidJetError, match=rf"jet {first}, field 'particles': the jet is "
+                                              r"missing \(None"):
+        JetCollection.from_momenta(masked, t_cut=1.0)
+    holes = ak.Array([[{"px": 1.0, "py": 2.0, "pz": 3.0, "E": 10.0}, None,
+                       {"px": 1.0, "py": -2.0, "pz": 3.0, "E": 10.0}]])
+    with pytest.raises(InvalidJetError, match=r"jet 0, field 'particles': particle 1 is missing"):
+        JetCollection.from_momenta(holes)
+    # without None, the same arrays are read
+    assert len(JetCollection.from_momenta(plain[ak.num(plain) > 4], t_cut=1.0)) == len(plain) - \
+        int(np.sum(ak.to_numpy(ak.num(plain) <= 4)))

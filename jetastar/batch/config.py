@@ -28,6 +28,7 @@ import numpy as np
 from .._cuda import resolve_device
 from ..clustering import algorithm_info, algorithms
 from ..clustering.columnar import columnar_options
+from ..clustering.estimates import expected_cpu_seconds
 from ..clustering.options import check_options
 from ..clustering.threads import check_threads
 from ..errors import BatchError, GpuUnavailableError, OptionError
@@ -43,6 +44,7 @@ __all__ = [
     "accepted_options",
     "auto_chunk_size",
     "check_config",
+    "estimated_costs",
     "import_plugins",
     "load_registry",
     "options_for",
@@ -205,6 +207,34 @@ def auto_chunk_size(config: BatchConfig) -> int:
             return COSTLY_COLUMNAR_CHUNK_SIZE
         return COLUMNAR_CHUNK_SIZE
     return DEFAULT_CHUNK_SIZE
+
+
+def estimated_costs(n_leaves: np.ndarray, config: BatchConfig) -> np.ndarray | None:
+    """Each jet's typical CPU seconds under the run's algorithms whose cost grows fast with the
+    jet (the exact MAP engine, the window search: :func:`~jetastar.clustering.estimates.
+    expected_cpu_seconds`), for the jets within their size limit; ``None`` when no algorithm
+    of the run has such an estimate (the cost of the others is measured as chunks finish).
+
+    Example:
+        >>> estimated_costs(np.array([6, 20, 30]), BatchConfig(["greedy"])) is None
+        True
+        >>> costs = estimated_costs(np.array([6, 20, 30]), BatchConfig(["trellis"]))
+        >>> bool(costs[0] < 0.01 < 1 < costs[1]), float(costs[2])  # (30 leaves: over the limit)
+        (True, 0.0)
+    """
+    timed = [(name, options_for(name, config, 1), size_limit(name, config))
+             for name in config.algorithms if expected_cpu_seconds(name, 2, {}) is not None]
+    if not timed:
+        return None
+    sizes, where = np.unique(np.asarray(n_leaves, dtype=np.int64), return_inverse=True)
+    per_size = np.zeros(sizes.shape[0], dtype=np.float64)
+    for k, n in enumerate(sizes.tolist()):
+        for name, opts, limit in timed:
+            if 2 <= n and (limit is None or n <= limit):
+                # (the full trellis, log Z too, costs 13-35 times the bound-pruned MAP)
+                factor = 20.0 if name == "trellis" and opts.get("log_z") else 1.0
+                per_size[k] += factor * (expected_cpu_seconds(name, n, opts) or 0.0)
+    return per_size[where]
 
 
 def size_limit(name: str, config: BatchConfig) -> int | None:

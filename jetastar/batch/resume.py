@@ -669,15 +669,27 @@ class ChunkPlan:
         size: jets per chunk (``adaptive``: the first chunks' size).
         adaptive: size later chunks by the cost of the finished ones (:meth:`record`).
         n_workers: processes clustering at once (the last chunks are cut so that all get work).
+        costs: with ``adaptive``, each jet's estimated seconds (e.g. of an exact method, which
+            grow ×3 a leaf): a chunk also ends before its estimates add up to more than
+            :data:`CHUNK_SECONDS` (at least one jet), so that a few costly jets are chunks of
+            their own: an interrupted run keeps them, and the bar moves.
 
     Example:
         >>> plan = ChunkPlan(10, {(0, 4)}, 3)
         >>> plan.kept, [plan.next() for _ in range(3)], plan.chunks
         ([(0, 4)], [(4, 7), (7, 10), None], [(0, 4), (4, 7), (7, 10)])
+        >>> costs = np.array([0.1, 0.1, 5.0, 0.1, 0.1, 0.1])  # jet 2: an estimated 5 s
+        >>> plan = ChunkPlan(6, set(), 50, adaptive=True, costs=costs)
+        >>> [plan.next() for _ in range(4)]
+        [(0, 2), (2, 3), (3, 6), None]
     """
 
     def __init__(self, n_jets: int, done: set[tuple[int, int]] | Sequence[tuple[int, int]],
-                 size: int, *, adaptive: bool = False, n_workers: int = 1) -> None:
+                 size: int, *, adaptive: bool = False, n_workers: int = 1,
+                 costs: np.ndarray | None = None) -> None:
+        self._cumulative = None
+        if adaptive and costs is not None and len(costs) == n_jets:
+            self._cumulative = np.concatenate([[0.0], np.cumsum(costs, dtype=np.float64)])
         self.kept: list[tuple[int, int]] = []
         end = 0
         for a, b in sorted(done):
@@ -717,6 +729,10 @@ class ChunkPlan:
             # the last chunks are cut smaller so that every worker has one
             size = min(size, max(1, -(-self.remaining // self.n_workers)))
         stop = min(b, a + size)
+        if self._cumulative is not None:
+            cum = self._cumulative
+            last = int(np.searchsorted(cum, cum[a] + CHUNK_SECONDS, side="right")) - 1
+            stop = min(stop, max(a + 1, last))
         if stop == b:
             self._gaps.pop(0)
         else:

@@ -28,6 +28,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import _progress, io
 from .._atomic import remove_stale_temporaries
 from .._cuda import gpus_for_workers
@@ -36,7 +38,7 @@ from .._lock import OutputLock
 from ..errors import BatchError, BatchInterrupted, JetastarError
 from ..io import AlgorithmResults, FileFormatError, file_format
 from ..io.particle_files import cluster_options, describe_particle_file
-from .config import BatchConfig, check_config
+from .config import BatchConfig, check_config, estimated_costs
 from .executors import (
     WorkerWatch,
     make_executor,
@@ -169,10 +171,17 @@ def run_batch(
         outputs = [Path(output)]
     else:
         folder = Path(output_dir if output_dir is not None else ".")
-        folder.mkdir(parents=True, exist_ok=True)
         outputs = [output_path_for(p, folder, fmt) for p in inputs]
-    if len({o.resolve() for o in outputs}) != len(outputs):
-        raise BatchError("two inputs would write the same output file (same file name stem)")
+    seen: dict[Path, Path] = {}
+    for inp, out in zip(inputs, outputs, strict=True):
+        first = seen.setdefault(out.resolve(), inp)
+        if first is not inp:
+            what = ("the same input given twice" if first.resolve() == inp.resolve()
+                    else "the same file name stem")
+            raise BatchError(f"{first} and {inp} would write the same output file {out} "
+                             f"({what}); give each its own output folder")
+    if output is None:
+        folder.mkdir(parents=True, exist_ok=True)
     _check_outputs(inputs, outputs)
     with one_notice_for_workers():
         own_executor, client = (None, None)
@@ -259,6 +268,9 @@ def _run_file(
     try:
         if not inp.exists():
             raise FileNotFoundError(f"{inp}: no such file")
+        if inp.is_dir():
+            raise FileFormatError(f"{inp}: is a directory; give the files in it (e.g. "
+                                  f"{inp / '*.root'}, expanded by the shell)")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
         lock = OutputLock.acquire(out)  # one run per output at a time
@@ -306,7 +318,8 @@ def _run_file(
                 )
         done = prepare_parts(parts, manifest_for(inp, n, identity, config, reading, settled),
                              progress=progress)
-        plan = ChunkPlan(n, done, config.chunk_size, adaptive=auto_chunks, n_workers=n_workers)
+        plan = ChunkPlan(n, done, config.chunk_size, adaptive=auto_chunks, n_workers=n_workers,
+                         costs=_costs(reader, config) if auto_chunks and n else None)
         summary.chunks_reused = len(plan.kept)
         todo_jets = plan.remaining
         if todo_jets:
@@ -357,6 +370,16 @@ def _run_file(
             lock.release()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _costs(reader: JetSource, config: BatchConfig) -> Any:
+    """The jets' estimated costs under the run's costly algorithms
+    (:func:`~jetastar.batch.config.estimated_costs`, from the source's optional
+    ``leaf_counts()``); ``None`` when there is no such algorithm or the source cannot count."""
+    counts = getattr(reader, "leaf_counts", None)
+    if counts is None or estimated_costs(np.zeros(0, dtype=np.int64), config) is None:
+        return None
+    return estimated_costs(counts(), config)
 
 
 def _refuse_foreign_output(out: Path, info: dict[str, Any] | None) -> None:

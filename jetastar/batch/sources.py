@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from .. import io
 from ..errors import FileFormatError
 from ..io.dispatch import columns
@@ -33,6 +35,10 @@ from ..jet import JetCollection
 from .resume import file_digest, jets_digest, stream_jets_digest
 
 __all__ = ["JetFileReader", "JetSource", "ParticleFileSource"]
+
+
+#: jets whose leaf counts :meth:`JetFileReader.leaf_counts` reads at a time
+COUNT_BLOCK = 1_000_000
 
 
 @runtime_checkable
@@ -138,6 +144,19 @@ class JetFileReader:
         """None: an invalid jet's own message names its entry and field."""
         return {}
 
+    def leaf_counts(self) -> np.ndarray:
+        """Every jet's number of leaves, from the leaf offsets alone (blocks of
+        :data:`COUNT_BLOCK` jets). Optional for a :class:`JetSource`: the runner sizes the
+        chunks of costly algorithms with it (:func:`~jetastar.batch.config.estimated_costs`)."""
+        if self._whole is not None:
+            return np.asarray(self._whole.n_leaves, dtype=np.int64)
+        out = np.zeros(self.n_jets, dtype=np.int64)
+        with columns(self.path) as cols:
+            for a in range(0, self.n_jets, COUNT_BLOCK):
+                b = min(self.n_jets, a + COUNT_BLOCK)
+                out[a:b] = np.diff(np.asarray(cols.read(["leaf_offsets"], a, b)["leaf_offsets"]))
+        return out
+
     def reading(self) -> dict[str, Any]:
         """Nothing: a jetastar file is read one way."""
         return {}
@@ -175,6 +194,18 @@ class ParticleFileSource(ParticleReader):
                 f"{self.path}: the entry range (--entry-start {kw.get('entry_start')}, "
                 f"--entry-stop {kw.get('entry_stop')}) holds none of its {n} entries"
             )
+
+    def leaf_counts(self) -> np.ndarray:
+        """Every jet's number of particles (read once more, block by block, unless the jets
+        were found in events, whose counting pass kept them); see
+        :meth:`JetFileReader.leaf_counts`."""
+        if self._constituent_offsets is not None:
+            return np.diff(self._constituent_offsets)
+        out = np.zeros(self.n_jets, dtype=np.int64)
+        for a in range(0, self.n_jets, self.step_size):
+            b = min(self.n_jets, a + self.step_size)
+            out[a:b] = self.chunk(a, b, node_data=False).n_leaves
+        return out
 
     def reading(self) -> dict[str, Any]:
         """``{"particles": settings}`` (:meth:`ParticleReader.settings`)."""

@@ -109,17 +109,21 @@ def _check_ranges(args: argparse.Namespace) -> None:
         raise UsageError(f"--jet-r must be > 0 (the jet radius, e.g. 0.4), got {args.jet_r}")
 
 
-def _mass_summary(path: str) -> str:
-    """``mass policy ...: N of M particles changed`` from a results file's by-entry table."""
+def _mass_summary(path: str, policy: str = DEFAULT_MASS_POLICY) -> str:
+    """``mass policy ...: N of M particles changed`` from a results file's by-entry table
+    (``policy``: the ``--mass-policy`` given, for the advice)."""
     counts = mass_policy_counts(path)
     if counts is None:
         return ""
     text = (f"  mass policy: changed {counts['particles_touched']} of {counts['particles']} "
             f"particles (in {counts['jets_touched']} of {counts['jets']} jets)")
     if counts["particles_negative_t"]:
+        advice = ("use --mass-policy clamp" if str(policy).strip().lower() != "clamp" else
+                  "too far below 0 for clamp, which moves only rounding errors: check the "
+                  "coordinates' order (--components) and the input's units")
         text += (f"; {counts['particles_negative_t']} particles in {counts['jets_negative_t']} jets "
                  "have E² − |p|² < 0, which makes every tree of those jets −∞ in the symmetric "
-                 "likelihood (use --mass-policy clamp)")
+                 f"likelihood ({advice})")
     return text
 
 
@@ -129,12 +133,15 @@ def run(args: argparse.Namespace) -> int:
     source = _particle_source(args)
     config = _batch_config(args)
     output = output_dir = None
-    fmt = args.format
+    fmt = args.format or "h5"
     if args.output is not None:
         suffix = Path(args.output).suffix.lower()
         if suffix in (".h5", ".hdf5", ".root"):
             if len(args.inputs) != 1:
                 raise UsageError("-o FILE needs a single input; give a folder for several inputs")
+            if args.format is not None and (suffix == ".root") != (args.format == "root"):
+                raise UsageError(f"--format {args.format} -o {args.output}: the file's extension "
+                                 "says its format; --format is for outputs in a folder")
             output = args.output
         elif suffix and not Path(args.output).is_dir():
             raise UsageError(f"-o {args.output}: output files end in .h5, .hdf5 or .root; for "
@@ -151,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if source is not None:
         for s in summaries:
             if not s.error:
-                text = _mass_summary(s.output)
+                text = _mass_summary(s.output, args.mass_policy)
                 if text:
                     echo(f"{text} [{source.mass_policy}]")
         if any(not s.error for s in summaries):  # only when a file was written
@@ -172,8 +179,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", default=None,
                    help="output file (.h5/.root; one input) or folder for "
                         "<input>.results.<format> (default: current folder)")
-    p.add_argument("--format", choices=["h5", "root"], default="h5",
-                   help="format of outputs written into a folder (default h5)")
+    p.add_argument("--format", choices=["h5", "root"], default=None,
+                   help="format of outputs written into a folder (default h5; an output file's "
+                        "extension says its format)")
     p.add_argument("--likelihood", choices=["symmetric", "legacy"], default=None,
                    help="likelihood form for every algorithm that takes one")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",

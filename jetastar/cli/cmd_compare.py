@@ -11,7 +11,7 @@ from typing import Any
 
 from ..comparison import DEFAULT_BANDS, comparison_table, format_comparison
 from ..plotting import plot_comparison as draw_comparison
-from .shared import UsageError, add_common, echo, split_list
+from .shared import UsageError, add_common, check_writable, echo, split_list
 
 __all__ = ["add_parser", "plot_comparison", "run"]
 
@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     bands = DEFAULT_BANDS if not args.bands else tuple(int(b) for b in split_list(args.bands))
     if list(bands) != sorted(set(bands)) or bands[0] < 1:
         raise UsageError("--bands must be increasing positive integers, e.g. 2,6,10,15")
+    if args.plot:
+        check_writable(args.plot, "--plot")  # (before the table is printed)
     rows = comparison_table(args.results, bands=bands, reference=args.reference)
     if args.json:
         echo(json.dumps(rows, indent=1, default=float))

@@ -15,6 +15,7 @@ from ..io.dispatch import stream_writer
 from .shared import (
     UsageError,
     add_common,
+    check_writable,
     command_line,
     echo,
     generate_collection,
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tries < 1:
         raise UsageError("--max-tries must be >= 1")
     io.file_format(args.output, sniff=False)
+    check_writable(args.output)
     # a jets file may be generated again; results, observables and others' files are kept
     refuse_replacing(args.output, "jets",
                      lambda attrs: not ({"batch", "results_file"} & set(attrs)))

@@ -28,20 +28,27 @@ def run(args: argparse.Namespace) -> int:
     this installation (version, the device the exact trellis would use and why)."""
     if args.file is None:
         return _describe_setup(args)
+    check = getattr(args, "check", False)
+    t_cuts = _check_options(args) if check else []  # (before the file's summary is printed)
     code = _describe_file(args)
-    if code == 0 and getattr(args, "check", False):
-        _model_check(args)
+    if code == 0 and check:
+        _model_check(args, t_cuts)
     return code
 
 
-def _model_check(args: argparse.Namespace) -> None:
-    """``jetastar info FILE --check``: how many jets the model can describe."""
+def _check_options(args: argparse.Namespace) -> list[float | None]:
+    """The ``--check`` options: the t_cut values (``[None]``: the jets' own)."""
     try:
         t_cuts = [float(x) for x in split_list(args.t_cut)] if args.t_cut else [None]
     except ValueError:
         raise UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
     if args.max_jets < 1:
         raise UsageError("--max-jets must be >= 1")
+    return t_cuts
+
+
+def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
+    """``jetastar info FILE --check``: how many jets the model can describe."""
     try:
         jets = io.read(args.file, slice(0, args.max_jets), validate=False)
     except io.FileFormatError as exc:

@@ -7,13 +7,14 @@ import argparse
 from typing import Any
 
 from ..observables import write_observables
-from .shared import command_line, echo, refuse_replacing, split_list
+from .shared import check_writable, command_line, echo, refuse_replacing, split_list
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the observables; returns the exit code."""
+    check_writable(args.output)
     refuse_replacing(args.output, "observables", lambda attrs: "results_file" in attrs)
     labels = write_observables(
         args.output, args.results, algorithms=split_list(args.algorithms) or None,

@@ -31,6 +31,7 @@ from .shared import (
     UsageError,
     add_cluster_options,
     add_common,
+    check_writable,
     command_line,
     echo,
     generate_collection,
@@ -71,6 +72,7 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     """The main job on ``executor`` (``None``: in this process)."""
     load_registry(args.plugin or [])
     out = Path(args.output)
+    check_writable(out, folder=True)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     names = split_list(args.algorithms)

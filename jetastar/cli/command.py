@@ -56,8 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.command is None:
-        args = parser.parse_args(["demo"])
+    if args.command is None:  # (no command: what there is to run)
+        parser.print_help()
+        return 0
     debug = bool(getattr(args, "debug", False))
     previous = _terminate_as_interrupt()
     try:

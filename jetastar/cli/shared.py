@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "UsageError",
     "add_cluster_options",
     "add_common",
+    "check_writable",
     "command_line",
     "echo",
     "format_tree_counts",
@@ -49,6 +51,24 @@ def split_list(text: str | None) -> list[str]:
     if not text:
         return []
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def check_writable(path: str | os.PathLike[str], option: str = "-o", *,
+                   folder: bool = False) -> None:
+    """Raise :class:`UsageError` when the file ``path`` (with ``folder``: the folder ``path``,
+    made if missing) cannot be written: its folder is missing, or not writable (a read-only
+    file system, no permission); said before any work, naming the option."""
+    where = Path(path) if folder else Path(path).parent
+    probe = where
+    while not probe.exists() and probe != probe.parent:  # (a folder to be made: its parent)
+        if not folder:
+            raise UsageError(f"{option} {path}: the folder {where} does not exist")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{option} {path}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write into {probe} (read-only or no "
+                         "permission)")
 
 
 def refuse_replacing(path: str | os.PathLike[str], kind: str,
@@ -100,7 +120,7 @@ def generate_collection(
 
 def print_summaries(summaries: Sequence[Any]) -> int:
     """Print the :class:`~jetastar.batch.FileSummary` of each input; returns the exit code (1 when
-    a file failed)."""
+    a file failed, or every jet of a file failed with every algorithm)."""
     failed = 0
     for s in summaries:
         if s.error:
@@ -115,6 +135,13 @@ def print_summaries(summaries: Sequence[Any]) -> int:
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             echo(f"  {alg:<16} {text}{finite.get(alg, '')}")
+        rows = [c for c in s.status_counts.values() if sum(c.values())]
+        if rows and all(set(c) == {"failed"} for c in rows):
+            # an output of nothing but failures: the input or its reading options are wrong
+            failed += 1
+            alg = next(iter(s.status_counts))
+            echo(f"FAILED {s.input}: every jet failed with every algorithm; each row's message "
+                 f"says why (jetastar.io.read_results({str(s.output)!r})[{alg!r}].message)")
     return 1 if failed else 0
 
 
