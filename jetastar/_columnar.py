@@ -844,6 +844,14 @@ def dense_columns(
         >>> dense_columns(dense, "pt,eta,phi,mass", t_cut=1.0)["leaf_offsets"].tolist()
         [0, 2, 4]
     """
+    if isinstance(array, np.ma.MaskedArray):
+        # the mask of a masked array says which slots are particles (a slot with any masked
+        # component is padding), unless a mask is given; masked slots hold the padding value
+        hidden = np.ma.getmaskarray(array)
+        hidden = hidden.any(axis=-1) if hidden.ndim == 3 else hidden
+        if mask is None:
+            mask = ~hidden
+        array = array.filled(padding) if not array.dtype.names else array.data
     arr = np.asarray(array)
     where = f"{path}: " if path else ""
     if arr.dtype.names and type(array).__module__.startswith("vector"):

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -623,6 +624,14 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
             prev = cells[0].rstrip("*")
             out.append(fmt(cells))
         out.extend(cut_notes)
+        forms = {r["algorithm"]: r["likelihood"] for r in sub
+                 if r["algorithm"] != _TRUTH and r.get("likelihood")}
+        if len(set(forms.values())) > 1:
+            listed = ", ".join(f"{a}: {f}" for a, f in forms.items())
+            out.append(textwrap.fill(
+                f"note: these algorithms scored their trees in different likelihood forms "
+                f"({listed}); each is compared with the {ref_text} of its own form, so values "
+                "of different forms do not compare", width=96, subsequent_indent="  "))
         out.append("")
     out.append(
         "ran = jets with a tree, finite = of which with non-zero likelihood, stop = of which stopped\n"

@@ -294,6 +294,12 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
         >>> validate_leaves([[10.0, 0, 0, 9.0], [10.0, 0, 0, -9.0]], 3).shape
         (2, 4)
     """
+    if isinstance(leaves, np.ma.MaskedArray) and np.ma.getmaskarray(leaves).any():
+        # a masked array's data would be read as it is, masked slots included
+        raise InvalidJetError(
+            "a masked array: give the particles without the masked ones, e.g. "
+            "leaves[~np.ma.getmaskarray(leaves).any(axis=1)].data (many padded jets: "
+            "JetCollection.from_momenta(array, components, mask=...))", jet=label, field="leaves")
     if type(leaves).__module__.startswith(("awkward", "vector")) or (
             isinstance(leaves, np.ndarray) and leaves.dtype.names):  # records of coordinates
         leaves = _momenta_of_records(leaves, label)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -395,3 +396,23 @@ def test_comparison_of_a_file_reads_columns_not_trees(tmp_path, results_file, ex
                 for r in rows]
 
     assert plain(rows) == plain(expected)
+
+
+def test_mixed_likelihood_forms_are_said(tmp_path):
+    """Algorithms scored in different forms are each compared within their own form: the table
+    says so (two rows of 0.00 looked like two algorithms that agree)."""
+    from jetastar.batch import BatchConfig, run_batch
+
+    data = Path(__file__).resolve().parents[1] / "data" / "ginkgo_qcd.h5"
+    mixed = BatchConfig(["greedy", "beam"], options={"*": {"likelihood": "legacy"},
+                                                     "greedy": {"likelihood": "symmetric"}})
+    (s,) = run_batch([data], mixed, output=tmp_path / "mixed.h5", progress=False)
+    assert s.ok
+    text = format_comparison(comparison_table(tmp_path / "mixed.h5"))
+    assert "different likelihood forms (greedy: symmetric, beam: legacy)" in " ".join(
+        text.split())
+    assert max(len(line) for line in text.splitlines()) <= 110
+    (s,) = run_batch([data], BatchConfig(["greedy", "beam"]), output=tmp_path / "one.h5",
+                     progress=False)
+    assert "different likelihood forms" not in format_comparison(
+        comparison_table(tmp_path / "one.h5"))

@@ -228,6 +228,16 @@ def test_events_to_jets_with_fastjet(tmp_path):
             expected.append((e, p4[offsets[e] + np.array(idx)]))
     assert len(jets) == len(expected) > n_events
     assert np.array_equal(jets.jet_columns["entry"], [e for e, _ in expected])
+    # validated, a one-particle jet is named by its event and its place in it
+    ones = [i for i, (_, leaves) in enumerate(expected) if len(leaves) < 2]
+    assert ones  # (this sample has some)
+    i = ones[0]
+    where = int(jets.jet_columns["jet_in_event"][i])
+    with pytest.raises(InvalidJetInFileError,
+                       match=rf"entry {expected[i][0]}: .*the event's jet {where} \(by "
+                             r"decreasing pT, from 0\) has 1 particle"):
+        read_particles(path, particles="PFCands", layout="event", jet_r=0.4,
+                       jet_ptmin=10.0, t_cut=0.01, mass_policy="keep")
     for i, (_, leaves) in enumerate(expected):
         np.testing.assert_array_equal(jets[i].leaves if len(leaves) > 1 else
                                       jets.leaves[jets.leaf_offsets[i]:jets.leaf_offsets[i + 1]],
@@ -684,3 +694,25 @@ def test_every_jet_failed_is_a_failed_run_with_the_right_advice(tmp_path, capsys
                  "--mask", "mask", "--algorithms", "greedy", "--no-progress",
                  "-o", str(tmp_path / "right.h5")])
     assert code == 0 and "FAILED" not in capsys.readouterr().out
+
+
+def test_branches_named_by_their_coordinates_are_found(tmp_path, capsys):
+    """A tree whose jagged branches are ``pt, eta, phi, mass`` themselves (no collection prefix,
+    as ``uproot.recreate(...)["tree"] = {...}`` writes): ``jetastar info`` lists the options that
+    read it, and a run without them names those options (it said only "give the prefix")."""
+    counts, cols = _particles(21, 6, lo=3, hi=8)
+    path = tmp_path / "plain.root"
+    _write_tree(path, "tree", {k: ak.unflatten(v, counts) for k, v in cols.items()})
+    options = "--tree tree --branch pt=pt --branch eta=eta --branch phi=phi --branch mass=mass"
+    assert main(["info", str(path)]) == 0
+    assert options in capsys.readouterr().out
+    out = tmp_path / "res.h5"
+    base = ["cluster", str(path), "--algorithms", "greedy", "--t-cut", "0.01", "--no-progress"]
+    assert main([*base, "-o", str(out)]) == 1
+    assert f"read with `{options}`" in capsys.readouterr().out
+    assert main([*base, "--tree", "tree", "-o", str(out)]) == 1
+    assert f"read them with {options.split(' ', 2)[2]}" in capsys.readouterr().out
+    assert main([*base, *options.split(), "-o", str(out)]) == 0
+    assert len(jio.read(out, validate=False)) == 6
+    assert main(["info", str(path), "--check", "--t-cut", "0.01"]) == 0
+    assert "6 of 6 jets" in capsys.readouterr().out

@@ -432,3 +432,19 @@ def test_missing_jets_and_particles_are_named():
     # without None, the same arrays are read
     assert len(JetCollection.from_momenta(plain[ak.num(plain) > 4], t_cut=1.0)) == len(plain) - \
         int(np.sum(ak.to_numpy(ak.num(plain) <= 4)))
+
+
+def test_masked_arrays_are_not_read_through_their_mask():
+    """numpy masked arrays: a padded block's mask says which slots are particles; one jet's
+    masked array is refused (its masked slots were read as particles)."""
+    one = np.array([[50.0, 1.0, 2.0, 49.9], [30.0, 0.5, 1.0, 29.9], [20.0, -0.5, 1.0, 19.9],
+                    [999.0, 5.0, 5.0, -1.0]])
+    hidden = np.zeros_like(one, dtype=bool)
+    hidden[3] = True
+    with pytest.raises(InvalidJetError, match="a masked array"):
+        Jet.from_particles(np.ma.masked_array(one, mask=hidden))
+    dense = np.stack([one, one])
+    jets = JetCollection.from_momenta(np.ma.masked_array(dense, mask=np.stack([hidden, hidden])),
+                                      "E,px,py,pz")
+    assert jets.n_leaves.tolist() == [3, 3]
+    assert np.array_equal(jets[0].leaves, one[:3])

@@ -13,7 +13,7 @@ import numba as nb
 import numpy as np
 
 from .. import __version__, io
-from .._cuda import INSTALL_HINT, gpu_status, resolve_device
+from .._cuda import gpu_status, resolve_device
 from ..clustering.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import model_check
@@ -54,14 +54,14 @@ def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
     except io.FileFormatError as exc:
         if "not a jetastar" not in str(exc):
             raise
-        particles = args.particles
+        particles, mapping = args.particles, None
         if particles is None:
             found = describe_particle_file(args.file)
             if not found:
                 raise UsageError("--check: no particle collection found; give --particles") from None
-            particles = found[0]["particles"]
+            particles, mapping = found[0]["particles"], found[0].get("mapping")
             args.tree = args.tree or found[0].get("tree")
-        jets = io.read_particles(args.file, tree=args.tree, particles=particles,
+        jets = io.read_particles(args.file, tree=args.tree, particles=particles, mapping=mapping,
                                  entry_stop=args.max_jets, validate=False)
     echo("")
     echo(f"model check on {len(jets)} jets (greedy, then beam search; up to 14 leaves the exact "
@@ -96,9 +96,7 @@ def _describe_setup(args: argparse.Namespace) -> int:
     echo(f"jetastar:        {__version__}")
     echo(f"numba threads:   {info['numba_threads']}")
     echo(f"GPU:             {status['device'] or 'none'}")
-    echo(f"device (auto):   {why}")
-    if not status["available"]:
-        echo(f"                 for a GPU: {INSTALL_HINT}")
+    echo(f"device (auto):   {why}")  # (with the install hint where a package is missing)
     return 0
 
 

@@ -221,6 +221,11 @@ class _RootParticles:
                 if len(found) != 1:
                     which = (f"its collections with momentum coordinates are {found}" if found
                              else f"it has branches {_listing(keys)}")
+                    bare = {} if found else _bare_coordinates(self.tree, self.rntuple)
+                    if bare:
+                        which += ("; they are one list of particles per entry: read them with "
+                                  + " ".join(f"--branch {c}={b}" for c, b in bare.items())
+                                  + " (mapping=)")
                     raise FileFormatError(f"{self.path}: give the particle branch prefix "
                                           f"(--particles, e.g. PFCands); tree '{name}': {which}")
                 particles = found[0]
@@ -567,6 +572,15 @@ def _found_collection(jets: FoundJets, entry: np.ndarray, src: ParticleSource,
                       validate: bool) -> JetCollection:
     """The collection of jets found in the events of ``entry``."""
     jet_entry = entry[jets.event]
+    few = np.flatnonzero(jets.counts < 2) if validate else np.zeros(0, np.int64)
+    if few.size:  # (FastJet finds one-particle jets: say which jet of which event)
+        i = int(few[0])
+        raise InvalidJetInFileError(
+            f"the event's jet {int(jets.jet_in_event[i])} (by decreasing pT, from 0) has "
+            f"{int(jets.counts[i])} particle(s), a jet needs at least 2 ({few.size} such jets "
+            "in these events; a higher jet_ptmin drops most, validate=False keeps them as "
+            "failed rows)", path=src.path, entry=int(jet_entry[i]), jet=int(jet_entry[i]),
+            field="particles")
     cart = {"E": jets.p4[:, 0], "px": jets.p4[:, 1], "py": jets.p4[:, 2], "pz": jets.p4[:, 3]}
     return collection_from_flat(
         cart, jets.counts, entry=jet_entry, path=src.path, validate=validate,
@@ -843,6 +857,22 @@ def _scalar_branches(tree: Any, names: list[str], rntuple: bool) -> list[str]:
         return []
 
 
+def _bare_coordinates(tree: Any, is_rntuple: bool) -> dict[str, str]:
+    """Coordinate -> branch of a tree whose branches are named by the coordinates themselves
+    (``pt, eta, phi, mass``: one list of particles per entry, no collection prefix); empty when
+    it has no complete set, or those branches hold one value per entry."""
+    keys = list(tree.keys(recursive=True))
+    by_name = {k.split("/")[-1]: k for k in keys}
+    try:
+        coords = detect_coordinates(list(by_name))
+    except InvalidJetError:
+        return {}
+    mapping = {c: by_name[name] for c, name in coords.items()}
+    if _scalar_branches(tree, list(mapping.values())[:1], is_rntuple):
+        return {}
+    return mapping
+
+
 def _coordinate_prefixes(keys: list[str]) -> list[str]:
     """Branch prefixes (``PFCands`` of ``PFCands_pt``) whose suffixes are momentum coordinates."""
     return list(coordinate_prefixes(keys))
@@ -870,6 +900,9 @@ def cluster_options(description: dict[str, Any]) -> str:
         '--particles jets --components E,px,py,pz --mask valid'
     """
     if description["kind"] == "root":
+        if description.get("mapping"):
+            return f"--tree {description['tree']} " + " ".join(
+                f"--branch {c}={b}" for c, b in description["mapping"].items())
         return f"--tree {description['tree']} --particles {description['particles']}"
     where = f"--particles {description['particles']}"
     if description["kind"] == "dense":
@@ -933,6 +966,11 @@ def describe_particle_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]
                         continue  # one value per entry (e.g. the leading fat jet), no list
                     out.append({"kind": "root", "tree": key.split(";")[0], "particles": prefix,
                                 "entries": int(tree.num_entries), "coordinates": coords})
+                bare = _bare_coordinates(tree, is_rntuple)
+                if bare:  # branches named pt, eta, ... themselves: read with --branch
+                    out.append({"kind": "root", "tree": key.split(";")[0], "particles": None,
+                                "mapping": bare, "entries": int(tree.num_entries),
+                                "coordinates": {c: b.split("/")[-1] for c, b in bare.items()}})
         return out
     if fmt != "hdf5":
         return out
