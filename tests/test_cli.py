@@ -404,6 +404,17 @@ def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
     assert "the file's extension says its format" in capsys.readouterr().err
 
 
+def test_compare_bands_that_are_not_numbers(tmp_path, capsys):
+    data = Path(__file__).resolve().parents[1] / "data"
+    res = tmp_path / "res.h5"
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy",
+                 "--no-progress", "-o", str(res)]) == 0
+    capsys.readouterr()
+    for bands in ("x", "6,2", "0,4"):
+        assert main(["compare", str(res), "--bands", bands]) == 2
+        assert f"--bands {bands}: give increasing positive integers" in capsys.readouterr().err
+
+
 def test_outputs_in_a_missing_folder_are_refused_before_any_work(tmp_path, capsys):
     res = tmp_path / "res.h5"
     data = Path(__file__).resolve().parents[1] / "data"

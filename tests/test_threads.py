@@ -72,7 +72,8 @@ def test_small_work_is_serial():
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", 10**6])
 def test_check_threads_rejects(bad):
-    with pytest.raises(ValueError, match="threads must be an integer"):
+    with pytest.raises(ValueError, match=r"threads must be an integer in 1\.\.\d+ \(numba's "
+                                          r"thread count, NUMBA_NUM_THREADS\)"):
         check_threads(bad)
     assert check_threads(None) is None and check_threads(1) == 1
 

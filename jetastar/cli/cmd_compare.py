@@ -30,9 +30,13 @@ def plot_comparison(rows: Sequence[dict[str, Any]], path: str | os.PathLike[str]
 
 def run(args: argparse.Namespace) -> int:
     """Print (and plot) the comparison; returns the exit code."""
-    bands = DEFAULT_BANDS if not args.bands else tuple(int(b) for b in split_list(args.bands))
-    if list(bands) != sorted(set(bands)) or bands[0] < 1:
-        raise UsageError("--bands must be increasing positive integers, e.g. 2,6,10,15")
+    try:
+        bands = DEFAULT_BANDS if not args.bands else tuple(int(b) for b in split_list(args.bands))
+    except ValueError:
+        bands = ()
+    if not bands or list(bands) != sorted(set(bands)) or bands[0] < 1:
+        raise UsageError(f"--bands {args.bands}: give increasing positive integers, e.g. "
+                         "2,6,10,15")
     if args.plot:
         check_writable(args.plot, "--plot")  # (before the table is printed)
     rows = comparison_table(args.results, bands=bands, reference=args.reference)

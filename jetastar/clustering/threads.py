@@ -73,7 +73,8 @@ def check_threads(threads: int | None) -> int | None:
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not (
         1 <= threads <= limit
     ):
-        raise ValueError(f"threads must be an integer in 1..{limit}, got {threads!r}")
+        raise ValueError(f"threads must be an integer in 1..{limit} (numba's thread count, "
+                         f"NUMBA_NUM_THREADS), got {threads!r}")
     return int(threads)
 
 
