@@ -26,7 +26,7 @@ from .. import io
 from .._progress import progress_bar
 from ..comparison import results_summary, table_counts
 from ..errors import BatchError
-from ..io.dispatch import stream_writer
+from ..io.dispatch import stream_writer, written_attrs
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
 from .config import BatchConfig
@@ -106,9 +106,8 @@ def _input_seed(reader: JetSource) -> dict[str, Any]:
     """``{"seed": s}`` for a jetastar HDF5 / ROOT input that records a generator seed ``s``."""
     if getattr(reader, "fmt", None) not in ("hdf5", "root"):
         return {}
-    try:
-        seed = io.file_info(reader.path, results=False).get("attrs", {}).get("seed")
-        seed = int(seed)
+    try:  # (the file's attributes only: no column of its jets is read)
+        seed = int((written_attrs(reader.path) or {}).get("seed", -1))
     except (OSError, ValueError, TypeError):
         return {}
     return {"seed": seed} if seed >= 0 else {}
