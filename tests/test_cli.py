@@ -429,3 +429,16 @@ def test_outputs_in_a_missing_folder_are_refused_before_any_work(tmp_path, capsy
         out, err = capsys.readouterr()
         assert f"the folder {missing} does not exist" in err and out == ""  # (no table first)
     assert not missing.exists()
+
+
+def test_cluster_expands_a_quoted_pattern(tmp_path, capsys):
+    """A job script that quotes its glob passes ``"dir/*.h5"`` as it is."""
+    for seed in (1, 2):
+        assert main(["generate", "--n", "4", "--max-leaves", "8", "--seed", str(seed),
+                     "-o", str(tmp_path / f"j{seed}.h5")]) == 0
+    out = tmp_path / "out"
+    assert main(["cluster", str(tmp_path / "j*.h5"), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["j1.results.h5", "j2.results.h5"]
+    assert main(["cluster", str(tmp_path / "k*.h5"), "--algorithms", "greedy"]) == 2
+    assert "no file matches it as a pattern" in capsys.readouterr().err

@@ -4,6 +4,8 @@ resumably (:func:`jetastar.batch.run_batch`); also particle files in a foreign l
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,21 @@ def _checked_source(args: argparse.Namespace, mapping: dict[str, str], layout: s
     )
 
 
+def _expanded(inputs: list[str]) -> list[str]:
+    """The inputs with quoted patterns expanded (``"data/*.root"``, as a job script passes them
+    when the shell did not expand them); a pattern that matches nothing is an error."""
+    out: list[str] = []
+    for name in inputs:
+        if os.path.exists(name) or not glob.has_magic(name):
+            out.append(name)
+            continue
+        found = sorted(glob.glob(name))
+        if not found:
+            raise UsageError(f"{name}: no such file, and no file matches it as a pattern")
+        out.extend(found)
+    return out
+
+
 def _check_ranges(args: argparse.Namespace) -> None:
     """The numeric particle options, before any file is opened."""
     start, stop = args.entry_start, args.entry_stop
@@ -130,6 +147,7 @@ def _mass_summary(path: str, policy: str = DEFAULT_MASS_POLICY) -> str:
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
     _check_ranges(args)
+    args.inputs = _expanded(args.inputs)
     source = _particle_source(args)
     config = _batch_config(args)
     output = output_dir = None
@@ -173,7 +191,9 @@ def add_parser(sub: Any) -> None:
                        description="Cluster every jet with every algorithm; results go to one file "
                        "per input (the jets plus one results table per algorithm). Interrupted "
                        "runs resume where they stopped when rerun with the same arguments.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="jet files (.h5, .root, .pkl)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="jet files (.h5, .root, .pkl); a quoted pattern such as 'data/*.root' "
+                        "is expanded")
     p.add_argument("--algorithms", required=True,
                    help="comma-separated registry names (see `jetastar algorithms`), or 'all'")
     p.add_argument("-o", "--output", default=None,
