@@ -442,3 +442,24 @@ def test_cluster_expands_a_quoted_pattern(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["j1.results.h5", "j2.results.h5"]
     assert main(["cluster", str(tmp_path / "k*.h5"), "--algorithms", "greedy"]) == 2
     assert "no file matches it as a pattern" in capsys.readouterr().err
+
+
+def test_each_file_is_reported_when_it_ends(tmp_path, capsys, monkeypatch):
+    """A file that failed is reported at once: a run interrupted during a later file had lost
+    that line."""
+    import jetastar.batch.runner as runner
+
+    bad = tmp_path / "bad.h5"
+    bad.write_text("not jets")
+    good = tmp_path / "good.h5"
+    assert main(["generate", "--n", "6", "--max-leaves", "8", "-o", str(good)]) == 0
+    capsys.readouterr()
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "write_part", interrupted)
+    code = main(["cluster", str(bad), str(good), "--algorithms", "greedy", "--no-progress",
+                 "-o", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 130 and f"FAILED {bad}:" in out and "interrupted" in err

@@ -393,7 +393,7 @@ def _refuse_foreign_output(out: Path, info: dict[str, Any] | None) -> None:
         raise BatchError(f"{out}: is a directory; give a file name, or the folder as the output "
                          "folder (`-o FOLDER/`)")
     if info is None:
-        what = "not a file jetastar wrote"
+        what = "not a file jetastar wrote (or can read)"
     elif "batch" not in info.get("attrs", {}):
         what = ("a jetastar file of jets without a run's results" if not info.get("results")
                 else "a jetastar file of results not written by `jetastar cluster`")

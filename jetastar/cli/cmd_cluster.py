@@ -166,22 +166,26 @@ def run(args: argparse.Namespace) -> int:
                              "an output folder give a name without an extension")
         else:
             output_dir = args.output
+    codes: list[int] = []
+
+    def file_done(s: Any) -> None:
+        # each file's lines as it ends: a run interrupted later has said how the others went
+        codes.append(print_summaries([s]))
+        if source is not None and not s.error:
+            text = _mass_summary(s.output, args.mass_policy)
+            if text:
+                echo(f"{text} [{source.mass_policy}]")
+
     summaries = run_batch(
         args.inputs, config, output=output, output_dir=output_dir, fmt=fmt,
         workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
         fresh=args.fresh, attrs={"command": command_line()}, particles=source,
         entry_start=args.entry_start, entry_stop=args.entry_stop, step_size=args.step_size,
+        on_file_done=file_done,
     )
-    code = print_summaries(summaries)
-    if source is not None:
-        for s in summaries:
-            if not s.error:
-                text = _mass_summary(s.output, args.mass_policy)
-                if text:
-                    echo(f"{text} [{source.mass_policy}]")
-        if any(not s.error for s in summaries):  # only when a file was written
-            echo(_friend_tree_note(config.algorithms, source.layout))
-    return code
+    if source is not None and any(not s.error for s in summaries):  # when a file was written
+        echo(_friend_tree_note(config.algorithms, source.layout))
+    return max(codes, default=0)
 
 
 def add_parser(sub: Any) -> None:
