@@ -1456,3 +1456,37 @@ def test_costly_jets_are_chunks_of_their_own(tmp_path, monkeypatch):
         reader = JetFileReader(path)
         assert np.array_equal(reader.leaf_counts(), jets.n_leaves)
         reader.close()
+
+
+def test_another_entry_range_is_refused_not_discarded(tmp_path, monkeypatch):
+    """The same particle file read with another entry range has other jets (``n_jets``): its
+    parts are refused, naming the settings, not silently dropped."""
+    from jetastar.io import ParticleSource
+
+    src = ParticleSource(path="", tree="Events", particles="PFCands", t_cut=1.0)
+    nano = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
+    config = BatchConfig(["greedy"], chunk_size=20)
+    out = tmp_path / "res.h5"
+    import jetastar.batch.runner as batch
+
+    real = batch.write_part
+    calls = {"n": 0}
+
+    def flaky(*args):
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        calls["n"] += 1
+        real(*args)
+
+    with monkeypatch.context() as m:
+        m.setattr(batch, "write_part", flaky)
+        with pytest.raises(KeyboardInterrupt):
+            run_batch([nano], config, output=out, progress=False, particles=src)
+    assert len(_parts(out)) == 2
+    (s,) = run_batch([nano], BatchConfig(["greedy"], chunk_size=20), output=out,
+                     progress=False, particles=src, entry_stop=100)
+    assert "different settings" in s.error and "n_jets: 200 -> 100" in s.error
+    assert len(_parts(out)) == 2
+    (s,) = run_batch([nano], BatchConfig(["greedy"], chunk_size=20), output=out,
+                     progress=False, particles=src)
+    assert s.ok and s.chunks_reused == 2

@@ -365,8 +365,10 @@ def manifest_for(inp: Path, n_jets: int, identity: dict[str, Any], config: Batch
 #: (parts of any chunking are reused, :class:`ChunkPlan`) and where and when the input was (its
 #: content is ``sha256``)
 _NOT_COMPARED = ("jetastar_version", "input_state", "chunk_size", "input", "size", "mtime_ns")
-#: manifest entries that say which jets the parts hold: parts of other jets are stale
-_CONTENT_KEYS = ("sha256", "n_jets")
+#: the manifest entry that says which input the parts are of: parts of another content are
+#: stale (``n_jets`` is not one: the same file read with another entry range has other jets,
+#: a change of settings that is refused, not a reason to drop finished parts)
+_CONTENT_KEYS = ("sha256",)
 
 
 def prepare_parts(parts: Path, manifest: dict[str, Any], *,
