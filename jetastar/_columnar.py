@@ -540,6 +540,18 @@ def vector_momenta(obj: Any) -> np.ndarray:
 KEEP_HINT = " (validate=False keeps invalid jets; clustering then records them as failed)"
 
 
+def _entries(entry: Any, n_jets: int, path: str | None) -> np.ndarray:
+    """The jets' ids (``entry``, default ``0..n_jets-1``) as int64, one per jet: a list of
+    another length is named as such (it was found later, among the collection's columns)."""
+    if entry is None:
+        return np.arange(n_jets, dtype=np.int64)
+    out = np.asarray(entry, dtype=np.int64).ravel()
+    if out.shape[0] != n_jets:
+        raise InvalidJetError(f"{path + ': ' if path else ''}jet_id has {out.shape[0]} values, "
+                              f"need one per jet: {n_jets}", field="jet_id")
+    return out
+
+
 def _fail(msg: str, *, path: str | None, entry: int, field: str) -> InvalidJetError:
     if path:
             return InvalidJetInFileError(msg, path=path, entry=entry, jet=entry, field=field)
@@ -560,6 +572,7 @@ def flat_columns(
     validate: bool = True,
     path: str | None = None,
     jet_columns: Mapping[str, Any] | None = None,
+    problems: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     """The columns of a :class:`~jetastar.JetCollection` (its keyword arguments) from flat
     particle coordinates and particles per jet; :func:`jetastar.momenta.collection_from_flat`.
@@ -576,6 +589,9 @@ def flat_columns(
             them records ``"failed"`` with the reason).
         path: the file the particles came from (named in errors).
         jet_columns: further per-jet float columns to attach.
+        problems: with ``validate=False``, gets the message of each jet with a bad input value
+            (:func:`nonfinite_problems`: jet position -> one line naming the input field), which
+            the converted leaves no longer show.
 
     Raises:
         InvalidJetError: (:class:`~jetastar.io.InvalidJetInFileError` with ``path``) naming the
@@ -585,9 +601,11 @@ def flat_columns(
     ShowerParams(t_cut=t_cut, lam=lam, lam_root=lam_root, m_hard=1e150)  # validates the values
     counts = np.asarray(counts, dtype=np.int64).ravel()
     n_jets = counts.shape[0]
-    entry = np.arange(n_jets, dtype=np.int64) if entry is None else \
-        np.asarray(entry, dtype=np.int64).ravel()
+    entry = _entries(entry, n_jets, path)
     fields = dict(fields or {c: c for c in components})
+    if problems is not None and not validate:
+        problems.update(nonfinite_problems(components, counts, entry=entry, fields=fields,
+                                           path=path))
     offsets = np.zeros(n_jets + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     comps = {k: np.asarray(v, dtype=np.float64).ravel() for k, v in components.items()}
@@ -871,8 +889,7 @@ def dense_columns(
             field=field,
         )
     n_jets = data.shape[0]
-    entry = np.arange(n_jets, dtype=np.int64) if entry is None else \
-        np.asarray(entry, dtype=np.int64).ravel()
+    entry = _entries(entry, n_jets, path)
     with np.errstate(invalid="ignore"):
         is_pad = np.all(data == padding, axis=2) if not np.isnan(padding) else \
             np.all(np.isnan(data), axis=2)
@@ -968,7 +985,7 @@ def _check_not_missing(arr: Any, entry: Any, path: str | None) -> None:
 
     if "?" not in str(arr.type) and "option[" not in str(arr.type):  # (no None anywhere)
         return
-    ids = np.arange(len(arr)) if entry is None else np.asarray(entry).ravel()
+    ids = _entries(entry, len(arr), path)
     jets = np.flatnonzero(ak.to_numpy(ak.is_none(arr, axis=0)))
     if jets.size:
         i = int(jets[0])

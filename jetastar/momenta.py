@@ -115,7 +115,9 @@ def collection_from_flat(
             * ``validate``: raise on the first invalid jet; otherwise such jets are kept
               (clustering them records ``"failed"`` with the reason);
             * ``path``: the file the particles came from (named in errors);
-            * ``jet_columns``: further per-jet float columns to attach.
+            * ``jet_columns``: further per-jet float columns to attach;
+            * ``problems``: a dict that gets, with ``validate=False``, the message of each jet
+              with a bad input value (jet position -> one line naming the input field).
 
     Raises:
         InvalidJetError: (:class:`~jetastar.io.InvalidJetInFileError` with ``path``) naming the

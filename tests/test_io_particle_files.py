@@ -716,3 +716,26 @@ def test_branches_named_by_their_coordinates_are_found(tmp_path, capsys):
     assert len(jio.read(out, validate=False)) == 6
     assert main(["info", str(path), "--check", "--t-cut", "0.01"]) == 0
     assert "6 of 6 jets" in capsys.readouterr().out
+
+
+def test_dense_files_name_the_bad_input_value_of_a_failed_jet(tmp_path, capsys):
+    """A dense HDF5 file's failed jet says which input value is bad (it said "leaf 2 has a
+    non-finite E (nan)" for a negative pt, which the file does not hold)."""
+    rng = np.random.default_rng(0)
+    dense = np.zeros((3, 5, 4))
+    dense[:, :, 0] = rng.uniform(5, 50, (3, 5))
+    dense[:, :, 1:3] = rng.normal(0, 0.2, (3, 5, 2))
+    dense[1, 2, 0] = -50.0
+    dense[2, 1, 1] = np.nan
+    path = tmp_path / "dense.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("p", data=dense).attrs["components"] = "pt,eta,phi,mass"
+    out = tmp_path / "res.h5"
+    assert main(["cluster", str(path), "--particles", "p", "--algorithms", "greedy",
+                 "--t-cut", "1", "--no-progress", "-o", str(out)]) == 0
+    table = jio.read_results(out)["greedy"]
+    assert table.status.tolist() == ["ok", "failed", "failed"]
+    assert table.message[1] == (f"{path}: entry 1: jet 1, field 'p[..., 0] (pt)': particle 2 "
+                                "has a negative transverse momentum (-50.0); pt must be >= 0")
+    assert table.message[2] == (f"{path}: entry 2: jet 2, field 'p[..., 1] (eta)': particle 1 "
+                                "has a non-finite value (nan)")

@@ -448,3 +448,18 @@ def test_masked_arrays_are_not_read_through_their_mask():
                                       "E,px,py,pz")
     assert jets.n_leaves.tolist() == [3, 3]
     assert np.array_equal(jets[0].leaves, one[:3])
+
+
+def test_a_jet_id_of_another_length_is_named():
+    """It was found among the collection's columns, as a list of every internal column."""
+    plain = _nano_like()
+    for ids in (np.arange(3), np.arange(len(plain) + 1)):
+        with pytest.raises(InvalidJetError, match=rf"jet_id has {ids.size} values, need one per "
+                                                  rf"jet: {len(plain)}"):
+            JetCollection.from_momenta(plain, t_cut=1.0, jet_id=ids)
+    dense = np.zeros((4, 3, 4))
+    dense[:, :2] = [[50.0, 1.0, 2.0, 49.0], [30.0, 1.0, 1.0, 29.0]]
+    with pytest.raises(InvalidJetError, match="jet_id has 2 values, need one per jet: 4"):
+        JetCollection.from_momenta(dense, "E,px,py,pz", jet_id=[1, 2])
+    assert JetCollection.from_momenta(plain, t_cut=1.0, jet_id=np.arange(len(plain)) + 7
+                                      ).jet_id.tolist() == list(range(7, 7 + len(plain)))

@@ -70,7 +70,6 @@ from ..momenta import (
     collection_from_flat,
     detect_coordinates,
     from_dense,
-    nonfinite_problems,
     to_cartesian,
 )
 from ._common import (
@@ -511,17 +510,14 @@ def _read_block(reader: Any, src: ParticleSource, start: int, stop: int,
         data, mask = reader.read_dense(start, stop)
         return from_dense(data, reader.components, mask=mask, padding=src.padding, entry=entry,
                           path=src.path, field=reader.name, validate=validate,
-                          jet_columns={"entry": entry}, **kw)
+                          jet_columns={"entry": entry}, problems=problems, **kw)
     if isinstance(reader, _H5Particles):
         comps, counts = reader.read_flat(start, stop)
     else:
         comps, counts = reader.read(start, stop)
-    fields = reader.fields()
-    if problems is not None and not validate:
-        problems.update(nonfinite_problems(comps, counts, entry=entry, fields=fields,
-                                           path=src.path))
-    return collection_from_flat(comps, counts, entry=entry, fields=fields, path=src.path,
-                                validate=validate, jet_columns={"entry": entry}, **kw)
+    return collection_from_flat(comps, counts, entry=entry, fields=reader.fields(),
+                                path=src.path, validate=validate, jet_columns={"entry": entry},
+                                problems=problems, **kw)
 
 
 def _event_particles(reader: Any, src: ParticleSource, start: int, stop: int
