@@ -711,7 +711,8 @@ class JetCollection(Sequence[Jet]):
         ``tree`` (``var * {left, right, leaf}``; ``leaf`` is the leaf index of leaf nodes, −1
         otherwise), optional ``node_momenta`` (``var * Momentum4D``), and the scalars ``jet_id``,
         ``seed``, ``jet_type``, ``m_hard``, ``lam``, ``lam_root``, ``t_cut``, ``t_root`` and
-        ``root_momentum`` (a ``Momentum4D``).
+        ``root_momentum`` (a ``Momentum4D``); the extra columns, where there are any, as
+        ``jet_columns`` (a record per jet) and ``node_columns`` (``var * record``, per node).
 
         Example:
             >>> import awkward as ak
@@ -757,6 +758,11 @@ class JetCollection(Sequence[Jet]):
             {"E": rm[:, 0], "px": rm[:, 1], "py": rm[:, 2], "pz": rm[:, 3]},
             with_name="Momentum4D",
         )
+        if self.jet_columns:
+            fields["jet_columns"] = ak.zip(dict(self.jet_columns))
+        if self.node_columns:
+            fields["node_columns"] = ak.unflatten(ak.zip(dict(self.node_columns)),
+                                                  np.diff(self.node_offsets))
         return ak.zip(fields, depth_limit=1)
 
     @classmethod
@@ -780,6 +786,13 @@ class JetCollection(Sequence[Jet]):
         node_momenta = None
         if "node_momenta" in ak.fields(array):
             node_momenta, _ = flat_momenta(array["node_momenta"])
+        extra: dict[str, Any] = {}
+        if "jet_columns" in ak.fields(array):
+            cols = array["jet_columns"]
+            extra["jet_columns"] = {k: ak.to_numpy(cols[k]) for k in ak.fields(cols)}
+        if "node_columns" in ak.fields(array):
+            cols = ak.flatten(array["node_columns"])
+            extra["node_columns"] = {k: ak.to_numpy(cols[k]) for k in ak.fields(cols)}
         rm = array["root_momentum"]
         return cls(
             leaves=leaves,
@@ -797,4 +810,5 @@ class JetCollection(Sequence[Jet]):
                     [ak.to_numpy(rm[name]) for name in ("E", "px", "py", "pz")], axis=1
                 ),
             },
+            **extra,
         )

@@ -121,6 +121,14 @@ def test_awkward_round_trip_with_vector_behaviour():
     no_truth = JetCollection.from_jets([Jet(GOOD, ShowerParams.qcd(), jet_id=5)])
     again = JetCollection.from_awkward(no_truth.to_awkward())
     assert again[0].truth is None and again[0].jet_id == 5
+    # extra columns (a particle file's entry numbers, legacy deltas) go there and back too
+    jets.with_columns(node={"deltas": np.arange(jets.children.shape[0]) * 0.5},
+                      jet={"entry": np.arange(len(jets)) + 100.0})
+    back = JetCollection.from_awkward(jets.to_awkward())
+    assert back.jet_columns.keys() == {"entry"} and back.node_columns.keys() == {"deltas"}
+    assert np.array_equal(back.jet_columns["entry"], jets.jet_columns["entry"])
+    assert np.array_equal(back.node_columns["deltas"], jets.node_columns["deltas"])
+    assert "jet_columns" not in ak.fields(generate(2, ShowerParams.w(), seed=1).to_awkward())
 
 
 def test_collection_rejects_inconsistent_columns():
