@@ -160,8 +160,9 @@ def test_one_input_path_is_one_file(tmp_path, jets_file):
     assert BatchConfig(" greedy, kt ,").algorithms == ["greedy", "kt"]
 
 
-def _interrupted_run(monkeypatch, parts: int, inputs, config, out) -> None:
-    """A batch run interrupted (Ctrl-C) as it writes its part number ``parts + 1``."""
+def _interrupted_run(monkeypatch, parts: int, inputs, config, out, **kw) -> None:
+    """A batch run interrupted (Ctrl-C) as it writes its part number ``parts + 1`` (``kw``: more
+    arguments of :func:`run_batch`)."""
     import jetastar.batch.runner as batch
 
     real = batch.write_part
@@ -176,7 +177,7 @@ def _interrupted_run(monkeypatch, parts: int, inputs, config, out) -> None:
     with monkeypatch.context() as m:
         m.setattr(batch, "write_part", flaky)
         with pytest.raises(KeyboardInterrupt):
-            run_batch(inputs, config, output=out, progress=False)
+            run_batch(inputs, config, output=out, progress=False, **kw)
 
 
 def test_resume_after_interrupt_in_process(tmp_path, jets_file, monkeypatch):
@@ -1467,21 +1468,7 @@ def test_another_entry_range_is_refused_not_discarded(tmp_path, monkeypatch):
     nano = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
     config = BatchConfig(["greedy"], chunk_size=20)
     out = tmp_path / "res.h5"
-    import jetastar.batch.runner as batch
-
-    real = batch.write_part
-    calls = {"n": 0}
-
-    def flaky(*args):
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        calls["n"] += 1
-        real(*args)
-
-    with monkeypatch.context() as m:
-        m.setattr(batch, "write_part", flaky)
-        with pytest.raises(KeyboardInterrupt):
-            run_batch([nano], config, output=out, progress=False, particles=src)
+    _interrupted_run(monkeypatch, 2, [nano], config, out, particles=src)
     assert len(_parts(out)) == 2
     (s,) = run_batch([nano], BatchConfig(["greedy"], chunk_size=20), output=out,
                      progress=False, particles=src, entry_stop=100)
