@@ -181,7 +181,10 @@ def resolve_device(device: Any, worth_it: bool = True) -> str:
     usable, _name, reason = _probe()
     if device == "gpu":
         if not usable:
-            hint = "" if INSTALL_HINT in reason else f"; {INSTALL_HINT}"
+            # the install hint only where numba's CUDA target is missing, not where it is
+            # installed and finds no GPU
+            hint = "" if INSTALL_HINT in reason or "is installed" in reason else (
+                f"; {INSTALL_HINT}")
             raise GpuUnavailableError(f"device='gpu' asked for, but {reason}{hint}")
         return "gpu"
     return "gpu" if usable and not simulator_enabled() else "cpu"

@@ -81,10 +81,24 @@ from typing import Any
 # See jetastar/clustering/threads.py for the thread policy as a whole.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from numba.core import config as _numba_config
-from numba.core import event as _event
 
-from ._leftovers import notice_folder
+def _check_thread_setting() -> None:
+    """Refuse ``NUMBA_NUM_THREADS`` of 0 or less in one line (numba's own error is a traceback
+    through its thread pool's start-up); other values are numba's to read."""
+    value = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    if value.lstrip("+-").isdigit() and int(value) < 1:
+        raise ValueError(
+            f"NUMBA_NUM_THREADS={value}: the number of threads jetastar's kernels may use must be "
+            "1 or more (unset it to use every core)"
+        )
+
+
+_check_thread_setting()
+
+from numba.core import config as _numba_config  # noqa: E402 (after the check above)
+from numba.core import event as _event  # noqa: E402
+
+from ._leftovers import notice_folder  # noqa: E402
 
 __all__ = [
     "COMPILE_NOTICE",

@@ -112,6 +112,27 @@ def test_budget_stops_return_a_tree_and_a_valid_bound():
     assert timed.status == "budget" and "max_time" in timed.message
 
 
+def test_a_budget_spent_expanding_the_root_still_gives_the_whole_jet_bound(monkeypatch):
+    """A max_time that the root's estimate let through but that ran out while the root's splits
+    were scored used to give no bound at all (and a worse answer than a smaller budget, which
+    skips the search); the bound of the whole jet is proven whatever the search did."""
+    import sys
+
+    from jetastar.ginkgo import heuristic
+    from jetastar.ginkgo.heuristics import root_rate_slack
+
+    module = sys.modules[astar.__module__]
+    monkeypatch.setattr(module, "_ROOT_SECONDS_PER_SPLIT", 0.0)  # always try the root
+    jet = generate(1, ShowerParams.w(), seed=5, min_leaves=14, max_leaves=14)[0]
+    res = astar(jet, max_time=1e-6, progress=False)
+    assert res.status == "budget" and res.stats["vertices_explored"] == 0
+    assert "the root was not fully expanded" in res.message and "(proven)" in res.message
+    slack = root_rate_slack(jet.likelihood_constants("symmetric"))
+    h0 = heuristic(jet, range(jet.n_leaves), kind="h0")
+    assert res.upper_bound == pytest.approx(max(h0 + slack, res.log_likelihood), rel=1e-12)
+    assert res.upper_bound >= exact_trellis(jet, progress=False).log_likelihood
+
+
 def test_memory_budget_just_below_a_doubling_still_solves_within_it():
     # near the budget the heap arrays grow once to what it allows instead of doubling
     jet = generate(1, ShowerParams.w(), seed=5, min_leaves=14, max_leaves=14)[0]

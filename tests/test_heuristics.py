@@ -174,3 +174,10 @@ def test_shape_dp_with_the_exact_least_masses_is_tighter_and_still_a_bound():
         assert tight <= plain + 1e-12 * abs(plain)
         n_tighter += tight < plain - 1e-6
     assert n_tighter > 0
+
+
+def test_a_numpy_array_is_refused_with_the_way_to_make_a_jet():
+    """heuristic(array, ...) failed with "'numpy.ndarray' object has no attribute 'n_leaves'"."""
+    jet = generate(1, ShowerParams.w(), seed=7, min_leaves=6, max_leaves=6)[0]
+    with pytest.raises(TypeError, match=r"got ndarray; .*Jet\.from_particles\(particles, params\)"):
+        heuristic(np.asarray(jet.leaves), [0, 1])

@@ -240,3 +240,12 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     assert notice_text() == text
     expect_compile(None)
     assert notice_text() == COMPILE_NOTICE
+
+
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_zero_threads_is_refused_in_one_line(monkeypatch, value):
+    monkeypatch.setenv("NUMBA_NUM_THREADS", value)
+    with pytest.raises(ValueError, match=f"NUMBA_NUM_THREADS={value}: .* must be 1 or more"):
+        _jit._check_thread_setting()
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    _jit._check_thread_setting()  # a valid value passes

@@ -80,6 +80,12 @@ def test_unknown_option_lists_valid_options(jet):
         cluster(jet, "greedy", beam_size=3)
     with pytest.raises(ValueError, match="valid: likelihood, R"):
         cluster(jet, "antikt", radius=0.4)
+    # shower parameters given as options: where they go instead (particles are QCD jets otherwise)
+    with pytest.raises(ValueError, match=r"belong to the jets: jetastar\.Jet\.from_particles\("
+                                         r"particles, params\)"):
+        cluster(np.asarray(jet.leaves), "trellis", params=ShowerParams.w())
+    with pytest.raises(ValueError, match=r"unknown option\(s\) t_cut .* belong to the jets"):
+        checked_options("greedy", {"t_cut": 1.0})
 
 
 @pytest.mark.parametrize(

@@ -278,6 +278,8 @@ def test_sub_cluster_queries_match_a_sub_jet():
         tr.cluster_map([])
     with pytest.raises(ValueError, match="non-empty set of leaf indices"):
         tr.cluster_log_z([8])
+    with pytest.raises(ValueError, match=r"repeated leaf indices \[1, 1, 2\]"):
+        tr.cluster_map([1, 1, 2])  # used to answer for {1, 2}
 
 
 # ---------------------------------------------------------------------- small and degenerate jets
@@ -292,6 +294,19 @@ def test_two_leaves():
     tr = Trellis(jet)
     assert tr.marginals() == {frozenset({0, 1}): 1.0}
     assert tr.sample(3) == [tree] * 3
+
+
+def test_from_arrays_labels_results_with_the_form_of_its_constants():
+    """from_arrays used to record its likelihood argument (default "symmetric") whatever form the
+    constants were made for."""
+    jet = generate(1, ShowerParams.w(), seed=7, min_leaves=6, max_leaves=6)[0]
+    legacy = likelihood_constants(16.0, 1.5, 3.0, "legacy")
+    tr = Trellis.from_arrays(jet.leaves, legacy)
+    assert tr.result().likelihood == "legacy"
+    assert tr.log_partition() == Trellis(jet, "legacy").log_partition()
+    with pytest.raises(ValueError, match=r"likelihood='symmetric', but the constants were made for"
+                                         r" the 'legacy' form"):
+        Trellis.from_arrays(jet.leaves, legacy, "symmetric")
 
 
 def test_one_leaf_from_arrays():
@@ -570,3 +585,31 @@ def test_kernel_calls_are_bounded_and_an_interrupt_stops_between_them(monkeypatc
     stops_at_second_call(monkeypatch, tk, "dp_range_serial",
                          lambda: exact_trellis(jet, progress=False, threads=1))
 
+
+
+def test_tree_counts_are_int64_exactly_as_far_as_every_count_fits():
+    """(2n − 3)!! trees fit int64 up to 18 leaves and not at 19 (35!! = 2.2e20): the limit used to
+    be 19, where an all-finite jet's count wrapped around silently."""
+    from jetastar.clustering import gpu
+
+    for limit in (trellis_mod.MAX_EXACT_COUNT_LEAVES, gpu._MAX_EXACT_COUNT_LEAVES):
+        assert double_factorial_trees(limit) < 2**63 <= double_factorial_trees(limit + 1)
+
+
+def test_max_time_stops_the_full_trellis_with_the_greedy_tree():
+    """cluster(jet, "trellis", log_z=True, max_time=...) used to drop max_time and run to the end
+    (11.7 s for max_time=0.05 on a 19-leaf jet); it now stops between slices of the DP."""
+    from jetastar.clustering import greedy
+
+    jet = generate(1, ShowerParams.w(), seed=7, min_leaves=15, max_leaves=15)[0]
+    res = cluster(jet, "trellis", log_z=True, max_time=1e-4)
+    assert res.status == "budget" and not res.exact and res.log_z is None
+    assert "stopped by max_time=0.0001 s" in res.message and "log Z needs the whole" in res.message
+    assert res.tree == greedy(jet).tree and res.options["max_time"] == 1e-4
+    with pytest.raises(TimeoutError, match="max_time"):
+        Trellis(jet, max_time=1e-4)
+    full = exact_trellis(jet, max_time=600.0)
+    assert full.status == "ok" and full.log_z == exact_trellis(jet).log_z
+    model = HCCCost(_random_graph(15, 3, signed=True))
+    cut = exact_trellis(model, max_time=1e-4)
+    assert cut.status == "budget" and "15 points" in cut.message and cut.cost is not None

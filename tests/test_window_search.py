@@ -295,6 +295,25 @@ def test_search_finds_the_exact_map_of_these_jets(likelihood):
     assert _close(proved.log_likelihood, ref.log_likelihood)
 
 
+def test_a_proof_that_does_not_finish_says_why(monkeypatch):
+    """prove=True used to end with status "ok" and no message when exact_map could not finish."""
+    module = importlib.import_module("jetastar.clustering.window_search")
+    jet = _jet("w", 16, 1)
+    real = module.exact_map
+    # exact_map stopped by its budget at once (a max_time its set-up alone exceeds)
+    monkeypatch.setattr(module, "exact_map", lambda *a, **k: real(*a, **{**k, "max_time": 1e-9}))
+    res = window_search(jet, prove=True, exact_first=False, max_time=600.0)
+    assert res.status == "budget" and not res.exact and not res.stats["proved"]
+    assert re.search(r"not proven: exact_map did not finish in the .* left of max_time=600 s",
+                     res.message)
+    monkeypatch.undo()
+    big = _jet("qcd", 34, 2)
+    res = window_search(big, prove=True, window_size=8, max_sweeps=1)
+    assert res.status == "ok" and not res.exact and not res.stats["proved"]
+    assert "not proven: exact_map cannot run (jet " in res.message
+    assert "above the exact-MAP limit" in res.message
+
+
 def test_never_worse_than_its_start_trees():
     for kind, seed in (("w", 5), ("qcd", 6)):
         jet = _jet(kind, 30, seed)

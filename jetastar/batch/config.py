@@ -30,6 +30,7 @@ from ..clustering import algorithm_info, algorithms
 from ..clustering.columnar import columnar_options
 from ..clustering.estimates import expected_cpu_seconds
 from ..clustering.options import check_options
+from ..clustering.registry import unknown_options_message
 from ..clustering.threads import check_threads
 from ..errors import BatchError, GpuUnavailableError, OptionError
 from ..result_tables import unit_options
@@ -278,10 +279,7 @@ def check_config(config: BatchConfig) -> None:
         valid = algorithm_info(name).options()
         unknown = sorted(set(opts) - set(valid))
         if unknown:
-            raise BatchError(
-                f"unknown option(s) {', '.join(unknown)} for algorithm {name!r}; "
-                f"valid: {', '.join(valid) or '(none)'}"
-            )
+            raise BatchError(unknown_options_message(name, unknown, valid))
     if config.chunk_size is None:
         config.chunk_size = auto_chunk_size(config)
     if config.chunk_size < 1:

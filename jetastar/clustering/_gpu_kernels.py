@@ -5,7 +5,7 @@ Layout on the device, for ``B`` jets of ``n`` leaves solved together: ``node[j, 
 four-float64 record ``(t, map, log_z, count)`` of cluster bitmask ``s`` of jet ``j`` (the CPU
 trellis's layout, so the solved table is copied back into a :class:`~jetastar.clustering.Trellis`
 as it is), ``best[j, s]`` (int32) the part holding the lowest leaf of the arg-max split, and
-``count_i[j, s]`` the exact int64 tree count (up to 19 leaves; a ``(1, 1)`` dummy above, where the
+``count_i[j, s]`` the exact int64 tree count (up to 18 leaves; a ``(1, 1)`` dummy above, where the
 count is the float64 column).
 
 The physics is not written here: the split score is

@@ -104,9 +104,10 @@ _FINISH_PER_VERTEX = 1.0e-6
 #: upper estimate: not every such cluster is reached)
 _FINISH_PER_DP_SPLIT = 4.0e-9
 #: A lower estimate of the seconds exact A* spends per split of the root when it expands it (each
-#: child is scored with h0: 10-60 µs per subset measured, docs/heuristics.md; allocating the
-#: entries alone takes ~0.1 µs per split on a busy node).
-_ROOT_SECONDS_PER_SPLIT = 1.0e-6
+#: child is scored with h0): about half the least measured, 15-43 µs per split on W and QCD jets of
+#: 10-20 leaves (2026-11-28, growing with the jet). When a budget still runs out during the
+#: expansion, the result carries the bound of the whole jet (:func:`_whole_bound`).
+_ROOT_SECONDS_PER_SPLIT = 8.0e-6
 #: The smallest quota when a time budget shortens the calls.
 _MIN_QUOTA = 1 << 10
 #: Exact searches on at most this many leaves use a direct mask -> vertex table (8 * 2**n bytes).
@@ -635,7 +636,8 @@ def astar(
     splits = f"its 2^{problem.n - 1}-1 splits"
     if root_bytes > max_memory - search.memory():
         why = (f"expanding the root of {problem.n} {problem.unit} needs {splits} "
-               f"(~{format_bytes(root_bytes)}), above max_memory={format_bytes(max_memory)}")
+               f"(~{format_bytes(root_bytes)}) on top of the search's "
+               f"{format_bytes(search.memory())}, above max_memory={format_bytes(max_memory)}")
         return _root_does_not_fit(jet, problem, search, options, watch, max_time, why)
     root_seconds = root_bytes / _ENTRY_BYTES * _ROOT_SECONDS_PER_SPLIT
     if max_time is not None and root_seconds > max_time:
@@ -673,8 +675,9 @@ def astar(
         status = "budget"
         reason = getattr(search, "budget_reason", "budget")
         message = (
-            f"stopped by {reason} after {stats['vertices_explored']} explored vertices; "
-            f"best tree found so far (completed greedily: {n_greedy} clusters)"
+            f"stopped by {reason} after {stats['vertices_explored']} explored vertices; the tree "
+            f"is the best of the greedy baselines and the search's best partial tree (its "
+            f"{n_greedy} open cluster{'s' if n_greedy != 1 else ''} completed greedily)"
         )
         for alt in problem.baselines():
             if alt.tree is not None and alt.log_likelihood > ll:
@@ -686,6 +689,10 @@ def astar(
                 tree, ll = known, known_ll
         if exact_kind and lb > -math.inf:
             upper = max(-lb, ll)
+        elif exact_kind:
+            # stopped before the root's splits were all scored: no search bound yet
+            upper, note = _whole_bound(problem, search, ll)
+            message += f"; the root was not fully expanded, so {note}"
     stats["time_s"] = watch.seconds()
     return ClusteringResult(
         tree, ll, "astar", exact=exact, likelihood=problem.likelihood, options=options,
@@ -709,11 +716,7 @@ def _root_does_not_fit(
     No exact search can start, so this says so instead of "stopped by memory after 0 explored
     vertices" (or stopping long after ``max_time``, allocating the root's entries). The tree is
     the best of the cheap baselines and, with a ``max_time``, of :func:`astar_approx` run within
-    it. The upper bound is the admissible heuristic of the whole jet: h0 bounds every
-    sub-hierarchy scored with the inner rate λ, and
-    :func:`~jetastar.ginkgo.heuristics.root_rate_slack` bounds what the root rate λ_R adds to the
-    jet's own split, so their sum is a proven bound (for a cost model h0 alone); none is claimed in
-    the legacy form with λ_R < λ.
+    it. The upper bound is the admissible heuristic of the whole jet (:func:`_whole_bound`).
     """
     best = max((r for r in problem.baselines() if r.tree is not None),
                key=lambda r: r.log_likelihood, default=None)
@@ -726,22 +729,7 @@ def _root_does_not_fit(
         used = f"astar_approx within max_time={max_time:g} s"
         if approx.tree is not None and approx.log_likelihood > ll:
             tree, ll = approx.tree, approx.log_likelihood
-    tables = problem.tables
-    # h0 scores the jet's own split with λ; with λ_R it can score at most `slack` more
-    slack = 0.0 if problem.cost_model is not None else root_rate_slack(tables[5])
-    upper = None
-    bound_note = ("no proven bound: the root rate λ_R is below λ in the legacy form and the "
-                  "root's splits cannot be scored")
-    if problem.kind == 0 and slack is not None:
-        root = int(search.ctr[_k.C_ROOT])
-        h_root = float(search.vf[root, _k.V_H])  # a lower bound on the cost (minus log-likelihood)
-        if math.isfinite(h_root):
-            upper = max(-h_root + slack, ll)
-            whole = "jet" if problem.jet is not None else "set of points"
-            plus = f" + {slack:.3g} for the root rate λ_R" if slack else ""
-            bound_note = f"upper_bound {upper:.6g} is h0 of the whole {whole}{plus} (proven)"
-    elif problem.kind != 0:
-        bound_note = f"no proven bound with heuristic={problem.heuristic!r}"
+    upper, bound_note = _whole_bound(problem, search, ll)
     stats = search.stats()
     stats["time_s"] = watch.seconds()
     message = (
@@ -752,6 +740,32 @@ def _root_does_not_fit(
         tree, ll, "astar", exact=False, likelihood=problem.likelihood, options=options,
         stats=stats, upper_bound=upper, status="budget", message=message, jet_id=problem.jet_id,
     )
+
+
+def _whole_bound(problem: _Problem, search: _Search, ll: float) -> tuple[float | None, str]:
+    """A proven upper bound on the MAP log-likelihood that needs no search (``None`` where there is
+    none) and a note saying what it is, for a tree of log-likelihood ``ll``.
+
+    h0 bounds every sub-hierarchy scored with the inner rate λ, and
+    :func:`~jetastar.ginkgo.heuristics.root_rate_slack` bounds what the root rate λ_R adds to the
+    jet's own split, so their sum is a proven bound (for a cost model h0 alone); none is claimed in
+    the legacy form with λ_R < λ, nor with a heuristic other than h0.
+    """
+    if problem.kind != 0:
+        return None, f"no proven bound with heuristic={problem.heuristic!r}"
+    # h0 scores the jet's own split with λ; with λ_R it can score at most `slack` more
+    slack = 0.0 if problem.cost_model is not None else root_rate_slack(problem.tables[5])
+    if slack is None:
+        return None, ("no proven bound: the root rate λ_R is below λ in the legacy form and the "
+                      "root's splits were not all scored")
+    root = int(search.ctr[_k.C_ROOT])
+    h_root = float(search.vf[root, _k.V_H])  # a lower bound on the cost (minus log-likelihood)
+    if not math.isfinite(h_root):
+        return None, "no proven bound: h0 of the whole jet is not finite"
+    upper = max(-h_root + slack, ll)
+    whole = "jet" if problem.jet is not None else "set of points"
+    plus = f" + {slack:.3g} for the root rate λ_R" if slack else ""
+    return upper, f"upper_bound {upper:.6g} is h0 of the whole {whole}{plus} (proven)"
 
 
 def _single_leaf(

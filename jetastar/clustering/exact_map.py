@@ -184,7 +184,7 @@ def exact_map(
     """The exact MAP hierarchy of a jet (no log Z): the fastest exact method in jetastar.
 
     Args:
-        jet: a :class:`jetastar.Jet` (at least one leaf).
+        jet: a :class:`jetastar.Jet`.
         likelihood: ``"symmetric"`` (default) or ``"legacy"``.
         max_time: run-time budget in seconds (``None``: none; compiling kernels does not count).
             When it runs out the search stops and the incumbent is returned with

@@ -9,8 +9,8 @@ copies the solved table back in the CPU trellis's layout, so :class:`~jetastar.c
 :func:`exact_trellis_batch` for many small jets.
 
 Memory: per cluster mask and jet, the 32-byte record and the 4-byte arg-max part on the device and
-the same on the host (36 bytes: 2.4 GiB at 26 leaves, 38.7 GiB at 30), plus an 8-byte exact count
-up to 19 leaves and a scratch area for partial results (a few hundred MiB at most). A jet (or batch)
+the same on the host (36 bytes: 2.3 GiB at 26 leaves, 36 GiB at 30), plus an 8-byte exact count
+up to 18 leaves and a scratch area for partial results (a few hundred MiB at most). A jet (or batch)
 whose tables do not fit the free GPU memory, or the host memory limit, is refused before anything
 is allocated, with the estimate (:class:`~jetastar.errors.TooLargeError`).
 
@@ -55,7 +55,7 @@ GPU_MIN_LEAVES = 18
 #: Largest jet the int32 arg-max layout and the unranking hold.
 _MAX_LEAVES = 30
 #: Up to this many leaves tree counts are exact int64 (as on the CPU).
-_MAX_EXACT_COUNT_LEAVES = 19
+_MAX_EXACT_COUNT_LEAVES = 18
 #: Threads to aim for per launch (a few waves of a large GPU), and at least 2**_MIN_FREE_BITS
 #: splits per thread when a cluster is shared by several threads. 2**19 rather than 2**21: on one
 #: H100 (docs/gpu.md) 9-11 % faster for MAP + log Z at 22-26 leaves and 0-7 % for MAP only at 24-26,

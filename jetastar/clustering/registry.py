@@ -15,7 +15,7 @@ import dataclasses
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -160,11 +160,29 @@ def checked_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, Any
     valid = info.options()
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ValueError(
-            f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
-            f"valid: {', '.join(valid) or '(none)'}"
-        )
+        raise ValueError(unknown_options_message(algorithm, unknown, valid))
     return check_options(algorithm, info.func, dict(options))
+
+
+#: Names of Ginkgo parameters, which belong to the jets rather than to an algorithm.
+_PARAMETER_NAMES = frozenset({"params", "t_cut", "lam", "lam_root", "m_hard", "t_root"})
+
+
+def unknown_options_message(algorithm: str, unknown: Sequence[str], valid: Sequence[str]) -> str:
+    """The error for options ``algorithm`` does not take, listing the ones it does (and, for
+    shower parameters given as options, where they go instead).
+
+    Example:
+        >>> unknown_options_message("kt", ["beam"], ["algorithm", "R"])
+        "unknown option(s) beam for algorithm 'kt'; valid: algorithm, R"
+    """
+    text = (f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
+            f"valid: {', '.join(valid) or '(none)'}")
+    if _PARAMETER_NAMES.intersection(unknown):
+        text += (". The Ginkgo parameters belong to the jets: jetastar.Jet.from_particles("
+                 "particles, params) for one jet's particles, JetCollection.from_momenta(..., "
+                 "t_cut=, lam=, lam_root=) for many (particles get ShowerParams.qcd()'s otherwise)")
+    return text
 
 
 def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:

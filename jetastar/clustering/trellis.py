@@ -68,6 +68,7 @@ from ..jet import Jet, JetCollection
 from ..tree import Tree
 from . import _trellis_kernels as _k
 from ._engine import (
+    check_budget,
     check_memory,
     check_size,
     default_memory_limit,
@@ -79,8 +80,10 @@ from ._engine import (
 from ._engine import estimate_trellis_memory as estimate_memory
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
 from .columnar import DONE, cluster_columns, columnar_options, constant_rows, params_valid
+from .cost_baselines import average_linkage
 from .exact_map import ALL_INF_MESSAGE, exact_map
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
+from .greedy import greedy
 from .options import as_flag
 from .registry import register
 from .result import ClusteringResult
@@ -96,9 +99,9 @@ __all__ = [
     "exact_trellis_batch",
 ]
 
-#: Largest jet for which tree counts are exact int64 ((2n-3)!! < 2**63 up to 19 leaves);
-#: above it counts are float64 (relative precision ~1e-16, can round).
-MAX_EXACT_COUNT_LEAVES = 19
+#: Largest jet for which tree counts are exact int64 ((2n-3)!! < 2**63 up to 18 leaves: 33!! is
+#: 6.3e18, 35!! is 2.2e20); above it counts are float64 (relative precision ~1e-16, can round).
+MAX_EXACT_COUNT_LEAVES = 18
 #: Hard limit of the bitmask layout (int32 masks), whatever the memory.
 MAX_TRELLIS_LEAVES = 30
 
@@ -152,12 +155,16 @@ class Trellis:
             marginal pass run. ``"auto"`` uses a GPU (:mod:`jetastar.clustering.gpu`) from
             ``GPU_MIN_LEAVES`` leaves on when one is usable, else the CPU. Results are the same
             (to rounding); cost models run on the CPU.
+        max_time: run-time budget of the dynamic programme on the CPU, in seconds (``None``:
+            none; compiling kernels does not count), checked between slices of work.
 
     Raises:
         InvalidJetError: ``jet`` is neither a Jet nor a cost model.
         ValueError: unknown likelihood name (or a likelihood given with a cost model).
         TooLargeError: the trellis would not fit in ``max_memory`` (or in the GPU's memory).
         GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
+        TimeoutError: the dynamic programme passed ``max_time`` (:func:`exact_trellis` returns
+            the greedy tree with ``status="budget"`` instead).
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -177,7 +184,9 @@ class Trellis:
         threads: int | None = None,
         progress: bool | None = None,
         device: str | None = "auto",
+        max_time: float | None = None,
     ) -> None:
+        self._max_time = check_budget(max_time, "max_time")
         if isinstance(jet, CostModel):
             if resolve_device(device, worth_it=False) != "cpu":
                 raise OptionError(
@@ -202,7 +211,7 @@ class Trellis:
         cls,
         leaves: Any,
         constants: Any,
-        likelihood: str = "symmetric",
+        likelihood: str | None = None,
         max_memory: int | None = None,
         *,
         label: object = None,
@@ -216,7 +225,8 @@ class Trellis:
         Args:
             leaves: ``(n, 4)`` float64 leaf 4-momenta ``(E, px, py, pz)``.
             constants: ``(2, 5)`` :func:`jetastar.ginkgo.likelihood_constants` for ``likelihood``.
-            likelihood: the form ``constants`` were made for (only recorded).
+            likelihood: the form ``constants`` were made for (default: the form they record;
+                another name is an error).
             max_memory, prune, threads, progress, device: as for the constructor.
             label: name of the input in messages.
 
@@ -231,7 +241,6 @@ class Trellis:
             >>> tr.n_trees()
             1
         """
-        check_likelihood(likelihood)
         p = np.asarray(leaves, dtype=np.float64)
         c = np.asarray(constants, dtype=np.float64)
         if p.ndim != 2 or p.shape[1] != 4 or p.shape[0] < 1 or not np.all(np.isfinite(p)):
@@ -241,6 +250,14 @@ class Trellis:
             )
         if c.shape != (2, 5) or not np.all(np.isfinite(c)):
             raise ValueError(f"constants must be a finite (2, 5) array, got shape {c.shape}")
+        made_for = "legacy" if c[0, _ROW_LEGACY] != 0.0 else "symmetric"
+        if likelihood is None:
+            likelihood = made_for
+        elif check_likelihood(likelihood) is not None and likelihood != made_for:
+            raise ValueError(
+                f"likelihood={likelihood!r}, but the constants were made for the {made_for!r} "
+                f"form (likelihood_constants(..., likelihood={likelihood!r}) makes theirs)"
+            )
         self = cls.__new__(cls)
         self._setup(None, p, c, likelihood, label, max_memory, prune, threads, progress, device)
         return self
@@ -295,6 +312,9 @@ class Trellis:
         )
 
     # ------------------------------------------------------------------ the DP
+    #: run-time budget of the DP (``max_time``; none for :meth:`from_arrays`)
+    _max_time: float | None = None
+
     def _solve(
         self, leaves: np.ndarray, consts: np.ndarray, label: object, prune: bool,
         progress: bool | None, model: CostModel | None = None,
@@ -353,6 +373,13 @@ class Trellis:
                     skipped += int(k)
                     pruned += int(p)
                     bar.update((stop - start) * per)
+                    if self._max_time is not None and watch.seconds() > self._max_time:
+                        raise TimeoutError(
+                            f"{self._who}: the exact trellis of {n} "
+                            f"{'points' if model is not None else 'leaves'} stopped by max_time="
+                            f"{self._max_time:g} s after {watch.seconds():.3g} s, {size} of {n} "
+                            "cluster sizes done"
+                        )
         t_total = watch.seconds()
         self.stats: dict[str, Any] = {
             "device": "cpu",
@@ -412,7 +439,7 @@ class Trellis:
         """Number of hierarchies with non-zero likelihood.
 
         Exact ``int`` up to :data:`MAX_EXACT_COUNT_LEAVES` leaves, a ``float`` above (the count
-        can exceed int64: (2n − 3)!! is 2.2e20 at 20 leaves).
+        can exceed int64: (2n − 3)!! is 2.2e20 at 19 leaves).
         """
         if self._exact_count:
             return int(self._node_i[self._full, _k.COUNT])
@@ -467,6 +494,8 @@ class Trellis:
                 f"{self._who}: a cluster is a non-empty set of leaf indices in "
                 f"0..{self.n_leaves - 1}, got {idx}"
             )
+        if len(set(idx)) != len(idx):
+            raise ValueError(f"{self._who}: repeated leaf indices {idx}")
         return mask_of(idx)
 
     def _tree_from_splits(self, root_mask: int) -> Tree:
@@ -675,6 +704,7 @@ def exact_trellis(
     threads: int | None = None,
     progress: bool | None = None,
     device: str | None = "auto",
+    max_time: float | None = None,
 ) -> ClusteringResult:
     """Exact MAP hierarchy, log partition function and tree count of a jet (or a cost model).
 
@@ -694,10 +724,14 @@ def exact_trellis(
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
             :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
             :class:`Trellis`. ``stats["device"]`` says where it ran.
+        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count),
+            checked between slices of the dynamic programme on the CPU. A run that passes it
+            returns the greedy tree (a cost model: the better of greedy and average linkage)
+            with ``status="budget"``, ``exact=False`` and ``log_z = n_trees = None``.
 
     Returns:
         :class:`ClusteringResult` with ``tree``, ``log_likelihood``, ``exact=True``, ``log_z``,
-        ``n_trees`` (exact int up to 19 leaves, float above) and ``stats`` (``time_s``,
+        ``n_trees`` (exact int up to 18 leaves, float above) and ``stats`` (``time_s``,
         ``splits_evaluated``, ``splits_skipped``, ``clusters_pruned``, ...). When every tree is
         impossible: ``status="all_inf"``, ``log_likelihood = log_z = -inf``, ``n_trees = 0``.
         For a cost model: ``cost`` = the minimum cost, ``likelihood`` = the cost's name,
@@ -721,12 +755,39 @@ def exact_trellis(
     log_z = as_flag(log_z, "log_z")
     if not log_z and isinstance(jet, Jet):
         return exact_map(jet, likelihood, max_memory=max_memory, threads=threads,
-                         progress=progress, device=device)
-    tr = Trellis(
-        jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress,
-        device=device,
-    )
+                         progress=progress, device=device, max_time=max_time)
+    watch = Stopwatch()
+    try:
+        tr = Trellis(
+            jet, likelihood, max_memory, prune=prune, threads=threads, progress=progress,
+            device=device, max_time=max_time,
+        )
+    except TimeoutError as stop:
+        options = {"likelihood": likelihood, "max_memory": max_memory, "threads": threads,
+                   "prune": prune, "device": device, "max_time": max_time}
+        return _stopped_trellis(jet, options, watch, str(stop))
     return tr.result()
+
+
+def _stopped_trellis(
+    target: Jet | CostModel, options: dict[str, Any], watch: Stopwatch, why: str
+) -> ClusteringResult:
+    """What :func:`exact_trellis` returns when ``max_time`` stopped its dynamic programme: the
+    greedy tree (of a cost model the better of greedy and average linkage), not proven."""
+    if isinstance(target, CostModel):
+        base = max((greedy(target), average_linkage(target)), key=lambda r: r.log_likelihood)
+        form, jet_id, which = target.name, None, "the better of greedy and average linkage"
+    else:
+        form = valid_likelihood(options["likelihood"])
+        base = greedy(target, form)
+        jet_id, which = target.jet_id, "the greedy tree"
+    return ClusteringResult(
+        base.tree, base.log_likelihood, "trellis", exact=False, likelihood=form,
+        options={**options, "likelihood": form},
+        stats={"time_s": watch.seconds()}, status="budget",
+        message=f"{why}; log Z needs the whole trellis. The tree is {which}, not proven optimal",
+        jet_id=jet_id,
+    )
 
 
 def exact_trellis_batch(
@@ -934,12 +995,12 @@ def _trellis_method(
     device: str = "auto",
 ) -> ClusteringResult:
     """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
-    or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count; no time budget).
+    or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count).
     ``device`` (``"cpu"``, ``"gpu"``, ``"auto"``) says where it runs.
     """
     if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
-                             progress=progress, device=device)
+                             progress=progress, device=device, max_time=max_time)
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
                      progress=progress, device=device)
 

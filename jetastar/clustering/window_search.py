@@ -288,7 +288,7 @@ def window_search(
     n = jet.n_leaves
     _check_trees(jet, trees)
     if _exact_first(n, exact_first, options):
-        proof = _prove(jet, likelihood, None, watch, max_time, options["device"])
+        proof, _ = _prove(jet, likelihood, None, watch, max_time, options["device"])
         if proof is not None:
             return _proven(jet, likelihood, proof, options, watch)
     sampled = _sampled_trees(jet, likelihood, n_sampled, seed) if n > window_size else []
@@ -331,13 +331,18 @@ def window_search(
                    f"{search.stop_note}; the tree is the best found so far, not window optimal")
     stats["proved"] = False
     if prove and not exact:
-        proof = _prove(jet, likelihood, best_tree, watch, max_time, options["device"])
+        proof, unproven = _prove(jet, likelihood, best_tree, watch, max_time, options["device"])
         if proof is not None:
             exact = True
             stats["proved"] = True
             if proof.log_likelihood > best_ll:
                 best_tree, best_ll = proof.tree, proof.log_likelihood
             status, message = "ok", ""
+        else:
+            # the proof asked for did not finish: say so (a budget that cut it is a budget stop)
+            status = "budget" if "max_time" in unproven else status
+            message = f"{message}; " if message else ""
+            message += f"not proven: {unproven}"
     optimal = exact or (best.optimal and not search.stopped)
     stats.update(window_optimal=bool(optimal), window_size=window_size,
                  start_log_likelihood=starts[0][1], sampled_starts=len(sampled),
@@ -976,18 +981,23 @@ def _proven(
 def _prove(
     jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None,
     device: str = "auto",
-) -> ClusteringResult | None:
-    """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` if it cannot run or
-    finish."""
+) -> tuple[ClusteringResult | None, str]:
+    """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` and why not if it cannot
+    run or finish."""
     left = None if max_time is None else max_time - watch.seconds()
     if left is not None and left <= 0:
-        return None
+        return None, f"no time was left of max_time={max_time:g} s for exact_map"
     try:
         res = exact_map(jet, likelihood, incumbent=tree, max_time=left, progress=False,
                         device=device)
-    except TooLargeError:
-        return None
-    return res if res.exact else None
+    except TooLargeError as exc:
+        return None, f"exact_map cannot run ({str(exc).split(';')[0]})"
+    if res.exact:
+        return res, ""
+    if res.status == "budget" and max_time is not None:
+        return None, (f"exact_map did not finish in the {left:.3g} s left of max_time="
+                      f"{max_time:g} s")
+    return None, f"exact_map did not prove the MAP ({res.message})"
 
 
 _MASK64 = (1 << 64) - 1

@@ -68,7 +68,7 @@ import numpy as np
 
 from .._sorting import argsort_stable, sort_inplace
 from ..errors import InvalidJetError
-from .likelihood import check_likelihood, cluster_t, split_llh, t_of
+from .likelihood import check_likelihood, cluster_t, require_jet, split_llh, t_of
 from .small_clusters import subset_dp
 
 __all__ = ["HEURISTICS", "check_heuristic", "heuristic", "heuristic_tables", "root_rate_slack"]
@@ -163,6 +163,7 @@ def heuristic_tables(jet: Any, likelihood: str = "symmetric") -> tuple[np.ndarra
         leaf has ``t ≥ 0``, so mass-monotonicity bounds apply in the legacy form).
     """
     check_likelihood(likelihood)
+    require_jet(jet, "the heuristics bound clusters of")
     p = np.ascontiguousarray(jet.leaves, dtype=np.float64)
     consts = np.ascontiguousarray(jet.likelihood_constants(likelihood))
     return _tables(p, consts)
@@ -793,6 +794,7 @@ def heuristic(
     """
     code = check_heuristic(kind)
     check_likelihood(likelihood)
+    require_jet(jet, "heuristic bounds clusters of")
     idx = np.asarray(list(leaf_indices), dtype=np.int64).ravel()
     n = jet.n_leaves
     if idx.size == 0:

@@ -147,6 +147,16 @@ def _four_vector(p: Any, name: str) -> np.ndarray:
     return arr
 
 
+def require_jet(jet: Any, what: str) -> None:
+    """Refuse anything but a :class:`jetastar.Jet` (duck-typed), pointing to how one is made from
+    particles; ``what`` starts the message (``"log_likelihood scores"``)."""
+    if not hasattr(jet, "leaves") or not hasattr(jet, "likelihood_constants"):
+        raise TypeError(
+            f"{what} a jetastar.Jet, got {type(jet).__name__}; for one jet's particles use "
+            "jetastar.Jet.from_particles(particles, params), the jet jetastar.cluster clusters "
+            "(same parameters and mass policy)")
+
+
 def split_log_likelihood(
     p_left: Any,
     p_right: Any,
@@ -248,11 +258,7 @@ def node_log_likelihoods(
         ``(2n - 1,)`` float64 array; its sum is :func:`log_likelihood`.
     """
     check_likelihood(likelihood)
-    if not hasattr(jet, "leaves") or not hasattr(jet, "likelihood_constants"):
-        raise TypeError(
-            f"log_likelihood scores a jetastar.Jet, got {type(jet).__name__}; for one jet's "
-            "particles use jetastar.Jet.from_particles(particles), the jet jetastar.cluster "
-            "clusters (same parameters and mass policy)")
+    require_jet(jet, "log_likelihood scores")
     if tree is None:
         tree = jet.truth
         if tree is None:
