@@ -72,6 +72,11 @@ _ALIASES = {
     "mass": "mass", "m": "mass",
 }
 
+#: vector's own names of momentum coordinates (``vector.zip`` accepts ``x, y, z, t`` and
+#: ``rho, phi, eta, tau`` for a Momentum4D): read only when no complete set of the names above is
+#: present, so that a vertex's ``x, y, z, t`` next to ``pt, eta, phi, mass`` is left alone.
+_VECTOR_ALIASES = {"x": "px", "y": "py", "z": "pz", "t": "E", "rho": "pt", "tau": "mass"}
+
 #: Coordinate sets, in order of preference (the first complete one found is used).
 COORDINATE_SETS: tuple[tuple[str, str, str, str], ...] = (
     ("px", "py", "pz", "E"),
@@ -99,12 +104,16 @@ def canonical_name(field: str) -> str | None:
     return _ALIASES.get(str(field).lower())
 
 
-def detect_coordinates(fields: Sequence[str], *, where: str = "") -> dict[str, str]:
+def detect_coordinates(
+    fields: Sequence[str], *, where: str = "", vector_names: bool = True
+) -> dict[str, str]:
     """Choose the coordinates to read from a list of field names.
 
     Args:
         fields: the available names (already stripped of any branch prefix).
         where: what the fields belong to, for the error message (file, tree, prefix).
+        vector_names: also read vector's own names (``x, y, z, t``; ``rho, tau``) where no
+            complete set of the usual names is present.
 
     Returns:
         vector coordinate name -> field name, four entries.
@@ -126,6 +135,14 @@ def detect_coordinates(fields: Sequence[str], *, where: str = "") -> dict[str, s
     for combo in COORDINATE_SETS:
         if all(c in found for c in combo):
             return {c: found[c] for c in combo}
+    if vector_names:
+        for f in fields:
+            c = _VECTOR_ALIASES.get(str(f).lower())
+            if c is not None and c not in found:
+                found[c] = str(f)
+        for combo in COORDINATE_SETS:
+            if all(c in found for c in combo):
+                return {c: found[c] for c in combo}
     prefix = f"{where}: " if where else ""
     sets = "; ".join(", ".join(c) for c in COORDINATE_SETS[:4])
     raise InvalidJetError(
@@ -156,7 +173,7 @@ def coordinate_prefixes(fields: Sequence[str]) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     for prefix, by_suffix in groups.items():
         try:
-            coords = detect_coordinates(list(by_suffix))
+            coords = detect_coordinates(list(by_suffix), vector_names=False)
         except InvalidJetError:
             continue
         found[prefix] = {c: by_suffix[suffix] for c, suffix in coords.items()}
@@ -319,11 +336,17 @@ def _clamp_kernel(p4, tol, changed):  # pragma: no cover - numba
 
 @nb.njit(cache=True)
 def _assign_mass_kernel(p4, mass, changed):  # pragma: no cover - numba
-    """E = sqrt(|p|² + m²), 3-momentum kept (non-finite particles left alone)."""
+    """E = sqrt(|p|² + m²), 3-momentum kept (non-finite particles left alone), raised to the
+    smallest float64 with E² − |p|² >= 0 where rounding leaves it below (a mass of 0 or a tiny one:
+    such a particle would make every split with it −∞ in the symmetric form)."""
     for i in range(p4.shape[0]):
         p2 = p4[i, 1] * p4[i, 1] + p4[i, 2] * p4[i, 2] + p4[i, 3] * p4[i, 3]
         e = math.sqrt(p2 + mass * mass)
-        if np.isfinite(e) and e != p4[i, 0]:
+        if not np.isfinite(e):
+            continue
+        while e * e - p2 < 0.0:  # a few steps at most
+            e = np.nextafter(e, np.inf)
+        if e != p4[i, 0]:
             p4[i, 0] = e
             changed[i] = True
 
@@ -643,7 +666,14 @@ def flat_columns(
         if bad is not None:
             source = "/".join(fields.get(c, c) for c in comps)
             field = source if bad.kind == "non-positive energy" else fields.get("mass", source)
-            raise _fail(bad.message("particle") + KEEP_HINT, path=path,
+            row = int(offsets[bad.jet]) + bad.leaf
+            padding = ""
+            if bad.kind == "non-positive energy" and all(float(v[row]) == 0.0
+                                                         for v in comps.values()):
+                # zero-padded records (ak.pad_none + fill_none + to_regular) are read as particles
+                padding = (" (every coordinate is 0: padding? drop it, e.g. "
+                           "particles[particles.pt > 0], or give a padded numpy array with mask=)")
+            raise _fail(bad.message("particle") + padding + KEEP_HINT, path=path,
                         entry=int(entry[bad.jet]), field=field)
     with np.errstate(all="ignore"):
         t_root = total[:, 0] ** 2 - (total[:, 1] ** 2 + total[:, 2] ** 2 + total[:, 3] ** 2)

@@ -26,6 +26,7 @@ import concurrent.futures as cf
 import contextlib
 import os
 import queue
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -230,11 +231,7 @@ def cluster_jets(
                             fut.cancel()
         except BrokenProcessPool as exc:
             interrupted = True
-            raise RuntimeError(
-                "a worker process died before it could cluster anything. Worker processes import "
-                "the main script: in a script, call cluster_jets(..., workers=...) under "
-                "`if __name__ == \"__main__\":` (or use workers=1)"
-            ) from exc
+            raise RuntimeError(_worker_death_advice()) from exc
         except BaseException:
             interrupted = True
             raise
@@ -247,6 +244,19 @@ def cluster_jets(
         name: pieces[chunks[0]][name] if chunks
         else AlgorithmResults.from_results(name, [], jet_index=[])
         for name in config.algorithms})
+
+
+def _worker_death_advice() -> str:
+    """Why a pool's workers can die at once, for the way this script was started."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main is not None and not os.path.exists(main):
+        # `python - < script.py`: spawned workers import the main module from its path
+        return (f"a worker process died before it could cluster anything: the main script came "
+                f"from {main} (standard input, as with `python - < script.py`), which worker "
+                "processes cannot import. Run it from a file (python script.py) or use workers=1")
+    return ("a worker process died before it could cluster anything. Worker processes import "
+            "the main script: in a script, call cluster_jets(..., workers=...) under "
+            "`if __name__ == \"__main__\":` (or use workers=1)")
 
 
 def cluster(jets: Any, algorithm: str, **options: Any) -> Any:

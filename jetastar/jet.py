@@ -300,8 +300,9 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
             "a masked array: give the particles without the masked ones, e.g. "
             "leaves[~np.ma.getmaskarray(leaves).any(axis=1)].data (many padded jets: "
             "JetCollection.from_momenta(array, components, mask=...))", jet=label, field="leaves")
-    if type(leaves).__module__.startswith(("awkward", "vector")) or (
-            isinstance(leaves, np.ndarray) and leaves.dtype.names):  # records of coordinates
+    records = type(leaves).__module__.startswith(("awkward", "vector")) or (
+        isinstance(leaves, np.ndarray) and bool(leaves.dtype.names))  # records of coordinates
+    if records:
         leaves = _momenta_of_records(leaves, label)
     try:
         p = np.array(leaves, dtype=np.float64)
@@ -315,7 +316,13 @@ def validate_leaves(leaves: Any, label: object = "<unnamed>") -> np.ndarray:
         )
     bad = first_leaf_problem(p, (0, p.shape[0]))
     if bad is not None:
-        raise InvalidJetError(bad.message("leaf", tolerance=True), jet=label, field="leaves")
+        hint = ""
+        if not records and bad.kind in ("non-positive energy", "spacelike"):
+            # the commonest cause: rows in another order, e.g. (pt, eta, phi, mass)
+            hint = ("; rows are read as (E, px, py, pz): other coordinates as records "
+                    "(Jet.from_particles) or JetCollection.from_momenta(array, components)")
+        raise InvalidJetError(bad.message("leaf", tolerance=True) + hint, jet=label,
+                              field="leaves")
     p.setflags(write=False)
     return p
 
@@ -544,7 +551,8 @@ class JetCollection(Sequence[Jet]):
             jet_type: label stored with the jets.
             jet_id: ids (default ``0..n_jets-1``).
             validate: raise :class:`InvalidJetError` for the first invalid jet (naming jet, field
-                and problem); ``False`` keeps it (clustering records it as failed).
+                and problem); ``False`` keeps it (clustering records it as failed; taking it out
+                as a :class:`Jet`, ``jets[i]``, raises that error).
 
         Returns:
             A :class:`JetCollection`; each jet's root 4-vector is the sum of its particles.
@@ -684,9 +692,17 @@ class JetCollection(Sequence[Jet]):
             if self.node_momenta is not None:
                 node_momenta = self.node_momenta[a:b]
         seed = int(self.seed[i])
+        leaves = self.leaves[self.leaf_offsets[i]:self.leaf_offsets[i + 1]]
+        try:
+            params = self.jet_params(i)
+        except InvalidJetError as exc:
+            # a jet kept with validate=False: parameters made from bad leaves (one particle: no
+            # mass) are bad too, so name the leaves' problem first, else this jet
+            validate_leaves(leaves, jet_id)
+            raise InvalidJetError(exc.reason, jet=jet_id, field=exc.field) from None
         return Jet(
-            self.leaves[self.leaf_offsets[i]:self.leaf_offsets[i + 1]],
-            self.jet_params(i),
+            leaves,
+            params,
             truth,
             node_momenta,
             jet_id=jet_id,
@@ -726,20 +742,22 @@ class JetCollection(Sequence[Jet]):
 
         vector.register_awkward()
 
+        def record(flat: np.ndarray) -> Any:
+            # contiguous columns: strided buffers fail in ak.to_parquet
+            cols = np.ascontiguousarray(flat.T)
+            return ak.zip({"E": cols[0], "px": cols[1], "py": cols[2], "pz": cols[3]},
+                          with_name="Momentum4D")
+
         def momenta(flat: np.ndarray, offsets: np.ndarray) -> Any:
-            rec = ak.zip(
-                {"E": flat[:, 0], "px": flat[:, 1], "py": flat[:, 2], "pz": flat[:, 3]},
-                with_name="Momentum4D",
-            )
-            return ak.unflatten(rec, np.diff(offsets))
+            return ak.unflatten(record(flat), np.diff(offsets))
 
         fields: dict[str, Any] = {
             "leaves": momenta(self.leaves, self.leaf_offsets),
             "tree": ak.unflatten(
                 ak.zip(
                     {
-                        "left": self.children[:, 0],
-                        "right": self.children[:, 1],
+                        "left": np.ascontiguousarray(self.children[:, 0]),
+                        "right": np.ascontiguousarray(self.children[:, 1]),
                         "leaf": self.leaf_of_node,
                     }
                 ),
@@ -753,11 +771,7 @@ class JetCollection(Sequence[Jet]):
         fields["jet_type"] = ak.Array(self.jet_type.astype(str).tolist())
         for k in _PARAM_COLUMNS:
             fields[k] = self.params[k]
-        rm = self.params["root_momentum"]
-        fields["root_momentum"] = ak.zip(
-            {"E": rm[:, 0], "px": rm[:, 1], "py": rm[:, 2], "pz": rm[:, 3]},
-            with_name="Momentum4D",
-        )
+        fields["root_momentum"] = record(self.params["root_momentum"])
         if self.jet_columns:
             fields["jet_columns"] = ak.zip(dict(self.jet_columns))
         if self.node_columns:

@@ -14,7 +14,8 @@ a child of ``t < 0`` impossible (−∞), so one such particle can make every tr
 * ``"clamp"`` (default): a particle with ``−1e-6·E² <= t < 0`` (rounding) gets its energy raised by
   the smallest float64 step that makes ``t >= 0`` exactly (a few ulps); its 3-momentum is kept.
 * a number ``m`` (GeV), e.g. ``0.13957`` (a pion mass): every particle gets mass ``m``,
-  ``E = sqrt(|p|² + m²)``, 3-momentum kept.
+  ``E = sqrt(|p|² + m²)``, 3-momentum kept (and, where rounding leaves ``t < 0``, as for a mass of
+  0, raised by the smallest step that makes ``t >= 0``, as ``"clamp"`` does).
 * ``"keep"``: nothing is changed (reference behaviour; tiny negative ``t`` stay −∞ in the symmetric
   likelihood).
 

@@ -373,8 +373,9 @@ class AlgorithmResults:
         """
         import awkward as ak
 
-        tree = ak.unflatten(
-            ak.zip({"left": self.children[:, 0], "right": self.children[:, 1],
+        tree = ak.unflatten(  # contiguous columns: strided buffers fail in ak.to_parquet
+            ak.zip({"left": np.ascontiguousarray(self.children[:, 0]),
+                    "right": np.ascontiguousarray(self.children[:, 1]),
                     "leaf": self.leaf_of_node}),
             np.diff(self.node_offsets),
         )

@@ -332,3 +332,41 @@ def test_to_awkward_carries_log_z_and_bounds_where_given(jets: JetCollection) ->
     assert np.isfinite(log_z).all() and (log_z >= ak.to_numpy(arr.log_likelihood)).all()
     # an algorithm without them has no such fields (not a column of NaN)
     assert "log_z" not in cluster(small, "greedy").to_awkward().fields
+
+
+def _strided_buffers(layout: object, path: str = "") -> list[str]:
+    """The fields of an awkward layout whose numpy buffers are not C-contiguous."""
+    if isinstance(layout, ak.contents.NumpyArray):
+        return [] if layout.data.flags["C_CONTIGUOUS"] else [path]
+    if isinstance(layout, ak.contents.RecordArray):
+        return [p for f, c in zip(layout.fields, layout.contents, strict=True)
+                for p in _strided_buffers(c, f"{path}.{f}")]
+    inner = [layout.content] if hasattr(layout, "content") else getattr(layout, "contents", [])
+    return [p for c in inner for p in _strided_buffers(c, path)]
+
+
+def test_awkward_outputs_have_contiguous_buffers():
+    """ak.to_parquet of jetastar's awkward arrays failed ("ndarray is not contiguous"): the tree's
+    left / right and the momenta were strided views of (n, 2) / (n, 4) arrays."""
+    import jetastar
+
+    jets = generate(5, ShowerParams.qcd(), seed=1)
+    both = jetastar.cluster_jets(jets, ["greedy", "kt"], progress=False)
+    for name, arr in (("results", jetastar.cluster(jets, "greedy").to_awkward()),
+                      ("jets", jets.to_awkward()), ("jet results", both.to_awkward())):
+        assert _strided_buffers(ak.to_layout(arr)) == [], name
+
+
+def test_worker_death_advice_names_a_script_read_from_stdin(monkeypatch):
+    """`python - < script.py` (guarded) with workers=2 was told to add the __main__ guard it had."""
+    import sys
+    import types
+
+    from jetastar import inmemory
+
+    main = types.ModuleType("__main__")
+    main.__file__ = "<stdin>"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert "came from <stdin> (standard input" in inmemory._worker_death_advice()
+    main.__file__ = __file__  # a script file: the __main__ guard is the usual cause
+    assert 'if __name__ == "__main__":' in inmemory._worker_death_advice()

@@ -174,3 +174,33 @@ def test_from_particles_reads_one_jet_like_jetastar_cluster():
     assert Jet.from_particles(jet) is jet
     w = Jet.from_particles(p4, ShowerParams.w())
     assert w.params == ShowerParams.w()
+
+
+def test_an_invalid_jet_kept_by_validate_false_names_its_own_problem():
+    """jets[1] of a one-particle jet said "field 'params.m_hard': must be finite and > 0, got nan"
+    (its parameters are made from its leaves); it names the leaves' problem and the jet."""
+    parts = ak.Array([
+        [{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
+         {"pt": 30.0, "eta": -0.3, "phi": 0.5, "mass": 0.0}],
+        [{"pt": 40.0, "eta": 0.0, "phi": 0.0, "mass": 0.0}],
+        [],
+        [{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
+         {"pt": 30.0, "eta": 0.1001, "phi": 0.2001, "mass": 0.0}],
+    ])
+    jets = JetCollection.from_momenta(parts, t_cut=1.0, validate=False)
+    assert jets[0].n_leaves == 2
+    with pytest.raises(InvalidJetError, match=r"^jet 1, field 'leaves': a jet needs at least 2 "
+                                              r"leaves, got 1$"):
+        jets[1]
+    with pytest.raises(InvalidJetError, match=r"^jet 2, field 'leaves': .* got 0$"):
+        jets[2]
+    with pytest.raises(InvalidJetError, match=r"^jet 3, field 'params.t_cut': t_cut = 1.0 GeV²"):
+        jets[3]
+
+
+def test_rows_that_cannot_be_e_px_py_pz_say_how_rows_are_read():
+    rows = np.array([[0.5, 120.0, 1.1, 0.0], [0.55, 60.0, 1.05, 0.0]])  # (eta, pt, phi, mass)
+    with pytest.raises(InvalidJetError, match=r"spacelike.*rows are read as \(E, px, py, pz\)"):
+        Jet(rows)
+    with pytest.raises(InvalidJetError, match=r"non-positive energy.*rows are read as"):
+        Jet(-rows)

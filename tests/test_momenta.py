@@ -329,6 +329,12 @@ def test_mass_policy_clamp_keep_and_mass():
     m2 = pion.leaves[:, 0] ** 2 - (pion.leaves[:, 1:] ** 2).sum(axis=1)
     np.testing.assert_allclose(m2, 0.13957**2, rtol=1e-6, atol=1e-9)
     assert mass_report(pion)["particles_touched"] == len(cols)
+    # a mass of 0 ("massless", as asked for) leaves no particle below t = 0: none is -inf
+    massless = JetCollection.from_momenta(arr, t_cut=1.0, mass_policy=0.0)
+    m2 = massless.leaves[:, 0] ** 2 - (massless.leaves[:, 1:] ** 2).sum(axis=1)
+    assert np.all(m2 >= 0.0) and np.all(massless.jet_columns["n_negative_t"] == 0)
+    np.testing.assert_allclose(massless.leaves[:, 0], kept.leaves[:, 0], rtol=1e-14)
+    assert np.isfinite(greedy(massless[bad_jet]).log_likelihood)
     with pytest.raises(InvalidJetError, match="mass policy"):
         JetCollection.from_momenta(arr, mass_policy="zero")
 
@@ -463,3 +469,35 @@ def test_a_jet_id_of_another_length_is_named():
         JetCollection.from_momenta(dense, "E,px,py,pz", jet_id=[1, 2])
     assert JetCollection.from_momenta(plain, t_cut=1.0, jet_id=np.arange(len(plain)) + 7
                                       ).jet_id.tolist() == list(range(7, 7 + len(plain)))
+
+
+def test_zero_padded_records_are_named_as_padding():
+    flat = ak.Array([[{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
+                      {"pt": 30.0, "eta": -0.3, "phi": 0.5, "mass": 0.0}],
+                     [{"pt": 40.0, "eta": 0.0, "phi": 0.0, "mass": 0.0},
+                      {"pt": 40.0, "eta": 1.0, "phi": 1.0, "mass": 0.0},
+                      {"pt": 4.0, "eta": 1.0, "phi": 1.0, "mass": 0.0}]])
+    zero = {"pt": 0.0, "eta": 0.0, "phi": 0.0, "mass": 0.0}
+    padded = ak.to_regular(ak.fill_none(ak.pad_none(flat, 4, clip=True), zero), axis=1)
+    with pytest.raises(InvalidJetError, match=r"particle 2 has non-positive energy E = 0.0 GeV "
+                                              r"\(every coordinate is 0: padding\?"):
+        JetCollection.from_momenta(padded, t_cut=0.25)
+
+
+@pytest.mark.parametrize("names", [("x", "y", "z", "t"), ("rho", "phi", "eta", "tau"),
+                                   ("x", "y", "eta", "t")])
+def test_plain_records_with_vectors_own_names(names):
+    """ak.zip records named as vector names a Momentum4D's coordinates were refused ("no complete
+    set of momentum coordinates") unless made with vector.zip."""
+    vector.register_awkward()
+    ref = ak.Array([[{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.5},
+                     {"pt": 30.0, "eta": -0.3, "phi": 0.5, "mass": 0.3}]])
+    v = vector.zip({"pt": ref.pt, "eta": ref.eta, "phi": ref.phi, "mass": ref.mass})
+    plain = ak.zip({n: getattr(v, n) for n in names})
+    np.testing.assert_allclose(JetCollection.from_momenta(plain, t_cut=1.0).leaves,
+                               JetCollection.from_momenta(ref, t_cut=1.0).leaves, rtol=1e-14)
+
+
+def test_a_vertex_next_to_momenta_is_not_read_as_momenta():
+    assert detect_coordinates(["x", "y", "z", "t", "pt", "eta", "phi", "mass"]) == {
+        "pt": "pt", "eta": "eta", "phi": "phi", "mass": "mass"}
