@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numba as nb
@@ -230,7 +231,10 @@ def _node_log_likelihoods(children, node_p, node_offsets, root, which, consts): 
 
 @dataclasses.dataclass
 class SplitReport:
-    """Why one tree is −∞ (:func:`impossible_splits`)."""
+    """Why one tree is −∞ (:func:`impossible_splits`): per impossible split, nearest the root
+    first, its node, reason code (:data:`REASON_TEXT` says it in words), number of leaves and
+    mass in GeV. ``len()`` counts the splits; iterating gives ``(node, reason, leaves, mass)``.
+    """
 
     finite: bool
     nodes: list[int]
@@ -238,12 +242,17 @@ class SplitReport:
     leaves: list[int]
     masses: list[float]
 
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[tuple[int, str, int, float]]:
+        return iter(zip(self.nodes, self.reasons, self.leaves, self.masses, strict=True))
+
     def __str__(self) -> str:
         if self.finite:
             return "every split of the tree is possible under the model"
         lines = [f"{len(self.nodes)} split(s) impossible under the model:"]
-        for node, reason, n, m in zip(self.nodes, self.reasons, self.leaves, self.masses,
-                                      strict=True):
+        for node, reason, n, m in self:
             lines.append(f"  node {node} ({n} leaves, mass {m:.4g} GeV): {REASON_TEXT[reason]}")
         return "\n".join(lines)
 

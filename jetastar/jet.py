@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, overload
@@ -190,20 +192,34 @@ class Jet:
 
         Args:
             particles: the particles.
-            params: Ginkgo parameters (default ``ShowerParams.qcd()``).
+            params: Ginkgo parameters (default: those of ``ShowerParams.qcd()``, ``jet_type``
+                ``"data"``). As for :meth:`JetCollection.from_momenta`, the jet's root 4-vector
+                is the sum of its particles and ``t_root`` (``m_hard``) its squared mass (mass)
+                where that is above ``t_cut`` (otherwise every tree is −∞ and the parameters'
+                own are kept); only ``t_cut``, ``lam`` and ``lam_root`` score trees.
 
         Example:
             >>> jet = Jet.from_particles([{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
             ...                           {"pt": 30.0, "eta": -0.2, "phi": 0.4, "mass": 0.0}])
-            >>> jet.n_leaves, bool((jet.leaf_t >= 0).all())
-            (2, True)
+            >>> jet.n_leaves, bool((jet.leaf_t >= 0).all()), jet.jet_type
+            (2, True, 'data')
         """
         if isinstance(particles, Jet):
             return particles
         if isinstance(particles, (list, tuple)):
             particles = _one_jet_particles(particles)
+        if params is None:
+            params = ShowerParams.qcd(jet_type="data")
         jet = cls(particles, params)
-        return jet.with_nonnegative_masses() if (jet.leaf_t < 0.0).any() else jet
+        if (jet.leaf_t < 0.0).any():
+            jet = jet.with_nonnegative_masses()
+        root = jet.leaves.sum(axis=0)
+        t = float(root[0] ** 2 - root[1:] @ root[1:])
+        if t > params.t_cut:  # the jet's own root (metadata: the likelihood reads the leaves)
+            jet.params = dataclasses.replace(params, root_momentum=tuple(root.tolist()), t_root=t,
+                                             m_hard=math.sqrt(t))
+            jet.jet_type = jet.params.jet_type
+        return jet
 
     def with_nonnegative_masses(self) -> Jet:
         """A copy whose leaves with ``t < 0`` (within tolerance) get ``E`` raised until ``t >= 0``.

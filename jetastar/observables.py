@@ -599,6 +599,12 @@ def write_observables(
     Returns:
         The labels written.
     """
+    if not os.path.exists(results) and os.path.exists(path):
+        raise FileNotFoundError(
+            f"{results}: no such results file; write_observables(path, results) writes the "
+            f"observables of the results file `results` to `path` ({path} exists: swapped "
+            "arguments?)"
+        )
     fmt = io.file_format(path, sniff=False)
     if fmt not in ("hdf5", "root"):
         raise ValueError(f"{path}: observables are written to .h5 or .root files")

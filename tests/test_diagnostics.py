@@ -63,6 +63,9 @@ def test_tree_reasons_match_the_log_likelihood(jets: JetCollection, algorithm: s
         assert not report.finite and report.nodes[0] == rec.node[i]
         assert report.reasons[0] == rec.reason[i]
         assert "impossible" in str(report)
+        assert len(report) == rec.n_impossible[i]
+        node, reason, _, _ = next(iter(report))
+        assert (node, reason) == (rec.node[i], rec.reason[i])
     assert ak.all(rec.reason[finite] == "")
 
 

@@ -165,7 +165,15 @@ def test_from_particles_reads_one_jet_like_jetastar_cluster():
                       "phi": [0.2, 0.4, 0.1], "mass": [0.0, 0.0, 0.0]})
     p4 = np.stack([v.E, v.px, v.py, v.pz], axis=1)
     jet = Jet.from_particles(p4)
-    assert (jet.leaf_t >= 0).all() and jet.params == ShowerParams.qcd()
+    # the QCD defaults score the jet; its root is its own (it carried the Ginkgo 400 GeV root)
+    qcd = ShowerParams.qcd()
+    assert (jet.leaf_t >= 0).all() and jet.jet_type == jet.params.jet_type == "data"
+    assert [getattr(jet.params, k) for k in ("t_cut", "lam", "lam_root")] == [16.0, 1.5, 1.5]
+    root = jet.leaves.sum(axis=0)
+    np.testing.assert_allclose(jet.params.root_momentum, root, rtol=1e-15)
+    assert jet.params.t_root == pytest.approx(root[0] ** 2 - root[1:] @ root[1:], rel=1e-12)
+    assert jet.params.m_hard == pytest.approx(math.sqrt(jet.params.t_root), rel=1e-15)
+    assert np.array_equal(jet.likelihood_constants(), Jet(p4, qcd).likelihood_constants())
     np.testing.assert_allclose(jet.leaves, p4, rtol=1e-15)
     dicts = [{"pt": float(a), "eta": float(b), "phi": float(c), "mass": 0.0}
              for a, b, c in zip(v.pt, v.eta, v.phi, strict=True)]
@@ -173,7 +181,11 @@ def test_from_particles_reads_one_jet_like_jetastar_cluster():
         np.testing.assert_allclose(Jet.from_particles(same).leaves, jet.leaves, rtol=1e-12)
     assert Jet.from_particles(jet) is jet
     w = Jet.from_particles(p4, ShowerParams.w())
-    assert w.params == ShowerParams.w()
+    assert w.params.lam_root == 3.0 and w.jet_type == "W"
+    assert w.params.root_momentum == jet.params.root_momentum
+    # below t_cut no tree is possible: the parameters' own root stays (a Jet needs t_root > t_cut)
+    soft = Jet.from_particles(p4 / 100.0)
+    assert soft.params.t_root == qcd.t_root and soft.jet_type == "data"
 
 
 def test_an_invalid_jet_kept_by_validate_false_names_its_own_problem():

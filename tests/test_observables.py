@@ -294,6 +294,8 @@ def test_observables_file_written_block_by_block(tmp_path, ext, monkeypatch):
     res = tmp_path / f"res.{ext}"
     jio.write(res, jets, tables)
     whole = tmp_path / f"whole.{ext}"
+    with pytest.raises(FileNotFoundError, match=r"no such results file.*swapped arguments\?"):
+        observables.write_observables(res, whole)  # (out, results) in the CLI's order
     assert observables.write_observables(whole, res) == ["greedy", "kt", "truth"]
 
     def not_whole(*args, **kwargs):
