@@ -53,7 +53,7 @@ def _fsync_file(path: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(final: str | os.PathLike[str]) -> Iterator[str]:
+def atomic_path(final: str | os.PathLike[str], *, clean: bool = False) -> Iterator[str]:
     """Context manager giving a temporary path to write; renamed to ``final`` on success.
 
     The temporary file lives in the same directory as ``final`` (so the rename is atomic), is
@@ -61,6 +61,8 @@ def atomic_path(final: str | os.PathLike[str]) -> Iterator[str]:
 
     Args:
         final: the destination path (its directory must exist).
+        clean: first remove the temporaries of ``final`` that killed writers left behind
+            (:func:`remove_stale_temporaries`; it lists the folder, so not for part files).
 
     Yields:
         The temporary path to write to.
@@ -76,6 +78,8 @@ def atomic_path(final: str | os.PathLike[str]) -> Iterator[str]:
     """
     final_path = Path(final)
     directory = final_path.parent
+    if clean:
+        remove_stale_temporaries(directory, final_path.name)
     tmp = directory / f".{final_path.name}.{os.getpid()}.{secrets.token_hex(4)}{_TMP_SUFFIX}"
     try:
         yield str(tmp)

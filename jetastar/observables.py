@@ -653,7 +653,7 @@ def write_observables(
                     per["truth"] = tree_observables(jets, None, **kw)
                 yield np.asarray(jets.jet_id, dtype=np.int64), per
 
-    with atomic_path(path) as tmp:
+    with atomic_path(path, clean=True) as tmp:
         if fmt == "root":
             _write_observables_root(tmp, meta, blocks())
         else:

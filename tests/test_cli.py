@@ -384,6 +384,25 @@ def test_outputs_never_replace_a_file_jetastar_did_not_write(tmp_path, capsys):
     assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress", "--fresh",
                  "-o", str(theirs["notes.h5"])]) == 0
     assert "greedy" in jio.read_results(theirs["notes.h5"])
+    # the finished result of another input file (run1/jets.h5, run2/jets.h5 into one folder)
+    # was replaced with exit code 0; the same path regenerated is still computed again
+    (tmp_path / "run2").mkdir()
+    other = tmp_path / "run2" / "jets.h5"
+    assert main(["generate", "--n", "4", "--seed", "9", "-o", str(other)]) == 0
+    folder = tmp_path / "out"
+    assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress",
+                 "-o", f"{folder}/"]) == 0
+    kept = (folder / "jets.results.h5").read_bytes()
+    capsys.readouterr()
+    assert main(["cluster", str(other), "--algorithms", "greedy", "--no-progress",
+                 "-o", f"{folder}/"]) == 1
+    out = capsys.readouterr().out
+    assert f"holds the finished result of another input file, {jets.resolve()}" in out, out
+    assert (folder / "jets.results.h5").read_bytes() == kept
+    assert main(["generate", "--n", "5", "--seed", "3", "-o", str(jets)]) == 0  # regenerated
+    assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress",
+                 "-o", f"{folder}/"]) == 0
+    assert jio.n_jets(folder / "jets.results.h5") == 5
 
 
 def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
@@ -463,3 +482,31 @@ def test_each_file_is_reported_when_it_ends(tmp_path, capsys, monkeypatch):
                  "-o", str(tmp_path / "out")])
     out, err = capsys.readouterr()
     assert code == 130 and f"FAILED {bad}:" in out and "interrupted" in err
+
+
+@pytest.mark.parametrize(("sigterm", "code", "word"), [(False, 130, "interrupted"),
+                                                        (True, 143, "terminated")])
+def test_a_signal_inside_a_kernel_is_an_interrupt_not_an_error(monkeypatch, capsys, sigterm,
+                                                                 code, word):
+    """A SIGTERM landing while numba boxed a kernel's result came out as "jetastar: error:
+    SystemError: CPUDispatcher(<function _lund ...>) returned a result with an exception set",
+    exit code 1 (seen in `observables`); it is the interrupt, with its exit code."""
+    import signal
+
+    from jetastar.cli import command
+
+    def kernel_interrupted(args):
+        if sigterm:
+            command._Terminated.signum = int(signal.SIGTERM)
+        try:
+            raise command._Terminated() if sigterm else KeyboardInterrupt()
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(<function _lund>) returned a result with an "
+                              "exception set") from exc
+
+    parser = command.build_parser()
+    parser._subparsers._group_actions[0].choices["info"].set_defaults(func=kernel_interrupted)
+    monkeypatch.setattr(command, "build_parser", lambda: parser)
+    assert main(["info", "data/ginkgo_qcd.h5"]) == code
+    err = capsys.readouterr().err
+    assert err == f"jetastar: {word}\n", err

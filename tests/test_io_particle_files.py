@@ -678,6 +678,22 @@ def test_cluster_entry_range_and_reading_options_are_checked(tmp_path, capsys):
     assert len(read_particles(nano, particles="PFCands", entry_start=150, entry_stop=100)) == 0
 
 
+def test_particle_options_on_jet_files_are_refused(tmp_path, capsys):
+    """--entry-stop, --t-cut ... without an option that switches particles on were ignored: the
+    whole jet file was clustered with its own t_cut, exit code 0."""
+    out = tmp_path / "res.h5"
+    jets = DATA / "ginkgo_qcd.h5"
+    for extra in (["--entry-start", "10", "--entry-stop", "20"], ["--t-cut", "4"],
+                  ["--mass-policy", "keep", "--lam", "2"]):
+        assert main(["cluster", str(jets), "--algorithms", "greedy", "--no-progress",
+                     "-o", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("jetastar: error: --") and err.count("\n") == 1
+        assert all(o in err for o in extra if o.startswith("--"))
+        assert f"{jets} is a jetastar file, whose jets carry their own parameters" in err
+    assert not list(tmp_path.iterdir())
+
+
 def test_every_jet_failed_is_a_failed_run_with_the_right_advice(tmp_path, capsys):
     """Coordinates in the wrong order: every jet fails; the run says so with exit code 1, and
     the mass-policy line points at the order instead of at the policy already in use."""

@@ -111,6 +111,7 @@ __all__ = [
     "read_part",
     "readable_part",
     "recorded_digest",
+    "result_of_another_file",
     "same_identity",
     "settled_state",
     "stream_jets_digest",
@@ -317,6 +318,27 @@ def same_identity(stored: Any, current: dict[str, Any]) -> bool:
     if not isinstance(stored, dict):
         return False
     return all(stored.get(k) == v for k, v in current.items())
+
+
+def result_of_another_file(info: dict[str, Any] | None, identity: dict[str, Any]) -> str | None:
+    """The input a finished batch result was computed from, where that is another file than the
+    one of ``identity`` (another path *and* another content): a result its owner may still want,
+    never replaced silently. ``None`` otherwise: no batch result (``info``: the output's
+    ``io.file_info(output, results=False)``), the same file, or the same path since regenerated
+    (a stale result, computed again).
+
+    Example:
+        >>> result_of_another_file(None, {"path": "/a.h5", "sha256": "x"}) is None
+        True
+    """
+    if info is None or "batch" not in info.get("attrs", {}):
+        return None
+    stored = _json_attr(info["attrs"].get("input_identity"))
+    if not isinstance(stored, dict) or not stored.get("path"):
+        return None
+    if stored["path"] == identity.get("path") or stored.get("sha256") == identity.get("sha256"):
+        return None
+    return str(stored["path"])
 
 
 # ---------------------------------------------------------------------- part files

@@ -59,6 +59,7 @@ from .resume import (
     parts_dir,
     prepare_parts,
     recorded_digest,
+    result_of_another_file,
     settled_state,
     write_part,
 )
@@ -303,6 +304,13 @@ def _run_file(
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
+            other = result_of_another_file(out_info, identity)
+            if other is not None:  # (e.g. run1/events.root and run2/events.root into one folder)
+                raise BatchError(
+                    f"{out} holds the finished result of another input file, {other}; write to "
+                    "another output (inputs of the same name need their own output folders), "
+                    "or pass --fresh (fresh=True) to replace it"
+                )
             diff = output_differences(out, n, config, reading, identity, out_info)
             if diff == []:
                 shutil.rmtree(parts, ignore_errors=True)

@@ -15,6 +15,7 @@ from ..clustering import algorithms
 from ..comparison import mass_policy_counts
 from ..errors import InvalidJetError
 from ..io import ParticleSource, column_prefix
+from ..io.dispatch import written_attrs
 from ..momenta import DEFAULT_MASS_POLICY
 from .shared import (
     UsageError,
@@ -144,11 +145,39 @@ def _mass_summary(path: str, policy: str = DEFAULT_MASS_POLICY) -> str:
     return text
 
 
+#: options that only particle files read (dest -> default): given for jetastar jet files they
+#: would be ignored, so they are refused
+_PARTICLE_ONLY = {"entry_start": None, "entry_stop": None, "t_cut": 16.0, "lam": 1.5,
+                  "lam_root": 1.5, "mass_policy": DEFAULT_MASS_POLICY, "jet_ptmin": 0.0,
+                  "jet_algorithm": "antikt", "padding": 0.0, "step_size": 10000}
+
+
+def _refuse_particle_only(args: argparse.Namespace) -> None:
+    """Particle options given where the inputs are read as jetastar jet files (no option switched
+    particles on): an error naming them for the first jetastar file among the inputs, instead of
+    a run that ignores them (other inputs fail as they are, naming the options that read them)."""
+    given = [f"--{k.replace('_', '-')}" for k, default in _PARTICLE_ONLY.items()
+             if getattr(args, k) != default]
+    if not given:
+        return
+    for name in args.inputs:
+        if written_attrs(name) is not None:
+            raise UsageError(
+                f"{', '.join(given)}: options of particle files, which --particles, --branch, "
+                f"--tree, --components, --mask, --layout or --jet-r switch on; {name} is a "
+                "jetastar file, whose jets carry their own parameters and are all clustered (a "
+                "part of a jet file: jetastar.io.read(path, jets=slice(a, b)) and "
+                "jetastar.io.write)"
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
     _check_ranges(args)
     args.inputs = _expanded(args.inputs)
     source = _particle_source(args)
+    if source is None:
+        _refuse_particle_only(args)
     config = _batch_config(args)
     output = output_dir = None
     fmt = args.format or "h5"

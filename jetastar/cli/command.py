@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     debug = bool(getattr(args, "debug", False))
+    _Terminated.signum = 0
     previous = _terminate_as_interrupt()
     try:
         return int(args.func(args) or 0)
@@ -72,15 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        what = "terminated" if isinstance(exc, _Terminated) or _Terminated.seen else "interrupted"
-        if args.command == "run":  # the demonstration regenerates its jets: nothing to resume
-            text = f"{what} (`{PROG} run` starts afresh when rerun)"
-        elif isinstance(exc, BatchInterrupted):
-            text = str(exc).replace("interrupted", what, 1)
-        else:
-            text = f"{what} (rerun the same command to resume a cluster run)"
-        print(f"{PROG}: {text}", file=sys.stderr)
-        return 143 if what == "terminated" else 130
+        return _stopped(args.command, exc)
     except UsageError as exc:
         if debug:
             raise
@@ -89,33 +82,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        stop = _interrupt_inside(exc)
+        if stop is not None:  # a signal that landed in a numba kernel (SystemError around it)
+            return _stopped(args.command, stop)
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stopped(command: str, exc: KeyboardInterrupt) -> int:
+    """Say that ``command`` was stopped by Ctrl-C or SIGTERM, and return the shell's exit code for
+    it (130, 143)."""
+    what = "terminated" if _Terminated.signum == signal.SIGTERM else "interrupted"
+    if command == "run":  # the demonstration regenerates its jets: nothing to resume
+        text = f"{what} (`{PROG} run` starts afresh when rerun)"
+    elif isinstance(exc, BatchInterrupted):
+        text = str(exc).replace("interrupted", what, 1)
+    elif command == "cluster":
+        text = f"{what} (rerun the same command to resume)"
+    else:  # (their outputs are written whole or not at all: nothing to resume)
+        text = what
+    print(f"{PROG}: {text}", file=sys.stderr)
+    return 143 if what == "terminated" else 130
+
+
+def _interrupt_inside(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C / signal behind ``exc`` (numba turns one raised while a kernel's result is
+    boxed into "SystemError: ... returned a result with an exception set", its cause)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 class _Terminated(KeyboardInterrupt):
     """SIGTERM (what batch systems send before killing a job), raised like Ctrl-C so that a run
     stops the same way: finished work kept, workers stopped, exit code 143."""
 
-    seen = False
+    #: the signal that stopped the command (0: none; the interrupt itself may have been replaced
+    #: on its way, e.g. by BatchInterrupted)
+    signum = 0
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
-    _Terminated.seen = True
+    _Terminated.signum = int(signum)
     raise _Terminated()
 
 
-def _terminate_as_interrupt() -> Any:
+def _terminate_as_interrupt() -> dict[int, Any]:
     """Install the SIGTERM handler (main thread only); returns the previous one to restore."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return {}
     try:
-        return signal.signal(signal.SIGTERM, _raise_terminated)
+        return {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)}
     except (ValueError, OSError):
-        return None
+        return {}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -271,7 +271,7 @@ def write_hdf5(
     if not in_memory:
         check_free_space(path, need)
     image = None
-    with atomic_path(path) as tmp:
+    with atomic_path(path, clean=True) as tmp:
         # a file of moderate size is built in memory and written with one write(), so a full disk
         # is a clean OSError, never a crash inside HDF5
         kw = {"driver": "core", "backing_store": False} if in_memory else {}
@@ -369,7 +369,7 @@ class HDF5StreamWriter:
             check_free_space(path, need)
         self._meta = provenance()
         self._meta.update(dict(attrs or {}))
-        self._atomic = atomic_path(path)
+        self._atomic = atomic_path(path, clean=True)
         self._tmp = tmp = self._atomic.__enter__()
         try:
             self.f = h5py.File(tmp, "w")

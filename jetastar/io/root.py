@@ -258,7 +258,7 @@ def write_root(
         meta["node_extra"] = sorted(node_extra)
         meta["jet_extra"] = sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
         truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
-    with atomic_path(path) as tmp:
+    with atomic_path(path, clean=True) as tmp:
         with uproot.recreate(tmp, compression=root_compression()) as f:
             f["meta"] = json.dumps(meta, default=_json_default)
             if collection is not None:
@@ -402,7 +402,7 @@ class RootStreamWriter:
         self._meta: dict[str, Any] = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION}
         self._meta.update(provenance())
         self._meta.update(dict(attrs or {}))
-        self._atomic = atomic_path(path)
+        self._atomic = atomic_path(path, clean=True)
         self._tmp = tmp = self._atomic.__enter__()
         try:
             self.f = uproot.recreate(tmp, compression=root_compression())
