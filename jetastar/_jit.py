@@ -450,15 +450,24 @@ def _ensure_cache_dir() -> None:
     Without one, numba raises at import time (``cannot cache function ...: no locator
     available``). The choice goes into ``NUMBA_CACHE_DIR`` so that worker processes use it too.
     """
-    if _numba_config.CACHE_DIR and _writable(str(_numba_config.CACHE_DIR)):
+    asked = str(_numba_config.CACHE_DIR or "")
+    if asked and _writable(asked):
         return
+    if asked:
+        # numba would look for another folder without a word: every node of a cluster whose
+        # shared cache path is mistyped or read-only would compile again, unnoticed
+        _numba_config.CACHE_DIR = ""
+        os.environ.pop("NUMBA_CACHE_DIR", None)
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-    if _writable(here) or _writable(_user_cache_dir()):
-        return
-    fallback = _fallback_cache_dir()
-    if _writable(fallback):
-        _numba_config.CACHE_DIR = fallback
-        os.environ["NUMBA_CACHE_DIR"] = fallback
+    chosen = here if _writable(here) else _user_cache_dir()
+    if not _writable(chosen):
+        chosen = _fallback_cache_dir()
+        if _writable(chosen):
+            _numba_config.CACHE_DIR = chosen
+            os.environ["NUMBA_CACHE_DIR"] = chosen
+    if asked:
+        print(f"jetastar: NUMBA_CACHE_DIR={asked} is not writable; compiled kernels are cached in "
+              f"{chosen} instead", file=sys.stderr)
 
 
 _ensure_cache_dir()

@@ -12,6 +12,10 @@ disabled tqdm bar lacks most of them), and it is switched off
 * by anything that makes tqdm itself disable the bar (``tqdm.__init__`` patched with
   ``disable=True``, ...): then tqdm's no-op bar is driven like any other.
 
+Where standard error is a file or a pipe (a batch job's log) rather than a terminal or a
+notebook, a bar is written as one plain line every :data:`LOG_INTERVAL` seconds, without the
+carriage returns that redraw it on a terminal (they made a log one endless line, ~0.5 MB an hour).
+
 Example:
     >>> from jetastar._progress import progress_bar
     >>> with progress_bar(total=3, desc="demo", unit="jet", show=False) as bar:
@@ -23,9 +27,13 @@ Example:
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
-__all__ = ["PER_JET_DELAY", "ProgressBar", "progress_bar", "tqdm_disabled_by_env"]
+__all__ = ["LOG_INTERVAL", "PER_JET_DELAY", "ProgressBar", "progress_bar", "tqdm_disabled_by_env"]
+
+#: Seconds between two lines of a bar written to a log (standard error not a terminal).
+LOG_INTERVAL = 30.0
 
 #: Seconds before the bar of one jet's search appears when the caller did not ask for it
 #: (``progress=None``): a loop over jets that each take less shows no bars; one long jet does.
@@ -101,9 +109,43 @@ def progress_bar(
     else:
         from tqdm.auto import tqdm
 
+        log: dict[str, Any] = {}
+        if _writes_to_a_log(tqdm):
+            log = {"file": _LogLines(sys.stderr), "mininterval": LOG_INTERVAL,
+                   "maxinterval": 2 * LOG_INTERVAL}
         bar = ProgressBar(tqdm(
             total=total, desc=desc, unit=unit, delay=delay, initial=initial,
-            unit_scale=unit_scale, leave=leave,
+            unit_scale=unit_scale, leave=leave, **log,
         ))
     bar.n = initial
     return bar
+
+
+def _writes_to_a_log(tqdm: type) -> bool:
+    """Whether a bar would go to a file or pipe: standard error is not a terminal, and tqdm is
+    not drawing notebook widgets."""
+    if any(c.__module__.startswith("tqdm.notebook") for c in tqdm.__mro__):
+        return False
+    try:
+        return sys.stderr is not None and not sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+class _LogLines:
+    """A stream for tqdm that turns each redraw into one line of ``stream`` (no carriage
+    returns; blank redraws, the erasing of a bar, and repeats of the last line are dropped)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._last = ""
+
+    def write(self, text: str) -> int:
+        line = text.replace("\r", "").strip()
+        if line and line != self._last:
+            self._last = line
+            self._stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()

@@ -834,7 +834,7 @@ def test_a_failed_copy_of_the_jets_fails_the_file_and_a_rerun_resumes(tmp_path, 
     monkeypatch.setattr(writer, "add_jets", full)
     out = tmp_path / f"out.{ext}"
     (s,) = run_batch([inp], config, output=out, progress=False)
-    assert "No space left on device" in s.error, s
+    assert "no space left on the device" in s.error and "rerun the same command" in s.error, s
     assert all(name.startswith("jetastar copy") for name in calls), calls
     assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
     assert len(_parts(out)) == 3
@@ -896,7 +896,7 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     with monkeypatch.context() as m:
         m.setattr(module, "copy_bytes", full)
         (s,) = run_batch([inp], config, output=out, progress=False)
-    assert "No space left on device" in s.error, s
+    assert "no space left on the device" in s.error and "rerun the same command" in s.error, s
     assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
     assert len(_parts(out)) == 4
     (s,) = run_batch([inp], config, output=out, progress=False)
@@ -1477,3 +1477,20 @@ def test_another_entry_range_is_refused_not_discarded(tmp_path, monkeypatch):
     (s,) = run_batch([nano], BatchConfig(["greedy"], chunk_size=20), output=out,
                      progress=False, particles=src)
     assert s.ok and s.chunks_reused == 2
+
+
+def test_plugins_given_as_files_or_not_on_the_path_say_how_to_name_them(tmp_path, monkeypatch):
+    """--plugin ./myplug.py gave importlib's "the 'package' argument is required to perform a
+    relative import"; --plugin myplug (in the current folder) gave only "No module named"."""
+    from jetastar.batch.config import import_plugins
+
+    monkeypatch.chdir(tmp_path)
+    # as for the jetastar command: the current folder is not on the path
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    (tmp_path / "myplug_probe.py").write_text("X = 1\n")
+    with pytest.raises(BatchError, match=r"give a module name, not a file \(--plugin "
+                                         r"myplug_probe, with its folder on PYTHONPATH"):
+        import_plugins(["./myplug_probe.py"])
+    with pytest.raises(BatchError, match=r"No module named 'myplug_probe' \(myplug_probe\.py is in "
+                                         r"the current folder.*PYTHONPATH=\."):
+        import_plugins(["myplug_probe"])

@@ -421,6 +421,10 @@ def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
     assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy",
                  "--format", "root", "-o", str(tmp_path / "x.h5")]) == 2
     assert "the file's extension says its format" in capsys.readouterr().err
+    # --workers was ignored next to --scheduler
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy", "--workers",
+                 "2", "--scheduler", "tcp://127.0.0.1:1", "-o", str(tmp_path / "x.h5")]) == 2
+    assert "the Dask cluster's workers run the chunks" in capsys.readouterr().err
 
 
 def test_compare_bands_that_are_not_numbers(tmp_path, capsys):
@@ -510,3 +514,45 @@ def test_a_signal_inside_a_kernel_is_an_interrupt_not_an_error(monkeypatch, caps
     assert main(["info", "data/ginkgo_qcd.h5"]) == code
     err = capsys.readouterr().err
     assert err == f"jetastar: {word}\n", err
+
+
+def test_info_of_an_output_an_interrupted_run_has_not_written(tmp_path, capsys):
+    """`jetastar info OUT` of an interrupted run said only "no such file" (and of OUT.parts "is a
+    directory"); it says how far the run got and how to finish it."""
+    out = tmp_path / "out.h5"
+    parts = tmp_path / "out.h5.parts"
+    parts.mkdir()
+    (parts / "manifest.json").write_text('{"n_jets": 10}')
+    (parts / "part-0000000000-0000000004.h5").write_bytes(b"")
+    for name in (out, parts):
+        assert main(["info", str(name)]) == 1
+        err = capsys.readouterr().err
+        assert f"{out}: not written yet; {parts} holds the finished parts" in err, err
+        assert "(4 of 10 jets done): rerun the same command" in err
+
+
+def test_compare_json_is_strict_json(tmp_path, capsys):
+    """`compare --json` wrote NaN and -Infinity, which strict JSON parsers refuse."""
+    import json
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    out = tmp_path / "res.h5"
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy,kt",
+                 "--no-progress", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(out), "--json"]) == 0
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not strict JSON: {constant}")
+
+    rows = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert rows and any(v is None for row in rows for v in row.values())  # (were NaN / -inf)
+
+
+def test_help_in_a_terminal_without_unicode():
+    """`PYTHONIOENCODING=latin-1 jetastar cluster --help` failed with UnicodeEncodeError (λ, −)."""
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    done = subprocess.run([sys.executable, "-m", "jetastar", "cluster", "--help"], env=env,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode("latin-1")
+    assert b"--t-cut" in done.stdout and b"Traceback" not in done.stderr

@@ -541,10 +541,15 @@ def test_cluster_events_friend_tree_per_event(tmp_path, capsys):
         assert main(["cluster", str(path), "--particles", "PFCands", "--jet-r", "0.4",
                      "--jet-ptmin", "5", "--t-cut", "0.01", "--algorithms", "greedy",
                      "--no-progress", "-o", str(out)]) == 0
-    said = capsys.readouterr().out
-    # the friend of the input is the per-event tree; 'clusters' has a row per jet
-    assert "friend tree 'clusters_events' (one entry per input event" in said
-    assert "'clusters' has one entry per jet: greedy_*" in said
+        said = capsys.readouterr().out
+        if ext == "root":
+            # the friend of the input is the per-event tree; 'clusters' has a row per jet
+            assert "friend tree 'clusters_events' (one entry per input event" in said
+            assert "'clusters' has one entry per jet: greedy_*" in said
+        else:  # (it described the ROOT trees for an HDF5 output too)
+            assert "friend tree" not in said
+            assert "group '/clusters' (one row per input jet): /clusters/greedy" in said
+            assert "/clusters/events has one row per input event" in said
     jets = read_particles(path, particles="PFCands", layout="event", jet_r=0.4, jet_ptmin=5.0,
                           t_cut=0.01, validate=False)
     per_event = np.bincount(jets.jet_columns["entry"].astype(int), minlength=9)

@@ -67,6 +67,18 @@ def test_cache_folder_left_alone_when_writable(monkeypatch, tmp_path):
     assert _jit.cache_dir() == str(tmp_path)
 
 
+def test_an_unwritable_numba_cache_dir_is_named(monkeypatch, capsys):
+    """NUMBA_CACHE_DIR naming a folder that cannot be written was replaced without a word (a
+    mistyped shared cache: every node compiles again, unnoticed)."""
+    monkeypatch.setattr(_jit._numba_config, "CACHE_DIR", "/dev/null/cache")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/dev/null/cache")
+    _jit._ensure_cache_dir()
+    err = capsys.readouterr().err
+    assert "NUMBA_CACHE_DIR=/dev/null/cache is not writable; compiled kernels are cached in" in err
+    assert _jit._numba_config.CACHE_DIR != "/dev/null/cache"
+    assert os.environ.get("NUMBA_CACHE_DIR") != "/dev/null/cache"  # (workers inherit the choice)
+
+
 _SCRIPT = textwrap.dedent("""
     import json, statistics, sys
 

@@ -137,3 +137,24 @@ def test_single_jets_in_a_loop_show_no_bars_by_default(monkeypatch):
     cluster_jets(jets, ["greedy"])
     astar(jets[0], progress=True)
     assert made == []
+
+
+def test_a_bar_into_a_log_is_plain_lines(monkeypatch):
+    """With standard error a file (a batch job's log) a bar was one endless line of carriage
+    returns, redrawn twice a second; it is a plain line every LOG_INTERVAL seconds."""
+    import io
+
+    from jetastar import _progress
+
+    log = io.StringIO()  # not a terminal
+    monkeypatch.setattr("sys.stderr", log)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)  # every update a line
+    with progress_bar(total=3, desc="jets.h5", unit="jet", leave=True) as bar:
+        for _ in range(3):
+            bar.update(1)
+    text = log.getvalue()
+    assert "\r" not in text and text.endswith("\n"), repr(text)
+    lines = text.splitlines()
+    assert lines[0].startswith("jets.h5:   0%") and lines[-1].startswith("jets.h5: 100%")
+    assert len(lines) == len(set(lines))  # the finished bar once

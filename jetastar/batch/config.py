@@ -20,6 +20,7 @@ import dataclasses
 import importlib
 import json
 import math
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -133,10 +134,21 @@ class BatchConfig:
 def import_plugins(modules: Iterable[str]) -> None:
     """Import modules (that register algorithms); a missing one raises a clear error."""
     for name in modules:
+        hint = ""
+        if name.endswith(".py") or "/" in name or os.sep in name:
+            # a file path (./myplug.py): importlib's own error is about relative imports
+            raise BatchError(
+                f"plugin {name!r}: give a module name, not a file (--plugin "
+                f"{os.path.splitext(os.path.basename(name))[0]}, with its folder on PYTHONPATH, "
+                "e.g. PYTHONPATH=. for the current one)")
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise BatchError(f"cannot import plugin module {name!r}: {exc}") from None
+            if getattr(exc, "name", None) == name.split(".")[0] and os.path.exists(
+                    f"{name.split('.')[0]}.py"):
+                hint = (f" ({name.split('.')[0]}.py is in the current folder, which is not on "
+                        "Python's path for the jetastar command: PYTHONPATH=. jetastar ...)")
+            raise BatchError(f"cannot import plugin module {name!r}: {exc}{hint}") from None
 
 
 def load_registry(plugins: Iterable[str]) -> None:

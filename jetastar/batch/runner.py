@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -480,6 +481,11 @@ def _error_line(exc: BaseException, inp: Path) -> str:
     text = " ".join(str(exc).split())
     if isinstance(exc, MemoryError):
         text = f"out of memory{': ' + text if text else ''} (a corrupt file, or too large a chunk)"
+    elif (isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+          and exc.strerror == os.strerror(errno.ENOSPC)):  # (the system's, not a space check's)
+        where = f" writing {exc.filename}" if exc.filename else ""
+        text = (f"no space left on the device{where}; the chunks finished so far are kept: free "
+                "some space and rerun the same command to resume")
     elif isinstance(exc, BrokenProcessPool):
         text = ("a worker process died (killed, out of memory, or, in a script, code that is not "
                 "under `if __name__ == \"__main__\":`, which worker processes import)")

@@ -51,9 +51,17 @@ def _batch_config(args: argparse.Namespace) -> BatchConfig:
     )
 
 
-def _friend_tree_note(names: Sequence[str], layout: str = "jet") -> str:
+def _friend_tree_note(names: Sequence[str], layout: str = "jet", root: bool = True) -> str:
     """Where each algorithm's columns are in the by-entry (friend) tree; for jets found in events
-    (``layout="event"``) the friend of the input is the per-event tree."""
+    (``layout="event"``) the friend of the input is the per-event tree. ``root=False``: the
+    HDF5 output's ``/clusters`` group instead."""
+    if not root:
+        groups = ", ".join(f"/clusters/{n}" for n in names)
+        events = ("; /clusters/events has one row per input event (entry, n_jets, first_jet)"
+                  if layout == "event" else "")
+        return (f"  group '/clusters' (one row per input {'jet' if layout == 'event' else 'entry'}"
+                f"): {groups}, each with status, finite, reason (whether a tree is possible "
+                f"under the model and why not), log_likelihood{events}")
     cols = ", ".join(f"{column_prefix(n)}_*" + (f" ({n})" if column_prefix(n) != n else "")
                      for n in names)
     why = "<alg>_finite / <alg>_reason say whether a tree is possible under the model and why not"
@@ -174,6 +182,9 @@ def _refuse_particle_only(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
     _check_ranges(args)
+    if args.scheduler is not None and args.workers != 1:
+        raise UsageError(f"--workers {args.workers} --scheduler {args.scheduler}: the Dask "
+                         "cluster's workers run the chunks; --workers sizes the local pool")
     args.inputs = _expanded(args.inputs)
     source = _particle_source(args)
     if source is None:
@@ -212,8 +223,10 @@ def run(args: argparse.Namespace) -> int:
         entry_start=args.entry_start, entry_stop=args.entry_stop, step_size=args.step_size,
         on_file_done=file_done,
     )
-    if source is not None and any(not s.error for s in summaries):  # when a file was written
-        echo(_friend_tree_note(config.algorithms, source.layout))
+    written = [s for s in summaries if not s.error]
+    if source is not None and written:
+        root = str(written[0].output).lower().endswith(".root")
+        echo(_friend_tree_note(config.algorithms, source.layout, root=root))
     return max(codes, default=0)
 
 

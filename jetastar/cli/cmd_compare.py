@@ -4,14 +4,13 @@ its plot (:func:`jetastar.plotting.plot_comparison`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from ..comparison import DEFAULT_BANDS, comparison_table, format_comparison
 from ..plotting import plot_comparison as draw_comparison
-from .shared import UsageError, add_common, check_writable, echo, split_list
+from .shared import UsageError, add_common, check_writable, echo, json_text, split_list
 
 __all__ = ["add_parser", "plot_comparison", "run"]
 
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.plot, "--plot")  # (before the table is printed)
     rows = comparison_table(args.results, bands=bands, reference=args.reference)
     if args.json:
-        echo(json.dumps(rows, indent=1, default=float))
+        echo(json_text(rows))
     else:
         echo(format_comparison(rows))
     if args.plot:
@@ -65,6 +64,7 @@ def add_parser(sub: Any) -> None:
                         "algorithm to compare to")
     p.add_argument("--bands", default=None, metavar="E1,E2,...",
                    help=f"leaf-count band edges (default {','.join(map(str, DEFAULT_BANDS))})")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the rows as JSON (NaN and ±inf as null)")
     p.set_defaults(func=run)
     add_common(p)

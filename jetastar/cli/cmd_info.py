@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import numba as nb
@@ -14,11 +15,12 @@ import numpy as np
 
 from .. import __version__, io
 from .._cuda import gpu_status, resolve_device
+from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir
 from ..clustering.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import model_check
 from ..io.particle_files import cluster_options, describe_particle_file
-from .shared import UsageError, add_common, echo, format_tree_counts, split_list
+from .shared import UsageError, add_common, echo, format_tree_counts, json_text, split_list
 
 __all__ = ["add_parser", "run"]
 
@@ -28,12 +30,34 @@ def run(args: argparse.Namespace) -> int:
     this installation (version, the device the exact trellis would use and why)."""
     if args.file is None:
         return _describe_setup(args)
+    _interrupted_output(Path(args.file))
     check = getattr(args, "check", False)
     t_cuts = _check_options(args) if check else []  # (before the file's summary is printed)
     code = _describe_file(args)
     if code == 0 and check:
         _model_check(args, t_cuts)
     return code
+
+
+def _interrupted_output(path: Path) -> None:
+    """An output that an interrupted ``cluster`` run has not written yet (or its part folder):
+    say how far the run got and how it is finished, instead of "no such file"."""
+    if path.name.endswith(PART_DIR_SUFFIX) and path.is_dir():
+        parts, output = path, path.with_name(path.name[: -len(PART_DIR_SUFFIX)])
+    elif not path.exists() and parts_dir(path).is_dir():
+        parts, output = parts_dir(path), path
+    else:
+        return
+    done = sum(b - a for a, b in done_parts(parts))
+    try:
+        manifest = json.loads((parts / "manifest.json").read_text(encoding="utf-8"))
+        of = f" of {int(manifest['n_jets'])}"
+    except (OSError, ValueError, KeyError, TypeError):
+        of = ""
+    raise FileNotFoundError(
+        f"{output}: not written yet; {parts} holds the finished parts of an interrupted "
+        f"`jetastar cluster` run ({done}{of} jets done): rerun the same command to finish it"
+    )
 
 
 def _check_options(args: argparse.Namespace) -> list[float | None]:
@@ -91,7 +115,7 @@ def _describe_setup(args: argparse.Namespace) -> int:
         "device_auto": auto, "device_reason": why,
     }
     if args.json:
-        echo(json.dumps(info, indent=1))
+        echo(json_text(info))
         return 0
     echo(f"jetastar:        {__version__}")
     echo(f"numba threads:   {info['numba_threads']}")
@@ -116,7 +140,7 @@ def _describe_file(args: argparse.Namespace) -> int:
                            for label, s in summary.items()}
     if args.json:
         clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in info.items()}
-        echo(json.dumps(clean, indent=1, default=str))
+        echo(json_text(clean, default=str))
         return 0
     attrs = info.get("attrs", {})
     echo(f"file:            {info['path']}")

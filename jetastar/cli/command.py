@@ -4,6 +4,7 @@ which turns errors into one line and exit codes, and SIGTERM into an interrupt."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -54,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Args:
         argv: arguments without the program name (default ``sys.argv[1:]``).
     """
+    _tolerant_output()
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command is None:  # (no command: what there is to run)
@@ -90,6 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _tolerant_output() -> None:
+    """Where the terminal's encoding has no λ, −, ², ... (``LANG=C``, ``PYTHONIOENCODING=latin-1``),
+    print them as ``?`` instead of failing with ``UnicodeEncodeError`` (``--help`` did)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "λ−²∞".encode(stream.encoding or "ascii")
+        except UnicodeEncodeError:
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="replace")
+        except (AttributeError, LookupError):
+            continue
 
 
 def _stopped(command: str, exc: KeyboardInterrupt) -> int:

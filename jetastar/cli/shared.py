@@ -4,6 +4,8 @@ options, generated jets and the summary of a batch run."""
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import shlex
 import sys
@@ -44,6 +46,31 @@ class UsageError(Exception):
 def echo(text: str = "") -> None:
     """Print a line of the command's output (flushed at once, for progress lines and pipes)."""
     print(text, flush=True)
+
+
+def json_text(obj: Any, default: Any = float) -> str:
+    """``obj`` as strict JSON (indented): NaN and ±inf, which ``json.dumps`` writes as the
+    non-standard ``NaN`` / ``Infinity`` that strict parsers (JavaScript's ``JSON.parse``,
+    ``json.loads(..., parse_constant=...)``) refuse, become ``null``; ``default`` converts other
+    objects (numpy numbers).
+
+    Example:
+        >>> import json
+        >>> json.loads(json_text({"a": float("-inf"), "b": [1.5, float("nan")]}))
+        {'a': None, 'b': [1.5, None]}
+    """
+    def strict(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strict(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [strict(v) for v in value]
+        if isinstance(value, (float, np.floating)):
+            return float(value) if math.isfinite(value) else None
+        if isinstance(value, np.ndarray):
+            return strict(value.tolist())
+        return value
+
+    return json.dumps(strict(obj), indent=1, default=default, allow_nan=False)
 
 
 def split_list(text: str | None) -> list[str]:
