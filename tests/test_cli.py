@@ -412,6 +412,10 @@ def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
     assert main(["cluster", str(data), "--algorithms", "greedy", "--no-progress",
                  "-o", str(tmp_path / "out") + "/"]) == 1
     assert f"{data}: is a directory; give the files in it" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()  # (an empty output folder was left behind)
+    assert main(["run", "--algorithms", "bogus", "-o", str(tmp_path / "runx")]) == 1
+    assert "unknown algorithm 'bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "runx").exists()
     many = tmp_path / "many"
     code = main(["cluster", str(data / "ginkgo_qcd.h5"), str(data / "ginkgo_qcd.root"),
                  "--algorithms", "greedy", "--no-progress", "-o", str(many)])

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import queue as _queue
+import shlex
 import shutil
 import signal
 import sys
@@ -182,7 +183,7 @@ def run_batch(
                     else "the same file name stem")
             raise BatchError(f"{first} and {inp} would write the same output file {out} "
                              f"({what}); give each its own output folder")
-    if output is None:
+    if output is None and any(p.is_file() for p in inputs):  # (no empty folder for no input)
         folder.mkdir(parents=True, exist_ok=True)
     _check_outputs(inputs, outputs)
     with one_notice_for_workers():
@@ -272,7 +273,7 @@ def _run_file(
             raise FileNotFoundError(f"{inp}: no such file")
         if inp.is_dir():
             raise FileFormatError(f"{inp}: is a directory; give the files in it (e.g. "
-                                  f"{inp / '*.root'}, expanded by the shell)")
+                                  f"{shlex.quote(str(inp))}/*.root, expanded by the shell)")
         if not out.parent.is_dir():
             raise FileNotFoundError(f"{out}: directory {out.parent} does not exist")
         lock = OutputLock.acquire(out)  # one run per output at a time

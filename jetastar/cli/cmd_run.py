@@ -73,7 +73,6 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     load_registry(args.plugin or [])
     out = Path(args.output)
     check_writable(out, folder=True)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     names = split_list(args.algorithms)
     left_out: list[str] = []
@@ -101,6 +100,7 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
                          chunk_size=args.chunk_size, threads=args.threads,
                          device=args.device)
     check_config(config)  # every option is checked before the jets are generated
+    out.mkdir(parents=True, exist_ok=True)  # (after the checks: no empty folder for a typo)
     echo(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if left_out:
         echo(f"  left out for speed: {', '.join(left_out)} (--algorithms all runs every algorithm)")
