@@ -26,7 +26,7 @@ skipped, and so is one whose first sample takes longer; skipped sizes are listed
 
 Usage::
 
-    python analysis/aloi_hcc.py                  # everything (~6 minutes here, most of it n = 20)
+    python analysis/aloi_hcc.py                  # everything (~3.5 min on 2 cores, 5 CPU-min)
     python analysis/aloi_hcc.py --max-exact 15   # quick: exact up to 15 points
     python analysis/aloi_hcc.py --plot-only      # redraw from analysis/results/aloi_hcc.json
 """

@@ -253,7 +253,7 @@ class Trellis:
         made_for = "legacy" if c[0, _ROW_LEGACY] != 0.0 else "symmetric"
         if likelihood is None:
             likelihood = made_for
-        elif check_likelihood(likelihood) is not None and likelihood != made_for:
+        elif check_likelihood(likelihood) >= 0 and likelihood != made_for:  # (a name it knows)
             raise ValueError(
                 f"likelihood={likelihood!r}, but the constants were made for the {made_for!r} "
                 f"form (likelihood_constants(..., likelihood={likelihood!r}) makes theirs)"
@@ -377,8 +377,8 @@ class Trellis:
                         raise TimeoutError(
                             f"{self._who}: the exact trellis of {n} "
                             f"{'points' if model is not None else 'leaves'} stopped by max_time="
-                            f"{self._max_time:g} s after {watch.seconds():.3g} s, {size} of {n} "
-                            "cluster sizes done"
+                            f"{self._max_time:g} s after {watch.seconds():.3g} s (clusters of "
+                            f"up to {size} of the {n} done)"
                         )
         t_total = watch.seconds()
         self.stats: dict[str, Any] = {

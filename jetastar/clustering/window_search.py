@@ -288,7 +288,7 @@ def window_search(
     n = jet.n_leaves
     _check_trees(jet, trees)
     if _exact_first(n, exact_first, options):
-        proof, _ = _prove(jet, likelihood, None, watch, max_time, options["device"])
+        proof, _, _ = _prove(jet, likelihood, None, watch, max_time, options["device"])
         if proof is not None:
             return _proven(jet, likelihood, proof, options, watch)
     sampled = _sampled_trees(jet, likelihood, n_sampled, seed) if n > window_size else []
@@ -331,7 +331,8 @@ def window_search(
                    f"{search.stop_note}; the tree is the best found so far, not window optimal")
     stats["proved"] = False
     if prove and not exact:
-        proof, unproven = _prove(jet, likelihood, best_tree, watch, max_time, options["device"])
+        proof, unproven, cut = _prove(jet, likelihood, best_tree, watch, max_time,
+                                      options["device"])
         if proof is not None:
             exact = True
             stats["proved"] = True
@@ -340,7 +341,7 @@ def window_search(
             status, message = "ok", ""
         else:
             # the proof asked for did not finish: say so (a budget that cut it is a budget stop)
-            status = "budget" if "max_time" in unproven else status
+            status = "budget" if cut else status
             message = f"{message}; " if message else ""
             message += f"not proven: {unproven}"
     optimal = exact or (best.optimal and not search.stopped)
@@ -981,23 +982,23 @@ def _proven(
 def _prove(
     jet: Jet, likelihood: str, tree: Tree | None, watch: Stopwatch, max_time: float | None,
     device: str = "auto",
-) -> tuple[ClusteringResult | None, str]:
+) -> tuple[ClusteringResult | None, str, bool]:
     """:func:`exact_map` with ``tree`` as incumbent (if any), or ``None`` and why not if it cannot
-    run or finish."""
+    run or finish, and whether ``max_time`` was what stopped it."""
     left = None if max_time is None else max_time - watch.seconds()
     if left is not None and left <= 0:
-        return None, f"no time was left of max_time={max_time:g} s for exact_map"
+        return None, f"no time was left of max_time={max_time:g} s for exact_map", True
     try:
         res = exact_map(jet, likelihood, incumbent=tree, max_time=left, progress=False,
                         device=device)
     except TooLargeError as exc:
-        return None, f"exact_map cannot run ({str(exc).split(';')[0]})"
+        return None, f"exact_map cannot run ({str(exc).split(';')[0]})", False
     if res.exact:
-        return res, ""
+        return res, "", False
     if res.status == "budget" and max_time is not None:
         return None, (f"exact_map did not finish in the {left:.3g} s left of max_time="
-                      f"{max_time:g} s")
-    return None, f"exact_map did not prove the MAP ({res.message})"
+                      f"{max_time:g} s"), True
+    return None, f"exact_map did not prove the MAP ({res.message})", False
 
 
 _MASK64 = (1 << 64) - 1
