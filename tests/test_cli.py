@@ -560,3 +560,16 @@ def test_help_in_a_terminal_without_unicode():
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode("latin-1")
     assert b"--t-cut" in done.stdout and b"Traceback" not in done.stderr
+
+
+def test_failed_lines_reach_a_separate_error_log(tmp_path):
+    """`FAILED <file>` went to standard output only: a job whose error log is a separate file
+    (Slurm --error, HTCondor error) had an empty one. It is there too, and once in a shared log."""
+    cmd = [sys.executable, "-m", "jetastar", "cluster", str(tmp_path / "missing.h5"),
+           "--algorithms", "greedy", "-o", str(tmp_path / "out.h5")]
+    apart = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    line = f"FAILED {tmp_path / 'missing.h5'}: no such file"
+    assert apart.returncode == 1 and line in apart.stdout and line in apart.stderr
+    shared = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=120)
+    assert shared.returncode == 1 and shared.stdout.count(line) == 1, shared.stdout

@@ -145,14 +145,32 @@ def generate_collection(
     return set_extras(collection, node, {})
 
 
+def _echo_failure(text: str) -> None:
+    """A ``FAILED`` line: with the summary on standard output, and on standard error too where
+    that goes elsewhere (a batch job's separate error log; a terminal shows it once)."""
+    echo(text)
+    if not _same_destination(sys.stdout, sys.stderr):
+        print(text, file=sys.stderr, flush=True)
+
+
+def _same_destination(a: Any, b: Any) -> bool:
+    """Whether two streams write to the same file, pipe or terminal (``True`` when unknown)."""
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (AttributeError, OSError, ValueError):  # (replaced streams, e.g. captured by tests)
+        return True
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 def print_summaries(summaries: Sequence[Any]) -> int:
     """Print the :class:`~jetastar.batch.FileSummary` of each input; returns the exit code (1 when
-    a file failed, or every jet of a file failed with every algorithm)."""
+    a file failed, or every jet of a file failed with every algorithm). ``FAILED`` lines go to
+    standard error as well where it is not where standard output goes."""
     failed = 0
     for s in summaries:
         if s.error:
             failed += 1
-            echo(f"FAILED {s.input}: {s.error}")
+            _echo_failure(f"FAILED {s.input}: {s.error}")
             continue
         state = "already done" if s.already_done else (
             f"{s.chunks_reused}/{s.chunks_total} chunks resumed" if s.chunks_reused else "done"
@@ -167,8 +185,9 @@ def print_summaries(summaries: Sequence[Any]) -> int:
             # an output of nothing but failures: the input or its reading options are wrong
             failed += 1
             alg = next(iter(s.status_counts))
-            echo(f"FAILED {s.input}: every jet failed with every algorithm; each row's message "
-                 f"says why (jetastar.io.read_results({str(s.output)!r})[{alg!r}].message)")
+            _echo_failure(f"FAILED {s.input}: every jet failed with every algorithm; each row's "
+                          f"message says why (jetastar.io.read_results({str(s.output)!r})"
+                          f"[{alg!r}].message)")
     return 1 if failed else 0
 
 
