@@ -380,3 +380,24 @@ def test_copy_bytes_copies_through_a_buffer_where_the_kernel_cannot(tmp_path, mo
     monkeypatch.setattr(os, "sendfile", full_later)
     with pytest.raises(OSError, match="No space left"):
         common.copy_bytes(tmp_path / "a", tmp_path / "full")
+
+
+@pytest.mark.parametrize("ext", ["h5", "root"])
+def test_a_results_file_keeping_a_failed_jet_says_how_to_read_it(tmp_path, ext):
+    """A results file keeps the jets its run recorded as failed (a one-particle jet read with
+    validate=False); reading it back said "clustering then records them as failed"."""
+    import awkward as ak
+
+    import jetastar
+
+    parts = ak.Array([[{"pt": 50.0, "eta": 0.1, "phi": 0.2, "mass": 0.0},
+                       {"pt": 30.0, "eta": -0.3, "phi": 0.5, "mass": 0.0}],
+                      [{"pt": 40.0, "eta": 0.0, "phi": 0.0, "mass": 0.0}]])
+    jets = JetCollection.from_momenta(parts, t_cut=1.0, validate=False)
+    path = tmp_path / f"r.{ext}"
+    jetastar.cluster_jets(jets, ["greedy"], progress=False).write(path)
+    with pytest.raises(InvalidJetInFileError, match=r"at least 2 leaves, got 1 \(validate=False "
+                                                    r"reads such jets as they are; a file of a "
+                                                    r"run's results keeps"):
+        jio.read(path)
+    assert len(jio.read(path, validate=False)) == 2

@@ -20,7 +20,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .._columnar import KEEP_HINT, first_leaf_problem
+from .._columnar import first_leaf_problem
 from .._version import __version__
 from ..errors import FileFormatError, InvalidJetInFileError
 from ..ginkgo.likelihood import truth_log_likelihoods
@@ -253,6 +253,12 @@ def take_with_extras(collection: JetCollection, indices: Any) -> JetCollection:
     return collection.take(indices)
 
 
+#: What a reader says after a bad jet's problem: how to read such jets anyway (a results file keeps
+#: the jets its run recorded as failed, e.g. one-particle jets found in events).
+_READ_HINT = (" (validate=False reads such jets as they are; a file of a run's results keeps the "
+              "jets the run recorded as failed)")
+
+
 def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> None:
     """Fast (vectorised) checks of every jet of a collection read from ``path``.
 
@@ -267,7 +273,7 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
 
     def fail(i: int, field: str, msg: str) -> None:
         raise InvalidJetInFileError(
-            msg + KEEP_HINT, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
+            msg + _READ_HINT, path=path, entry=int(i) + offset, jet=int(ids[i]), field=field
         )
 
     bad = first_leaf_problem(collection.leaves, collection.leaf_offsets)
