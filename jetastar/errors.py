@@ -95,6 +95,9 @@ class BatchInterrupted(KeyboardInterrupt):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        if self.jets_kept == 0:  # (nothing to resume: a rerun starts from the beginning)
+            return (f"interrupted: none of the {self.n_jets} jets of {self.input} was done yet; "
+                    "rerun the same command to start again")
         return (f"interrupted: {self.jets_kept} of {self.n_jets} jets of {self.input} are done and "
                 f"kept in {self.parts}; rerun the same command to resume")
 

@@ -469,3 +469,27 @@ def test_root_rate_slack_bounds_every_split_and_the_map(likelihood, lam_root):
     assert worst <= slack
     if lam_root == 1.5:
         assert slack == 0.0
+
+
+def test_approx_skips_its_up_front_small_cluster_dp_when_the_budget_is_short(monkeypatch):
+    """astar_approx(max_time=0.01) on 16 leaves took 0.2 s: the one subset DP of the jet's small
+    clusters ran before the budgeted search. A budget it does not fit now skips it (the search
+    solves those clusters as it meets them)."""
+    import sys
+
+    module = sys.modules[astar_approx.__module__]
+    jet = generate(1, ShowerParams.w(), seed=7, min_leaves=16, max_leaves=16)[0]
+    calls = []
+    real = module._k.small_cluster_table
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(module._k, "small_cluster_table", counted)
+    short = astar_approx(jet, max_time=0.01, progress=False)
+    assert calls == [] and short.status == "budget"
+    assert short.log_likelihood >= greedy(jet).log_likelihood
+    assert short.log_likelihood == pytest.approx(log_likelihood(jet, short.tree), rel=1e-12)
+    astar_approx(jet, progress=False)  # no budget: the table as before
+    assert calls == [1]

@@ -1494,3 +1494,15 @@ def test_plugins_given_as_files_or_not_on_the_path_say_how_to_name_them(tmp_path
     with pytest.raises(BatchError, match=r"No module named 'myplug_probe' \(myplug_probe\.py is in "
                                          r"the current folder.*PYTHONPATH=\."):
         import_plugins(["myplug_probe"])
+
+
+def test_an_interrupt_before_any_jet_was_done_says_so():
+    """ "terminated: 0 of 100000 jets ... are done and kept in ....parts" read as if there were
+    something to resume."""
+    from jetastar.errors import BatchInterrupted
+
+    assert str(BatchInterrupted("in.root", "out.h5.parts", 0, 100000)) == (
+        "interrupted: none of the 100000 jets of in.root was done yet; rerun the same command to "
+        "start again")
+    assert "3 of 10 jets of in.root are done and kept in out.h5.parts" in str(
+        BatchInterrupted("in.root", "out.h5.parts", 3, 10))
