@@ -431,11 +431,17 @@ def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
     assert "the Dask cluster's workers run the chunks" in capsys.readouterr().err
 
 
-def test_compare_bands_that_are_not_numbers(tmp_path, capsys):
+def _results_of_the_sample(tmp_path: Path, algorithms: str) -> Path:
+    """``jetastar cluster data/ginkgo_qcd.h5`` with ``algorithms`` into ``tmp_path/res.h5``."""
     data = Path(__file__).resolve().parents[1] / "data"
     res = tmp_path / "res.h5"
-    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy",
+    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", algorithms,
                  "--no-progress", "-o", str(res)]) == 0
+    return res
+
+
+def test_compare_bands_that_are_not_numbers(tmp_path, capsys):
+    res = _results_of_the_sample(tmp_path, "greedy")
     capsys.readouterr()
     for bands in ("x", "6,2", "0,4"):
         assert main(["compare", str(res), "--bands", bands]) == 2
@@ -539,10 +545,7 @@ def test_compare_json_is_strict_json(tmp_path, capsys):
     """`compare --json` wrote NaN and -Infinity, which strict JSON parsers refuse."""
     import json
 
-    data = Path(__file__).resolve().parents[1] / "data"
-    out = tmp_path / "res.h5"
-    assert main(["cluster", str(data / "ginkgo_qcd.h5"), "--algorithms", "greedy,kt",
-                 "--no-progress", "-o", str(out)]) == 0
+    out = _results_of_the_sample(tmp_path, "greedy,kt")
     capsys.readouterr()
     assert main(["compare", str(out), "--json"]) == 0
 

@@ -108,6 +108,7 @@ __all__ = [
     "part_name",
     "parts_dir",
     "prepare_parts",
+    "read_manifest",
     "read_part",
     "readable_part",
     "recorded_digest",
@@ -393,6 +394,21 @@ _NOT_COMPARED = ("jetastar_version", "input_state", "chunk_size", "input", "size
 _CONTENT_KEYS = ("sha256",)
 
 
+def read_manifest(parts: Path) -> dict[str, Any] | None:
+    """The manifest of a part folder, or ``None`` where there is none that can be read (no
+    folder, or a manifest never written completely).
+
+    Example:
+        >>> read_manifest(Path("no-such-folder.parts")) is None
+        True
+    """
+    try:
+        manifest = json.loads((parts / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
 def prepare_parts(parts: Path, manifest: dict[str, Any], *,
                   progress: bool = False) -> set[tuple[int, int]]:
     """Create or check the part folder; return the chunks already done (``progress``: a bar over
@@ -404,11 +420,8 @@ def prepare_parts(parts: Path, manifest: dict[str, Any], *,
     mpath = parts / "manifest.json"
     if parts.exists():
         remove_stale_temporaries(parts)
-        try:
-            old = json.loads(mpath.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = None
-        if old is None or not isinstance(old, dict):
+        old = read_manifest(parts)
+        if old is None:
             # manifest never written completely: nothing in here can be trusted
             shutil.rmtree(parts)
         else:

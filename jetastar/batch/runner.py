@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import errno
 import hashlib
-import json
 import os
 import queue as _queue
 import shlex
@@ -60,6 +59,7 @@ from .resume import (
     output_differences,
     parts_dir,
     prepare_parts,
+    read_manifest,
     recorded_digest,
     result_of_another_file,
     settled_state,
@@ -452,11 +452,8 @@ def _recorded(inp: Path, state: tuple[int, ...], out: Path,
                                  attrs.get("input_state"))
         if digest is not None:
             return digest, info
-    try:
-        manifest = json.loads((parts / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, info
-    if not isinstance(manifest, dict):
+    manifest = read_manifest(parts)
+    if manifest is None:
         return None, info
     return recorded_digest(inp, state, manifest, manifest.get("input_state")), info
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import __version__, io
 from .._cuda import gpu_status, resolve_device
-from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir
+from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir, read_manifest
 from ..clustering.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import model_check
@@ -49,11 +49,8 @@ def _interrupted_output(path: Path) -> None:
     else:
         return
     done = sum(b - a for a, b in done_parts(parts))
-    try:
-        manifest = json.loads((parts / "manifest.json").read_text(encoding="utf-8"))
-        of = f" of {int(manifest['n_jets'])}"
-    except (OSError, ValueError, KeyError, TypeError):
-        of = ""
+    n_jets = (read_manifest(parts) or {}).get("n_jets")
+    of = f" of {n_jets}" if isinstance(n_jets, int) else ""
     raise FileNotFoundError(
         f"{output}: not written yet; {parts} holds the finished parts of an interrupted "
         f"`jetastar cluster` run ({done}{of} jets done): rerun the same command to finish it"

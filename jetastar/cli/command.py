@@ -90,8 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _tolerant_output() -> None:
@@ -150,14 +150,14 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
-def _terminate_as_interrupt() -> dict[int, Any]:
+def _terminate_as_interrupt() -> Any:
     """Install the SIGTERM handler (main thread only); returns the previous one to restore."""
     if threading.current_thread() is not threading.main_thread():
-        return {}
+        return None
     try:
-        return {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_terminated)}
+        return signal.signal(signal.SIGTERM, _raise_terminated)
     except (ValueError, OSError):
-        return {}
+        return None
 
 
 def _one_line(exc: BaseException) -> str:
