@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from types import ModuleType
 from typing import Any
@@ -74,11 +75,32 @@ def _load_cuda() -> ModuleType:
     try:
         import numba.cuda as cuda
     except Exception as exc:  # ImportError, or an AttributeError of a mismatched numba-cuda
-        raise GpuUnavailableError(
-            f"the GPU backend needs numba's CUDA target, which did not import "
-            f"({type(exc).__name__}: {exc}); {INSTALL_HINT}"
-        ) from exc
+        raise GpuUnavailableError(_import_failure(exc)) from exc
     return cuda
+
+
+def _import_failure(exc: Exception) -> str:
+    """Why ``numba.cuda`` did not import, and what to do: install the extra only where numba-cuda
+    is not installed (a warning turned into an error, or a mismatched release, is not fixed by
+    installing it again).
+
+    Example:
+        >>> "PYTHONWARNINGS" in _import_failure(DeprecationWarning("old"))
+        True
+    """
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, Warning):
+        return (f"numba's CUDA target did not import: a warning it gave was turned into an error "
+                f"({what}); let warnings through while it imports (PYTHONWARNINGS, -W error, "
+                "pytest's filterwarnings)")
+    try:
+        installed = importlib.util.find_spec("numba_cuda") is not None
+    except (ImportError, ValueError):
+        installed = False
+    if installed and not isinstance(exc, ModuleNotFoundError):
+        return (f"numba-cuda is installed but numba's CUDA target did not import ({what}); check "
+                "that the numba and numba-cuda releases go together (pip check)")
+    return f"the GPU backend needs numba's CUDA target, which did not import ({what}); {INSTALL_HINT}"
 
 
 @functools.lru_cache(maxsize=1)

@@ -49,7 +49,9 @@ Rules for every numba kernel in jetastar (read before adding one):
 Cache: compiled kernels are cached on disk (numba's ``cache=True``) next to the sources
 (``__pycache__``); a read-only installation falls back to numba's user-wide cache
 (``~/.cache/numba``) and, when that is not writable either, to a folder in the temporary directory
-(``$TMPDIR/jetastar-numba-cache-<user>``); ``NUMBA_CACHE_DIR`` overrides all of these. Worker
+(``$TMPDIR/jetastar-numba-cache-<user>``, used only while it is this user's own and writable by
+nobody else: numba unpickles what it finds there; otherwise a new private folder for the run, removed
+at exit); ``NUMBA_CACHE_DIR`` overrides all of these. Worker
 processes (process pools, Dask workers on the same machine) inherit the setting and load the kernels
 from the cache instead of compiling them again.
 
@@ -62,12 +64,14 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import getpass
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -434,6 +438,54 @@ def _fallback_cache_dir() -> str:
     return os.path.join(tempfile.gettempdir(), f"jetastar-numba-cache-{user}")
 
 
+def _private_problem(path: str) -> str:
+    """Why the folder ``path`` (created here, mode 0700, when missing) is not safe to load
+    compiled kernels from, or ``""``. numba unpickles its cache index files: in a folder that
+    another user can write to (the temporary directory is everybody's), a planted file would run
+    as this user. So the folder must be a real directory, this user's and writable by nobody
+    else."""
+    if not hasattr(os, "getuid"):  # (no owners to check)
+        return ""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror})"
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != os.getuid():
+        return "belongs to another user"
+    if st.st_mode & 0o022:
+        return "can be written by other users"
+    return ""
+
+
+def _private_temporary_cache() -> str:
+    """A new private folder for this run's kernels (compiled again by the next run), removed at
+    exit by the process that made it; worker processes inherit it through NUMBA_CACHE_DIR."""
+    try:
+        path = tempfile.mkdtemp(prefix="jetastar-numba-cache-")
+    except OSError as exc:
+        raise RuntimeError(
+            "jetastar: no writable folder for numba's compiled kernels (the installation, "
+            f"{_user_cache_dir()} and the temporary directory {tempfile.gettempdir()!r}: "
+            f"{exc.strerror}); set NUMBA_CACHE_DIR to a folder of your own"
+        ) from None
+    owner = os.getpid()
+
+    def _remove() -> None:
+        if os.getpid() == owner:
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(_remove)
+    return path
+
+
 def cache_dir() -> str:
     """Where the compiled kernels of this installation are cached (see the module docstring)."""
     if _numba_config.CACHE_DIR:
@@ -462,9 +514,17 @@ def _ensure_cache_dir() -> None:
     chosen = here if _writable(here) else _user_cache_dir()
     if not _writable(chosen):
         chosen = _fallback_cache_dir()
-        if _writable(chosen):
-            _numba_config.CACHE_DIR = chosen
-            os.environ["NUMBA_CACHE_DIR"] = chosen
+        problem = _private_problem(chosen)
+        if not problem and not _writable(chosen):
+            problem = "is not writable"
+        if problem:
+            shared = chosen
+            chosen = _private_temporary_cache()
+            print(f"jetastar: the kernel cache folder {shared} {problem}; this run compiles its "
+                  f"kernels into {chosen} (removed at exit; set NUMBA_CACHE_DIR to a folder of "
+                  "your own to keep them)", file=sys.stderr)
+        _numba_config.CACHE_DIR = chosen
+        os.environ["NUMBA_CACHE_DIR"] = chosen
     if asked:
         print(f"jetastar: NUMBA_CACHE_DIR={asked} is not writable; compiled kernels are cached in "
               f"{chosen} instead", file=sys.stderr)

@@ -640,7 +640,8 @@ def format_comparison(rows: Sequence[dict[str, Any]], reference: str | None = No
         "tree for them (the same jets in every row of a band; 'all' = the union of the bands' cmp\n"
         "jets; 'partial' = no tree on some of them). dlogL = median of log L - log L(reference)\n"
         "with -inf trees included (-inf when more than half are impossible under the model), 68%\n"
-        "interval of the median from order statistics. MAP found = trees equal in log L to a proven MAP.\n"
+        "interval of the median from order statistics. MAP found = trees equal in log L to a\n"
+        "proven MAP (to a relative 1e-9).\n"
         "prov/wopt = jets whose tree is proven the MAP / window optimal (the window search\n"
         "converged, no proof); stopped by the time budget: neither (see the stop column).\n"
         "best tree = the proven MAP where an algorithm proved it, else the highest log L found.")

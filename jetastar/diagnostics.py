@@ -461,10 +461,9 @@ def result_reasons(collection: Any, table: Any) -> tuple[np.ndarray, np.ndarray]
     n = len(collection)
     finite = np.zeros(n, dtype=bool)
     reason = text_column(n, "missing")
-    idx = np.asarray(table.jet_index, dtype=np.int64)
-    ok = (idx >= 0) & (idx < n)
-    rows = np.flatnonzero(ok)
-    jets_of = idx[ok]
+    table = table.for_jets(collection)
+    rows = np.arange(len(table))
+    jets_of = table.jet_index
     ll = table.log_likelihood[rows]
     has_tree = np.diff(table.node_offsets)[rows] > 0
     fin = has_tree & np.isfinite(ll)

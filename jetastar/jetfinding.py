@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import JetastarError
 
-__all__ = ["FoundJets", "find_jets"]
+__all__ = ["FoundJets", "find_jets", "load_fastjet"]
 
 _ALGORITHMS = {"antikt": "antikt_algorithm", "kt": "kt_algorithm",
                "cambridge": "cambridge_algorithm"}
@@ -47,7 +47,9 @@ class FoundJets:
     index: np.ndarray
 
 
-def _fastjet() -> Any:
+def load_fastjet() -> Any:
+    """The ``fastjet`` module, or a :class:`~jetastar.JetastarError` saying how to install it
+    (the command line asks before any file is read)."""
     try:
         import fastjet
     except ImportError:
@@ -81,7 +83,7 @@ def find_jets(
         raise ValueError(f"unknown jet algorithm {algorithm!r}; use {', '.join(_ALGORITHMS)}")
     if not (math.isfinite(r) and r > 0):
         raise ValueError(f"the jet radius R must be > 0, got {r}")
-    fastjet = _fastjet()
+    fastjet = load_fastjet()
     vector.register_awkward()
     counts = np.asarray(counts, dtype=np.int64)
     offsets = np.zeros(counts.shape[0] + 1, np.int64)

@@ -334,7 +334,8 @@ def soft_drop(
     From the root: split the node into its children ``a``, ``b``; if
     ``min(pT_a, pT_b) / (pT_a + pT_b) > z_cut · (ΔR_ab / r0)^β`` stop and keep the node, else drop
     the softer child and go on with the harder. A jet whose every split fails keeps its hardest
-    leaf (``zg = rg = 0``). ``beta = 0`` is the modified mass-drop tagger.
+    leaf (``zg = rg = 0``; FastJet's soft drop gives −1 there). ``beta = 0`` is the modified
+    mass-drop tagger.
 
     Args:
         jets: jets (module docstring).

@@ -26,6 +26,7 @@ from ._columnar import offset_ranges
 from ._text import awkward_strings, shared_text
 from .clustering.registry import canonical_name
 from .clustering.result import STATUSES, ClusteringResult
+from .errors import InvalidTreeError
 from .tree import Tree
 
 __all__ = ["AlgorithmResults", "TableAssembler", "to_json", "unit_options"]
@@ -219,11 +220,42 @@ class AlgorithmResults:
         )
 
     @classmethod
-    def concatenate(cls, parts: Iterable[AlgorithmResults]) -> AlgorithmResults:
-        """Join tables of the same algorithm (rows in the given order)."""
+    def concatenate(
+        cls, parts: Iterable[AlgorithmResults], n_jets: Sequence[int] | None = None
+    ) -> AlgorithmResults:
+        """Join tables of the same algorithm (rows in the given order).
+
+        Args:
+            parts: the tables.
+            n_jets: to join the tables of different jet collections, joined as
+                :meth:`JetCollection.concatenate <jetastar.JetCollection.concatenate>` does: the
+                number of jets of each part's collection. Each part's ``jet_index`` is then
+                shifted by the jets before it. ``None`` (default): the parts are of one collection
+                (e.g. its chunks) and ``jet_index`` is kept.
+
+        Example:
+            >>> import jetastar
+            >>> from jetastar import JetCollection
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> a, b = generate(3, ShowerParams.qcd(), seed=1), generate(2, ShowerParams.w(), seed=2)
+            >>> ta, tb = jetastar.cluster(a, "greedy"), jetastar.cluster(b, "greedy")
+            >>> both = AlgorithmResults.concatenate([ta, tb], n_jets=[len(a), len(b)])
+            >>> both.jet_index.tolist()
+            [0, 1, 2, 3, 4]
+            >>> len(both.for_jets(JetCollection.concatenate([a, b])))
+            5
+        """
         parts = list(parts)
         if not parts:
             raise ValueError("nothing to concatenate")
+        if n_jets is not None:
+            counts = [int(k) for k in n_jets]
+            if len(counts) != len(parts):
+                raise ValueError(f"n_jets: {len(counts)} counts for {len(parts)} tables")
+            shifts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            parts = [p.take(np.arange(len(p))) for p in parts]
+            for p, shift in zip(parts, shifts, strict=True):
+                p.jet_index = p.jet_index + shift
         names = {p.algorithm for p in parts}
         if len(names) != 1:
             raise ValueError(f"cannot concatenate results of different algorithms {sorted(names)}")
@@ -264,6 +296,92 @@ class AlgorithmResults:
             likelihood=self.likelihood,
             exact_method=self.exact_method,
         )
+
+    def for_jets(self, jets: Any) -> AlgorithmResults:
+        """This table's rows of the jets in ``jets``, with ``jet_index`` their positions there.
+
+        A row's ``jet_index`` is the position of its jet in the collection (or file) the table was
+        made for. Selecting jets (``jets.take(p)``, ``jets[mask]``, ``io.read(path, jets=...)``,
+        the blocks of ``io.iterate``) changes their positions; this matches the rows to the jets
+        given: by position where each row's ``jet_id`` is that of the jet at its position,
+        otherwise by ``jet_id`` (the ids of ``jets`` must then be unique), leaving out the rows of
+        jets not in ``jets``. :func:`jetastar.observables.tree_observables` and the other
+        functions that take a table with jets, and :func:`jetastar.io.write`, call it.
+
+        Args:
+            jets: a :class:`~jetastar.JetCollection` (anything with ``jet_id`` and ``n_leaves``
+                arrays).
+
+        Returns:
+            the table itself where it lines up already, otherwise a new table.
+
+        Raises:
+            InvalidTreeError: rows that match no jet, two rows of one jet, rows that cannot be
+                matched (positions and ids disagree and the ids of ``jets`` repeat), or a row
+                whose tree has not its jet's number of leaves: the table is not of these jets.
+
+        Example:
+            >>> import numpy as np, jetastar
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> jets = generate(4, ShowerParams.qcd(), seed=1)
+            >>> table = jetastar.cluster(jets, "greedy")
+            >>> p = np.array([2, 0])
+            >>> rows = table.take(p).for_jets(jets.take(p))
+            >>> rows.jet_index.tolist(), rows.jet_id.tolist()
+            ([0, 1], [2, 0])
+        """
+        ids = np.asarray(jets.jet_id, dtype=np.int64).ravel()
+        n, idx = ids.shape[0], self.jet_index
+        what = f"results of {self.algorithm!r}"
+        if idx.size == 0:
+            return self
+        if idx.min() >= 0 and idx.max() < n and np.array_equal(ids[idx], self.jet_id):
+            out = self
+        else:
+            if np.unique(ids).shape[0] != n:
+                row = int(np.flatnonzero((idx < 0) | (idx >= n) |
+                                         (ids[np.clip(idx, 0, max(n - 1, 0))] != self.jet_id))[0])
+                raise InvalidTreeError(
+                    f"{what} do not line up with these {n} jets (row {row} is of jet id "
+                    f"{int(self.jet_id[row])} at position {int(idx[row])}), and their jet ids repeat, "
+                    "so rows cannot be matched by id: pass the jets the table was made for",
+                    field="trees",
+                )
+            order = np.argsort(ids, kind="stable")
+            pos = np.minimum(np.searchsorted(ids[order], self.jet_id), max(n - 1, 0))
+            found = ids[order][pos] == self.jet_id if n else np.zeros(idx.shape, dtype=bool)
+            if not found.any():
+                raise InvalidTreeError(
+                    f"{what}: no row is of one of these {n} jets (jet ids "
+                    f"{int(self.jet_id.min())}..{int(self.jet_id.max())} in the table)",
+                    field="trees",
+                )
+            rows = np.flatnonzero(found)
+            out = self.take(rows)
+            out.jet_index = order[pos[rows]]
+        seen = np.bincount(out.jet_index, minlength=n)
+        if seen.max(initial=0) > 1:
+            i = int(np.argmax(seen))
+            raise InvalidTreeError(
+                f"{what}: {int(seen[i])} rows for this jet (position {i} of {n}); a table has "
+                "one row per jet (tables of different jet collections are joined with "
+                "AlgorithmResults.concatenate(tables, n_jets=...))",
+                jet=int(ids[i]), field="trees",
+            )
+        nodes = np.diff(out.node_offsets)
+        has = np.flatnonzero(nodes > 0)
+        want = np.asarray(jets.n_leaves, dtype=np.int64)[out.jet_index[has]]
+        bad = np.flatnonzero((nodes[has] + 1) // 2 != want)
+        if bad.size:
+            r = int(has[bad[0]])
+            i = int(out.jet_index[r])
+            raise InvalidTreeError(
+                f"{what}: the row's tree has {int(nodes[r] + 1) // 2} leaves and the jet at position "
+                f"{i} of {n} has {int(want[bad[0]])}: the table is not of these jets ({bad.size} "
+                "such rows)",
+                jet=int(ids[i]), field="trees",
+            )
+        return out
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:

@@ -228,14 +228,9 @@ def _as_trees(trees: Any, collection: Any, single: bool) -> tuple[np.ndarray, ..
             )
         return collection.children, collection.leaf_of_node, collection.node_offsets
     if isinstance(trees, AlgorithmResults):
+        trees = trees.for_jets(collection)  # (rows by position, or by id after a selection)
         rows = np.full(n, -1, dtype=np.int64)
-        if len(trees):
-            if trees.jet_index.max(initial=-1) >= n or trees.jet_index.min(initial=0) < 0:
-                raise InvalidTreeError(
-                    f"results of {trees.algorithm!r} refer to jet positions beyond the {n} jets "
-                    "given", field="trees",
-                )
-            rows[trees.jet_index] = np.arange(len(trees))
+        rows[trees.jet_index] = np.arange(len(trees))
         sizes = np.zeros(n, dtype=np.int64)
         have = rows >= 0
         sizes[have] = np.diff(trees.node_offsets)[rows[have]]

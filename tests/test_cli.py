@@ -15,9 +15,10 @@ from helpers.batch_algorithms import PLUGIN, caterpillar  # (registers the test 
 
 from jetastar import io as jio
 from jetastar.cli import main
+from jetastar.cli.command import build_parser
 from jetastar.ginkgo import log_likelihood
 
-COMMANDS = ["run", "generate", "cluster", "compare", "info", "algorithms", "demo"]
+COMMANDS = ["run", "generate", "cluster", "compare", "observables", "info", "algorithms", "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
@@ -30,6 +31,15 @@ def test_help(command, capsys):
     assert "usage: jetastar" in out
     if command is None:
         assert all(c in out for c in COMMANDS)
+
+
+def test_every_command_takes_debug():
+    """`jetastar observables ... --debug` was refused ("unrecognized arguments") where every other
+    command takes it after its name."""
+    parser = build_parser()
+    for command in COMMANDS:
+        sub = parser._subparsers._group_actions[0].choices[command]
+        assert any("--debug" in a.option_strings for a in sub._actions), command
 
 
 def test_no_command_shows_the_commands(capsys):
@@ -576,3 +586,14 @@ def test_failed_lines_reach_a_separate_error_log(tmp_path):
     shared = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             timeout=120)
     assert shared.returncode == 1 and shared.stdout.count(line) == 1, shared.stdout
+
+
+def test_jet_finding_without_fastjet_says_so_before_any_work(tmp_path, capsys, monkeypatch):
+    """Without FastJet, `--jet-r` failed only after a progress bar and the compile notice."""
+    monkeypatch.setitem(sys.modules, "fastjet", None)
+    out = tmp_path / "res.root"
+    code = main(["cluster", str(NANOAOD), "--particles", "PFCands",
+                 "--jet-r", "0.8", "--algorithms", "greedy", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and "finding jets in events needs FastJet: pip install" in err
+    assert "finding jets:" not in err and not out.exists()

@@ -472,3 +472,14 @@ def test_window_search_proves_on_the_gpu():
     proved = window_search(jet, exact_first=False, prove=True, device="gpu")
     assert proved.exact and proved.log_likelihood == pytest.approx(cpu.log_likelihood, rel=1e-12)
     assert cluster(jet, "window-search", exact_first=True, device="gpu").exact
+
+
+def test_an_import_failure_is_not_answered_with_pip_install():
+    """With warnings as errors, numba-cuda's own DeprecationWarning stopped its import and the
+    message told the user to install what they had."""
+    from jetastar._cuda import INSTALL_HINT, _import_failure
+
+    warned = _import_failure(DeprecationWarning("The 'generic' unit for NumPy timedelta is deprecated"))
+    assert "turned into an error" in warned and INSTALL_HINT not in warned
+    missing = _import_failure(ModuleNotFoundError("No module named 'numba.cuda'"))
+    assert INSTALL_HINT in missing

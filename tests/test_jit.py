@@ -49,15 +49,60 @@ def test_cache_folder_when_nothing_is_writable(monkeypatch, tmp_path):
     """A read-only installation without a writable home: numba would refuse to import the
     kernels (no cache locator); jetastar points it to a folder in the temporary directory."""
     fallback = tmp_path / "tmp"
+    fallback.mkdir()
     monkeypatch.setattr(_jit.tempfile, "gettempdir", lambda: str(fallback))
     monkeypatch.setattr(_jit, "_writable", lambda path: str(path).startswith(str(fallback)))
     monkeypatch.setattr(_jit._numba_config, "CACHE_DIR", "")
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     _jit._ensure_cache_dir()
     chosen = _jit._numba_config.CACHE_DIR
-    assert chosen.startswith(str(fallback)) and "jetastar-numba-cache" in chosen
+    assert chosen == _jit._fallback_cache_dir() and chosen.startswith(str(fallback))
     assert os.environ["NUMBA_CACHE_DIR"] == chosen  # worker processes inherit it
     assert _jit.cache_dir() == chosen
+    if hasattr(os, "getuid"):
+        assert os.stat(chosen).st_mode & 0o077 == 0  # created private
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("planted", ["other user", "world-writable"])
+def test_a_cache_folder_others_can_write_is_not_used(monkeypatch, tmp_path, capsys, planted):
+    """The fallback folder in the temporary directory has a predictable name: another user could
+    create it and plant index files, which numba unpickles (code run as this user). It is used only
+    while it is this user's and writable by nobody else; otherwise a private folder of the run."""
+    fallback = tmp_path / "tmp"
+    fallback.mkdir()
+    monkeypatch.setattr(_jit.tempfile, "gettempdir", lambda: str(fallback))
+    monkeypatch.setattr(_jit.tempfile, "tempdir", str(fallback))
+    monkeypatch.setattr(_jit, "_writable", lambda path: str(path).startswith(str(fallback)))
+    monkeypatch.setattr(_jit._numba_config, "CACHE_DIR", "")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    if planted == "other user":  # (this process pretends to be the next uid)
+        uid = os.getuid()
+        monkeypatch.setattr(_jit.os, "getuid", lambda: uid + 1)
+    planted_dir = _jit._fallback_cache_dir()
+    os.mkdir(planted_dir)
+    if planted == "other user":
+        why = "belongs to another user"
+    else:
+        os.chmod(planted_dir, 0o777)
+        why = "can be written by other users"
+    _jit._ensure_cache_dir()
+    chosen = _jit._numba_config.CACHE_DIR
+    assert chosen != planted_dir and os.path.basename(chosen).startswith("jetastar-numba-cache-")
+    assert os.environ["NUMBA_CACHE_DIR"] == chosen
+    assert os.stat(chosen).st_mode & 0o077 == 0
+    assert f"the kernel cache folder {planted_dir} {why}; this run compiles its kernels into " \
+        f"{chosen}" in capsys.readouterr().err
+
+
+def test_no_writable_folder_at_all_is_one_clear_error(monkeypatch):
+    def no_temp(**kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(_jit.tempfile, "mkdtemp", no_temp)
+    with pytest.raises(RuntimeError, match=r"no writable folder for numba's compiled kernels.*"
+                                           r"set NUMBA_CACHE_DIR to a folder of your own"):
+        _jit._private_temporary_cache()
 
 
 def test_cache_folder_left_alone_when_writable(monkeypatch, tmp_path):

@@ -79,3 +79,28 @@ def test_old_module_paths_still_import():
     from jetastar.inmemory import cluster_jets as inmemory_cluster_jets
 
     assert cluster is inmemory_cluster and cluster_jets is inmemory_cluster_jets
+
+
+def test_a_missing_dependency_is_named_at_import():
+    """After `pip install --no-deps`, `import jetastar` (and so `jetastar --help`) ended in numba's
+    bare ModuleNotFoundError deep in a traceback; the last line now names it and the fix."""
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['numba'] = None; import jetastar"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: jetastar needs 'numba', which is not installed")
+
+
+def test_documented_modules_are_attributes_of_the_package():
+    """The README's `jetastar.io.read(path)` after a plain `import jetastar` raised AttributeError."""
+    import subprocess
+    import sys
+
+    code = ("import jetastar; print(jetastar.io.read.__module__, "
+            "jetastar.observables.root_split.__module__, jetastar.diagnostics.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["jetastar.io.dispatch", "jetastar.observables",
+                                   "jetastar.diagnostics"], proc.stderr

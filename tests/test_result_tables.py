@@ -141,3 +141,91 @@ def test_an_assembler_refuses_what_does_not_fit(chunked):
     small.put(0, parts[bounds[0]]["mcts"])
     with pytest.raises(ValueError, match=r"jet 3 \(row 3\): a tree of \d+ nodes, more than"):
         small.put(3, parts[bounds[1]]["mcts"])
+
+
+# ---------------------------------------------------------------------- tables and their jets
+@pytest.fixture(scope="module")
+def two_runs():
+    import jetastar
+    from jetastar.ginkgo import ShowerParams, generate
+
+    qcd = generate(12, ShowerParams.qcd(), seed=21)
+    w = generate(9, ShowerParams.w(), seed=22)
+    return qcd, jetastar.cluster(qcd, "greedy"), w, jetastar.cluster(w, "greedy")
+
+
+def _masses(jets, table):
+    from jetastar.observables import root_split
+
+    return root_split(jets, table).m_heavy.to_numpy()
+
+
+def test_selected_jets_and_rows_stay_paired(two_runs):
+    """`root_split(jets.take(p), table.take(p))` gave jet 2 the tree of jet 0 (same number of
+    leaves, no error): rows were looked up by their jet_index as a position in the jets given."""
+    jets, table, _, _ = two_runs
+    full = _masses(jets, table)
+    p = np.array([5, 0, 3, 11])
+    assert np.array_equal(_masses(jets.take(p), table.take(p)), full[p])
+    mask = jets.n_leaves >= np.median(jets.n_leaves)
+    assert np.array_equal(_masses(jets[mask], table[mask]), full[mask])
+    assert np.array_equal(_masses(jets[mask], table), full[mask])  # (rows of other jets left out)
+    rows = table.take(p).for_jets(jets.take(p))
+    assert rows.jet_index.tolist() == [0, 1, 2, 3] and rows.jet_id.tolist() == p.tolist()
+    assert table.for_jets(jets) is table
+
+
+def test_a_table_of_other_jets_is_refused(two_runs):
+    from jetastar import InvalidTreeError
+
+    qcd, tq, _, tw = two_runs
+    with pytest.raises(InvalidTreeError, match="the table is not of these jets"):
+        tw.for_jets(qcd)
+    with pytest.raises(InvalidTreeError, match="no row is of one of these"):
+        tq.take(np.arange(3)).for_jets(qcd.take(np.arange(5, 9)))
+
+
+def test_tables_of_two_collections_are_joined_with_n_jets(two_runs, tmp_path):
+    """Joining two runs' jets and tables kept the second table's jet_index (0, 1, ...), pointing
+    at the first collection's jets; `io.write` wrote it, and `compare` / `info` read nonsense."""
+    from jetastar import InvalidTreeError, JetCollection, io
+
+    qcd, tq, w, tw = two_runs
+    jets = JetCollection.concatenate([qcd, w])
+    with pytest.raises(InvalidTreeError, match=r"2 rows for this jet .*n_jets"):
+        io.write(tmp_path / "bad.h5", jets, {"greedy": AlgorithmResults.concatenate([tq, tw])})
+    assert not (tmp_path / "bad.h5").exists()
+    joined = AlgorithmResults.concatenate([tq, tw], n_jets=[len(qcd), len(w)])
+    io.write(tmp_path / "both.h5", jets, {"greedy": joined})
+    back = io.read_results(tmp_path / "both.h5")["greedy"]
+    assert back.jet_index.tolist() == list(range(len(jets)))
+    assert np.array_equal(_masses(io.read(tmp_path / "both.h5"), back),
+                          np.concatenate([_masses(qcd, tq), _masses(w, tw)]))
+    with pytest.raises(InvalidTreeError, match="the table is not of these jets"):
+        io.write(tmp_path / "bad.h5", w, {"greedy": tq})
+
+
+@pytest.mark.parametrize("suffix", [".h5", ".root"])
+def test_parts_of_a_file_pair_with_their_rows(two_runs, tmp_path, suffix):
+    """`io.read(path, jets=[2, 0])` returns the jets in the order asked, `read_results(path,
+    jets=[2, 0])` the rows in file order (jet_index 0, 2): the trees went to the wrong jets; the
+    blocks of `io.iterate` were refused ("positions beyond the 5 jets given")."""
+    from jetastar import io
+
+    jets, table, _, _ = two_runs
+    path = tmp_path / f"r{suffix}"
+    io.write(path, jets, {"greedy": table})
+    full = _masses(jets, table)
+    sel = np.array([7, 2, 0])
+    part = io.read(path, jets=sel)
+    assert np.array_equal(_masses(part, io.read_results(path, jets=sel)["greedy"]), full[sel])
+    start, got = 0, []
+    for block in io.iterate(path, 5):
+        rows = io.read_results(path, jets=slice(start, start + len(block)))["greedy"]
+        got.append(_masses(block, rows))
+        start += len(block)
+    assert np.array_equal(np.concatenate(got), full)
+    # writing a selection re-indexes its rows to the written jets
+    io.write(tmp_path / f"sel{suffix}", jets.take(sel), {"greedy": table.take(sel)})
+    back = io.read_results(tmp_path / f"sel{suffix}")["greedy"]
+    assert back.jet_index.tolist() == [0, 1, 2] and back.jet_id.tolist() == sel.tolist()

@@ -16,6 +16,7 @@ from ..comparison import mass_policy_counts
 from ..errors import InvalidJetError
 from ..io import ParticleSource, column_prefix
 from ..io.dispatch import written_attrs
+from ..jetfinding import load_fastjet
 from ..momenta import DEFAULT_MASS_POLICY
 from .shared import (
     UsageError,
@@ -133,6 +134,8 @@ def _check_ranges(args: argparse.Namespace) -> None:
         raise UsageError(f"--step-size must be >= 1, got {args.step_size}")
     if args.jet_r is not None and not args.jet_r > 0:
         raise UsageError(f"--jet-r must be > 0 (the jet radius, e.g. 0.4), got {args.jet_r}")
+    if args.jet_r is not None:  # (without FastJet: say so before any file is read)
+        load_fastjet()
 
 
 def _mass_summary(path: str, policy: str = DEFAULT_MASS_POLICY) -> str:

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..observables import write_observables
-from .shared import check_writable, command_line, echo, refuse_replacing, split_list
+from .shared import add_common, check_writable, command_line, echo, refuse_replacing, split_list
 
 __all__ = ["add_parser", "run"]
 
@@ -40,4 +40,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--z-cut", type=float, default=0.1, help="soft drop z_cut (0.1)")
     p.add_argument("--beta", type=float, default=0.0, help="soft drop beta (0)")
     p.add_argument("--r0", type=float, default=1.0, help="soft drop R0 (1)")
+    add_common(p)
     p.set_defaults(func=run)

@@ -41,7 +41,9 @@ class ClusteringResult:
 
     Args:
         tree: the hierarchy found (``None`` only for ``"skipped"`` / ``"failed"``).
-        log_likelihood: its log-likelihood (``-inf`` when every tree is impossible).
+        log_likelihood: its log-likelihood: ``-inf`` when every tree is impossible (status
+            ``"all_inf"``), and for a ``"skipped"`` / ``"failed"`` result, which has no tree (a
+            results table stores NaN there; the status tells the two apart, never NaN here).
         algorithm: registry key of the algorithm (``"greedy"``, ``"trellis"``, ...; older labels
             map to it through :func:`jetastar.clustering.registry.canonical_name`). The cost-model
             baseline :func:`~jetastar.clustering.average_linkage`, which takes no jet and is not

@@ -207,7 +207,8 @@ def _as_tables(
     out: dict[str, AlgorithmResults] = {}
     for label, value in _labelled(results).items():
         if isinstance(value, AlgorithmResults):
-            out[label] = value
+            # rows re-indexed to the positions of their jets in what is written (schema: /jets)
+            out[label] = value if collection is None else value.for_jets(collection)
             continue
         value = list(value)
         if collection is not None and len(value) != len(collection):

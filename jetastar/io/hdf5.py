@@ -11,7 +11,7 @@ The layout is documented in ``jetastar/io/schema.md``; in short (``J`` jets, ``M
     /jets/left, right      (K,)   int64   children (node index within the jet; -1 -1 = leaf)
     /jets/leaf_of_node     (K,)   int64   leaf index of leaf nodes, -1 for internal nodes
     /jets/node_E, ...      (K,)   float64 optional stored node 4-vectors (node_E/px/py/pz)
-    /jets/jet_id, seed, n_leaves (J,) int64;  /jets/jet_type (J,) fixed-length UTF-8 bytes
+    /jets/jet_id, seed, n_leaves (J,) int64;  /jets/jet_type (J,) fixed-length ASCII bytes
     /jets/m_hard, lam, lam_root, t_cut, t_root, root_E, root_px, root_py, root_pz (J,) float64
     /jets/truth_llh_symmetric, truth_llh_legacy (J,) float64 (NaN = no truth tree)
     /jets/node_extra/<name> (K,) and /jets/jet_extra/<name> (J,) float64 optional extra columns
