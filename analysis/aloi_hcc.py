@@ -27,7 +27,8 @@ skipped, and so is one whose first sample takes longer; skipped sizes are listed
 Usage::
 
     python analysis/aloi_hcc.py                  # everything (~3.5 min on 2 cores, 5 CPU-min)
-    python analysis/aloi_hcc.py --max-exact 15   # quick: exact up to 15 points
+    python analysis/aloi_hcc.py --max-exact 15   # quick: exact up to 15 points (other settings
+                                                 # than the defaults write into aloi_custom/)
     python analysis/aloi_hcc.py --plot-only      # redraw from analysis/results/aloi_hcc.json
 """
 
@@ -271,9 +272,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=120.0,
                         help="skip exact sizes slower than this per sample")
     parser.add_argument("--plot-only", action="store_true")
-    parser.add_argument("--results", default=str(HERE / "results"))
-    parser.add_argument("--figures", default=str(HERE / "figures" / "aloi"))
+    parser.add_argument("--results", default=None,
+                        help="folder of the table and raw numbers (default: analysis/results, or "
+                             "analysis/results/aloi_custom for other settings than the defaults)")
+    parser.add_argument("--figures", default=None,
+                        help="folder of the figure (default: analysis/figures/aloi, the committed "
+                             "one, or analysis/figures/aloi_custom for other settings)")
     args = parser.parse_args(argv)
+    # a run with other settings (e.g. the quick --max-exact 15) keeps the committed figure and the
+    # default run's numbers: it writes into folders of its own
+    custom = (args.sizes, args.max_exact, args.max_seconds) != (list(SIZES), 20, 120.0)
+    if args.results is None:
+        args.results = str(HERE / "results" / ("aloi_custom" if custom else ""))
+    if args.figures is None:
+        args.figures = str(HERE / "figures" / ("aloi_custom" if custom else "aloi"))
     res_dir = Path(args.results)
     json_path = res_dir / "aloi_hcc.json"
     if args.plot_only:

@@ -43,3 +43,15 @@ def test_aloi_plot_only_without_results_stops(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"no results at .*aloi_hcc\.json"):
         aloi.main(["--plot-only", "--results", str(tmp_path), "--figures", str(figures)])
     assert not figures.exists()
+
+
+def test_aloi_with_other_settings_uses_its_own_folders(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`aloi_hcc.py --max-exact 18` wrote over the committed figure (analysis/figures/aloi)."""
+    aloi = _script("aloi_hcc")
+    monkeypatch.setattr(aloi, "HERE", tmp_path)
+    with pytest.raises(SystemExit, match=r"results[/\\]aloi_custom[/\\]aloi_hcc\.json"):
+        aloi.main(["--max-exact", "15", "--plot-only"])
+    with pytest.raises(SystemExit, match=r"results[/\\]aloi_hcc\.json"):
+        aloi.main(["--plot-only"])
+    assert not (tmp_path / "figures").exists()

@@ -211,6 +211,13 @@ def test_generate_writes_block_by_block_the_jets_of_one_call(tmp_path, capsys, m
     assert len(jio.read(tmp_path / f"e{suffix}")) == 0
 
 
+def test_generate_names_the_reference_codes_parameters(tmp_path, capsys):
+    """`--param pt_cut=16` (the reference generator's name) listed the valid names only."""
+    assert main(["generate", "--n", "2", "--param", "pt_cut=16", "-o",
+                 str(tmp_path / "j.h5")]) == 2
+    assert "'pt_cut': the reference code's name for t_cut, in GeV²" in capsys.readouterr().err
+
+
 def test_generate_rare_leaf_range_says_how_rare_and_what_to_do(tmp_path, capsys):
     """Issue 35 point 7: the message said "raise max_tries", which the command line could not."""
     out = str(tmp_path / "g.h5")

@@ -175,3 +175,19 @@ def test_bad_pickles(tmp_path):
     assert "\n" not in str(exc.value)
     with pytest.raises(FileNotFoundError):
         jio.read(tmp_path / "missing.pkl")
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_the_pickle_protocol_does_not_matter(tmp_path, protocol):
+    """A legacy-style jet dict of numpy arrays re-saved with protocol 5 was refused as unsafe
+    ("refusing global 'numpy._core.numeric._frombuffer'"): protocol 5 pickles arrays that way."""
+    raw = load_legacy_pickle(W_SAMPLE)[:3]
+    path = tmp_path / f"p{protocol}.pkl"
+    path.write_bytes(pickle.dumps(raw, protocol=protocol))
+    jets, ref = jio.read(path), jio.read(W_SAMPLE)
+    assert len(jets) == 3
+    for i in range(3):
+        assert np.array_equal(jets[i].leaves, ref[i].leaves)
+        assert np.array_equal(jets[i].truth.children, ref[i].truth.children)
+    back = RestrictedUnpickler(io.BytesIO(pickle.dumps(np.arange(6.0).reshape(2, 3).T, protocol=5)))
+    assert np.array_equal(back.load(), np.arange(6.0).reshape(2, 3).T)

@@ -24,6 +24,14 @@ from .shared import (
 
 __all__ = ["add_parser", "run"]
 
+#: the reference Ginkgo code's parameter names (docs/physics.md, "Coming from the reference code")
+_REFERENCE_NAMES = {
+    "Lambda": "lam", "LambdaRoot": "lam_root", "pt_cut": "t_cut, in GeV² (16 = 4²)",
+    "pt_min": "t_cut, in GeV² (16 = 4²)", "delta_min": "t_cut, in GeV² (16 = 4²)",
+    "Delta_0": "t_root", "M2start": "t_root", "M_Hard": "m_hard", "M_hard": "m_hard",
+    "jet_p": "root_momentum",
+}
+
 
 def run(args: argparse.Namespace) -> int:
     """Generate the jets and write them; returns the exit code."""
@@ -36,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
         if not sep:
             raise UsageError(f"--param {item!r} is not of the form name=value")
         if key.strip() not in fields:
-            raise UsageError(f"--param {item!r}: unknown parameter {key.strip()!r}; valid: "
-                             f"{', '.join(fields)}")
+            known = _REFERENCE_NAMES.get(key.strip())
+            raise UsageError(f"--param {item!r}: unknown parameter {key.strip()!r}"
+                             + (f": the reference code's name for {known}" if known else "")
+                             + f"; valid: {', '.join(fields)}")
         overrides[key.strip()] = parse_option_value(value)
     if args.n < 0:
         raise UsageError("--n must be >= 0")

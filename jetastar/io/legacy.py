@@ -7,7 +7,8 @@ run arbitrary code. :class:`RestrictedUnpickler` instead allows only the few glo
 and replaces the torch ones by torch-free re-implementations:
 
 * numpy: ``numpy.core.multiarray._reconstruct`` / ``scalar`` (also under ``numpy._core``),
-  ``numpy.ndarray``, ``numpy.dtype``;
+  ``numpy.ndarray``, ``numpy.dtype``, and for arrays pickled with protocol 5
+  ``numpy.core.numeric._frombuffer`` (a re-implementation: the bytes read as the dtype and shape);
 * ``_codecs.encode`` (only for ``latin1`` text -> bytes, how protocol 2 stores ``bytes``);
 * ``collections.OrderedDict`` (torch's empty backward-hook dictionaries);
 * ``torch._utils._rebuild_tensor_v2`` -> a numpy array view of the storage (copied);
@@ -225,7 +226,18 @@ def _allowed() -> dict[tuple[str, str], Any]:
     for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
         table[(mod, "_reconstruct")] = reconstruct
         table[(mod, "scalar")] = scalar
+    for mod in ("numpy.core.numeric", "numpy._core.numeric"):  # arrays pickled with protocol 5
+        table[(mod, "_frombuffer")] = _frombuffer
     return table
+
+
+def _frombuffer(buffer: Any, dtype: Any, shape: Any, order: str) -> np.ndarray:
+    """How numpy rebuilds an array pickled with protocol 5 (``numpy._core.numeric._frombuffer``),
+    without running anything else: the bytes read as ``dtype`` in ``shape``, copied."""
+    if order not in ("C", "F"):
+        raise FileFormatError(f"pickled array with order {order!r}")
+    data = np.frombuffer(buffer, dtype=np.dtype(dtype))
+    return np.array(data.reshape(tuple(int(k) for k in shape), order=order), copy=True)
 
 
 class RestrictedUnpickler(pickle.Unpickler):

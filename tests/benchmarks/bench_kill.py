@@ -40,12 +40,14 @@ reports how many tasks the scheduler still holds 5 s after the kill (the killed 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -436,16 +438,22 @@ def main() -> int:
     parser.add_argument("--linger", type=float, default=30.0,
                         help="seconds a survivor is watched before the benchmark kills it")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", default="/tmp/jetastar-bench-kill",
-                        help="folder of the input (kept for later runs), outputs and logs")
+    parser.add_argument("--dir", default=None,
+                        help="folder of the input (kept for later runs) and of a new folder per "
+                             "run with its outputs and logs (default: jetastar-bench-kill-<user> "
+                             "in the temporary directory)")
     args = parser.parse_args()
-    folder = Path(args.dir)
+    folder = Path(args.dir or Path(tempfile.gettempdir()) / f"jetastar-bench-kill-{getpass.getuser()}")
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}; {args.n} jets, "
           f"{args.format}, {'Dask' if args.dask else f'{args.workers} workers'}, "
           f"{args.trials} trials")
     inp = _make_input(args, folder)
+    # this run's outputs and logs in a folder of its own: two runs sharing the input do not write
+    # over each other's outputs
+    folder = Path(tempfile.mkdtemp(prefix="run-", dir=folder))
+    print(f"outputs and logs in {folder}")
     cluster = client = scheduler = None
     if args.dask:
         import distributed
