@@ -3,15 +3,19 @@ name has a page with an example, the examples run, and the CLI reference is the 
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import html
 import importlib
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,25 +29,60 @@ from jetastar_docs import FACES, HELP_COLUMNS  # noqa: E402  (needs sphinx: pip 
 from jetastar.clustering import registry  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """Build the site once, as CONTRIBUTING.md says, into a temporary folder."""
-    out = tmp_path_factory.mktemp("docs")
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` between the processes of a test run (POSIX; elsewhere none:
+    each worker then builds the site itself)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_site(out: Path) -> dict[str, Any]:
+    """Build the site as CONTRIBUTING.md says into ``out/html``; the outcome of the build."""
     env = {**os.environ, "TQDM_DISABLE": "1"}
     env.pop("JETASTAR_DOCS_EXECUTE", None)  # the notebooks are executed
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
            "-d", str(out / "doctrees"), str(DOCS), str(out / "html")]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    seconds = time.perf_counter() - start
     # Sphinx's own messages ("<file>:<line>: WARNING: ..." or "WARNING: ...", a space after the
     # colon), not the notebook kernels' log lines: ipykernel sometimes logs, through Python's
     # logging ("ERROR:tornado.general:..."), a ZMQError of its own shutdown after a notebook has run
     # (seen once in CI, 2026-11-27); a failing cell is still Sphinx's error
     warnings = [line for line in proc.stderr.splitlines()
                 if re.search(r"(^|: )(WARNING|ERROR|CRITICAL): ", line)]
-    assert proc.returncode == 0 and not warnings, (
-        f"docs build failed (rc {proc.returncode}, {seconds:.0f} s):\n" + proc.stderr[-6000:])
+    return {"returncode": proc.returncode, "warnings": warnings, "stderr": proc.stderr[-6000:],
+            "seconds": time.perf_counter() - start}
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, worker_id) -> Path:
+    """The site, built once per test run: the first pytest worker that needs it builds it into a
+    folder that the workers share (the notebooks are executed: about 2 minutes on 2 cores), the
+    others wait for it and read the same build and its outcome."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # (the workers' common folder)
+    out = shared / "docs-site"
+    with _locked(shared / "docs-site.lock"):
+        outcome_file = out / "outcome.json"
+        if outcome_file.exists():
+            outcome = json.loads(outcome_file.read_text())
+        else:
+            out.mkdir(exist_ok=True)
+            outcome = _build_site(out)
+            outcome_file.write_text(json.dumps(outcome))
+    assert outcome["returncode"] == 0 and not outcome["warnings"], (
+        f"docs build failed (rc {outcome['returncode']}, {outcome['seconds']:.0f} s):\n"
+        + outcome["stderr"])
     return out / "html"
 
 
