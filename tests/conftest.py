@@ -1,5 +1,4 @@
-"""Test-wide settings: headless matplotlib, the CUDA simulator for the GPU backend, the kernel
-cache folder kept from test to test."""
+"""Test-wide settings: headless matplotlib, the CUDA simulator for the GPU backend."""
 
 from __future__ import annotations
 
@@ -21,23 +20,3 @@ def python_sigint():
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, before)
-
-
-@pytest.fixture(autouse=True)
-def _kernel_cache_folder_kept():
-    """The kernel cache folder of this process (``NUMBA_CACHE_DIR`` and numba's setting) as it was
-    before each test. Tests of jetastar's choice of a folder (tests/test_jit.py) make it choose
-    another one, which it writes into ``NUMBA_CACHE_DIR`` for worker processes; left there, every
-    later test of the same pytest worker that starts a Python process (the docs build, the
-    notebooks, the command line) compiled all its kernels again into an empty folder: minutes per
-    such test on a 2-core machine (the suite took 16-22 minutes instead of about 9)."""
-    from numba.core import config
-
-    env = os.environ.get("NUMBA_CACHE_DIR")
-    setting = config.CACHE_DIR
-    yield
-    if env is None:
-        os.environ.pop("NUMBA_CACHE_DIR", None)
-    else:
-        os.environ["NUMBA_CACHE_DIR"] = env
-    config.CACHE_DIR = setting

@@ -45,6 +45,15 @@ def test_stopwatch_leaves_out_compilation():
     assert again.compile_seconds() == 0.0
 
 
+def _without_cache_dir_env(monkeypatch) -> None:
+    """``NUMBA_CACHE_DIR`` unset for the test and put back as it was after it, also when the test
+    made jetastar write its choice there (``monkeypatch.delenv`` of an unset variable records
+    nothing to undo: the choice stayed, and every later test's Python process compiled all its
+    kernels again into that empty folder)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "")
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+
+
 def test_cache_folder_when_nothing_is_writable(monkeypatch, tmp_path):
     """A read-only installation without a writable home: numba would refuse to import the
     kernels (no cache locator); jetastar points it to a folder in the temporary directory."""
@@ -53,7 +62,7 @@ def test_cache_folder_when_nothing_is_writable(monkeypatch, tmp_path):
     monkeypatch.setattr(_jit.tempfile, "gettempdir", lambda: str(fallback))
     monkeypatch.setattr(_jit, "_writable", lambda path: str(path).startswith(str(fallback)))
     monkeypatch.setattr(_jit._numba_config, "CACHE_DIR", "")
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    _without_cache_dir_env(monkeypatch)
     _jit._ensure_cache_dir()
     chosen = _jit._numba_config.CACHE_DIR
     assert chosen == _jit._fallback_cache_dir() and chosen.startswith(str(fallback))
@@ -75,7 +84,7 @@ def test_a_cache_folder_others_can_write_is_not_used(monkeypatch, tmp_path, caps
     monkeypatch.setattr(_jit.tempfile, "tempdir", str(fallback))
     monkeypatch.setattr(_jit, "_writable", lambda path: str(path).startswith(str(fallback)))
     monkeypatch.setattr(_jit._numba_config, "CACHE_DIR", "")
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    _without_cache_dir_env(monkeypatch)
     if planted == "other user":  # (this process pretends to be the next uid)
         uid = os.getuid()
         monkeypatch.setattr(_jit.os, "getuid", lambda: uid + 1)
