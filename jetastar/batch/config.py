@@ -28,10 +28,9 @@ import numpy as np
 
 from .._cuda import resolve_device
 from ..clustering import algorithm_info, algorithms
-from ..clustering.columnar import columnar_options
-from ..clustering.estimates import expected_cpu_seconds
-from ..clustering.options import check_options
-from ..clustering.registry import unknown_options_message
+from ..clustering.columnar import COSTLY_CHUNK_SIZE, SHORT_CHUNK_SIZE
+from ..clustering.options import unknown_options_message
+from ..clustering.registry import TIME_OPTIONS
 from ..clustering.threads import check_threads
 from ..errors import BatchError, GpuUnavailableError, OptionError
 from ..result_tables import unit_options
@@ -40,7 +39,6 @@ __all__ = [
     "COLUMNAR_CHUNK_SIZE",
     "COSTLY_COLUMNAR_CHUNK_SIZE",
     "DEFAULT_CHUNK_SIZE",
-    "PARTLY_COLUMNAR",
     "TIME_OPTIONS",
     "BatchConfig",
     "accepted_options",
@@ -56,27 +54,16 @@ __all__ = [
     "size_limit",
 ]
 
-#: the options through which an algorithm stops itself at a time limit (the first it has gets it)
-TIME_OPTIONS = ("max_time", "time_limit")
-
 #: jets per chunk of a run with an algorithm that clusters jet by jet (each jet costs 0.1 ms or
 #: more, so a chunk's fixed cost is small already, and small chunks keep the workers balanced)
 DEFAULT_CHUNK_SIZE = 50
-#: jets per chunk when every algorithm runs on the columnar path (greedy, kt, cambridge, antikt:
-#: 2-40 µs per jet; the exact MAP of small jets, beam search and MCTS: 0.1-10 ms per jet of up
-#: to 20 leaves). Measured (30 000 QCD jets, those four algorithms, HDF5 in and out, one
-#: worker, a loaded 2-core machine): a chunk's reading and part-file writing cost ~0.1 s whatever
-#: its size; chunks of 50 jets ran at 390 jets/s, chunks of 5000 at 3100 jets/s end to end
-COLUMNAR_CHUNK_SIZE = 5000
+#: jets per chunk when every algorithm runs on the columnar path with cheap jets (greedy and the kt
+#: family: :data:`~jetastar.clustering.columnar.SHORT_CHUNK_SIZE`, which says how it was measured)
+COLUMNAR_CHUNK_SIZE = SHORT_CHUNK_SIZE
 #: the first chunks' size when every algorithm runs on the columnar path but some cost up to
-#: 10 ms a jet (beam search, MCTS, the exact MAP of small jets): 5000 such jets were ~50 s of work before
-#: the first part and the first measured cost (later chunks are sized by that cost)
-COSTLY_COLUMNAR_CHUNK_SIZE = 200
-#: the columnar algorithms of :data:`COSTLY_COLUMNAR_CHUNK_SIZE`
-_COSTLY_COLUMNAR = frozenset({"beam", "mcts", "trellis"})
-#: algorithms of the columnar path only for their small jets, whose larger jets cost up to
-#: seconds each: chunks as for the per-jet path (:data:`DEFAULT_CHUNK_SIZE`)
-PARTLY_COLUMNAR = frozenset({"window-search"})
+#: 10 ms a jet (beam search, MCTS, the exact MAP of small jets; later chunks are sized by the
+#: measured cost)
+COSTLY_COLUMNAR_CHUNK_SIZE = COSTLY_CHUNK_SIZE
 
 
 @dataclasses.dataclass
@@ -179,14 +166,12 @@ def options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any
         config: the run's settings.
         n_workers: how many processes cluster at the same time.
     """
-    accepted = set(accepted_options(name))
+    info = algorithm_info(name)
+    accepted = set(info.options())
     opts = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
     opts.update(config.options.get(name, {}))
-    if config.time_limit is not None:
-        for key in TIME_OPTIONS:
-            if key in accepted and key not in opts:
-                opts[key] = float(config.time_limit)
-                break
+    if config.time_limit is not None and info.time_option not in (None, *opts):
+        opts[info.time_option] = float(config.time_limit)
     if "threads" in accepted and "threads" not in opts:
         if config.threads is not None:
             opts["threads"] = int(config.threads)
@@ -200,10 +185,11 @@ def options_for(name: str, config: BatchConfig, n_workers: int) -> dict[str, Any
 
 
 def auto_chunk_size(config: BatchConfig) -> int:
-    """The chunk size for a run that does not set one: :data:`COLUMNAR_CHUNK_SIZE` when every
-    algorithm runs on the columnar path (one kernel call per chunk, whose fixed cost would
-    otherwise dominate; :data:`COSTLY_COLUMNAR_CHUNK_SIZE` when one of them is beam search or the
-    exact MAP), else :data:`DEFAULT_CHUNK_SIZE`. Later chunks are sized by the measured cost.
+    """The chunk size for a run that does not set one: when every algorithm runs on the columnar
+    path (one kernel call per chunk, whose fixed cost would otherwise dominate), the smallest of
+    their chunk paths' sizes (:data:`COLUMNAR_CHUNK_SIZE` for greedy and the kt family,
+    :data:`COSTLY_COLUMNAR_CHUNK_SIZE` for beam search, MCTS and the exact MAP), else
+    :data:`DEFAULT_CHUNK_SIZE`. Later chunks are sized by the measured cost.
 
     Example:
         >>> auto_chunk_size(BatchConfig(["greedy", "kt"])), auto_chunk_size(BatchConfig(["astar"]))
@@ -213,20 +199,22 @@ def auto_chunk_size(config: BatchConfig) -> int:
         >>> auto_chunk_size(BatchConfig(["greedy", "beam"]))
         200
     """
-    if config.algorithms and all(
-            columnar_options(name, options_for(name, config, 1)) is not None
-            and name not in PARTLY_COLUMNAR for name in config.algorithms):
-        if any(name in _COSTLY_COLUMNAR for name in config.algorithms):
-            return COSTLY_COLUMNAR_CHUNK_SIZE
-        return COLUMNAR_CHUNK_SIZE
-    return DEFAULT_CHUNK_SIZE
+    sizes = []
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        flat = info.chunk_options(options_for(name, config, 1))
+        if flat is None or not info.chunk.whole:  # jet by jet, or only some jets in chunks
+            return DEFAULT_CHUNK_SIZE
+        sizes.append(info.chunk.batch_chunk_size(flat))
+    return min(sizes, default=DEFAULT_CHUNK_SIZE)
 
 
 def estimated_costs(n_leaves: np.ndarray, config: BatchConfig) -> np.ndarray | None:
     """Each jet's typical CPU seconds under the run's algorithms whose cost grows fast with the
-    jet (the exact MAP engine, the window search: :func:`~jetastar.clustering.estimates.
-    expected_cpu_seconds`), for the jets within their size limit; ``None`` when no algorithm
-    of the run has such an estimate (the cost of the others is measured as chunks finish).
+    jet (those that declare an :attr:`~jetastar.clustering.AlgorithmInfo.expected_cpu`: the
+    exact MAP engine, the window search), for the jets within their size limit; ``None`` when no
+    algorithm of the run has such an estimate (the cost of the others is measured as chunks
+    finish).
 
     Example:
         >>> estimated_costs(np.array([6, 20, 30]), BatchConfig(["greedy"])) is None
@@ -235,18 +223,17 @@ def estimated_costs(n_leaves: np.ndarray, config: BatchConfig) -> np.ndarray | N
         >>> bool(costs[0] < 0.01 < 1 < costs[1]), float(costs[2])  # (30 leaves: over the limit)
         (True, 0.0)
     """
-    timed = [(name, options_for(name, config, 1), size_limit(name, config))
-             for name in config.algorithms if expected_cpu_seconds(name, 2, {}) is not None]
+    timed = [(algorithm_info(name).expected_cpu, options_for(name, config, 1),
+              size_limit(name, config))
+             for name in config.algorithms if algorithm_info(name).expected_cpu is not None]
     if not timed:
         return None
     sizes, where = np.unique(np.asarray(n_leaves, dtype=np.int64), return_inverse=True)
     per_size = np.zeros(sizes.shape[0], dtype=np.float64)
     for k, n in enumerate(sizes.tolist()):
-        for name, opts, limit in timed:
+        for expected_cpu, opts, limit in timed:
             if 2 <= n and (limit is None or n <= limit):
-                # (the full trellis, log Z too, costs 13-35 times the bound-pruned MAP)
-                factor = 20.0 if name == "trellis" and opts.get("log_z") else 1.0
-                per_size[k] += factor * (expected_cpu_seconds(name, n, opts) or 0.0)
+                per_size[k] += expected_cpu(n, opts) or 0.0
     return per_size[where]
 
 
@@ -321,7 +308,8 @@ def _check_values(config: BatchConfig) -> None:
         accepted = set(info.options())
         shared = {k: v for k, v in config.options.get("*", {}).items() if k in accepted}
         try:
-            checked = check_options(name, info.func, {**shared, **config.options.get(name, {})})
+            checked = info.check_options({**shared, **config.options.get(name, {})},
+                                         unknown=False)
         except ValueError as exc:
             raise BatchError(str(exc)) from None
         if name in config.options:
@@ -330,8 +318,8 @@ def _check_values(config: BatchConfig) -> None:
         users = [a for a in config.algorithms if key in algorithm_info(a).options()
                  and key not in config.options.get(a, {})]
         if users:
-            info = algorithm_info(users[0])
-            config.options["*"][key] = check_options(users[0], info.func, {key: value})[key]
+            config.options["*"][key] = algorithm_info(users[0]).check_options(
+                {key: value}, unknown=False)[key]
     for name, limit in config.max_leaves.items():
         if name not in config.algorithms:
             raise BatchError(f"size limit given for {name!r}, which is not among the algorithms "

@@ -23,50 +23,38 @@ from typing import Any
 import numpy as np
 
 from .._columnar import LEAF_OK, leaf_problems
-from .._cuda import resolve_device
 from .._jit import Stopwatch
 from .._text import text_column
-from ..clustering import ClusteringResult, algorithm_info, cluster, exact_trellis_batch
+from ..clustering import ClusteringResult, algorithm_info, cluster
 from ..clustering.columnar import (
     DONE,
+    IN_PROCESS_CHUNK_SIZE,
     INVALID,
     PER_JET,
     ChunkResults,
     cluster_columns,
-    columnar_options,
     params_valid,
 )
-from ..clustering.estimates import estimate_seconds
-from ..clustering.options import as_flag
-from ..errors import GpuUnavailableError, InvalidJetError, TooLargeError
+from ..errors import InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
 from ..result_tables import AlgorithmResults, to_json
-from .config import (
-    PARTLY_COLUMNAR,
-    TIME_OPTIONS,
-    BatchConfig,
-    accepted_options,
-    load_registry,
-    options_for,
-    size_limit,
-)
+from .config import BatchConfig, load_registry, options_for, size_limit
 from .executors import jet_reporter, warm_up_here
 
 __all__ = ["COLUMNAR_CHUNK", "chunk_task", "cluster_collection", "in_process_chunk_size",
            "run_one"]
 
 #: jets per call of :func:`cluster_collection` in this process when every algorithm runs on the
-#: columnar path (a call's fixed cost, ~0.2 ms, is then spread over many jets)
-COLUMNAR_CHUNK = 4096
-#: the same with the full trellis (``log_z``), up to ~0.1 s a jet at 14 leaves: enough jets for
-#: numba's threads to share, few enough that the progress bar moves every few seconds
-COLUMNAR_LOG_Z_CHUNK = 256
+#: columnar path (a call's fixed cost, ~0.2 ms, is then spread over many jets; an algorithm's chunk
+#: path may ask for fewer: the full trellis, 256)
+COLUMNAR_CHUNK = IN_PROCESS_CHUNK_SIZE
 
 
 def in_process_chunk_size(config: BatchConfig) -> int:
     """Jets per :func:`cluster_collection` call for a run in this process: ``config.chunk_size``,
-    or at least :data:`COLUMNAR_CHUNK` when every algorithm runs on the columnar path
-    (:data:`COLUMNAR_LOG_Z_CHUNK` when one of them is the full trellis).
+    or, when every algorithm runs on the columnar path, at least the smallest of their chunk
+    paths' :meth:`~jetastar.clustering.columnar.ChunkPath.in_process_chunk_size`
+    (:data:`COLUMNAR_CHUNK`; 256 with the full trellis).
 
     Example:
         >>> in_process_chunk_size(BatchConfig(["kt"])), in_process_chunk_size(BatchConfig(["astar"]))
@@ -74,12 +62,14 @@ def in_process_chunk_size(config: BatchConfig) -> int:
         >>> in_process_chunk_size(BatchConfig(["kt", "trellis"], options={"trellis": {"log_z": True}}))
         256
     """
-    flat = [columnar_options(name, options_for(name, config, 1)) for name in config.algorithms]
-    if any(o is None for o in flat) or PARTLY_COLUMNAR & set(config.algorithms):
-        return config.chunk_size
-    if any(o.get("log_z") for o in flat if o is not None):
-        return max(config.chunk_size, COLUMNAR_LOG_Z_CHUNK)
-    return max(config.chunk_size, COLUMNAR_CHUNK)
+    sizes = []
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        flat = info.chunk_options(options_for(name, config, 1))
+        if flat is None or not info.chunk.whole:
+            return config.chunk_size
+        sizes.append(info.chunk.in_process_chunk_size(flat))
+    return max(config.chunk_size, min(sizes, default=COLUMNAR_CHUNK))
 
 
 def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> ClusteringResult:
@@ -134,9 +124,8 @@ def run_one(jet: Any, name: str, opts: dict[str, Any], config: BatchConfig) -> C
 def _time_note(name: str, elapsed: float, config: BatchConfig) -> str:
     """What a result's message says when an algorithm without a time option ran past the time
     limit (``""`` otherwise)."""
-    if config.time_limit is not None and elapsed > config.time_limit and not (
-        set(accepted_options(name)) & set(TIME_OPTIONS)
-    ):
+    if config.time_limit is not None and elapsed > config.time_limit and \
+            algorithm_info(name).time_option is None:
         return (f"took {elapsed:.3g} s, over the time limit of {config.time_limit:g} s "
                 f"({name!r} has no time option, so it ran to completion)")
     return ""
@@ -153,9 +142,10 @@ def _refusal(n_leaves: int, jet_id: int | None, name: str, opts: dict[str, Any],
             None, -math.inf, name, options=opts, status="skipped", jet_id=jet_id,
             message=f"{n_leaves} leaves is over the size limit {limit} of {name!r}",
         )
-    if config.time_limit is None or set(accepted_options(name)) & set(TIME_OPTIONS):
+    info = algorithm_info(name)
+    if config.time_limit is None or info.time_option is not None or info.estimate is None:
         return None
-    est = estimate_seconds(name, n_leaves, opts)
+    est = info.estimate(n_leaves, opts)
     if est is None or not est > config.time_limit:
         return None
     return ClusteringResult(
@@ -194,9 +184,9 @@ def cluster_collection(
     """Cluster every jet of a collection with every algorithm of ``config`` (in this process).
 
     The algorithms of the columnar path (greedy, the kt family, the exact MAP of small jets with
-    their usual options, beam search and MCTS with deterministic rollouts,
-    :data:`~jetastar.clustering.columnar.COLUMNAR_ALGORITHMS`) run on the whole collection in one
-    kernel call and their tables are made from its flat arrays; the others, and the jets the
+    their usual options, beam search and MCTS with deterministic rollouts: every algorithm with a
+    :class:`~jetastar.clustering.columnar.ChunkPath` that takes its options) run on the whole
+    collection in one kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt
     leaf without a rapidity), go through :func:`run_one` jet by jet. The results are the same
     either way; the ``time_s`` of a row of the columnar path is its algorithm's time in the
@@ -274,43 +264,44 @@ def _cluster_on_gpu(
     collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]],
     rows: dict[str, dict[int, ClusteringResult]],
 ) -> None:
-    """The exact trellis with ``log_z`` of the whole chunk on a GPU, many jets per launch
-    (:func:`~jetastar.clustering.exact_trellis_batch`), when its ``device`` resolves to a GPU.
+    """The algorithms that run whole chunks on an accelerator with their options (their
+    :attr:`~jetastar.clustering.AlgorithmInfo.device_batch`: the exact trellis with ``log_z``
+    on a GPU, many jets per launch) on the whole chunk.
 
     Jets that are invalid, refused by a size or time limit, or that the batch cannot take (a
     :class:`~jetastar.TooLargeError`) are left to :func:`run_one`; the others get their rows here.
     """
-    name = "trellis"
-    if name not in config.algorithms or not len(collection) or not _gpu_batch(name, opts[name]):
+    if not len(collection):
         return
-    o = opts[name]
-    # invalid jets (leaves or parameters, checked over the columns) and refused ones are left to
-    # run_one, which reports them per jet
-    kind = leaf_problems(collection.leaves, collection.leaf_offsets)[0]
-    valid = (kind == LEAF_OK) & params_valid(collection)
-    n_leaves = np.diff(collection.leaf_offsets)
-    picked = [i for i in np.flatnonzero(valid).tolist()
-              if _refusal(int(n_leaves[i]), None, name, o, config) is None]
-    if not picked:
-        return
-    try:
-        results = exact_trellis_batch(collection.take(picked), o.get("likelihood"), device="gpu",
-                                      max_memory=o.get("max_memory"), progress=False)
-    except (TooLargeError, InvalidJetError):
-        return
-    for i, res in zip(picked, results, strict=True):
-        rows[name][i] = dataclasses.replace(res, options={**o, **res.options},
-                                            jet_id=int(collection.jet_id[i]))
+    valid = None
+    for name in config.algorithms:
+        batch = algorithm_info(name).device_batch
+        if batch is None or not batch.takes(opts[name]):
+            continue
+        o = opts[name]
+        if valid is None:
+            # invalid jets (leaves or parameters, checked over the columns) and refused ones are
+            # left to run_one, which reports them per jet
+            kind = leaf_problems(collection.leaves, collection.leaf_offsets)[0]
+            valid = (kind == LEAF_OK) & params_valid(collection)
+        n_leaves = np.diff(collection.leaf_offsets)
+        picked = [i for i in np.flatnonzero(valid).tolist()
+                  if _refusal(int(n_leaves[i]), None, name, o, config) is None]
+        if not picked:
+            continue
+        try:
+            results = batch.run(collection.take(picked), o)
+        except (TooLargeError, InvalidJetError):
+            continue
+        for i, res in zip(picked, results, strict=True):
+            rows[name][i] = dataclasses.replace(res, options={**o, **res.options},
+                                                jet_id=int(collection.jet_id[i]))
 
 
-def _gpu_batch(name: str, options: dict[str, Any]) -> bool:
-    """Whether :func:`_cluster_on_gpu` takes algorithm ``name`` with ``options``: the trellis
-    with ``log_z`` whose ``device`` resolves to a GPU."""
-    try:
-        return name == "trellis" and as_flag(options.get("log_z", False), "log_z") and \
-            resolve_device(options.get("device", "auto")) == "gpu"
-    except (ValueError, GpuUnavailableError):  # a bad option or no GPU: run_one reports it per jet
-        return False
+def _on_device(name: str, options: dict[str, Any]) -> bool:
+    """Whether :func:`_cluster_on_gpu` takes algorithm ``name`` with ``options``."""
+    batch = algorithm_info(name).device_batch
+    return batch is not None and batch.takes(options)
 
 
 def _cluster_columnar(
@@ -326,8 +317,8 @@ def _cluster_columnar(
         seconds).
     """
     names = [name for name in config.algorithms
-             if columnar_options(name, opts[name]) is not None
-             and not _gpu_batch(name, opts[name])]
+             if algorithm_info(name).chunk_options(opts[name]) is not None
+             and not _on_device(name, opts[name])]
     n = len(collection)
     if not names or n == 0:
         return {}

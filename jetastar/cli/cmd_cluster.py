@@ -18,6 +18,7 @@ from ..io import ParticleSource, column_prefix
 from ..io.dispatch import written_attrs
 from ..jetfinding import load_fastjet
 from ..momenta import DEFAULT_MASS_POLICY
+from .cmd_algorithms import add_algorithm_listing
 from .shared import (
     UsageError,
     add_cluster_options,
@@ -240,6 +241,7 @@ def add_parser(sub: Any) -> None:
                        description="Cluster every jet with every algorithm; results go to one file "
                        "per input (the jets plus one results table per algorithm). Interrupted "
                        "runs resume where they stopped when rerun with the same arguments.")
+    add_algorithm_listing(p)
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="jet files (.h5, .root, .pkl); a quoted pattern such as 'data/*.root' "
                         "is expanded")

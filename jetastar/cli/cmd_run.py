@@ -26,6 +26,7 @@ from ..clustering import algorithm_info, algorithms
 from ..comparison import comparison_table, format_comparison
 from ..io import set_extras
 from ..jet import JetCollection
+from .cmd_algorithms import add_algorithm_listing
 from .cmd_compare import plot_comparison
 from .shared import (
     UsageError,
@@ -41,15 +42,17 @@ from .shared import (
 
 __all__ = ["add_parser", "run"]
 
-#: the registry's exact-MAP method, which `jetastar run` applies to every jet
-_MAP_METHOD = "trellis"
 #: the main job's jets have at most this many leaves (each still gets its exact MAP, in ~2 s at 20)
 _DEMO_MAX_LEAVES = 20
-#: left out of the main job unless asked for: their kernels alone take longer to compile than the
-#: rest of the run (the window search is the approximate MAP method shown)
-_SLOW_DEMO_METHODS = ("astar", "astar-approx")
-#: its per-jet time budget in `jetastar run` (the bundled jets need at most ~1 min)
+#: the per-jet time budget of the exact MAP method (``main_job="map"`` in its registry entry) in
+#: `jetastar run` (the bundled jets need at most ~1 min)
 _MAP_TIME_LIMIT = 600.0
+
+
+def _main_job(role: str) -> list[str]:
+    """The registered algorithms whose ``main_job`` is ``role`` (``"on"``, ``"off"``, ``"map"``:
+    :data:`~jetastar.clustering.registry.MAIN_JOB`)."""
+    return [a for a in algorithms() if algorithm_info(a).main_job == role]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,24 +80,24 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     names = split_list(args.algorithms)
     left_out: list[str] = []
     if not names:
-        # the demonstration is quick: A* (exact and approximate) compile and run for longest
-        names = [a for a in algorithms() if a not in _SLOW_DEMO_METHODS]
-        left_out = [a for a in algorithms() if a in _SLOW_DEMO_METHODS]
+        # the demonstration is quick: what compiles and runs for longest is left out
+        left_out = _main_job("off")
+        names = [a for a in algorithms() if a not in left_out]
     elif names == ["all"]:
         names = algorithms()
     if not names:
         raise UsageError("no clustering algorithms are registered")
     max_leaves = {}
+    options = parse_options(args.option or [])
     for name in names:
         info = algorithm_info(name)
-        if info.exact and name != _MAP_METHOD:
+        if info.main_job == "map":
+            # every bundled jet gets its exact MAP: the MAP method is not held to the per-jet limit
+            options.setdefault(name, {}).setdefault("max_time", _MAP_TIME_LIMIT)
+        elif info.exact:
             limit = args.exact_max_leaves if info.max_leaves is None else \
                 min(info.max_leaves, args.exact_max_leaves)
             max_leaves[name] = limit
-    options = parse_options(args.option or [])
-    if _MAP_METHOD in names:
-        # every bundled jet gets its exact MAP: the MAP engine is not held to the per-jet limit
-        options.setdefault(_MAP_METHOD, {}).setdefault("max_time", _MAP_TIME_LIMIT)
     config = BatchConfig(algorithms=names, options=options, time_limit=args.time_limit,
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
                          chunk_size=args.chunk_size, threads=args.threads,
@@ -177,6 +180,7 @@ def add_parser(sub: Any) -> None:
                        "available algorithm (exact methods only up to --exact-max-leaves leaves, "
                        "--time-limit per jet), write jets.h5, results.h5, results.root, "
                        "comparison.txt and comparison.png into the output folder.")
+    add_algorithm_listing(p)
     p.add_argument("-o", "--output", default="jetastar-run", help="output folder "
                    "(default jetastar-run/)")
     p.add_argument("--n-qcd", type=int, default=30, help="QCD jets (default 30)")
@@ -187,11 +191,11 @@ def add_parser(sub: Any) -> None:
                         "which keeps the run quick; 'none' lifts the cap)")
     p.add_argument("--algorithms", default=None,
                    help="comma-separated, or 'all' (default: every registered algorithm but "
-                        f"{' and '.join(_SLOW_DEMO_METHODS)}, which take longest)")
+                        f"{' and '.join(_main_job('off'))}, which take longest)")
     p.add_argument("--exact-max-leaves", type=int, default=14,
                    help="exact search methods (A*) run on jets up to this size (default 14); the "
-                        f"exact MAP ({_MAP_METHOD!r}) runs on every jet, with up to "
-                        f"{_MAP_TIME_LIMIT:g} s per jet")
+                        f"exact MAP ({', '.join(map(repr, _main_job('map')))}) runs on every jet, "
+                        f"with up to {_MAP_TIME_LIMIT:g} s per jet")
     add_cluster_options(p)
     p.set_defaults(func=run, workers=2, time_limit=10.0, chunk_size=5)
     add_common(p)

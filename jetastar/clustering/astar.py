@@ -73,6 +73,8 @@ from ..costs import CostModel
 from ..errors import InvalidJetError, TooLargeError
 from ..ginkgo.heuristics import (
     EXACT_MAX_LEAVES,
+    HEURISTICS,
+    bound_value,
     check_heuristic,
     heuristic_tables,
     root_rate_slack,
@@ -85,10 +87,11 @@ from ._engine import check_budget, format_bytes, search_progress
 from .beam import beam_search, default_beam_size
 from .cost_baselines import average_linkage
 from .greedy import greedy
-from .registry import register
+from .options import Option, anything, choice, flag, integer, likelihood_option, number
+from .registry import AlgorithmInfo, WarmUp, register
 from .result import ClusteringResult
 
-__all__ = ["MAX_ASTAR_LEAVES", "astar", "astar_approx"]
+__all__ = ["ASTAR", "ASTAR_APPROX", "MAX_ASTAR_LEAVES", "astar", "astar_approx"]
 
 #: Largest jet the A* kernels accept (128-bit cluster masks).
 MAX_ASTAR_LEAVES = 128
@@ -559,12 +562,6 @@ class _Search:
         }
 
 
-@register(
-    "astar",
-    exact=True,
-    max_leaves=18,
-    description="exact A* on the lazily built cluster trellis with the admissible heuristic h0",
-)
 def astar(
     jet: Jet | CostModel,
     heuristic: str | None = None,
@@ -812,11 +809,6 @@ def _tree_splits(tree: Tree) -> list[tuple[int, int, int, int]]:
     return out
 
 
-@register(
-    "astar-approx",
-    exact=False,
-    description="approximate A* on a sparse trellis seeded with beam search and greedy trees",
-)
 def astar_approx(
     jet: Jet | CostModel,
     beam_size: int | None = None,
@@ -1040,3 +1032,87 @@ def astar_approx(
         options=options, stats=stats, upper_bound=best_ll if solved_exact else None,
         status=status, message=message, jet_id=problem.jet_id,
     )
+
+
+# ---------------------------------------------------------------------- the registry
+def _warm_heuristics(jets: list[Jet]) -> None:
+    """Compile (or load) the heuristic kernel, with the argument types the search passes
+    (:func:`~._astar_kernels.new_vertex`), before anything else of A* (``jets``: the warm-up
+    jets; the largest is used).
+
+    It is a quarter of A*'s compile time and what the search needs first, while approximate A*
+    first runs a beam search and greedy: in a batch run another worker compiles those meanwhile
+    (approximate A* is warmed up first), and this one loads them from the cache.
+    """
+    jet = max(jets, key=lambda j: j.n_leaves)
+    p, tl, mt, w, d, consts, phys = heuristic_tables(jet)
+    idx = np.arange(jet.n_leaves, dtype=np.int64)
+    bound_value(0, idx, idx.size, float(w[0, 1]), p, tl, mt, w, d, consts[0], phys)
+
+
+def _budgets(what: str) -> tuple[Option, ...]:
+    return (
+        number("max_time", None, f"run-time budget in seconds {what}(None: none)", low=0.0,
+               low_open=True, none=True),
+        integer("max_vertices", None, "most trellis vertices (None: none)", low=1, none=True),
+        integer("max_memory", None, "memory budget in bytes of the search arrays (None: a third "
+                "of the RAM, at most 8 GiB)", low=1, none=True),
+        flag("progress", None, "a progress bar: true, false, or None (after 10 s)", none=True),
+    )
+
+
+_HEURISTIC_CHOICES = (*HEURISTICS, COST_HEURISTIC)
+
+#: exact A* in the registry
+ASTAR = register(AlgorithmInfo(
+    "astar", astar, exact=True, max_leaves=18,
+    description="exact A* on the lazily built cluster trellis with the admissible heuristic h0",
+    declared=(
+        choice("heuristic", None, "h0 (admissible, the default), h1 (faster, not exact) or "
+               "paper", _HEURISTIC_CHOICES, none=True),
+        likelihood_option(None),
+        *_budgets(""),
+    ),
+    family="exact", main_job="off",
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine: cheap after approximate A*,
+    # whose search machine it runs; the whole of approximate A*'s without it)
+    warm_up=WarmUp(compile_s=1.5, alone_s=31.0, order=2.0, group="astar",
+                   prepare=_warm_heuristics),
+))
+
+#: approximate A* in the registry
+ASTAR_APPROX = register(AlgorithmInfo(
+    "astar-approx", astar_approx,
+    description="approximate A* on a sparse trellis seeded with beam search and greedy trees",
+    aliases=("astar_approx",),
+    declared=(
+        integer("beam_size", None, "beam size of the seeding beam search (None: its default)",
+                low=1, none=True),
+        integer("top_k", None, "splits kept per sampled vertex (None: 8)", low=1, none=True),
+        integer("n_samples", None, "random 2-partitions per sampled vertex and round (None: 100)",
+                low=1, none=True),
+        integer("rounds", None, "most A* rounds, each extending the trellis (None: 4)", low=1,
+                none=True),
+        choice("heuristic", None, "h1 (the default), h0 or paper", _HEURISTIC_CHOICES,
+               none=True),
+        integer("seed", 0, "random seed (same seed, same result)"),
+        likelihood_option(None),
+        integer("all_pairs_max_size", DEFAULT_ALL_PAIRS_MAX_SIZE, "clusters of at most this "
+                "many leaves get all their 2-partitions (None: every cluster)", low=1,
+                none=True),
+        integer("patience", None, "stop after this many rounds without improvement (None: 1)",
+                low=1, none=True),
+        number("weight", None, "weighted-A* factor on the heuristic (None: 1.15)", low=1.0,
+               none=True),
+        integer("max_explored", DEFAULT_MAX_EXPLORED, "trellis vertices explored per round "
+                "(None: no limit)", low=1, none=True),
+        choice("rank", None, "how sampled splits are ranked: split (ψ, the default) or estimate",
+               ("split", "estimate"), none=True),
+        anything("trees", None, "extra seed trees"),
+        *_budgets("for the A* rounds "),
+    ),
+    family="exact", main_job="off",
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine: the A* search and its
+    # heuristics, the longest chain of kernels, warmed up first)
+    warm_up=WarmUp(compile_s=31.0, order=0.0, group="astar", prepare=_warm_heuristics),
+))

@@ -45,15 +45,14 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Mapping
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from .._jit import DeferredSignals, Stopwatch
-from .._refcount import borrowed
-from .._sorting import argsort_stable
-from ..ginkgo.likelihood import t_of
+from ..errors import OptionError
+from ..ginkgo.likelihood import LIKELIHOODS
 from ..jet import Jet
 from ._agglomerative import (
     canonical_result,
@@ -61,438 +60,35 @@ from ._agglomerative import (
     check_jet,
     greedy_kernel,
     jet_arrays,
-    leaf_ts,
-    pair_llh,
 )
-from ._engine import check_budget, check_memory
-from .registry import register
+from ._beam_kernels import (
+    BEAM_CHUNK_MAX,
+    N_REGS,
+    R_DONE,
+    R_LEVEL,
+    R_NB,
+    R_WORK,
+    beam_advance,
+    beam_chunk,
+    beam_state,
+)
+from ._engine import check_budget, check_memory, default_memory_limit
+from .columnar import DONE, Chunk, ChunkPath, ChunkResults, done_trees, ok_rows, rerun_options
+from .estimates import SPLITS_PER_S
+from .options import flag, integer, likelihood_option, number
+from .registry import AlgorithmInfo, WarmUp, register
 from .result import ClusteringResult
 
-__all__ = ["beam_search", "default_beam_size"]
+__all__ = ["BEAM", "BEAM_CHUNK_MAX", "beam_search", "default_beam_size"]
 
 #: Above this many bytes for the two pair caches, pairs are re-evaluated instead of cached.
 CACHE_BUDGET_BYTES = 512 * 1024**2
-
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
 
 def default_beam_size(n_leaves: int) -> int:
     """The paper's beam size: ``N(N-1)/2`` for ``N <= 40`` leaves, 1000 above (at least 1)."""
     if n_leaves <= 40:
         return max(1, n_leaves * (n_leaves - 1) // 2)
     return 1000
-
-
-# ---------------------------------------------------------------------- numba kernels
-@nb.njit(cache=True)
-def _mix(leaf, code):  # pragma: no cover - numba
-    """splitmix64 of the pair (leaf, attach code)."""
-    x = (np.uint64(leaf) << np.uint64(32)) ^ np.uint64(code + 1)
-    x = x + _GOLD
-    x = (x ^ (x >> np.uint64(30))) * _MIX1
-    x = (x ^ (x >> np.uint64(27))) * _MIX2
-    return x ^ (x >> np.uint64(31))
-
-
-@nb.njit(cache=True)
-def _heap_less(v1, f1, v2, f2):  # pragma: no cover - numba
-    """Order of the min-heap: worse score first; on equal scores the later candidate is worse."""
-    return v1 < v2 or (v1 == v2 and f1 > f2)
-
-
-@nb.njit(cache=True)
-def _sift_down(hv, hf, size, i):  # pragma: no cover - numba
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            return
-        child = left
-        right = left + 1
-        if right < size and _heap_less(hv[right], hf[right], hv[left], hf[left]):
-            child = right
-        if _heap_less(hv[child], hf[child], hv[i], hf[i]):
-            hv[i], hv[child] = hv[child], hv[i]
-            hf[i], hf[child] = hf[child], hf[i]
-            i = child
-        else:
-            return
-
-
-@nb.njit(cache=True)
-def _sift_up(hv, hf, i):  # pragma: no cover - numba
-    while i > 0:
-        parent = (i - 1) // 2
-        if _heap_less(hv[i], hf[i], hv[parent], hf[parent]):
-            hv[i], hv[parent] = hv[parent], hv[i]
-            hf[i], hf[parent] = hf[parent], hf[i]
-            i = parent
-        else:
-            return
-
-
-@nb.njit(cache=True)
-def _same_child(att, n, b1, hi1, code1, b2, hi2, code2):  # pragma: no cover - numba
-    """Whether two candidate children (parent, changed leaf, new code) are the same state."""
-    for leaf in range(n):
-        x = code1 if leaf == hi1 else att[b1, leaf]
-        y = code2 if leaf == hi2 else att[b2, leaf]
-        if x != y:
-            return False
-    return True
-
-
-#: registers of a beam search between slices (an int64 array the kernel reads and updates)
-R_LEVEL, R_NB, R_PREV_DUPS, R_CUR, R_PHASE, R_B, R_HS, R_KSEL, R_DONE, R_WORK = range(10)
-N_REGS = 10
-
-
-@nb.njit(cache=True)
-def beam_state(leaves, consts, beam_size, use_cache):  # pragma: no cover - numba
-    """The state of a beam search before its first level: the leaves as the one partial
-    clustering, in buffer 0 of the double-buffered state arrays (see :func:`beam_advance`).
-
-    Returns:
-        ``(sp, st, snode, smin, ssize, att, hsh, hist, stp, score, smax, tri, pa, pc,
-        counters)``: the per-state arrays with a leading axis of 2 (the current and the next
-        beam), the pair index tables and the counters.
-    """
-    n = leaves.shape[0]
-    bmax = beam_size
-    c0 = consts[0]
-    npairs = n * (n - 1) // 2
-    pa = np.empty(max(npairs, 1), dtype=np.int64)
-    pc = np.empty(max(npairs, 1), dtype=np.int64)
-    for c in range(1, n):
-        for a in range(c):
-            idx = c * (c - 1) // 2 + a
-            pa[idx] = a
-            pc[idx] = c
-    ncache = npairs if use_cache else 1
-    bcache = bmax if use_cache else 1
-    sp = np.empty((2, bmax, n, 4), dtype=np.float64)
-    st = np.empty((2, bmax, n), dtype=np.float64)
-    snode = np.empty((2, bmax, n), dtype=np.int64)
-    smin = np.empty((2, bmax, n), dtype=np.int64)
-    ssize = np.empty((2, bmax, n), dtype=np.int64)
-    att = np.empty((2, bmax, n), dtype=np.int64)
-    hsh = np.zeros((2, bmax), dtype=np.uint64)
-    hist = np.empty((2, bmax, max(n - 1, 1), 2), dtype=np.int64)
-    stp = np.empty((2, bmax, max(n - 1, 1)), dtype=np.float64)
-    score = np.empty((2, bmax), dtype=np.float64)
-    smax = np.full((2, bmax), np.inf, dtype=np.float64)  # best pair of each state (cache mode)
-    tri = np.empty((2, bcache, ncache), dtype=np.float64)
-    counters = np.zeros(4, dtype=np.int64)
-    lt = leaf_ts(leaves, c0)
-    for i in range(n):  # loops, not slice assignments: much less to compile
-        for d in range(4):
-            sp[0, 0, i, d] = leaves[i, d]
-        st[0, 0, i] = lt[i]
-        snode[0, 0, i] = i
-        smin[0, 0, i] = i
-        ssize[0, 0, i] = 1
-        att[0, 0, i] = -1
-    score[0, 0] = 0.0
-    if use_cache and n > 2:
-        best = -np.inf
-        for idx in range(npairs):
-            v = pair_llh(sp[0, 0], st[0, 0], pa[idx], pc[idx], c0)
-            tri[0, 0, idx] = v
-            best = max(best, v)
-        smax[0, 0] = best
-        counters[0] += npairs
-    return sp, st, snode, smin, ssize, att, hsh, hist, stp, score, smax, tri, pa, pc, counters
-
-
-@nb.njit(cache=True)
-def beam_advance(leaves, consts, use_cache, state, regs, hv, hf, budget):  # pragma: no cover
-    """Run a beam search (state from :func:`beam_state`) on until it ends or has done about
-    ``budget`` units of work (split evaluations or candidates ranked), whichever comes first.
-
-    The search pauses only between two states of a selection pass (after at least one state of
-    this call), so that a run cut into any number of calls does exactly the work of one call, in
-    the same order: the results are bit for bit those of an uninterrupted run. ``regs`` (int64,
-    ``_R_*``) holds where it stands: the level, the size of the beam, the duplicates of the last
-    level, which buffer holds the current beam, whether a selection pass is under way (and at
-    which state, with how many candidates in its heap ``hv`` / ``hf`` of capacity ``k_sel``),
-    whether the search is done, and the work of the last call.
-
-    Returns:
-        ``(hv, hf, history, steps, score)``: the heap to pass to the next call; once done
-        (``regs[R_DONE] == 1``) the final beam, best first (complete trees as merge
-        histories, split log-likelihoods and totals; empty arrays before).
-    """
-    # the state's arrays, the constants rows and the heap as views without reference counts for
-    # the calls per candidate (split scores, heap moves; see jetastar._refcount): the caller
-    # holds the state and the constants, and the heap's owners are returned after the last use
-    sp_all, st_all, snode_all, smin_all, ssize_all, att_all, hsh_all, hist_all, stp_all, \
-        score_all, smax_all, tri_all, pa, pc, counters = borrowed(state)
-    n = leaves.shape[0]
-    bmax = sp_all.shape[1]
-    c0 = borrowed(consts[0])
-    c1 = borrowed(consts[1])
-    hv_v = borrowed(hv)
-    hf_v = borrowed(hf)
-    level = regs[R_LEVEL]
-    nb_ = regs[R_NB]
-    prev_dups = regs[R_PREV_DUPS]
-    cur = regs[R_CUR]
-    phase = regs[R_PHASE]
-    b0 = regs[R_B]
-    hs = regs[R_HS]
-    k_sel = regs[R_KSEL]
-    work = np.int64(0)
-    none_hist = np.empty((0, max(n - 1, 1), 2), dtype=np.int64)
-    none_steps = np.empty((0, max(n - 1, 1)), dtype=np.float64)
-    none_score = np.empty(0, dtype=np.float64)
-
-    while level < n - 1:
-        if phase == 0 and work >= budget and work > 0:  # pause between two levels
-            regs[R_LEVEL] = level
-            regs[R_NB] = nb_
-            regs[R_PREV_DUPS] = prev_dups
-            regs[R_CUR] = cur
-            regs[R_PHASE] = phase
-            regs[R_WORK] = work
-            return hv, hf, none_hist, none_steps, none_score
-        nxt = 1 - cur
-        sp = sp_all[cur]
-        st = st_all[cur]
-        snode = snode_all[cur]
-        smin = smin_all[cur]
-        ssize = ssize_all[cur]
-        att = att_all[cur]
-        hsh = hsh_all[cur]
-        hist = hist_all[cur]
-        stp = stp_all[cur]
-        score = score_all[cur]
-        smax = smax_all[cur]
-        tri = tri_all[cur]
-        m = n - level
-        if m == 2:
-            # final merge: root constants; distinct parents give distinct complete trees
-            total = np.empty(nb_, dtype=np.float64)
-            psi = np.empty(nb_, dtype=np.float64)
-            for b in range(nb_):
-                psi[b] = pair_llh(sp[b], st[b], np.int64(0), np.int64(1), c1)
-                total[b] = score[b] + psi[b]
-            counters[0] += nb_
-            counters[1] += nb_
-            order = argsort_stable(-total)
-            out_hist = np.empty((nb_, n - 1, 2), dtype=np.int64)
-            out_steps = np.empty((nb_, n - 1), dtype=np.float64)
-            out_score = np.empty(nb_, dtype=np.float64)
-            for q in range(nb_):
-                b = order[q]
-                for k in range(n - 2):
-                    out_hist[q, k, 0] = hist[b, k, 0]
-                    out_hist[q, k, 1] = hist[b, k, 1]
-                    out_steps[q, k] = stp[b, k]
-                out_hist[q, n - 2, 0] = snode[b, 0]
-                out_hist[q, n - 2, 1] = snode[b, 1]
-                out_steps[q, n - 2] = psi[b]
-                out_score[q] = total[b]
-            regs[R_DONE] = 1
-            regs[R_LEVEL] = level + 1
-            regs[R_WORK] = work + nb_
-            return hv, hf, out_hist, out_steps, out_score
-
-        npair = m * (m - 1) // 2
-        ntotal = nb_ * npair
-        if phase == 0:
-            # room for the duplicates seen at the previous level, so one pass is usually enough
-            k_sel = min(ntotal, bmax + 2 * prev_dups + 8)
-            b0 = -1
-            phase = 1
-        while True:
-            if b0 < 0:  # a new selection pass
-                counters[3] += 1
-                hv = np.empty(k_sel, dtype=np.float64)
-                hf = np.empty(k_sel, dtype=np.int64)
-                hv_v = borrowed(hv)
-                hf_v = borrowed(hf)
-                hs = np.int64(0)  # int64, not a literal: one specialisation of its callees
-                b0 = 0
-            for b in range(b0, nb_):
-                if work >= budget and b > b0:
-                    regs[R_LEVEL] = level
-                    regs[R_NB] = nb_
-                    regs[R_PREV_DUPS] = prev_dups
-                    regs[R_CUR] = cur
-                    regs[R_PHASE] = phase
-                    regs[R_B] = b
-                    regs[R_HS] = hs
-                    regs[R_KSEL] = k_sel
-                    regs[R_WORK] = work
-                    return hv, hf, none_hist, none_steps, none_score
-                base = b * npair
-                s = score[b]
-                if hs == k_sel and not _heap_less(hv[0], hf[0], s + smax[b], base):
-                    work += 1
-                    continue  # no merge of this state can enter the heap
-                counters[1] += npair
-                work += npair
-                for idx in range(npair):
-                    if use_cache:
-                        v = s + tri[b, idx]
-                    else:
-                        v = s + pair_llh(sp[b], st[b], pa[idx], pc[idx], c0)
-                    f = base + idx
-                    if hs < k_sel:
-                        hv[hs] = v
-                        hf[hs] = f
-                        _sift_up(hv_v, hf_v, hs)
-                        hs += 1
-                    elif _heap_less(hv[0], hf[0], v, f):
-                        hv[0] = v
-                        hf[0] = f
-                        _sift_down(hv_v, hf_v, hs, 0)
-            if not use_cache:
-                counters[0] += ntotal
-            # best first: by score descending, then candidate order
-            o1 = argsort_stable(hf[:hs].astype(np.float64))
-            o2 = argsort_stable(-hv[:hs][o1])
-            order = o1[o2]
-            work += hs
-            tsize = 4
-            while tsize < 2 * hs:
-                tsize *= 2
-            table = np.full(tsize, -1, dtype=np.int64)
-            acc_b = np.empty(bmax, dtype=np.int64)
-            acc_idx = np.empty(bmax, dtype=np.int64)
-            acc_hi = np.empty(bmax, dtype=np.int64)
-            acc_code = np.empty(bmax, dtype=np.int64)
-            acc_h = np.empty(bmax, dtype=np.uint64)
-            acc_v = np.empty(bmax, dtype=np.float64)
-            nacc = 0
-            dups = 0
-            for r in range(hs):
-                f = hf[order[r]]
-                b = f // npair
-                idx = f - b * npair
-                a = pa[idx]
-                c = pc[idx]
-                la = smin[b, a]
-                lc = smin[b, c]
-                lo = min(la, lc)
-                hi = max(la, lc)
-                code = lo * (n + 1) + ssize[b, a] + ssize[b, c]
-                h = hsh[b] + _mix(hi, code)
-                slot = np.int64(h & np.uint64(tsize - 1))
-                dup = False
-                while table[slot] != -1:
-                    q = table[slot]
-                    if acc_h[q] == h and _same_child(
-                        att, n, b, hi, code, acc_b[q], acc_hi[q], acc_code[q]
-                    ):
-                        dup = True
-                        break
-                    slot = (slot + 1) & (tsize - 1)
-                if dup:
-                    dups += 1
-                    continue
-                table[slot] = nacc
-                acc_b[nacc] = b
-                acc_idx[nacc] = idx
-                acc_hi[nacc] = hi
-                acc_code[nacc] = code
-                acc_h[nacc] = h
-                acc_v[nacc] = hv[order[r]]
-                nacc += 1
-                if nacc == bmax:
-                    break
-            if nacc == bmax or k_sel >= ntotal:
-                counters[2] += dups
-                prev_dups = dups
-                break
-            k_sel = min(ntotal, 2 * k_sel)
-            b0 = -1
-
-        # build the next beam
-        sp2 = sp_all[nxt]
-        st2 = st_all[nxt]
-        snode2 = snode_all[nxt]
-        smin2 = smin_all[nxt]
-        ssize2 = ssize_all[nxt]
-        att2 = att_all[nxt]
-        hsh2 = hsh_all[nxt]
-        hist2 = hist_all[nxt]
-        stp2 = stp_all[nxt]
-        score2 = score_all[nxt]
-        smax2 = smax_all[nxt]
-        tri2 = tri_all[nxt]
-        node = n + level
-        mm = m - 1
-        for q in range(nacc):
-            b = acc_b[q]
-            idx = acc_idx[q]
-            a = pa[idx]
-            c = pc[idx]
-            for s in range(mm):
-                src = m - 1 if s == c else s
-                for d in range(4):
-                    sp2[q, s, d] = sp[b, src, d]
-                st2[q, s] = st[b, src]
-                snode2[q, s] = snode[b, src]
-                smin2[q, s] = smin[b, src]
-                ssize2[q, s] = ssize[b, src]
-            for d in range(4):
-                sp2[q, a, d] = sp[b, a, d] + sp[b, c, d]
-            st2[q, a] = t_of(sp2[q, a, 0], sp2[q, a, 1], sp2[q, a, 2], sp2[q, a, 3])
-            snode2[q, a] = node
-            smin2[q, a] = min(smin[b, a], smin[b, c])
-            ssize2[q, a] = ssize[b, a] + ssize[b, c]
-            for leaf in range(n):
-                att2[q, leaf] = att[b, leaf]
-            att2[q, acc_hi[q]] = acc_code[q]
-            hsh2[q] = acc_h[q]
-            for k in range(level):
-                hist2[q, k, 0] = hist[b, k, 0]
-                hist2[q, k, 1] = hist[b, k, 1]
-                stp2[q, k] = stp[b, k]
-            hist2[q, level, 0] = snode[b, a]
-            hist2[q, level, 1] = snode[b, c]
-            if use_cache:
-                stp2[q, level] = tri[b, idx]
-            else:
-                stp2[q, level] = pair_llh(sp[b], st[b], a, c, c0)
-                counters[0] += 1
-            score2[q] = acc_v[q]
-            work += n + level
-            if use_cache and mm > 2:
-                # column cc of the child = column cc of the parent (the moved last slot for
-                # cc == c), except the entries of the new cluster (slot a) and of slot c
-                best = -np.inf
-                last0 = (m - 1) * (m - 2) // 2
-                for cc in range(1, mm):
-                    j0 = cc * (cc - 1) // 2
-                    if cc == a:
-                        for aa in range(cc):
-                            v = pair_llh(sp2[q], st2[q], aa, cc, c0)
-                            tri2[q, j0 + aa] = v
-                            best = max(best, v)
-                        continue
-                    src0 = last0 if cc == c else j0
-                    for aa in range(cc):
-                        tri2[q, j0 + aa] = tri[b, src0 + aa]
-                    if c < cc:
-                        tri2[q, j0 + c] = tri[b, last0 + cc]
-                    if a < cc:
-                        tri2[q, j0 + a] = pair_llh(sp2[q], st2[q], a, cc, c0)
-                    for aa in range(cc):
-                        best = max(best, tri2[q, j0 + aa])
-                smax2[q] = best
-                counters[0] += mm - 1
-                work += mm * (mm - 1) // 2
-        nb_ = nacc
-        cur = nxt
-        level += 1
-        phase = 0
-    # unreachable for n >= 2 (the loop returns at m == 2)
-    regs[R_DONE] = 1
-    regs[R_WORK] = work
-    return hv, hf, none_hist, none_steps, none_score
 
 
 #: A run returns to Python between slices of work (so that ``max_time`` and Ctrl-C are seen) of
@@ -645,10 +241,6 @@ def _check_beam_size(beam_size: object, n: int) -> int:
     return int(beam_size)
 
 
-@register(
-    "beam",
-    description="beam search over partial clusterings, deduplicated on the set of clusters",
-)
 def beam_search(
     jet: Jet,
     beam_size: int | None = None,
@@ -759,3 +351,147 @@ def beam_search(
         message=message,
         jet_id=jet.jet_id,
     )
+
+
+# ---------------------------------------------------------------------- the columnar path
+#: a jet whose beam needs more memory than this (a large ``beam_size``) goes to the per-jet
+#: function (the chunk kernel's threads hold one beam each)
+BEAM_CHUNK_MEMORY = 64 * 2**20
+#: a jet whose search is estimated at more work units than this (``width · n³ / 6``, ~40 ns
+#: each: about 0.5 s; the default beam at 40 leaves is 8.3 million) goes to the per-jet
+#: function, which sees Ctrl-C every 0.1 s
+BEAM_CHUNK_WORK = 12_500_000
+
+
+class _BeamChunks(ChunkPath):
+    """Beam search on the columnar path (:func:`~._beam_kernels.beam_chunk`): every jet of up to
+    :data:`~._beam_kernels.BEAM_CHUNK_MAX` (40) leaves whose beam fits
+    :data:`BEAM_CHUNK_MEMORY` and :data:`BEAM_CHUNK_WORK`, with the results of
+    :func:`beam_search` (without ``beam``, the trees of the final beam)."""
+
+    kernel_key = "columnar-beam"
+
+    def options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The options :func:`beam_search` runs with, as it checks them: ``likelihood``,
+        ``beam_size`` (``None``: the default of each jet's size), ``greedy_guard`` (a bool) and
+        ``max_time`` (a float or ``None``); ``None`` for a value it would refuse.
+
+        With a ``max_time`` the chunk kernel stops each search after the work of the per-jet
+        function's first slice (which that function always runs before it looks at the time): a
+        jet finished within it has the result the per-jet function would give, the others are
+        left to that function (:data:`~.columnar.PER_JET`), which goes on in slices until
+        ``max_time``.
+        """
+        if set(options) - {"likelihood", "beam_size", "greedy_guard", "max_time"}:
+            return None
+        likelihood = options.get("likelihood", "symmetric")
+        if likelihood not in LIKELIHOODS:
+            return None
+        size = options.get("beam_size")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral)
+                                 or size < 1):
+            return None
+        try:
+            guard = bool(options.get("greedy_guard", True))
+            max_time = check_budget(options.get("max_time"), "max_time")
+        except (OptionError, ValueError, TypeError):
+            return None
+        return {"likelihood": likelihood, "beam_size": None if size is None else int(size),
+                "greedy_guard": guard, "max_time": max_time}
+
+    def run(self, opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
+        n = len(chunk)
+        size, width, cache = _beam_plan(opts, chunk.counts)
+        budget = 2**62 if opts["max_time"] is None else FIRST_BUDGET_SLICE_WORK
+        children, leaf_of_node, ll, outcome, cnt, work = beam_chunk(
+            chunk.leaves, chunk.loff, chunk.noff, chunk.which, chunk.consts, chunk.run, size,
+            width, cache, opts["greedy_guard"], budget, chunk.threads)
+        done = outcome == DONE
+        node_offsets, ch, leaf = done_trees(done, chunk.sizes, chunk.noff, children,
+                                            leaf_of_node)
+        status, message = ok_rows(done)
+        for i in np.flatnonzero(done & ~np.isfinite(ll)).tolist():
+            status[i] = "all_inf"
+            message[i] = (f"every tree of the final beam ({int(cnt[i, 4])} trees) has "
+                          "log-likelihood -inf")
+        counters: dict[str, np.ndarray] = {}
+        if done.any():
+            names = ("splits_evaluated", "candidates", "duplicates", "selection_passes",
+                     "beam_trees", "pair_cache", "greedy_added")
+            counters = {k: np.where(done, cnt[:, q], np.nan).astype(np.float64)
+                        for q, k in enumerate(names)}
+        options: dict[str, Any] = {"beam_size": opts["beam_size"],
+                                   "greedy_guard": opts["greedy_guard"]}
+        if opts["max_time"] is not None:
+            options["max_time"] = opts["max_time"]
+        return ChunkResults(
+            algorithm="beam", likelihood=opts["likelihood"], options=options,
+            collection=chunk.collection, outcome=outcome,
+            log_likelihood=np.where(done, ll, np.nan), status=status, message=message,
+            node_offsets=node_offsets, children=ch, leaf_of_node=leaf, counters=counters,
+            work=np.where(done, work, 0).astype(np.float64), exact=np.zeros(n, dtype=bool),
+            upper_bound=np.full(n, np.nan), row_options={"beam_size": size},
+            rerun_options=rerun_options(opts["likelihood"], options,
+                                        ("max_time", "beam_size", "greedy_guard")),
+            flags=("pair_cache", "greedy_added"),
+        )
+
+
+def _beam_plan(opts: dict[str, Any], counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How beam search runs on each jet, as :func:`beam_search` decides it: ``(size, width,
+    cache)``, each ``(J,)``; ``width`` is ``0`` for the jets left to the per-jet function (fewer
+    than 2 or more than :data:`~._beam_kernels.BEAM_CHUNK_MAX` leaves, a beam over
+    :data:`BEAM_CHUNK_MEMORY` or the memory limit, more than :data:`BEAM_CHUNK_WORK`)."""
+    n_jets = counts.shape[0]
+    size = np.zeros(n_jets, dtype=np.int64)
+    width = np.zeros(n_jets, dtype=np.int64)
+    cache = np.zeros(n_jets, dtype=np.bool_)
+    limit = min(BEAM_CHUNK_MEMORY, default_memory_limit())
+    for n in np.unique(counts).tolist():
+        rows = counts == n
+        s = default_beam_size(n) if opts["beam_size"] is None else int(opts["beam_size"])
+        size[rows] = s
+        if not 2 <= n <= BEAM_CHUNK_MAX:
+            continue
+        w = min(s, n_trees_capped(n, s))
+        use_cache = 2 * w * (n * (n - 1) // 2) * 8 <= CACHE_BUDGET_BYTES
+        if beam_memory(w, n, use_cache) > limit or w * n**3 / 6 > BEAM_CHUNK_WORK:
+            continue
+        width[rows] = w
+        cache[rows] = use_cache
+    return size, width, cache
+
+
+def _estimate(n_leaves: int, options: Mapping[str, Any]) -> float:
+    """A lower estimate of the seconds of one jet, at :data:`~.estimates.SPLITS_PER_S`: with the
+    pair cache each level re-scores one row of pairs per state; without it every level scores
+    every pair of every state, ``width n³ / 6`` evaluations, most of them cheap rejections
+    (measured 5·10⁹ per second on jets whose trees are all impossible), counted at 1/100 of a
+    full evaluation."""
+    n = n_leaves
+    size = options.get("beam_size")
+    width = default_beam_size(n) if size is None else int(size)
+    pairs = n * (n - 1) / 2
+    if 2 * width * pairs * 8 <= CACHE_BUDGET_BYTES:
+        return width * n * n / 10 / SPLITS_PER_S
+    return width * n**3 / 600 / SPLITS_PER_S
+
+
+#: beam search in the registry
+BEAM = register(AlgorithmInfo(
+    "beam", beam_search,
+    description="beam search over partial clusterings, deduplicated on the set of clusters",
+    aliases=("beam_search",),
+    declared=(
+        integer("beam_size", None, "distinct partial clusterings kept per level (None: N(N-1)/2 "
+                "for N <= 40 leaves, 1000 above)", low=1, none=True),
+        likelihood_option(),
+        flag("greedy_guard", True, "add the greedy tree to the final beam where it would rank "
+             "in it (never worse than greedy)"),
+        number("max_time", None, "run-time budget in seconds (None: none); stopped early, the "
+               "result is the greedy tree", low=0.0, low_open=True, none=True),
+    ),
+    family="search", chunk=_BeamChunks(), estimate=_estimate,
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine, cold cache)
+    warm_up=WarmUp(compile_s=17.5, order=0.1),
+))

@@ -58,12 +58,27 @@ from ._engine import (
     valid_likelihood,
 )
 from ._subsets import fill_subset_t, full_mask, n_splits_total
+from .columnar import (
+    DONE,
+    NOT_RUN,
+    Chunk,
+    ChunkResults,
+    done_column,
+    done_trees,
+    leaves_first,
+    ok_rows,
+    rerun_options,
+)
 from .gpu import GPU_MIN_LEAVES, solve_map_on_gpu
 from .greedy import greedy
 from .result import ClusteringResult
 from .threads import check_threads, parallel_worth_it
 
-__all__ = ["MAX_MAP_LEAVES", "estimate_map_memory", "exact_map", "map_over_parts", "root_slack", "w_scale"]
+__all__ = [
+    "ALL_INF_MESSAGE", "MAP_CPU_PER_SPLIT", "MAX_MAP_LEAVES", "estimate_map_memory", "exact_map",
+    "exact_rows", "expected_map_cpu_seconds", "map_chunk_rows", "map_over_parts", "root_slack",
+    "w_scale",
+]
 
 #: The message of an exact result whose every tree is impossible (``status="all_inf"``): the same
 #: words from every exact engine (``exact_map``, the trellis on CPU and GPU, the columnar path).
@@ -511,3 +526,106 @@ class _MapSolver:
 
     def map_tree(self, label: object) -> Tree:
         return tree_from_best(self.best, self.full, label)
+
+
+# ---------------------------------------------------------------------- its cost
+#: typical CPU seconds per split of the exact MAP engine (all threads; enumeration and bounds):
+#: measured 2026 on W and QCD jets of 14-20 leaves, 2.3-3.0 ns (10 ms at 14, 64 ms at 16, 0.16 s at
+#: 17, 0.35-0.5 s at 18, 3.4 s at 20 leaves), plus a fixed cost per call
+MAP_CPU_PER_SPLIT = 2.5e-9
+_MAP_CPU_FIXED = 2e-4
+#: the largest jet whose split count (~3**n / 2) a float holds
+_FLOAT_SPLITS_MAX = 600
+
+
+def expected_map_cpu_seconds(n_leaves: int) -> float:
+    """The typical CPU seconds (all threads) of :func:`exact_map` on a jet of ``n_leaves`` leaves:
+    :data:`MAP_CPU_PER_SPLIT` per split of its trellis plus a fixed cost (fitted to measured
+    times; no bound).
+
+    Example:
+        >>> expected_map_cpu_seconds(14) < 0.02 < 1.0 < expected_map_cpu_seconds(20)
+        True
+    """
+    n = int(n_leaves)
+    if n > _FLOAT_SPLITS_MAX:  # (3**n overflows a float: an exact MAP is out of reach anyway)
+        return math.inf
+    return _MAP_CPU_FIXED + MAP_CPU_PER_SPLIT * max(n_splits_total(n), 0)
+
+
+# ---------------------------------------------------------------------- the columnar path
+def map_chunk_rows(opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
+    """The exact MAP engine on the jets of a chunk of up to
+    :data:`~._map_kernels.EXACT_CHUNK_MAX` (14) leaves (:func:`~._map_kernels.map_chunk`, one jet
+    per thread), with the statuses, messages and counters of :func:`exact_map`: the chunk path of
+    the registry's ``"trellis"`` (without ``log_z``) and of the window search's small jets.
+
+    Args:
+        opts: the options its results record (``likelihood``, ``max_time``, ``max_memory``,
+            ``prune``, ``threads``, ``incumbent``, ``device``).
+        chunk: the jets (larger ones and one-leaf jets: :data:`~.columnar.PER_JET`).
+    """
+    n = len(chunk)
+    if n:
+        slack = np.array([root_slack(chunk.consts[u]) for u in range(chunk.consts.shape[0])],
+                         dtype=np.float64)
+        children, ll, outcome, cnt = _k.map_chunk(
+            chunk.leaves, chunk.loff, chunk.noff, chunk.which, chunk.consts, slack, chunk.run,
+            _k.binomials(_k.EXACT_CHUNK_MAX), chunk.threads)
+    else:
+        children = np.full((0, 2), -1, dtype=np.int64)
+        ll = np.full(0, np.nan)
+        outcome = np.full(0, NOT_RUN, dtype=np.int64)
+        cnt = np.zeros((0, 5), dtype=np.int64)
+    done, node_offsets, ch, leaf, status, message, counters = exact_rows(
+        opts, outcome, ll, chunk, children, estimate_map_memory, {
+            "splits_enumerated": cnt[:, 0], "splits_bound_passed": cnt[:, 1],
+            "splits_evaluated": cnt[:, 2], "clusters_unsplittable": cnt[:, 3],
+            "clusters_impossible": cnt[:, 4]})
+    return ChunkResults(
+        algorithm=ALGORITHM, likelihood=opts["likelihood"], options=dict(opts),
+        collection=chunk.collection, outcome=outcome, log_likelihood=np.where(done, ll, np.nan),
+        status=status, message=message, node_offsets=node_offsets, children=ch,
+        leaf_of_node=leaf, counters=counters,
+        work=np.where(done, cnt[:, 0] + chunk.counts, 0).astype(np.float64), exact=done.copy(),
+        upper_bound=np.where(done, ll, np.nan), stats={"device": "cpu"},
+        rerun_options=rerun_options(opts["likelihood"], opts,
+                                    ("max_time", "max_memory", "threads")),
+    )
+
+
+def exact_rows(
+    opts: dict[str, Any], outcome: np.ndarray, ll: np.ndarray, chunk: Chunk,
+    children: np.ndarray, memory_of: Any, columns: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           dict[str, np.ndarray]]:
+    """What the rows of the exact engines' chunk kernels (the MAP engine, the full trellis)
+    share: ``(done, node_offsets, children, leaf_of_node, status, message, counters)``, with the
+    trees of the :data:`~.columnar.DONE` rows, ``"all_inf"`` where every tree is impossible, and
+    the counters both give (``n_leaves``, ``clusters``, ``splits_total``, ``memory_bytes`` by
+    ``memory_of(n)``, ``threads``) followed by the engine's own ``columns`` (name -> per-row
+    values); no counter when no row is done."""
+    done = outcome == DONE
+    counts = chunk.counts
+    node_offsets, ch, leaf = done_trees(done, chunk.sizes, chunk.noff, children,
+                                        leaves_first(counts, chunk.noff))
+    status, message = ok_rows(done)
+    impossible = done & ~(ll > -np.inf)
+    status[impossible] = "all_inf"
+    message[impossible] = ALL_INF_MESSAGE
+    counters: dict[str, np.ndarray] = {}
+    if done.any():
+        per_size = range(_k.EXACT_CHUNK_MAX + 1)
+        total = np.array([n_splits_total(k) for k in per_size], dtype=np.float64)
+        memory = np.array([memory_of(k) for k in per_size], dtype=np.float64)
+        small = np.minimum(counts, _k.EXACT_CHUNK_MAX)
+        threads = opts["threads"] or nb.get_num_threads()
+        counters = {
+            "n_leaves": done_column(done, counts),
+            "clusters": done_column(done, 2.0 ** small - 1),
+            "splits_total": done_column(done, total[small]),
+            "memory_bytes": done_column(done, memory[small]),
+            "threads": done_column(done, np.full(outcome.shape[0], threads)),
+        }
+        counters.update({name: done_column(done, values) for name, values in columns.items()})
+    return done, node_offsets, ch, leaf, status, message, counters

@@ -56,612 +56,55 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Mapping
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from .._jit import DeferredSignals, Stopwatch
-from .._refcount import borrowed, keep_alive
-from .._sorting import argsort_stable
-from ..ginkgo.likelihood import t_of
+from ..errors import OptionError
+from ..ginkgo.likelihood import LIKELIHOODS
 from ..jet import Jet
 from ._agglomerative import (
     canonical_result,
     check_jet,
     greedy_kernel,
     jet_arrays,
-    leaf_ts,
-    pair_llh,
 )
 from ._engine import check_budget
-from .estimates import estimate_seconds
-from .registry import register
+from ._mcts_kernels import (
+    R_DEC,
+    R_DONE,
+    R_WORK,
+    mcts_advance,
+    mcts_chunk,
+    mcts_run,
+    mcts_state,
+    new_registers,
+)
+from .columnar import (
+    DONE,
+    NOT_RUN,
+    PER_JET,
+    Chunk,
+    ChunkPath,
+    ChunkResults,
+    done_trees,
+    ok_rows,
+)
+from .estimates import SPLITS_PER_S
+from .options import anything, choice, integer, likelihood_option, number
+from .registry import AlgorithmInfo, WarmUp, register
 from .result import ClusteringResult
 
-__all__ = ["ALL_INF_MESSAGE", "FIRST_BUDGET_SLICE_WORK", "mcts", "mcts_run", "mcts_settings"]
+__all__ = ["ALL_INF_MESSAGE", "FIRST_BUDGET_SLICE_WORK", "MCTS", "MCTS_CHUNK_WORK", "mcts", "mcts_run",
+           "mcts_settings", "mcts_work"]
 
-_PLANNING = ("mean", "max")
-_DECISIONS = ("max_reward", "most_visited")
-_PRIORS = ("likelihood", "uniform")
-_ROLLOUTS = ("greedy", "sample")
-
-# node table columns
-_PARENT, _ACTION, _FIRST, _NEXT, _VISITS = range(5)
-_QSUM, _QMAX, _STEP = range(3)
-
-
-# ---------------------------------------------------------------------- state helpers
-@nb.njit(cache=True)
-def _init_tri(sp, st, m, tri, c0):  # pragma: no cover - numba
-    for c in range(1, m):
-        for a in range(c):
-            tri[c * (c - 1) // 2 + a] = pair_llh(sp, st, a, c, c0)
-
-
-@nb.njit(cache=True)
-def _merge_into(
-    sp, st, snode, tri, m, a, c, node_id, sp2, st2, snode2, tri2, c0
-):  # pragma: no cover - numba
-    """Child state of merging slots a < c: new cluster in slot a, the last slot moves to c.
-
-    Returns the number of split evaluations (pairs of the new cluster).
-    """
-    mm = m - 1
-    for s in range(mm):
-        src = m - 1 if s == c else s
-        for d in range(4):
-            sp2[s, d] = sp[src, d]
-        st2[s] = st[src]
-        snode2[s] = snode[src]
-    for d in range(4):
-        sp2[a, d] = sp[a, d] + sp[c, d]
-    st2[a] = t_of(sp2[a, 0], sp2[a, 1], sp2[a, 2], sp2[a, 3])
-    snode2[a] = node_id
-    if mm <= 2:
-        return 0
-    last0 = (m - 1) * (m - 2) // 2
-    for cc in range(1, mm):
-        j0 = cc * (cc - 1) // 2
-        if cc == a:
-            for aa in range(cc):
-                tri2[j0 + aa] = pair_llh(sp2, st2, aa, cc, c0)
-            continue
-        src0 = last0 if cc == c else j0
-        for aa in range(cc):
-            tri2[j0 + aa] = tri[src0 + aa]
-        if c < cc:
-            tri2[j0 + c] = tri[last0 + cc]
-        if a < cc:
-            tri2[j0 + a] = pair_llh(sp2, st2, a, cc, c0)
-    return mm - 1
-
-
-@nb.njit(cache=True)
-def _decode(act):  # pragma: no cover - numba
-    """Slots (a, c), a < c, of merge index ``act = c(c-1)/2 + a``."""
-    c = 1
-    while c * (c + 1) // 2 <= act:
-        c += 1
-    return act - c * (c - 1) // 2, c
-
-
-@nb.njit(cache=True)
-def _step_values(sp, st, tri, m, c1, out):  # pragma: no cover - numba
-    """Split log-likelihood of every legal merge (root constants when two clusters are left)."""
-    if m == 2:
-        out[0] = pair_llh(sp, st, np.int64(0), np.int64(1), c1)
-        return 1
-    npair = m * (m - 1) // 2
-    for i in range(npair):
-        out[i] = tri[i]
-    return npair
-
-
-@nb.njit(cache=True)
-def _prior(values, npair, uniform, out):  # pragma: no cover - numba
-    """P ∝ exp(ψ) over the legal merges (uniform if asked or if every ψ is -inf)."""
-    vmax = -np.inf
-    for i in range(npair):
-        vmax = max(vmax, values[i])
-    if uniform or vmax == -np.inf:
-        for i in range(npair):
-            out[i] = 1.0 / npair
-        return
-    total = 0.0
-    for i in range(npair):
-        w = math.exp(values[i] - vmax)
-        out[i] = w
-        total += w
-    for i in range(npair):
-        out[i] /= total
-
-
-@nb.njit(cache=True)
-def _qnorm(x, lo, hi):  # pragma: no cover - numba
-    if x <= lo:
-        return 0.0
-    if x >= hi:
-        return 1.0
-    return (x - lo) / (hi - lo)
-
-
-@nb.njit(cache=True)
-def _node_q(ni, nf, node, planning, lo, hi):  # pragma: no cover - numba
-    """Normalised Q of a visited node; an unvisited one borrows its nearest visited ancestor's."""
-    while ni[node, _VISITS] == 0:
-        parent = ni[node, _PARENT]
-        if parent < 0:
-            return 0.5
-        node = parent
-    if planning == 0:
-        return nf[node, _QSUM] / ni[node, _VISITS]
-    return _qnorm(nf[node, _QMAX], lo, hi)
-
-
-@nb.njit(cache=True)
-def _new_node(ni, nf, count, parent, action, step):  # pragma: no cover - numba
-    ni[count, _PARENT] = parent
-    ni[count, _ACTION] = action
-    ni[count, _FIRST] = -1
-    ni[count, _NEXT] = ni[parent, _FIRST] if parent >= 0 else -1
-    ni[count, _VISITS] = 0
-    if parent >= 0:
-        ni[parent, _FIRST] = count
-    nf[count, _QSUM] = 0.0
-    nf[count, _QMAX] = -np.inf
-    nf[count, _STEP] = step
-    return count
-
-
-@nb.njit(cache=True)
-def _find_child(ni, node, action):  # pragma: no cover - numba
-    child = ni[node, _FIRST]
-    while child >= 0:
-        if ni[child, _ACTION] == action:
-            return child
-        child = ni[child, _NEXT]
-    return -1
-
-
-@nb.njit(cache=True)
-def _grow(ni, nf, need):  # pragma: no cover - numba
-    cap = ni.shape[0]
-    while cap < need:
-        cap *= 2
-    ni2 = np.empty((cap, ni.shape[1]), dtype=np.int64)
-    nf2 = np.empty((cap, nf.shape[1]), dtype=np.float64)
-    for i in range(ni.shape[0]):  # loops, not slice assignments: much less to compile
-        for j in range(ni.shape[1]):
-            ni2[i, j] = ni[i, j]
-        for j in range(nf.shape[1]):
-            nf2[i, j] = nf[i, j]
-    return ni2, nf2
-
-
-@nb.njit(cache=True)
-def _copy_state(sp, st, snode, tri, m, npair, sp2, st2, snode2, tri2):  # pragma: no cover - numba
-    """Copy the first ``m`` slots and ``npair`` pair values of a state into another (loops, not
-    slice assignments: numba compiles each slice assignment into a generic copy of its own)."""
-    for s in range(m):
-        for d in range(4):
-            sp2[s, d] = sp[s, d]
-        st2[s] = st[s]
-        snode2[s] = snode[s]
-    for j in range(npair):
-        tri2[j] = tri[j]
-
-
-@nb.njit(cache=True)
-def _backup(ni, nf, leaf, head, ret, lo, hi):  # pragma: no cover - numba
-    clipped = _qnorm(ret, lo, hi)
-    x = leaf
-    while True:
-        ni[x, _VISITS] += 1
-        nf[x, _QSUM] += clipped
-        if ret > nf[x, _QMAX]:
-            nf[x, _QMAX] = ret
-        if x == head:
-            return
-        x = ni[x, _PARENT]
-
-
-@nb.njit(cache=True)
-def _pick_rollout(prior, npair, sample, rng):  # pragma: no cover - numba
-    if not sample:
-        best = 0
-        for i in range(1, npair):
-            if prior[i] > prior[best]:
-                best = i
-        return best
-    u = rng.random()
-    acc = 0.0
-    last = 0
-    for i in range(npair):
-        if prior[i] > 0.0:
-            last = i
-            acc += prior[i]
-            if u < acc:
-                return i
-    return last
-
-
-# ---------------------------------------------------------------------- the search
-#: registers of a search between slices (int64; the realized log-likelihood is a float64 apart)
-_R_DEC, _R_COUNT, _R_HEAD, _R_CUR, _R_PHASE, _R_T, _R_NTRAJ, _R_NPAIR, _R_DONE, _R_WORK = range(10)
-_N_REGS = 10
-
-
-@nb.njit(cache=True)
-def _mcts_state(leaves, consts):  # pragma: no cover - numba
-    """The state of a search before its first decision (see :func:`_mcts_advance`).
-
-    Returns:
-        ``(ni, nf, (hp, ht, hnode, htri, history, steps, counters))``: the search tree (node
-        tables, grown as needed) and the head state with a leading axis of 2 (the current and
-        the next head), the decisions made and the counters.
-    """
-    n = leaves.shape[0]
-    c0 = consts[0]
-    npairs = max(n * (n - 1) // 2, 1)
-    counters = np.zeros(4, dtype=np.int64)
-    cap = 1024
-    ni = np.empty((cap, 5), dtype=np.int64)
-    nf = np.empty((cap, 3), dtype=np.float64)
-    _new_node(ni, nf, np.int64(0), np.int64(-1), np.int64(-1), 0.0)
-    hp = np.empty((2, n, 4), dtype=np.float64)
-    ht = np.empty((2, n), dtype=np.float64)
-    hnode = np.empty((2, n), dtype=np.int64)
-    htri = np.empty((2, npairs), dtype=np.float64)
-    lt = leaf_ts(leaves, c0)
-    for i in range(n):
-        for d in range(4):
-            hp[0, i, d] = leaves[i, d]
-        ht[0, i] = lt[i]
-        hnode[0, i] = i
-    if n > 2:
-        _init_tri(hp[0], ht[0], n, htri[0], c0)
-        counters[2] += n * (n - 1) // 2
-    history = np.empty((max(n - 1, 1), 2), dtype=np.int64)
-    steps = np.empty(max(n - 1, 1), dtype=np.float64)
-    return ni, nf, (hp, ht, hnode, htri, history, steps, counters)
-
-
-@nb.njit(cache=True)
-def _scratch(n, npairs, bw):  # pragma: no cover - numba
-    """The scratch arrays of :func:`_mcts_advance`: a trajectory's work state and the beam
-    states (each double-buffered), the beam's candidates, and per-merge values."""
-    wp = np.empty((n, 4), dtype=np.float64)
-    wt = np.empty(n, dtype=np.float64)
-    wnode = np.empty(n, dtype=np.int64)
-    wtri = np.empty(npairs, dtype=np.float64)
-    bp = np.empty((bw, n, 4), dtype=np.float64)
-    bt = np.empty((bw, n), dtype=np.float64)
-    bnode = np.empty((bw, n), dtype=np.int64)
-    btri = np.empty((bw, npairs), dtype=np.float64)
-    return (wp, wt, wnode, wtri, np.empty_like(wp), np.empty_like(wt), np.empty_like(wnode),
-            np.empty_like(wtri), bp, bt, bnode, btri, np.empty_like(bp), np.empty_like(bt),
-            np.empty_like(bnode), np.empty_like(btri), np.empty(bw, dtype=np.int64),
-            np.empty(bw, dtype=np.float64), np.empty(bw, dtype=np.int64),
-            np.empty(bw, dtype=np.float64), np.empty(bw * bw, dtype=np.float64),
-            np.empty(bw * bw, dtype=np.int64), np.empty(bw * bw, dtype=np.int64),
-            np.empty(npairs, dtype=np.float64), np.empty(npairs, dtype=np.float64),
-            np.full(npairs, -1, dtype=np.int64), np.empty(npairs, dtype=np.int64))
-
-
-@nb.njit(cache=True)
-def _mcts_advance(
-    leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
-    uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget,
-):  # pragma: no cover - numba
-    """Run a search (state from :func:`_mcts_state`) on until it ends or has done about
-    ``budget`` units of work (merges looked at), whichever comes first.
-
-    The search pauses only at the start of a decision or between two trajectories (after some
-    work of this call), so a run cut into any number of calls makes exactly the moves (and
-    random draws) of one call: the results are bit for bit those of an uncut run. ``regs``
-    (``_R_*``) and ``fregs[0]`` (the log-likelihood of the decisions made) say where it stands.
-
-    Returns:
-        ``(ni, nf)``: the search tree, to pass to the next call. ``state`` holds the decisions
-        (``history``, ``steps``; complete once ``regs[_R_DONE] == 1``) and the counters
-        ``[trajectories, nodes created, splits evaluated, beam nodes created]``.
-    """
-    # every array as a view without reference counts for the calls per merge and per node
-    # (jetastar._refcount; they were half of the search's time on small jets): the caller holds
-    # the state and the constants, the tree's owners are returned and the scratch's owners are
-    # kept alive to every return
-    hp_all, ht_all, hnode_all, htri_all, history, steps, counters = borrowed(state)
-    n = leaves.shape[0]
-    c0 = borrowed(consts[0])
-    c1 = borrowed(consts[1])
-    ni_own = ni
-    nf_own = nf
-    ni = borrowed(ni_own)
-    nf = borrowed(nf_own)
-    npairs = max(n * (n - 1) // 2, 1)
-    dec = regs[_R_DEC]
-    count = regs[_R_COUNT]
-    head = regs[_R_HEAD]
-    cur = regs[_R_CUR]
-    phase = regs[_R_PHASE]
-    t0 = regs[_R_T]
-    n_traj = regs[_R_NTRAJ]
-    npair = regs[_R_NPAIR]
-    realized = fregs[0]
-    work = np.int64(0)
-    bw = max(beam_size, 1)
-    scratch = _scratch(n, npairs, bw)
-    wp, wt, wnode, wtri, wp2, wt2, wnode2, wtri2, bp, bt, bnode, btri, bp2, bt2, bnode2, btri2, \
-        bid, bret, bid2, bret2, cand_v, cand_src, cand_act, values, prior, cmap, order_tmp = \
-        borrowed(scratch)
-
-    while dec < n - 1:
-        if phase == 0 and work >= budget and work > 0:  # pause before a decision
-            regs[_R_DEC] = dec
-            regs[_R_COUNT] = count
-            regs[_R_HEAD] = head
-            regs[_R_CUR] = cur
-            regs[_R_PHASE] = phase
-            regs[_R_WORK] = work
-            fregs[0] = realized
-            keep_alive(scratch)
-            return ni_own, nf_own
-        hp = hp_all[cur]
-        ht = ht_all[cur]
-        hnode = hnode_all[cur]
-        htri = htri_all[cur]
-        m = n - dec
-        if phase == 0:
-            npair = _step_values(hp, ht, htri, m, c1, values)
-            work += npair
-        if m > 2:
-            if phase == 0:
-                # ---------------- beam pre-expansion
-                if beam_size > 0:
-                    nbeam = 1
-                    bid[0] = head
-                    bret[0] = realized
-                    _copy_state(hp, ht, hnode, htri, n, npair, bp[0], bt[0], bnode[0], btri[0])
-                    bm = m
-                    while True:
-                        if bm == 1:
-                            for e in range(nbeam):
-                                if ni[bid[e], _VISITS] == 0:
-                                    _backup(ni, nf, bid[e], head, bret[e], lo, hi)
-                            break
-                        if count + bw + 1 > ni.shape[0]:
-                            ni_own, nf_own = _grow(ni, nf, count + bw + 1)
-                            ni = borrowed(ni_own)
-                            nf = borrowed(nf_own)
-                        ncand = 0
-                        for e in range(nbeam):
-                            k = _step_values(bp[e], bt[e], btri[e], bm, c1, values)
-                            work += k
-                            # this entry's best min(beam_size, k) merges, ties by merge index
-                            for i in range(k):
-                                order_tmp[i] = i
-                            take = min(beam_size, k)
-                            for r in range(take):
-                                best = r
-                                for i in range(r + 1, k):
-                                    if values[order_tmp[i]] > values[order_tmp[best]]:
-                                        best = i
-                                if best != r:
-                                    keep = order_tmp[best]
-                                    for i in range(best, r, -1):
-                                        order_tmp[i] = order_tmp[i - 1]
-                                    order_tmp[r] = keep
-                                cand_v[ncand] = bret[e] + values[order_tmp[r]]
-                                cand_src[ncand] = e
-                                cand_act[ncand] = order_tmp[r]
-                                ncand += 1
-                        corder = argsort_stable(-cand_v[:ncand])
-                        nkeep = min(beam_size, ncand)
-                        for q in range(nkeep):
-                            r = corder[q]
-                            e = cand_src[r]
-                            act = cand_act[r]
-                            if bm == 2:
-                                psi = pair_llh(bp[e], bt[e], np.int64(0), np.int64(1), c1)
-                                a = 0
-                                c = 1
-                            else:
-                                psi = btri[e, act]
-                                a, c = _decode(act)
-                            child = _find_child(ni, bid[e], act)
-                            if child < 0:
-                                child = _new_node(ni, nf, count, bid[e], act, psi)
-                                count += 1
-                                counters[1] += 1
-                                counters[3] += 1
-                            counters[2] += _merge_into(
-                                bp[e], bt[e], bnode[e], btri[e], bm, a, c, np.int64(-1),
-                                bp2[q], bt2[q], bnode2[q], btri2[q], c0,
-                            )
-                            bid2[q] = child
-                            bret2[q] = cand_v[r]
-                        nbeam = nkeep
-                        bid, bid2 = bid2, bid
-                        bret, bret2 = bret2, bret
-                        bp, bp2 = bp2, bp
-                        bt, bt2 = bt2, bt
-                        bnode, bnode2 = bnode2, bnode
-                        btri, btri2 = btri2, btri
-                        bm -= 1
-                n_traj = min(max(n_mc_target * npair - ni[head, _VISITS], n_mc_min), n_mc_max)
-                t0 = 0
-                phase = 1
-            # ---------------- trajectories
-            for t in range(t0, n_traj):
-                if work >= budget and t > t0:  # pause between two trajectories
-                    regs[_R_DEC] = dec
-                    regs[_R_COUNT] = count
-                    regs[_R_HEAD] = head
-                    regs[_R_CUR] = cur
-                    regs[_R_PHASE] = phase
-                    regs[_R_T] = t
-                    regs[_R_NTRAJ] = n_traj
-                    regs[_R_NPAIR] = npair
-                    regs[_R_WORK] = work
-                    fregs[0] = realized
-                    keep_alive(scratch)
-                    return ni_own, nf_own
-                counters[0] += 1
-                if count + n + 1 > ni.shape[0]:
-                    ni_own, nf_own = _grow(ni, nf, count + n + 1)
-                    ni = borrowed(ni_own)
-                    nf = borrowed(nf_own)
-                node = head
-                wm = m
-                _copy_state(hp, ht, hnode, htri, wm, npair, wp, wt, wnode, wtri)
-                ret = realized
-                while wm > 1:
-                    k = _step_values(wp, wt, wtri, wm, c1, values)
-                    work += k
-                    if k == 1:
-                        act = 0
-                    else:
-                        _prior(values, k, uniform, prior)
-                        if ni[node, _VISITS] == 0:
-                            act = _pick_rollout(prior, k, sample, rng)
-                        else:
-                            child = ni[node, _FIRST]
-                            while child >= 0:
-                                cmap[ni[child, _ACTION]] = child
-                                child = ni[child, _NEXT]
-                            q_parent = _node_q(ni, nf, node, planning, lo, hi)
-                            sqrt_n = math.sqrt(ni[node, _VISITS] + 1e-9)
-                            act = 0
-                            best = -np.inf
-                            for i in range(k):
-                                ch = cmap[i]
-                                if ch >= 0 and ni[ch, _VISITS] > 0:
-                                    q = _node_q(ni, nf, ch, planning, lo, hi)
-                                    visits = ni[ch, _VISITS]
-                                else:
-                                    q = q_parent
-                                    visits = 0
-                                u = q + c_puct * prior[i] * sqrt_n / (1.0 + visits)
-                                if u > best:
-                                    best = u
-                                    act = i
-                            child = ni[node, _FIRST]
-                            while child >= 0:
-                                cmap[ni[child, _ACTION]] = -1
-                                child = ni[child, _NEXT]
-                    psi = values[act]
-                    child = _find_child(ni, node, act)
-                    if child < 0:
-                        child = _new_node(ni, nf, count, node, act, psi)
-                        count += 1
-                        counters[1] += 1
-                    a, c = _decode(act)
-                    counters[2] += _merge_into(
-                        wp, wt, wnode, wtri, wm, a, c, np.int64(-1), wp2, wt2, wnode2, wtri2, c0
-                    )
-                    wp, wp2 = wp2, wp
-                    wt, wt2 = wt2, wt
-                    wnode, wnode2 = wnode2, wnode
-                    wtri, wtri2 = wtri2, wtri
-                    wm -= 1
-                    ret += psi
-                    node = child
-                _backup(ni, nf, node, head, ret, lo, hi)
-        # ---------------- decision (the search used `values` as scratch: recompute the head's)
-        npair = _step_values(hp, ht, htri, m, c1, values)
-        if npair == 1:
-            act = 0
-        else:
-            act = -1
-            best = -np.inf
-            best_visits = -1
-            child = ni[head, _FIRST]
-            while child >= 0:
-                cmap[ni[child, _ACTION]] = child
-                child = ni[child, _NEXT]
-            for i in range(npair):
-                ch = cmap[i]
-                if ch < 0:
-                    continue
-                if decision == 0:
-                    better = act < 0 or nf[ch, _QMAX] > best
-                    if better:
-                        best = nf[ch, _QMAX]
-                        act = i
-                else:
-                    better = act < 0 or ni[ch, _VISITS] > best_visits
-                    if better:
-                        best_visits = ni[ch, _VISITS]
-                        act = i
-            child = ni[head, _FIRST]
-            while child >= 0:
-                cmap[ni[child, _ACTION]] = -1
-                child = ni[child, _NEXT]
-            if act < 0:  # no search at all: the most likely merge
-                act = 0
-                for i in range(1, npair):
-                    if values[i] > values[act]:
-                        act = i
-        psi = values[act]
-        if count + 2 > ni.shape[0]:
-            ni_own, nf_own = _grow(ni, nf, count + 2)
-            ni = borrowed(ni_own)
-            nf = borrowed(nf_own)
-        child = _find_child(ni, head, act)
-        if child < 0:
-            child = _new_node(ni, nf, count, head, act, psi)
-            count += 1
-            counters[1] += 1
-        a, c = _decode(act)
-        history[dec, 0] = hnode[a]
-        history[dec, 1] = hnode[c]
-        steps[dec] = psi
-        nxt = 1 - cur
-        counters[2] += _merge_into(
-            hp, ht, hnode, htri, m, a, c, n + dec, hp_all[nxt], ht_all[nxt], hnode_all[nxt],
-            htri_all[nxt], c0,
-        )
-        cur = nxt
-        realized += psi
-        head = child
-        dec += 1
-        phase = 0
-    regs[_R_DEC] = dec
-    regs[_R_DONE] = 1
-    regs[_R_WORK] = work
-    fregs[0] = realized
-    keep_alive(scratch)
-    return ni_own, nf_own
-
-
-@nb.njit(cache=True)
-def _new_registers():  # pragma: no cover - numba
-    """The registers of a search before its first call of :func:`_mcts_advance`: ``(regs,
-    fregs)`` (``_R_*``; the realized log-likelihood in ``fregs[0]``)."""
-    regs = np.zeros(_N_REGS, dtype=np.int64)
-    regs[_R_COUNT] = 1
-    return regs, np.zeros(1, dtype=np.float64)
-
-
-@nb.njit(cache=True)
-def mcts_run(
-    leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision,
-    uniform, sample, lo, hi, rng, budget,
-):  # pragma: no cover - numba
-    """A search in one call (:func:`_mcts_state`, then :func:`_mcts_advance` with ``budget``): the
-    first slice of :func:`_run_mcts`, for kernels that run many jets (the columnar path).
-
-    Returns:
-        ``(history, steps, counters, finished, work)``: the decisions (complete when
-        ``finished``), the counters of :func:`_mcts_advance` and the work units done.
-    """
-    regs, fregs = _new_registers()
-    ni, nf, state = _mcts_state(leaves, consts)
-    _mcts_advance(leaves, consts, n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning,
-                  decision, uniform, sample, lo, hi, rng, ni, nf, state, regs, fregs, budget)
-    return state[4], state[5], state[6], regs[_R_DONE] != 0, regs[_R_WORK]
-
+#: the values of the options ``planning``, ``decision``, ``prior`` and ``rollout``
+PLANNING = ("mean", "max")
+DECISIONS = ("max_reward", "most_visited")
+PRIORS = ("likelihood", "uniform")
+ROLLOUTS = ("greedy", "sample")
 
 # ---------------------------------------------------------------------- Python API
 #: the message of a search whose tree has log-likelihood ``-inf`` (status ``"all_inf"``)
@@ -687,14 +130,14 @@ def _run_mcts(
         ``(history, steps, counters, decisions made)``.
     """
     leaves, consts = args[0], args[1]
-    regs, fregs = _new_registers()
+    regs, fregs = new_registers()
     budget = _FIRST_SLICE_WORK if max_time is None else FIRST_BUDGET_SLICE_WORK
     with DeferredSignals() as held:
-        ni, nf, state = _mcts_state(leaves, consts)
+        ni, nf, state = mcts_state(leaves, consts)
         while True:
             started = time.perf_counter()
-            ni, nf = _mcts_advance(*args, ni, nf, state, regs, fregs, min(budget, _MAX_SLICE_WORK))
-            if regs[_R_DONE]:
+            ni, nf = mcts_advance(*args, ni, nf, state, regs, fregs, min(budget, _MAX_SLICE_WORK))
+            if regs[R_DONE]:
                 break
             held.deliver()
             took = time.perf_counter() - started
@@ -704,11 +147,11 @@ def _run_mcts(
                 if left <= 0.0:
                     break
                 target = min(target, 0.5 * left)
-            work = int(regs[_R_WORK])
+            work = int(regs[R_WORK])
             if took > 0.0 and work > 0:
                 budget = int(min(max(work * target / took, 1000.0), 8.0 * max(work, budget)))
     history, steps, counters = state[4], state[5], state[6]
-    return history, steps, counters, int(regs[_R_DEC])
+    return history, steps, counters, int(regs[R_DEC])
 
 
 def mcts_settings(
@@ -734,7 +177,7 @@ def mcts_settings(
     Returns:
         ``(options, settings)``: the options dict of a result (without ``max_time``) and
         ``(n_mc_target, n_mc_min, n_mc_max, beam_size, c_puct, planning, decision, uniform,
-        sample, low, high)`` for :func:`mcts_run` / :func:`_mcts_advance`.
+        sample, low, high)`` for :func:`mcts_run` / :func:`mcts_advance`.
 
     Raises:
         ValueError: an invalid value (the message lists the valid ones).
@@ -754,10 +197,10 @@ def mcts_settings(
         raise ValueError(f"c_puct must be a number >= 0, got {c_puct!r}") from None
     if not (math.isfinite(c) and c >= 0.0):
         raise ValueError(f"c_puct must be a finite number >= 0, got {c_puct!r}")
-    plan = _choice("planning", planning, _PLANNING)
-    dec = _choice("decision", decision, _DECISIONS)
-    uniform = _choice("prior", prior, _PRIORS) == 1
-    sample = _choice("rollout", rollout, _ROLLOUTS) == 1
+    plan = _choice("planning", planning, PLANNING)
+    dec = _choice("decision", decision, DECISIONS)
+    uniform = _choice("prior", prior, PRIORS) == 1
+    sample = _choice("rollout", rollout, ROLLOUTS) == 1
     try:
         lo, hi = (float(x) for x in reward_range)
     except (TypeError, ValueError):
@@ -812,10 +255,6 @@ def _make_rng(seed: Any) -> np.random.Generator:
     raise ValueError(f"seed must be an integer, None or a numpy Generator, got {seed!r}")
 
 
-@register(
-    "mcts",
-    description="Monte-Carlo tree search with a likelihood prior (PUCT, beam pre-expansion)",
-)
 def mcts(
     jet: Jet,
     n_rollouts: int = 20,
@@ -890,7 +329,7 @@ def mcts(
     args = (leaves, consts, *settings, rng)
     # a search that cannot end within the budget ends with the greedy tree: not started (its
     # first decision's beam pre-expansion, ~beam_size n³/6 merges, is not cut into slices)
-    lower = estimate_seconds("mcts", n, options) if max_time is not None else None
+    lower = _estimate(n, options) if max_time is not None else None
     too_long = lower is not None and max_time is not None and lower > max_time
     if too_long:
         counters, done = np.zeros(4, dtype=np.int64), 0
@@ -930,3 +369,141 @@ def mcts(
         message=message,
         jet_id=jet.jet_id,
     )
+
+
+def _estimate(n_leaves: int, options: Mapping[str, Any]) -> float:
+    """A lower estimate of the seconds of one jet: ``n_rollouts · n³ / 5`` split evaluations at
+    :data:`~.estimates.SPLITS_PER_S`."""
+    rollouts = max(1, int(options.get("n_rollouts", 20) or 1))
+    return rollouts * n_leaves**3 / 5 / SPLITS_PER_S
+
+
+# ---------------------------------------------------------------------- the columnar path
+#: a jet whose search is estimated at more work units than this (:func:`mcts_work`; ~20-50 ns
+#: each: ~0.5-1 s, 66 leaves with the defaults) goes to the per-jet function, which sees Ctrl-C
+#: every 0.1 s
+MCTS_CHUNK_WORK = 25_000_000
+#: the fixed cost of a jet in :func:`~._mcts_kernels.mcts_chunk`, in work units (measured ~200 µs
+#: per QCD jet of ~7 leaves with the defaults, ~50 ns per unit there)
+MCTS_JET_WORK = 3000
+#: the options of MCTS on the columnar path (all of them; ``rollout="sample"`` and a Generator as
+#: ``seed`` go to the per-jet function, whose random draws are one generator's per jet)
+_CHUNK_OPTIONS = {"likelihood", "n_rollouts", "seed", "n_mc_target", "n_mc_min", "beam_size",
+                  "c_puct", "planning", "decision", "prior", "rollout", "reward_range",
+                  "max_time"}
+
+
+def mcts_work(n_leaves: np.ndarray, opts: Mapping[str, Any]) -> np.ndarray:
+    """Estimated work of MCTS on jets of ``n_leaves`` leaves with the options ``opts`` (of its
+    chunk path), in units of ~20-50 ns: ``n⁴ · (R + 1.5 B + 0.065 B²) / 22`` plus
+    :data:`MCTS_JET_WORK`, with ``R = n_rollouts`` and ``B = beam_size``.
+
+    Fitted to the CPU time of QCD jets of ~20 leaves with the defaults, 100 or 200 rollouts and beams
+    of 20 and 50 (the beam's candidates cost more than the trajectories' merges); ~1.3 n⁴ with the
+    defaults, where the kernel counts ~1.1 n⁴ merges looked at.
+    """
+    n = np.asarray(n_leaves, dtype=np.float64)
+    r, b = float(opts["n_rollouts"]), float(opts["beam_size"])
+    return n**4 * (r + 1.5 * b + 0.065 * b * b) / 22.0 + MCTS_JET_WORK
+
+
+class _MctsChunks(ChunkPath):
+    """MCTS with deterministic rollouts on the columnar path (:func:`~._mcts_kernels.mcts_chunk`),
+    with the results of :func:`mcts`; jets estimated at more than :data:`MCTS_CHUNK_WORK` are left
+    to that function."""
+
+    kernel_key = "columnar-mcts"
+
+    def options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The options :func:`mcts` records (:func:`mcts_settings`), with ``likelihood`` and
+        ``max_time``; ``None`` for a value it would refuse, for sampled rollouts
+        (``rollout="sample"``: each jet's draws come from its own generator, on the per-jet path)
+        and for a :class:`numpy.random.Generator` as ``seed``.
+
+        With a ``max_time`` the chunk kernel stops each search after the work of the per-jet
+        function's first slice, as for beam search.
+        """
+        if set(options) - _CHUNK_OPTIONS:
+            return None
+        likelihood = options.get("likelihood", "symmetric")
+        if likelihood not in LIKELIHOODS:
+            return None
+        seed = options.get("seed", 0)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            return None
+        rest = {k: v for k, v in options.items() if k not in ("likelihood", "max_time")}
+        try:
+            recorded, settings = mcts_settings(**rest)
+            max_time = check_budget(options.get("max_time"), "max_time")
+        except (OptionError, ValueError, TypeError):
+            return None
+        if settings[8]:  # sampled rollouts
+            return None
+        return {"likelihood": likelihood, **recorded, "max_time": max_time}
+
+    def run(self, opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
+        n = len(chunk)
+        recorded = {k: v for k, v in opts.items() if k not in ("likelihood", "max_time")}
+        _, settings = mcts_settings(**recorded)
+        options = recorded if opts["max_time"] is None else {**recorded,
+                                                              "max_time": opts["max_time"]}
+        estimate = mcts_work(chunk.counts, opts)
+        over = chunk.run & (estimate > MCTS_CHUNK_WORK)
+        budget = 2**62 if opts["max_time"] is None else FIRST_BUDGET_SLICE_WORK
+        children, leaf_of_node, ll, outcome, cnt, work = mcts_chunk(
+            chunk.leaves, chunk.loff, chunk.noff, chunk.which, chunk.consts, chunk.run & ~over,
+            settings, estimate, budget, chunk.threads)
+        # a jet over the cap is the per-jet function's (the kernel did not run it)
+        outcome[(outcome == NOT_RUN) & over] = PER_JET
+        done = outcome == DONE
+        node_offsets, ch, leaf = done_trees(done, chunk.sizes, chunk.noff, children,
+                                            leaf_of_node)
+        status, message = ok_rows(done)
+        impossible = done & ~np.isfinite(ll)
+        status[impossible] = "all_inf"
+        message[impossible] = ALL_INF_MESSAGE
+        counters: dict[str, np.ndarray] = {}
+        if done.any():
+            counters = {k: np.where(done, cnt[:, q], np.nan).astype(np.float64) for k, q in
+                        (("trajectories", 0), ("nodes", 1), ("beam_nodes", 3),
+                         ("splits_evaluated", 2))}
+        return ChunkResults(
+            algorithm="mcts", likelihood=opts["likelihood"], options=options,
+            collection=chunk.collection, outcome=outcome,
+            log_likelihood=np.where(done, ll, np.nan), status=status, message=message,
+            node_offsets=node_offsets, children=ch, leaf_of_node=leaf, counters=counters,
+            work=np.where(done, work, 0).astype(np.float64), exact=np.zeros(n, dtype=bool),
+            upper_bound=np.full(n, np.nan),
+            rerun_options={"likelihood": opts["likelihood"], **options},
+        )
+
+
+#: MCTS in the registry
+MCTS = register(AlgorithmInfo(
+    "mcts", mcts,
+    description="Monte-Carlo tree search with a likelihood prior (PUCT, beam pre-expansion)",
+    declared=(
+        integer("n_rollouts", 20, "most trajectories per decision", low=0),
+        anything("seed", 0, "seed of rollout=sample's draws: an integer, None or a numpy "
+                 "Generator"),
+        likelihood_option(),
+        integer("n_mc_target", 1, "trajectories per legal merge at a decision, before the "
+                "head's visits", low=0),
+        integer("n_mc_min", 0, "fewest trajectories per decision", low=0),
+        integer("beam_size", 5, "width of the beam pre-expansion before each decision (0: "
+                "none)", low=0),
+        number("c_puct", 1.0, "exploration constant of PUCT", low=0.0),
+        choice("planning", "mean", "the normalised return used as Q in PUCT", PLANNING),
+        choice("decision", "max_reward", "the child chosen at a decision", DECISIONS),
+        choice("prior", "likelihood", "the prior of PUCT (likelihood: P ∝ exp ψ)", PRIORS),
+        choice("rollout", "greedy", "policy at nodes never visited: the prior's most probable "
+               "merge, or one drawn from it", ROLLOUTS),
+        anything("reward_range", (-500.0, 0.0), "(low, high) that normalises returns into [0, 1] "
+                 "for Q"),
+        number("max_time", None, "run-time budget in seconds (None: none)", low=0.0,
+               low_open=True, none=True),
+    ),
+    family="search", chunk=_MctsChunks(), estimate=_estimate,
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine, cold cache)
+    warm_up=WarmUp(compile_s=19.0, order=0.3),
+))

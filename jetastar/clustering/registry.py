@@ -1,7 +1,10 @@
 """Run clustering algorithms by name.
 
-Algorithms register themselves with :func:`register`; callers (the CLI, batch processing,
-analysis scripts) use :func:`cluster` and :func:`algorithms`.
+Every algorithm declares itself once, next to its code, as an :class:`AlgorithmInfo` (names and
+aliases, exactness, options, the per-jet function, its chunk path, cost estimates, warm-up) and
+registers it with :func:`register`; the rest of the package (batch processing, the columnar
+driver, warm-up, the command line, the docs) asks the registry for these objects instead of
+knowing algorithms by name. Callers use :func:`cluster` and :func:`algorithms`.
 
 Example:
     >>> from jetastar.clustering import algorithms
@@ -13,8 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,12 +24,15 @@ import numpy as np
 from .._columnar import is_list_of_jet_arrays
 from .._jit import DeferredSignals
 from ..jet import Jet, JetCollection
-from .options import check_options
+from .options import Option, options_from_signature, unknown_options_message, validate_options
 from .result import ClusteringResult
 
 __all__ = [
     "ALIASES",
+    "FAMILIES",
+    "MAIN_JOB",
     "AlgorithmInfo",
+    "WarmUp",
     "algorithm_info",
     "algorithms",
     "canonical_name",
@@ -36,29 +40,77 @@ __all__ = [
     "cluster",
     "holds_many_jets",
     "register",
+    "unknown_options_message",
 ]
 
-#: Other names of registered algorithms: the Python functions' names and older result labels.
-ALIASES = {
-    "exact_map": "trellis",
-    "exact-map": "trellis",
-    "exact_trellis": "trellis",
-    "astar_approx": "astar-approx",
-    "window_search": "window-search",
-    "beam_search": "beam",
-}
+#: Other names of registered algorithms (the Python functions' names and older result labels) ->
+#: registry key; each algorithm declares its own (:attr:`AlgorithmInfo.aliases`).
+ALIASES: dict[str, str] = {}
+
+#: The families of :mod:`jetastar.clustering` (its sub-packages) an algorithm can belong to, and
+#: ``"plugin"`` for algorithms registered from elsewhere.
+FAMILIES = ("exact", "search", "agglomerative", "plugin")
+
+#: What ``jetastar run`` (the main job) does with an algorithm: ``"on"``, run it; ``"off"``, leave
+#: it out unless asked for (its kernels take longer to compile than the rest of the run);
+#: ``"map"``, the exact MAP method that every jet gets, with a long time limit.
+MAIN_JOB = ("on", "off", "map")
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmUp:
+    """What warming an algorithm up compiles, and how a batch run orders it among its workers.
+
+    Args:
+        compile_s: compile CPU seconds of its own kernels on a cold cache (2-core machine; the
+            kernels every algorithm needs, and a chunk path's shared kernel, are counted apart).
+        alone_s: the same when no other algorithm of its ``group`` is warmed up too (``None``:
+            ``compile_s``).
+        order: warm-up order across worker processes, smallest first (the longest chains of
+            kernels first, so that two workers rarely compile the same kernel at once); algorithms
+            of equal order keep the order they were given in.
+        group: algorithms sharing most of their kernels have the same group and are warmed up by
+            one task (one worker), never by two workers at the same time.
+        prepare: called once per process before the algorithm first runs (a kernel that it
+            needs first and that others do not share, compiled while other workers compile the
+            rest).
+    """
+
+    compile_s: float = 3.0
+    alone_s: float | None = None
+    order: float = 1.0
+    group: str | None = None
+    prepare: Callable[[], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class AlgorithmInfo:
-    """A registered algorithm.
+    """A registered algorithm: everything the rest of the package asks about it, declared once
+    next to its code.
 
     Args:
         name: registry name.
         func: ``func(jet, **options) -> ClusteringResult``.
         exact: whether it returns proven MAP trees.
-        max_leaves: default size limit (jets above are skipped by batch runs), ``None`` = none.
+        max_leaves: default size limit of an exact method (jets above are skipped by batch
+            runs), ``None`` = none.
         description: one line for listings.
+        declared: its keyword options (:class:`~jetastar.clustering.options.Option`), in the
+            order of ``func``'s signature; ``None`` (a plugin's): read from the signature.
+        aliases: other names that map to ``name`` (:func:`canonical_name`).
+        family: which sub-package of :mod:`jetastar.clustering` holds it (:data:`FAMILIES`).
+        chunk: how it runs on whole chunks of jets
+            (:class:`~jetastar.clustering.columnar.ChunkPath`), ``None`` = jet by jet only.
+        estimate: ``estimate(n_leaves, options)``, a *lower* estimate of the seconds one jet
+            takes (for an algorithm that cannot stop at a time budget, a batch run with a time
+            limit does not start a jet whose estimate is over it), ``None`` = none.
+        expected_cpu: ``expected_cpu(n_leaves, options)``, the *typical* CPU seconds of one jet
+            (fitted to measurements; sizes the chunks of batch runs), ``None`` = none.
+        warm_up: what warming it up compiles (:class:`WarmUp`).
+        device_batch: an object with ``takes(options) -> bool`` and ``run(collection, options)
+            -> list[ClusteringResult]`` that runs whole chunks on an accelerator (the trellis on
+            a GPU), ``None`` = none.
+        main_job: what ``jetastar run`` does with it (:data:`MAIN_JOB`).
     """
 
     name: str
@@ -66,31 +118,103 @@ class AlgorithmInfo:
     exact: bool = False
     max_leaves: int | None = None
     description: str = ""
+    declared: tuple[Option, ...] | None = None
+    aliases: tuple[str, ...] = ()
+    family: str = "plugin"
+    chunk: Any = None
+    estimate: Callable[[int, Mapping[str, Any]], float | None] | None = None
+    expected_cpu: Callable[[int, Mapping[str, Any]], float | None] | None = None
+    warm_up: WarmUp = WarmUp()
+    device_batch: Any = None
+    main_job: str = "on"
+
+    def __post_init__(self) -> None:
+        if self.declared is None:
+            object.__setattr__(self, "declared", options_from_signature(self.func))
+        if self.family not in FAMILIES:
+            raise ValueError(f"algorithm {self.name!r}: unknown family {self.family!r}; valid: "
+                             f"{FAMILIES}")
+        if self.main_job not in MAIN_JOB:
+            raise ValueError(f"algorithm {self.name!r}: unknown main_job {self.main_job!r}; "
+                             f"valid: {MAIN_JOB}")
 
     def options(self) -> list[str]:
         """Names of the keyword options the algorithm accepts."""
-        return list(_option_names(self.func))
+        return [o.name for o in self.declared or ()]
+
+    def option(self, name: str) -> Option:
+        """The declaration of option ``name``.
+
+        Raises:
+            KeyError: an option it does not take.
+        """
+        for o in self.declared or ():
+            if o.name == name:
+                return o
+        raise KeyError(f"{self.name!r} has no option {name!r}")
+
+    def check_options(self, options: Mapping[str, Any], *, unknown: bool = True) -> dict[str, Any]:
+        """``options`` converted to their declared types and checked
+        (:func:`~jetastar.clustering.options.validate_options`).
+
+        Args:
+            options: keyword options.
+            unknown: refuse names it does not take (``False``: pass them through).
+
+        Raises:
+            ValueError: an unknown option, a value of the wrong type or range.
+        """
+        return validate_options(self.name, self.declared or (), options, unknown=unknown)
+
+    @property
+    def time_option(self) -> str | None:
+        """The option through which it stops itself at a time limit (``max_time`` or
+        ``time_limit``), ``None`` when it has none."""
+        names = self.options()
+        return next((t for t in TIME_OPTIONS if t in names), None)
+
+    def chunk_options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What its chunk path runs with these options, or ``None`` when the jets go one by one
+        (no chunk path, or options it does not take there)."""
+        return None if self.chunk is None else self.chunk.options(options)
 
 
-@functools.cache
-def _option_names(func: Callable[..., ClusteringResult]) -> tuple[str, ...]:
-    params = list(inspect.signature(func).parameters.values())[1:]
-    return tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
-
+#: the options through which an algorithm stops itself at a time limit (the first it has gets it)
+TIME_OPTIONS = ("max_time", "time_limit")
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
 
 
 def register(
-    name: str, *, exact: bool = False, max_leaves: int | None = None, description: str = ""
-) -> Callable[[Callable[..., ClusteringResult]], Callable[..., ClusteringResult]]:
-    """Decorator that registers ``func(jet, **options)`` under ``name``."""
+    name: str | AlgorithmInfo, *, exact: bool = False, max_leaves: int | None = None,
+    description: str = "", options: Sequence[Option] | None = None,
+) -> Any:
+    """Register an algorithm.
+
+    ``register(info)`` registers an :class:`AlgorithmInfo` (how jetastar's own algorithms
+    declare themselves) and returns it; ``@register("name", ...)`` is a decorator that registers
+    ``func(jet, **options)`` under ``name``, its options read from its signature unless
+    ``options`` declares them.
+
+    Returns:
+        The :class:`AlgorithmInfo`, or the decorator.
+    """
+    if isinstance(name, AlgorithmInfo):
+        _add(name)
+        return name
 
     def wrap(func: Callable[..., ClusteringResult]) -> Callable[..., ClusteringResult]:
-        _REGISTRY[name] = AlgorithmInfo(name, func, exact, max_leaves, description)
+        _add(AlgorithmInfo(name, func, exact, max_leaves, description,
+                           None if options is None else tuple(options)))
         return func
 
     return wrap
+
+
+def _add(info: AlgorithmInfo) -> None:
+    _REGISTRY[info.name] = info
+    for alias in info.aliases:
+        ALIASES[alias] = info.name
 
 
 def algorithms() -> list[str]:
@@ -118,8 +242,8 @@ def algorithm_info(name: str) -> AlgorithmInfo:
 def _did_you_mean(name: str) -> str:
     """`` (did you mean 'antikt'?)`` for a name close to a registered one or to an alias
     (spelling with or without ``-`` / ``_`` counts as the same)."""
-    def squash(text: str) -> str:
-        return str(text).lower().replace("-", "").replace("_", "")
+    def squash(word: str) -> str:
+        return str(word).lower().replace("-", "").replace("_", "")
 
     key = squash(name)
     names = {squash(n): n for n in algorithms()}
@@ -156,33 +280,7 @@ def checked_options(algorithm: str, options: Mapping[str, Any]) -> dict[str, Any
             value of the wrong type or range (text booleans such as ``"false"`` are read as
             booleans, numbers given as text as numbers).
     """
-    info = algorithm_info(algorithm)
-    valid = info.options()
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(unknown_options_message(algorithm, unknown, valid))
-    return check_options(algorithm, info.func, dict(options))
-
-
-#: Names of Ginkgo parameters, which belong to the jets rather than to an algorithm.
-_PARAMETER_NAMES = frozenset({"params", "t_cut", "lam", "lam_root", "m_hard", "t_root"})
-
-
-def unknown_options_message(algorithm: str, unknown: Sequence[str], valid: Sequence[str]) -> str:
-    """The error for options ``algorithm`` does not take, listing the ones it does (and, for
-    shower parameters given as options, where they go instead).
-
-    Example:
-        >>> unknown_options_message("kt", ["beam"], ["algorithm", "R"])
-        "unknown option(s) beam for algorithm 'kt'; valid: algorithm, R"
-    """
-    text = (f"unknown option(s) {', '.join(unknown)} for algorithm {algorithm!r}; "
-            f"valid: {', '.join(valid) or '(none)'}")
-    if _PARAMETER_NAMES.intersection(unknown):
-        text += (". The Ginkgo parameters belong to the jets: jetastar.Jet.from_particles("
-                 "particles, params) for one jet's particles, JetCollection.from_momenta(..., "
-                 "t_cut=, lam=, lam_root=) for many (particles get ShowerParams.qcd()'s otherwise)")
-    return text
+    return algorithm_info(algorithm).check_options(options)
 
 
 def cluster(jet: Any, algorithm: str, /, **options: Any) -> ClusteringResult:

@@ -51,19 +51,19 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numba as nb
 import numpy as np
 
 from .._columnar import first_leaf_problem
-from .._cuda import resolve_device
+from .._cuda import DEVICES, check_device, resolve_device
 from .._jit import Stopwatch
 from .._progress import PER_JET_DELAY, progress_bar
 from ..costs import CostModel
-from ..errors import InvalidJetError, OptionError
-from ..ginkgo.likelihood import check_likelihood
+from ..errors import GpuUnavailableError, InvalidJetError, OptionError
+from ..ginkgo.likelihood import LIKELIHOODS, check_likelihood
 from ..jet import Jet, JetCollection
 from ..tree import Tree
 from . import _trellis_kernels as _k
@@ -78,20 +78,39 @@ from ._engine import (
     valid_likelihood,
 )
 from ._engine import estimate_trellis_memory as estimate_memory
+from ._map_kernels import EXACT_CHUNK_MAX
 from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
-from .columnar import DONE, cluster_columns, columnar_options, constant_rows, params_valid
+from .columnar import (
+    DONE,
+    Chunk,
+    ChunkPath,
+    ChunkResults,
+    cluster_columns,
+    constant_rows,
+    params_valid,
+    rerun_options,
+)
 from .cost_baselines import average_linkage
-from .exact_map import ALL_INF_MESSAGE, exact_map
+from .exact_map import (
+    ALL_INF_MESSAGE,
+    estimate_map_memory,
+    exact_map,
+    exact_rows,
+    expected_map_cpu_seconds,
+    map_chunk_rows,
+)
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
 from .greedy import greedy
-from .options import as_flag
-from .registry import register
+from .options import as_flag, choice, flag, integer, likelihood_option, number
+from .registry import AlgorithmInfo, WarmUp, register
 from .result import ClusteringResult
 from .threads import Threads, check_threads, parallel_worth_it
 
 __all__ = [
+    "LOG_Z_IN_PROCESS_CHUNK",
     "MAX_EXACT_COUNT_LEAVES",
     "MAX_TRELLIS_LEAVES",
+    "TRELLIS",
     "Trellis",
     "default_memory_limit",
     "estimate_memory",
@@ -895,8 +914,8 @@ def exact_trellis_batch(
 
 def _columnar_ok(likelihood: str, max_memory: int | None) -> bool:
     """Whether the columnar path takes the full trellis with these options."""
-    return columnar_options("trellis", {"likelihood": likelihood, "log_z": True,
-                                        "max_memory": max_memory}) is not None
+    return TRELLIS.chunk_options({"likelihood": likelihood, "log_z": True,
+                                  "max_memory": max_memory}) is not None
 
 
 def _cpu_columnar(collection: JetCollection, likelihood: str, max_memory: int | None,
@@ -977,12 +996,6 @@ def _ginkgo_result(tree: Tree, ll: float, likelihood: str, options: dict[str, An
     )
 
 
-@register(
-    "trellis",
-    exact=True,
-    max_leaves=24,
-    description="exact MAP tree (bound-pruned trellis; log Z and tree count with log_z=true)",
-)
 def _trellis_method(
     jet: Jet | CostModel,
     likelihood: str | None = None,
@@ -1003,6 +1016,161 @@ def _trellis_method(
                              progress=progress, device=device, max_time=max_time)
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
                      progress=progress, device=device)
+
+
+# ---------------------------------------------------------------------- the registry's "trellis"
+#: the options of the registry's ``"trellis"`` that the columnar path takes
+_CHUNK_OPTIONS = {"likelihood", "log_z", "max_time", "max_memory", "threads", "progress",
+                  "device", "prune", "incumbent"}
+#: jets per call of the columnar path in this process with the full trellis (``log_z``), up to
+#: ~0.1 s a jet at 14 leaves: enough jets for numba's threads to share, few enough that the
+#: progress bar moves every few seconds
+LOG_Z_IN_PROCESS_CHUNK = 256
+
+
+class _TrellisChunks(ChunkPath):
+    """The registry's ``"trellis"`` on the columnar path: the exact MAP engine
+    (:func:`~.exact_map.map_chunk_rows`) or, with ``log_z``, the full trellis
+    (:func:`~._trellis_kernels.trellis_chunk`: MAP, log Z and tree count) on every jet of up to
+    :data:`~._map_kernels.EXACT_CHUNK_MAX` (14) leaves, one jet per thread; larger jets are left
+    to the per-jet functions."""
+
+    def options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The options the registry's ``"trellis"`` records, as it would check them, on the
+        columnar path: those of :func:`~jetastar.clustering.exact_map`, or with ``log_z`` those
+        of :func:`exact_trellis` plus ``"log_z": True`` (which says which engine runs; the rows'
+        results record the per-jet function's options without it).
+
+        The columnar path solves jets of up to 14 leaves in a few ms each (the full trellis in
+        at most ~0.1 s), so a ``max_time`` is recorded but does not stop the MAP engine (the
+        per-jet engine also always runs its first slice of work); the full trellis has no time
+        budget.
+
+        Args:
+            options: the registry options (``likelihood``, ``log_z``, ``max_time``,
+                ``max_memory``, ``threads``, ``progress``, ``device``; or what this returned).
+
+        Returns:
+            The options dict of the engine's results, or ``None`` for a GPU, a memory limit
+            below the tables of the largest jet the path takes, or a value the engine would
+            refuse.
+        """
+        if set(options) - _CHUNK_OPTIONS:
+            return None
+        likelihood = options.get("likelihood") or "symmetric"
+        if likelihood not in LIKELIHOODS:
+            return None
+        try:
+            log_z = as_flag(options.get("log_z", False), "log_z")
+            if not as_flag(options.get("prune", True), "prune") or options.get(
+                    "incumbent", False) is not False:
+                return None  # (prune and incumbent: what this function returns, read back)
+            device = options.get("device", "auto")
+            if check_device(device) == "gpu":
+                return None
+            max_time = check_budget(options.get("max_time"), "max_time")
+            max_memory = check_budget(options.get("max_memory"), "max_memory", integer=True)
+            threads = check_threads(options.get("threads"))
+        except (OptionError, ValueError, TypeError):
+            return None
+        need = estimate_memory(EXACT_CHUNK_MAX) if log_z else estimate_map_memory(
+            EXACT_CHUNK_MAX)
+        if max_memory is not None and max_memory < need:
+            return None
+        if log_z:
+            return {"likelihood": likelihood, "max_memory": max_memory, "threads": threads,
+                    "prune": True, "device": "cpu", "log_z": True}
+        return {"likelihood": likelihood, "max_time": max_time, "max_memory": max_memory,
+                "prune": True, "threads": threads, "incumbent": False, "device": "cpu"}
+
+    def run(self, opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
+        if not opts.get("log_z"):
+            return map_chunk_rows(opts, chunk)
+        n = len(chunk)
+        children, ll, log_z, n_trees, outcome, cnt = _k.trellis_chunk(
+            chunk.leaves, chunk.loff, chunk.noff, chunk.which, chunk.consts, chunk.run,
+            chunk.threads)
+        done, node_offsets, ch, leaf, status, message, counters = exact_rows(
+            opts, outcome, ll, chunk, children, estimate_memory, {
+                "clusters_pruned": cnt[:, 2], "clusters_impossible": cnt[:, 3],
+                "splits_evaluated": cnt[:, 0], "splits_skipped": cnt[:, 1],
+                "exact_count": np.ones(n)})
+        options = {k: v for k, v in opts.items() if k != "log_z"}
+        return ChunkResults(
+            algorithm="trellis", likelihood=opts["likelihood"], options=options,
+            collection=chunk.collection, outcome=outcome,
+            log_likelihood=np.where(done, ll, np.nan), status=status, message=message,
+            node_offsets=node_offsets, children=ch, leaf_of_node=leaf, counters=counters,
+            work=np.where(done, cnt[:, 0] + cnt[:, 1] + chunk.counts, 0).astype(np.float64),
+            exact=done.copy(), upper_bound=np.where(done, ll, np.nan),
+            log_z=np.where(done, log_z, np.nan), n_trees=np.where(done, n_trees, 0),
+            stats={"device": "cpu"},
+            rerun_options={**rerun_options(opts["likelihood"], options,
+                                           ("max_memory", "threads")), "log_z": True},
+            flags=("exact_count",),
+        )
+
+    def kernel(self, opts: Mapping[str, Any]) -> str:
+        return "columnar-trellis" if opts.get("log_z") else "columnar-map"
+
+    def in_process_chunk_size(self, opts: Mapping[str, Any]) -> int:
+        return LOG_Z_IN_PROCESS_CHUNK if opts.get("log_z") else self.in_process_size
+
+
+class _GpuBatch:
+    """The registry's ``"trellis"`` with ``log_z`` on a GPU, many jets per launch
+    (:func:`exact_trellis_batch`): how a batch run clusters a whole chunk on the device."""
+
+    def takes(self, options: Mapping[str, Any]) -> bool:
+        """Whether it runs with ``options``: ``log_z`` and a ``device`` that resolves to a GPU
+        (a bad option or no GPU: ``False``, and the per-jet runs report it)."""
+        try:
+            return as_flag(options.get("log_z", False), "log_z") and \
+                resolve_device(options.get("device", "auto")) == "gpu"
+        except (ValueError, GpuUnavailableError):
+            return False
+
+    def run(self, collection: JetCollection, options: Mapping[str, Any]) -> list[ClusteringResult]:
+        """One result per jet of ``collection`` (all valid).
+
+        Raises:
+            TooLargeError, InvalidJetError: jets the batch cannot take (the caller then runs
+                them one by one).
+        """
+        return exact_trellis_batch(collection, options.get("likelihood"), device="gpu",
+                                   max_memory=options.get("max_memory"), progress=False)
+
+
+def _expected_cpu(n_leaves: int, options: Mapping[str, Any]) -> float:
+    """The typical CPU seconds of a jet: the exact MAP engine's
+    (:func:`~.exact_map.expected_map_cpu_seconds`), 20 times that with ``log_z`` (the full
+    trellis, log Z too, costs 13-35 times the bound-pruned MAP)."""
+    log_z = options.get("log_z")
+    factor = 20.0 if log_z is not None and as_flag(log_z, "log_z") else 1.0
+    return factor * expected_map_cpu_seconds(n_leaves)
+
+
+#: the exact MAP method in the registry (the exact MAP engine, or the full trellis with log_z)
+TRELLIS = register(AlgorithmInfo(
+    "trellis", _trellis_method, exact=True, max_leaves=24,
+    description="exact MAP tree (bound-pruned trellis; log Z and tree count with log_z=true)",
+    aliases=("exact_map", "exact-map", "exact_trellis"),
+    declared=(
+        likelihood_option(None),
+        flag("log_z", False, "the full trellis: log Z and the tree count too (slower)"),
+        number("max_time", None, "run-time budget in seconds (None: none); stopped early, the "
+               "result has a proven upper bound", low=0.0, low_open=True, none=True),
+        integer("max_memory", None, "memory limit in bytes (None: half the available memory)",
+                low=1, none=True),
+        integer("threads", None, "numba threads (None: every core)", low=1, none=True),
+        flag("progress", None, "a progress bar: true, false, or None (after 10 s)", none=True),
+        choice("device", "auto", "where it runs", DEVICES),
+    ),
+    family="exact", chunk=_TrellisChunks(), expected_cpu=_expected_cpu,
+    device_batch=_GpuBatch(), main_job="map",
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine, cold cache)
+    warm_up=WarmUp(compile_s=10.0, order=0.4),
+))
 
 
 # ---------------------------------------------------------------------- helpers

@@ -3,9 +3,11 @@ cache) their numba kernels before it times anything.
 
 Batch runs (:mod:`jetastar.batch`) warm every algorithm once per process before its first jet,
 and spread the warm-up of a cold start over the worker processes (each kernel is compiled once, on
-all cores, instead of once per worker). The jets are two QCD Ginkgo jets (reference parameters, 7
-and 18 leaves; the larger one only for methods without a size limit below 18 leaves), written out
-here so that warming up needs neither the generator nor a file.
+all cores, instead of once per worker). What an algorithm compiles, how long that takes and in
+which order the workers take it is declared with the algorithm (:class:`~.registry.WarmUp`). The
+jets are two QCD Ginkgo jets (reference parameters, 7 and 18 leaves; the larger one only for
+methods without a size limit below 18 leaves), written out here so that warming up needs neither
+the generator nor a file.
 
 Example:
     >>> from jetastar.clustering.warmup import warm_up
@@ -19,13 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
-from ..ginkgo.heuristics import bound_value, heuristic_tables
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
-from .columnar import OWN_CHUNK_KERNELS, cluster_columns, columnar_options
-from .registry import algorithm_info, cluster
+from .columnar import cluster_columns
+from .registry import AlgorithmInfo, WarmUp, algorithm_info, cluster
 
 __all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
 
@@ -50,41 +49,25 @@ _LARGE = (
 #: largest jet an exact method is warmed up on (exact methods on 18 leaves take seconds)
 _EXACT_WARM_MAX = 7
 
-#: warm-up order across worker processes: the longest chain of kernels first (approximate A*: the
-#: A* search and its heuristics), then the methods whose kernels it reuses (beam search and greedy,
-#: which another worker compiles while the first one compiles the heuristics, see
-#: :func:`_warm_heuristics`), so that two workers rarely compile the same kernel at the same time
-_FIRST = ("astar-approx", "beam", "greedy", "mcts", "trellis", "window-search")
-_LAST = ("astar",)
-#: algorithms sharing most of their kernels, warmed up by one task (one worker) so that two workers
-#: never compile them at the same time (exact A* runs the same search machine as approximate A*)
-_SHARED = (("astar-approx", "astar"),)
-#: algorithms that compile A*'s heuristic kernel first (:func:`_warm_heuristics`)
-_HEURISTIC_FIRST = ("astar-approx", "astar")
-
 #: options replaced for the warm-up, where an algorithm accepts them
 _WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limit": 1e-3}
 
 _warmed: set[tuple[str, str]] = set()
 
-#: compile CPU seconds on a cold cache (2-core machine, measured 2026-11-27, one warm-up per
-#: process with an empty cache): the kernels every algorithm needs (likelihood, tree scoring), then
-#: each algorithm's own on top, in the order of :func:`warm_up_order`. Measured alone: greedy 21,
-#: kt 20.5, beam 22.5, MCTS 24, the exact MAP (``trellis``) 15, the window search 26.5,
-#: approximate A* 36 and exact A* 26 CPU-s; greedy and kt together 22; greedy, beam, kt, MCTS,
-#: trellis and the window search together 66. The window search's entry counts only what it does
-#: not share with beam search and the exact MAP (alone it is ~21 s on top of the base); exact A*
-#: is cheap after approximate A*, and costs the whole of approximate A*'s without it
+#: compile CPU seconds on a cold cache (2-core machine, measured 2026-11-27) of the kernels every
+#: algorithm needs (likelihood, tree scoring); each algorithm declares its own on top
+#: (:class:`~.registry.WarmUp`), and each chunk path its shared kernel's
+#: (:attr:`~.columnar.ChunkPath.compile_s`)
 _COMPILE_BASE_S = 5.0
-_COMPILE_OWN_S = {
-    "astar-approx": 31.0, "beam": 17.5, "greedy": 1.0, "kt": 1.0, "cambridge": 0.0,
-    "antikt": 0.0, "mcts": 19.0, "trellis": 10.0, "window-search": 12.0, "astar": 1.5,
-}
-_COMPILE_OTHER_S = 3.0
-#: the columnar path's shared chunk kernel (``cluster_chunk``: greedy and the kt family), serial
-#: and parallel, with the per-jet kernels it calls (beam search, MCTS and the exact MAP have chunk
-#: kernels of their own, counted in their entries above)
-_COMPILE_COLUMNAR_S = 14.0
+#: what an algorithm the registry does not know (a plugin not loaded here) counts
+_COMPILE_UNKNOWN_S = WarmUp().compile_s
+
+
+def _info(name: str) -> AlgorithmInfo | None:
+    try:
+        return algorithm_info(name)
+    except (ValueError, TypeError):
+        return None
 
 
 def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
@@ -102,12 +85,21 @@ def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
         True
     """
     names = list(names)
-    own = [_COMPILE_OWN_S.get(name, _COMPILE_OTHER_S) for name in names]
-    if any(columnar_options(name, {}) is not None and name not in OWN_CHUNK_KERNELS
-           for name in names):
-        own.append(_COMPILE_COLUMNAR_S)
-    if "astar" in names and "astar-approx" not in names:
-        own[names.index("astar")] = _COMPILE_OWN_S["astar-approx"]
+    infos = [_info(name) for name in names]
+    groups = [info.warm_up.group for info in infos if info is not None]
+    own = []
+    kernels: dict[str, float] = {}
+    for info in infos:
+        if info is None:
+            own.append(_COMPILE_UNKNOWN_S)
+            continue
+        warm = info.warm_up
+        alone = warm.alone_s is not None and groups.count(warm.group) == 1
+        own.append(warm.alone_s if alone else warm.compile_s)
+        flat = info.chunk_options({})
+        if flat is not None:
+            kernels[info.chunk.kernel(flat)] = info.chunk.compile_s
+    own.extend(s for s in kernels.values() if s)
     tasks = max(1, min(int(workers), len(warm_up_tasks(names))))
     # the longest task bounds the wall time from below
     return max(_COMPILE_BASE_S + max(own, default=0.0),
@@ -123,7 +115,8 @@ def warm_up_jets() -> list[Any]:
 
 
 def warm_up_order(names: Iterable[str]) -> list[str]:
-    """``names`` in the order in which workers should warm them up (see ``_FIRST`` / ``_LAST``).
+    """``names`` in the order in which workers should warm them up (each algorithm's
+    :attr:`~.registry.WarmUp.order`, smallest first; equal orders keep the given order).
 
     Example:
         >>> warm_up_order(["astar", "beam", "kt", "astar-approx"])
@@ -131,28 +124,27 @@ def warm_up_order(names: Iterable[str]) -> list[str]:
     """
     names = list(names)
 
-    def rank(name: str) -> tuple[int, int]:
-        if name in _FIRST:
-            return 0, _FIRST.index(name)
-        if name in _LAST:
-            return 2, _LAST.index(name)
-        return 1, names.index(name)
+    def rank(name: str) -> tuple[float, int]:
+        info = _info(name)
+        return (WarmUp().order if info is None else info.warm_up.order), names.index(name)
 
     return sorted(names, key=rank)
 
 
 def warm_up_tasks(names: Iterable[str]) -> list[list[str]]:
     """``names`` grouped into warm-up tasks (one task runs in one worker), in the order of
-    :func:`warm_up_order`; algorithms sharing their kernels (``_SHARED``) form one task.
+    :func:`warm_up_order`; algorithms sharing their kernels (the same
+    :attr:`~.registry.WarmUp.group`) form one task.
 
     Example:
         >>> warm_up_tasks(["astar", "beam", "kt", "astar-approx"])
         [['astar-approx', 'astar'], ['beam'], ['kt']]
     """
     tasks: list[list[str]] = []
-    where: dict[tuple[str, ...], int] = {}
+    where: dict[str, int] = {}
     for name in warm_up_order(names):
-        group = next((g for g in _SHARED if name in g), None)
+        info = _info(name)
+        group = None if info is None else info.warm_up.group
         if group is not None and group in where:
             tasks[where[group]].append(name)
             continue
@@ -160,24 +152,6 @@ def warm_up_tasks(names: Iterable[str]) -> list[list[str]]:
             where[group] = len(tasks)
         tasks.append([name])
     return tasks
-
-
-def _warm_heuristics() -> None:
-    """Compile (or load) A*'s heuristic kernel, with the argument types the search passes
-    (:func:`jetastar.clustering._astar_kernels.new_vertex`), before anything else of A*.
-
-    It is a quarter of A*'s compile time and what the search needs first, while approximate A*
-    first runs a beam search and greedy: in a batch run another worker compiles those meanwhile
-    (``_FIRST``), and this one loads them from the cache.
-    """
-    key = ("kernels", "heuristics")
-    if key in _warmed:
-        return
-    _warmed.add(key)
-    jet = warm_up_jets()[1]
-    p, tl, mt, w, d, consts, phys = heuristic_tables(jet)
-    idx = np.arange(jet.n_leaves, dtype=np.int64)
-    bound_value(0, idx, idx.size, float(w[0, 1]), p, tl, mt, w, d, consts[0], phys)
 
 
 def _key(options: Mapping[str, Any]) -> str:
@@ -216,8 +190,12 @@ def warm_up(
         if key in _warmed:
             continue
         _warmed.add(key)
-        if name in _HEURISTIC_FIRST:
-            _warm_heuristics()
+        prepare = info.warm_up.prepare
+        if prepare is not None and ("prepare", prepare.__qualname__) not in _warmed:
+            # (once per process, however many algorithms share it)
+            _warmed.add(("prepare", prepare.__qualname__))
+            jets = warm_up_jets() if jets is None else jets
+            prepare(jets)
         limit = (max_leaves or {}).get(name, info.max_leaves if info.exact else None)
         if info.exact:
             limit = _EXACT_WARM_MAX if limit is None else min(limit, _EXACT_WARM_MAX)
@@ -229,20 +207,16 @@ def warm_up(
                 cluster(jet, name, **opts)
             except Exception:  # the real run records it, per jet
                 break
-        flat = columnar_options(name, opts)
+        flat = info.chunk_options(opts)
         if flat is not None:
-            _warm_columnar(jets, name, flat)
+            _warm_columnar(jets, name, info.chunk.kernel(flat), flat)
         done.append(name)
     return done
 
 
-def _warm_columnar(jets: list[Any], name: str, options: dict[str, Any]) -> None:
-    """Compile (or load) the columnar path's chunk kernels, serial and parallel, once per process
-    (every algorithm of the path and every option runs the same two kernels; the exact MAP
-    engine, the full trellis (``log_z``), beam search and MCTS have two of their own)."""
-    kernel = "columnar-trellis" if name == "trellis" and options.get("log_z") else {
-        "trellis": "columnar-map", "window-search": "columnar-map", "beam": "columnar-beam",
-        "mcts": "columnar-mcts"}.get(name, "columnar")
+def _warm_columnar(jets: list[Any], name: str, kernel: str, options: dict[str, Any]) -> None:
+    """Compile (or load) the chunk kernels of the columnar path that ``name`` runs with
+    ``options`` (their warm-up key ``kernel``), serial and parallel, once per process."""
     key = ("kernels", kernel)
     if key in _warmed:
         return

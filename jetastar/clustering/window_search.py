@@ -69,39 +69,39 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._cuda import check_device
+from .._cuda import DEVICES, check_device
 from .._jit import Stopwatch
 from .._progress import ProgressBar
-from ..errors import InvalidJetError, TooLargeError
-from ..ginkgo.likelihood import log_likelihood
+from ..errors import InvalidJetError, OptionError, TooLargeError
+from ..ginkgo.likelihood import LIKELIHOODS, log_likelihood
 from ..jet import Jet
 from ..tree import Tree
 from . import _map_kernels as _mk
 from . import _window_kernels as _wk
 from ._agglomerative import canonical_results, jet_arrays
 from ._engine import check_budget, search_progress, valid_likelihood
+from ._map_kernels import EXACT_CHUNK_MAX
 from .astar import astar_approx
 from .beam import beam_search, default_beam_size
-from .estimates import (
-    TOP_FROM_LEAVES,
-    expected_cpu_seconds,
-    window_defaults,
-)
-from .exact_map import exact_map, root_slack
+from .columnar import DONE, PER_JET, Chunk, ChunkPath, ChunkResults, done_column
+from .exact_map import MAP_CPU_PER_SPLIT, exact_map, expected_map_cpu_seconds, map_chunk_rows, root_slack
 from .greedy import greedy
 from .kt import kt
-from .registry import register
+from .options import anything, choice, flag, integer, likelihood_option, number
+from .registry import AlgorithmInfo, WarmUp, register
 from .result import ClusteringResult
 
-__all__ = ["DEFAULT_WINDOW_SIZE", "MAX_WINDOW_SIZE", "START_TREES", "window_options",
-           "window_proves_first", "window_search"]
+__all__ = ["DEFAULT_ROOT_SIZE", "DEFAULT_WINDOW_SIZE", "MAX_WINDOW_SIZE", "ROOT_BELOW_LEAVES",
+           "START_TREES", "TOP_FROM_LEAVES", "WINDOW_SEARCH", "window_defaults", "window_effort",
+           "window_options", "window_proves_first", "window_search"]
 
 #: Default number of parts per window: a 13-part window takes about 2 ms (14: 5 ms, 16: 45 ms).
 DEFAULT_WINDOW_SIZE = 13
@@ -135,12 +135,61 @@ DEFAULT_TOP_SIZE = 18
 _MARGIN = _mk.MARGIN
 _NEG_INF = -math.inf
 
+#: The window search's size-dependent defaults (:func:`window_defaults`): from ``TOP_FROM_LEAVES``
+#: leaves the top windows, a root window of one part more and (below ``ROOT_BELOW_LEAVES``) wider
+#: windows and more random frontiers; from ``ROOT_BELOW_LEAVES`` leaves no root window.
+TOP_FROM_LEAVES = 23
+ROOT_BELOW_LEAVES = 30
+#: parts of the root window below ``TOP_FROM_LEAVES`` leaves (16 until 2026-11-27: 15 found trees as
+#: good on 511 of 512 tuning jet-forms of 20-22 leaves and on 256 of 256 of 18-19 leaves, at
+#: 0.89-0.91 times the median CPU time), and from ``TOP_FROM_LEAVES`` to ``ROOT_BELOW_LEAVES``
+DEFAULT_ROOT_SIZE = 15
+_ROOT_SIZE_FROM_TOP = 17
+#: sampled start trees below ``TOP_FROM_LEAVES`` leaves (``n_sampled=None``)
+SAMPLED_BELOW_TOP = 2
+#: the window search's CPU time with ``skip_duplicates`` relative to without (measured 2026 on 320
+#: jets of 20-22 leaves: 0.86 of the median, with and without sampled starts)
+_SKIP_DUPLICATES_FACTOR = 0.86
 
-@register(
-    "window-search",
-    exact=False,
-    description="exact-window search: windows of a tree re-solved exactly with the exact MAP engine",
-)
+
+def window_defaults(n_leaves: int) -> dict[str, int]:
+    """The window search's defaults of ``n_random``, ``widen``, ``root_size``, ``n_sampled`` and
+    ``skip_duplicates`` (0 or 1) for a jet of ``n_leaves`` leaves (what its ``None`` options
+    become).
+
+    Below 23 leaves: 4 random frontiers, no widening, a 15-part root window, two sampled start
+    trees and duplicate starts skipped after the first stage (on 320 tuning jets of 20-22 leaves:
+    the exact MAP of 313 instead of 307, at 8 % more median CPU time; a 16-part root window found
+    a better tree on 1 of 512 jet-forms, for 10 % more). From 23 to 29 leaves, where
+    a search costs 0.5-1 s anyway and the former defaults reached the MAP of 83-93 % of 24-leaf
+    jets: 8 random frontiers and a last search with windows 3 parts wider (97 % of 42 tuning jets
+    of 24 leaves, 2-4 CPU-s), a 17-part root window, no sampled starts, every start searched
+    through. From 30 leaves: 4, 0, none, none, no (the wider search and the root window found
+    nothing there for more CPU time).
+
+    Example:
+        >>> window_defaults(20)
+        {'n_random': 4, 'widen': 0, 'root_size': 15, 'n_sampled': 2, 'skip_duplicates': 1}
+        >>> window_defaults(24)["widen"], window_defaults(50)["root_size"]
+        (3, 0)
+    """
+    n = int(n_leaves)
+    mid = TOP_FROM_LEAVES <= n < ROOT_BELOW_LEAVES
+    small = n < TOP_FROM_LEAVES
+    return {
+        "n_random": 8 if mid else 4,
+        "widen": 3 if mid else 0,
+        "root_size": (0 if n >= ROOT_BELOW_LEAVES else
+                      _ROOT_SIZE_FROM_TOP if n >= TOP_FROM_LEAVES else DEFAULT_ROOT_SIZE),
+        "n_sampled": SAMPLED_BELOW_TOP if small else 0,
+        "skip_duplicates": int(small),
+    }
+
+#: typical CPU seconds of the window search per leaf with its defaults: measured 2026, 0.13-0.16 s at
+#: 16-17 leaves, 0.15-0.27 s at 18, 0.25-0.45 s at 20 (the start trees and the searches from them)
+_WINDOW_CPU_PER_LEAF = 0.01
+
+
 def window_search(
     jet: Jet,
     likelihood: str | None = None,
@@ -173,11 +222,11 @@ def window_search(
         window_size: parts per window ``K`` (2 .. 20; default 13). A window costs about ``3**K / 2``
             split bounds: 13 parts take about 2 ms of one core, 14 about 5 ms, 16 about 45 ms.
         n_random: random frontiers per cluster and sweep (``None``, the default: 8 for jets of
-            23-29 leaves, else 4; :func:`~jetastar.clustering.estimates.window_defaults`).
+            23-29 leaves, else 4; :func:`window_defaults`).
         n_starts: start trees searched (default 6: the first start, greedy, kt, Cambridge/Aachen,
             anti-kt and the other form's greedy tree, best first; more: further beam trees).
         n_sampled: start trees drawn at random, searched besides those (``None``, the default:
-            2 below 23 leaves, else 0; :func:`~jetastar.clustering.estimates.window_defaults`):
+            2 below 23 leaves, else 0; :func:`window_defaults`):
             each merge drawn with probability ∝ ``exp(ψ / 2)`` among the current clusters
             (``SAMPLE_TEMPERATURE``), seeded by ``seed``. They reach basins that the
             deterministic starts miss, and cost a local search each: with 2 of them, 314 instead
@@ -883,7 +932,7 @@ def window_options(
 ) -> dict[str, Any]:
     """The options :func:`window_search` runs a jet of ``n_leaves`` leaves with, and records in
     its result: the given ones checked, those left at ``None`` set to their defaults for that
-    size (:func:`~jetastar.clustering.estimates.window_defaults`).
+    size (:func:`window_defaults`).
 
     Args:
         n_leaves: the jet's number of leaves.
@@ -927,10 +976,10 @@ def window_options(
     max_time = check_budget(max_time, "max_time")
     if start not in START_TREES:
         raise ValueError(f"unknown start {start!r}; valid: {', '.join(map(repr, START_TREES))}")
-    for name, flag in (("prove", prove), ("exact_first", exact_first),
-                       ("skip_duplicates", skip_duplicates)):
-        if not (isinstance(flag, (bool, np.bool_)) or (name != "prove" and flag is None)):
-            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    for name, value in (("prove", prove), ("exact_first", exact_first),
+                        ("skip_duplicates", skip_duplicates)):
+        if not (isinstance(value, (bool, np.bool_)) or (name != "prove" and value is None)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
     options = {
         "window_size": window_size, "n_random": n_random, "n_starts": n_starts,
         "n_sampled": n_sampled, "skip_duplicates": bool(skip_duplicates), "widen": widen,
@@ -954,9 +1003,7 @@ def _exact_first(n: int, exact_first: bool | None, options: dict[str, Any]) -> b
     """Whether to prove the MAP with :func:`exact_map` before (instead of) searching."""
     if exact_first is not None:
         return bool(exact_first) and n >= 2
-    exact_s = expected_cpu_seconds("trellis", n, options)
-    search_s = expected_cpu_seconds("window-search", n, options)
-    return n >= 2 and exact_s is not None and search_s is not None and exact_s <= search_s
+    return n >= 2 and expected_map_cpu_seconds(n) <= _expected_cpu(n, options)
 
 
 def _proven(
@@ -1022,3 +1069,209 @@ def _check_int(value: Any, name: str, lo: int | None, hi: int | None) -> int:
         rng = f"{lo if lo is not None else '-inf'} .. {hi if hi is not None else 'inf'}"
         raise ValueError(f"{name} must be in {rng}, got {value!r}")
     return int(value)
+
+
+# ---------------------------------------------------------------------- its cost
+def _expected_cpu(n_leaves: int, options: Mapping[str, Any]) -> float:
+    """The typical CPU seconds (all threads) of the window search on a jet of ``n_leaves``
+    leaves with ``options`` (``window_size``, ``n_random``, ``widen``, ``n_starts``,
+    ``n_sampled``: more effort, more time; ``skip_duplicates``: less; ``root_size``: its root
+    window; missing or ``None``: its default for this size, :func:`window_defaults`): fitted to
+    measured times (see the constants above), no bound. It decides, with
+    :func:`~.exact_map.expected_map_cpu_seconds`, whether proving the MAP first costs less than
+    searching.
+
+    Example:
+        >>> _expected_cpu(20, {}) < expected_map_cpu_seconds(20)
+        True
+    """
+    n = int(n_leaves)
+    window = int(options.get("window_size") or 13)
+    root = window_defaults(n)["root_size"]
+    root = root if options.get("root_size") is None else int(options["root_size"])
+    # the root window after the search (``root_size``): enumerated like an exact MAP of that
+    # many leaves (measured 50-80 ms at 16, 0.15-0.2 s at 17)
+    root_s = MAP_CPU_PER_SPLIT * 3.0 ** min(root, n) / 2.0 if window < root < n else 0.0
+    return _WINDOW_CPU_PER_LEAF * n * window_effort(n, options) + root_s
+
+
+def window_effort(n_leaves: int, options: dict[str, Any]) -> float:
+    """The window search's local-search effort relative to its former defaults at 20 leaves
+    (``window_size=13``, six starts, ``n_random=4``, no widening, no sampled starts, every start
+    searched through): the factor its expected CPU time puts on its per-leaf time, before
+    the root window.
+
+    Args:
+        n_leaves: size of the jet.
+        options: the window search's options (``None`` or missing: the default).
+
+    Example:
+        >>> window_effort(20, {"n_sampled": 0, "skip_duplicates": False})
+        1.0
+        >>> window_effort(20, {"n_sampled": 6, "skip_duplicates": False})
+        2.0
+    """
+    n = int(n_leaves)
+    window = int(options.get("window_size") or 13)
+    default = window_defaults(n)
+    n_random, widen, sampled, skip = (
+        default[k] if options.get(k) is None else int(options[k])
+        for k in ("n_random", "widen", "n_sampled", "skip_duplicates")
+    )
+    starts = int(options.get("n_starts") or 6) + sampled
+    # a window of K parts costs about 3**K / 2 split bounds; the frontiers per cluster are
+    # 2 + n_random; widen searches the best optima once more with larger windows; each start
+    # tree is searched (six by default), duplicates only through the first stage with skip
+    return (max(2.0 ** (window - 13), 0.25) * (2 + n_random) / 6.0 * (1.0 + 0.5 * widen)
+            * starts / 6.0 * (_SKIP_DUPLICATES_FACTOR if skip else 1.0))
+
+
+# ---------------------------------------------------------------------- the columnar path
+#: the options of the window search that the columnar path takes (``trees``, per-jet start
+#: trees, is not one of them)
+_CHUNK_OPTIONS = {"likelihood", "window_size", "n_random", "n_starts", "n_sampled",
+                  "skip_duplicates", "widen", "widen_unsure", "top_size", "root_size", "start",
+                  "beam_size", "seed", "max_time", "max_sweeps", "prove", "exact_first",
+                  "progress", "device"}
+#: the window search's options whose default depends on the jet's size (:func:`window_options`)
+_SIZED = ("n_random", "n_sampled", "skip_duplicates", "widen", "top_size", "root_size")
+#: a ``max_time`` below this goes per jet: the per-jet function may find it spent before its
+#: exact MAP starts
+_CHUNK_MIN_TIME = 0.01
+
+
+class _WindowChunks(ChunkPath):
+    """The window search on the columnar path: the jets it would prove with the exact MAP engine
+    before any search (its ``exact_map`` path: ``exact_first``, by default where that costs less
+    than the search) of up to :data:`~._map_kernels.EXACT_CHUNK_MAX` (14) leaves, solved by that
+    engine's chunk kernel (:func:`~.exact_map.map_chunk_rows`), with the results, options and
+    stats of :func:`window_search`; the other jets are left to it (:data:`~.columnar.PER_JET`).
+    Its larger jets cost up to seconds each: a batch run sizes its chunks as for the per-jet
+    path (``whole = False``)."""
+
+    kernel_key = "columnar-map"
+    whole = False
+
+    def options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The window search's options as given (``likelihood`` and the others it was asked
+        for; ``progress`` dropped: the exact MAP path shows none), or ``None`` where the columnar
+        path would not give the per-jet function's rows: start ``trees``,
+        ``exact_first=False``, a GPU ``device``, a ``max_time`` below 0.01 s, a value it would
+        refuse.
+
+        Example:
+            >>> from jetastar.clustering import algorithm_info
+            >>> path = algorithm_info("window-search").chunk
+            >>> path.options({"window_size": 12}), path.options({"exact_first": False})
+            ({'likelihood': 'symmetric', 'window_size': 12}, None)
+        """
+        if set(options) - _CHUNK_OPTIONS:
+            return None
+        likelihood = options.get("likelihood") or "symmetric"
+        if likelihood not in LIKELIHOODS:
+            return None
+        asked = {k: v for k, v in options.items() if k not in ("likelihood", "progress")}
+        try:
+            for n in (2, EXACT_CHUNK_MAX, 24, 40):  # every size's defaults, checked
+                resolved = window_options(n, **asked)
+            if check_device(resolved["device"]) == "gpu" or resolved["exact_first"] is False:
+                return None
+            progress = options.get("progress")
+            if not (progress is None or isinstance(progress, (bool, np.bool_))):
+                return None
+        except (OptionError, ValueError, TypeError):
+            return None
+        if resolved["max_time"] is not None and resolved["max_time"] < _CHUNK_MIN_TIME:
+            return None
+        return {"likelihood": likelihood, **asked}
+
+    def run(self, opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
+        n = len(chunk)
+        counts = chunk.counts
+        asked = {k: v for k, v in opts.items() if k != "likelihood"}
+        exact_path = np.zeros(n, dtype=bool)
+        sized = {name: np.zeros(n, dtype=object) for name in _SIZED}
+        resolved: dict[str, Any] = {}
+        for k in np.unique(counts).tolist():
+            resolved = window_options(k, **asked)
+            rows = counts == k
+            for name in _SIZED:
+                sized[name][rows] = resolved[name]
+            if 2 <= k <= EXACT_CHUNK_MAX and window_proves_first(k, resolved):
+                exact_path[rows] = True
+        proof = map_chunk_rows(
+            {"likelihood": opts["likelihood"], "max_time": None, "max_memory": None,
+             "prune": True, "threads": None, "incumbent": False, "device": "cpu"},
+            dataclasses.replace(chunk, run=chunk.run & exact_path))
+        outcome = proof.outcome.copy()
+        outcome[chunk.run & ~exact_path] = PER_JET
+        done = outcome == DONE
+        counters: dict[str, np.ndarray] = {}
+        if done.any():
+            zero, one = done_column(done, np.zeros(n)), done_column(done, np.ones(n))
+            counters = {name: zero for name in (
+                "windows_solved", "windows_cached", "improvements", "reverted", "sweeps",
+                "starts", "duplicate_starts", "recombined", "top_windows", "agreeing_optima",
+                "sampled_starts", "widened")}
+            counters.update(proved=one, window_optimal=one,
+                            splits_evaluated=proof.counters["splits_evaluated"],
+                            window_size=done_column(done, np.full(n, resolved["window_size"])),
+                            start_log_likelihood=np.full(n, np.nan))
+        # the options a row records: those asked for, each size's defaults as row options
+        options = {name: (asked.get(name) if name in _SIZED else value)
+                   for name, value in resolved.items()} if n else dict(asked)
+        row_options = {name: np.array(values.tolist()) for name, values in sized.items()} \
+            if n else {}
+        return dataclasses.replace(
+            proof, algorithm="window-search", options=options, outcome=outcome,
+            counters=counters, row_options=row_options, stats={"path": "exact_map"},
+            rerun_options={"likelihood": opts["likelihood"], **options},
+            flags=("proved", "window_optimal", "widened"))
+
+
+#: the window search in the registry
+WINDOW_SEARCH = register(AlgorithmInfo(
+    "window-search", window_search,
+    description="exact-window search: windows of a tree re-solved exactly with the exact MAP engine",
+    aliases=("window_search",),
+    declared=(
+        likelihood_option(None),
+        integer("window_size", DEFAULT_WINDOW_SIZE, "parts per window (a 13-part window takes "
+                "~2 ms)", low=2),
+        integer("n_random", None, "random frontiers per cluster and sweep (None: by jet size)",
+                low=0, none=True),
+        integer("n_starts", 6, "start trees searched (beam, greedy, the kt family, the other "
+                "form's greedy; more: further beam trees)", low=1),
+        integer("n_sampled", None, "start trees drawn at random besides (None: by jet size)",
+                low=0, none=True),
+        flag("skip_duplicates", None, "search the last stage only from distinct first-stage "
+             "trees (None: by jet size)", none=True),
+        integer("widen", None, "search the best optima again with this many more parts per "
+                "window (None: by jet size)", low=0, none=True),
+        integer("widen_unsure", 0, "as widen, only where no other start reached the best value",
+                low=0),
+        integer("top_size", None, "most parts of the root window over shared clusters (None: by "
+                "jet size)", low=0, none=True),
+        integer("root_size", None, "parts of the root window solved at the end (None: by jet "
+                "size)", low=0, none=True),
+        choice("start", "beam", "the first start tree", START_TREES),
+        integer("beam_size", None, "beam size of the seeding beam search (None: its default)",
+                low=1, none=True),
+        anything("trees", None, "extra start trees"),
+        integer("seed", 0, "seed of the random frontiers (same seed, same tree)"),
+        number("max_time", None, "run-time budget in seconds (None: search until done)",
+               low=0.0, low_open=True, none=True),
+        integer("max_sweeps", None, "most sweeps per local search (None: until nothing "
+                "improves)", low=1, none=True),
+        flag("prove", False, "prove the result with the exact MAP engine afterwards"),
+        flag("exact_first", None, "prove the MAP with the exact MAP engine instead of searching "
+             "(None: where that is expected to cost less)", none=True),
+        flag("progress", None, "a progress bar: true, false, or None (after 10 s)", none=True),
+        choice("device", "auto", "where the exact MAP engine runs for prove and exact_first",
+               DEVICES),
+    ),
+    family="exact", chunk=_WindowChunks(), expected_cpu=_expected_cpu,
+    # (compile CPU seconds measured 2026-11-27 on a 2-core machine, cold cache: only what it does
+    # not share with beam search and the exact MAP; alone it is ~21 s on top of the base)
+    warm_up=WarmUp(compile_s=12.0, order=0.5),
+))
