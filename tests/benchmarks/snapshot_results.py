@@ -62,9 +62,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _kept(stats: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in stats.items()
+            if not (k.startswith("time") or k.endswith("_s") or k in _MACHINE)}
+
+
 def _record(result: Any) -> dict[str, Any]:
-    stats = {k: v for k, v in result.stats.items()
-             if not (k.startswith("time") or k.endswith("_s") or k in _MACHINE)}
+    stats = _kept(result.stats)
     return _plain({
         "tree": None if result.tree is None else repr(result.tree.to_nested()),
         "log_likelihood": result.log_likelihood, "status": result.status,
@@ -126,6 +130,10 @@ def compare(before: str, after: str) -> int:
         a = pickle.load(f)
     with open(after, "rb") as f:
         b = pickle.load(f)
+    for snapshot in (a, b):  # (older snapshots kept every statistic)
+        for rows in snapshot.values():
+            for row in rows:
+                row["stats"] = _kept(row["stats"])
     out: list[str] = []
     _diff(a, b, "", out)
     n = sum(len(v) for v in a.values())
