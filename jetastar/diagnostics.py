@@ -50,7 +50,7 @@ import numpy as np
 from ._progress import progress_bar
 from ._text import text_column
 from .clustering import beam_search, exact_map, greedy
-from .clustering.columnar import constant_rows
+from .clustering.chunks import constant_rows
 from .clustering.result import ClusteringResult
 from .ginkgo.kernels import tree_node_llh
 from .ginkgo.likelihood import check_likelihood, node_log_likelihoods

@@ -317,7 +317,7 @@ def test_cost_budget_stop_returns_a_tree_and_a_valid_bound(cls, signed):
 @pytest.mark.parametrize(("cls", "signed"), COST_MODELS)
 def test_kernel_greedy_on_costs_matches_cost_greedy(cls, signed):
     # the greedy completion of open clusters inside A* is the cheapest-merge greedy
-    from jetastar.clustering import _astar_kernels as k
+    from jetastar.clustering.exact import _astar_kernels as k
 
     for seed in range(4):
         model = cls(_graph(15, 50 + seed, signed))
@@ -370,7 +370,7 @@ def test_astar_cost_model_bad_input():
 
 
 def test_small_cluster_table_holds_the_exact_value_of_every_small_cluster():
-    from jetastar.clustering import _astar_kernels as kernels
+    from jetastar.clustering.exact import _astar_kernels as kernels
     from jetastar.costs import GINKGO_CODE
     from jetastar.ginkgo.heuristics import heuristic_tables
 

@@ -20,7 +20,7 @@ from helpers.refdata import baseline_records, close, jet_from_record, reference_
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import beam, beam_search, greedy
-from jetastar.clustering.beam import default_beam_size
+from jetastar.clustering.search.beam import default_beam_size
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood, split_log_likelihood
 
 BASELINES = baseline_records()

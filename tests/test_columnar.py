@@ -16,10 +16,8 @@ from jetastar import JetCollection
 from jetastar._columnar import first_leaf_problem, leaf_problems
 from jetastar.batch import BatchConfig, cluster_collection
 from jetastar.clustering import beam_search, exact_map, exact_trellis, exact_trellis_batch, greedy, kt, mcts
-from jetastar.clustering.columnar import (
-    BEAM_CHUNK_MAX,
+from jetastar.clustering.chunks import (
     DONE,
-    EXACT_CHUNK_MAX,
     INVALID,
     NOT_RUN,
     PER_JET,
@@ -28,6 +26,8 @@ from jetastar.clustering.columnar import (
     score_columns,
 )
 from jetastar.clustering.estimates import estimate_seconds
+from jetastar.clustering.exact._map_kernels import EXACT_CHUNK_MAX
+from jetastar.clustering.search._beam_kernels import BEAM_CHUNK_MAX
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 ALGS = ("greedy", "kt", "cambridge", "antikt")
@@ -151,7 +151,8 @@ def test_each_algorithm_gets_its_own_time(jets, monkeypatch):
     rows by work: cheap greedy is not charged beam search's time. The clock here moves only in
     the kernels (1 s a greedy call, 2 s a kt call, 10 s a beam search), so nothing rests on how
     fast this machine is."""
-    from jetastar.clustering import _chunk_kernels, columnar
+    from jetastar.clustering import algorithm_info, chunks
+    from jetastar.clustering.agglomerative import _merge_chunk
 
     now = [0.0]
 
@@ -168,12 +169,12 @@ def test_each_algorithm_gets_its_own_time(jets, monkeypatch):
             return function(*args)
         return run
 
-    per_call = {_chunk_kernels.ALG_GREEDY: 1.0, _chunk_kernels.ALG_KT: 2.0}
-    monkeypatch.setattr(columnar, "Stopwatch", Clock)
-    monkeypatch.setattr(columnar, "cluster_chunk",
-                        ticking(columnar.cluster_chunk, lambda args: per_call[int(args[5][0])]))
-    monkeypatch.setattr(columnar, "_beam_results", ticking(columnar._beam_results,
-                                                           lambda args: 10.0))
+    per_call = {_merge_chunk.ALG_GREEDY: 1.0, _merge_chunk.ALG_KT: 2.0}
+    monkeypatch.setattr(chunks, "Stopwatch", Clock)
+    monkeypatch.setattr(_merge_chunk, "cluster_chunk",
+                        ticking(_merge_chunk.cluster_chunk, lambda args: per_call[int(args[5][0])]))
+    beam_path = algorithm_info("beam").chunk
+    monkeypatch.setattr(beam_path, "run", ticking(beam_path.run, lambda args: 10.0))
     chosen = jets[:200]
     names = {"greedy": {}, "kt": {}, "beam": {"beam_size": 50}}
     flat = cluster_columns(chosen, names)
@@ -374,11 +375,11 @@ def test_exact_map_columnar_options():
 def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
     """The chunk's jets go to the kernel in runs of bounded work (an interrupt is seen between
     two runs): one jet per call gives the rows of the default runs."""
-    from jetastar.clustering import _chunk_kernels
+    from jetastar.clustering.exact import _map_kernels
 
     sub = _small_jets(jets, 12)[:300]
     whole = cluster_columns(sub, {"trellis": {}})["trellis"]
-    monkeypatch.setattr(_chunk_kernels, "MAP_SLICE_SPLITS", 1)
+    monkeypatch.setattr(_map_kernels, "MAP_SLICE_SPLITS", 1)
     cut = cluster_columns(sub, {"trellis": {}})["trellis"]
     assert np.array_equal(whole.outcome, cut.outcome)
     assert np.array_equal(whole.children, cut.children)
@@ -387,20 +388,21 @@ def test_exact_map_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
         assert np.array_equal(whole.counters[k], cut.counters[k], equal_nan=True)
 
 
-@pytest.mark.parametrize(("name", "options", "kernel", "per_call"), [
-    ("trellis", {}, "_map_serial", "MAP_SLICE_SPLITS"),
-    ("trellis", {"log_z": True}, "_trellis_serial", "TRELLIS_SLICE_SPLITS"),
-    ("beam", {"beam_size": 3}, "_beam_serial", "BEAM_SLICE_WORK"),
-    ("mcts", {"n_rollouts": 3}, "_mcts_serial", "MCTS_SLICE_WORK"),
+@pytest.mark.parametrize(("name", "options", "module", "kernel", "per_call"), [
+    ("trellis", {}, "exact._map_kernels", "_map_serial", "MAP_SLICE_SPLITS"),
+    ("trellis", {"log_z": True}, "exact._trellis_kernels", "_trellis_serial",
+     "TRELLIS_SLICE_SPLITS"),
+    ("beam", {"beam_size": 3}, "search._beam_kernels", "_beam_serial", "BEAM_SLICE_WORK"),
+    ("mcts", {"n_rollouts": 3}, "search._mcts_kernels", "_mcts_serial", "MCTS_SLICE_WORK"),
 ])
-def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, kernel, per_call,
-                                           python_sigint):
-    from jetastar.clustering import _chunk_kernels
+def test_interrupt_is_raised_between_calls(jets, monkeypatch, name, options, module, kernel,
+                                           per_call, python_sigint):
+    import importlib
 
+    kernels = importlib.import_module(f"jetastar.clustering.{module}")
     calls: list[int] = []
-    monkeypatch.setattr(_chunk_kernels, per_call, 1)
-    monkeypatch.setattr(_chunk_kernels, kernel,
-                        interrupted_on_call(getattr(_chunk_kernels, kernel), calls))
+    monkeypatch.setattr(kernels, per_call, 1)
+    monkeypatch.setattr(kernels, kernel, interrupted_on_call(getattr(kernels, kernel), calls))
     chosen = _small_jets(jets, 12)[:50] if name == "trellis" else jets[:50]
     with pytest.raises(KeyboardInterrupt):
         cluster_columns(chosen, {name: options}, parallel=False)
@@ -507,11 +509,11 @@ def test_full_trellis_tables_with_invalid_and_minus_inf_jets_equal_the_per_jet_p
 
 
 def test_full_trellis_calls_of_any_size_give_the_same_rows(jets, monkeypatch):
-    from jetastar.clustering import _chunk_kernels
+    from jetastar.clustering.exact import _trellis_kernels
 
     sub = _small_jets(jets, 12)[:300]
     whole = cluster_columns(sub, {"trellis": {"log_z": True}})["trellis"]
-    monkeypatch.setattr(_chunk_kernels, "TRELLIS_SLICE_SPLITS", 1)
+    monkeypatch.setattr(_trellis_kernels, "TRELLIS_SLICE_SPLITS", 1)
     cut = cluster_columns(sub, {"trellis": {"log_z": True}}, parallel=False)["trellis"]
     assert np.array_equal(whole.outcome, cut.outcome)
     assert np.array_equal(whole.children, cut.children)
@@ -529,7 +531,7 @@ def test_full_trellis_columnar_options():
     assert columnar_options("trellis", opts) == opts  # what it returns reads back
     # a limit between the MAP engine's tables and the full trellis' at 14 leaves
     from jetastar.clustering._engine import estimate_trellis_memory
-    from jetastar.clustering.exact_map import estimate_map_memory
+    from jetastar.clustering.exact.exact_map import estimate_map_memory
 
     limit = estimate_trellis_memory(14) - 1
     assert estimate_map_memory(14) <= limit
@@ -593,11 +595,11 @@ def test_beam_of_every_jet_is_beam_search(jets, likelihood, beam_size, guard):
 
 
 def test_beam_calls_of_any_size_and_threads_give_the_same_rows(jets, monkeypatch):
-    from jetastar.clustering import _chunk_kernels
+    from jetastar.clustering.search import _beam_kernels
 
     sub = jets.take(np.r_[0:200, 1000:1200, 2000:2030])
     whole = cluster_columns(sub, {"beam": {}}, parallel=False)["beam"]
-    monkeypatch.setattr(_chunk_kernels, "BEAM_SLICE_WORK", 1)
+    monkeypatch.setattr(_beam_kernels, "BEAM_SLICE_WORK", 1)
     for parallel in (False, True):
         cut = cluster_columns(sub, {"beam": {}}, parallel=parallel)["beam"]
         assert np.array_equal(whole.outcome, cut.outcome)
@@ -626,12 +628,12 @@ def test_beam_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
     """Under a time limit (``max_time``) a search that is not done after the per-jet function's
     first slice of work goes to that function: here a cap of 20 000 units sends the larger jets
     there, and the table is still the per-jet path's."""
-    from jetastar.clustering import columnar
+    from jetastar.clustering.search import beam as beam_module
 
     chunk = jets.take(np.r_[0:100, 1000:1100, 2000:2030])
     names = ["beam", *BEAM_TWINS]
     config = BatchConfig(names, time_limit=30.0, plugins=["helpers.perjet_algorithms"])
-    monkeypatch.setattr(columnar, "FIRST_BUDGET_SLICE_WORK", 20_000)
+    monkeypatch.setattr(beam_module, "FIRST_BUDGET_SLICE_WORK", 20_000)
     flat = cluster_columns(chunk, {"beam": {"max_time": 30.0}})["beam"]
     assert 20 < (flat.outcome == PER_JET).sum() < len(chunk) - 20
     assert flat.result(int(np.flatnonzero(flat.outcome == DONE)[0])).options["max_time"] == 30.0
@@ -694,11 +696,11 @@ def test_mcts_of_every_jet_is_mcts(jets, likelihood, options):
 
 
 def test_mcts_calls_of_any_size_and_threads_give_the_same_rows(jets, monkeypatch):
-    from jetastar.clustering import _chunk_kernels
+    from jetastar.clustering.search import _mcts_kernels
 
     sub = jets.take(np.r_[0:100, 1000:1100, 2000:2020])
     whole = cluster_columns(sub, {"mcts": {}}, parallel=False)["mcts"]
-    monkeypatch.setattr(_chunk_kernels, "MCTS_SLICE_WORK", 1)
+    monkeypatch.setattr(_mcts_kernels, "MCTS_SLICE_WORK", 1)
     for parallel in (False, True):
         cut = cluster_columns(sub, {"mcts": {}}, parallel=parallel)["mcts"]
         assert np.array_equal(whole.outcome, cut.outcome)
@@ -727,12 +729,14 @@ def test_mcts_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
     """Under a time limit a search that is not done after the per-jet function's first slice of
     work goes to that function (here a cap of 20 000 units sends the larger jets there); an
     estimate above the chunk kernel's cap does too. The table is the per-jet path's."""
-    from jetastar.clustering import columnar
+    import importlib
+
+    mcts_module = importlib.import_module("jetastar.clustering.search.mcts")
 
     chunk = jets.take(np.r_[0:100, 1000:1100, 2000:2030])
     names = ["mcts", *MCTS_TWINS]
     config = BatchConfig(names, time_limit=30.0, plugins=["helpers.perjet_algorithms"])
-    monkeypatch.setattr(columnar, "FIRST_MCTS_BUDGET_WORK", 20_000)
+    monkeypatch.setattr(mcts_module, "FIRST_BUDGET_SLICE_WORK", 20_000)
     flat = cluster_columns(chunk, {"mcts": {"max_time": 30.0}})["mcts"]
     assert 20 < (flat.outcome == PER_JET).sum() < len(chunk) - 20
     assert flat.result(int(np.flatnonzero(flat.outcome == DONE)[0])).options["max_time"] == 30.0
@@ -743,9 +747,9 @@ def test_mcts_with_a_time_limit_is_the_per_jet_path(jets, monkeypatch):
     _assert_same_table(tables["mcts"], tables["perjet-mcts"], "perjet-mcts")
     assert set(tables["mcts"].status) == {"ok"}
     # jets estimated above the cap: the per-jet function, whatever the time limit
-    monkeypatch.setattr(columnar, "MCTS_CHUNK_WORK", 50_000)
+    monkeypatch.setattr(mcts_module, "MCTS_CHUNK_WORK", 50_000)
     flat = cluster_columns(chunk, {"mcts": {}})["mcts"]
-    over = columnar.mcts_work(np.diff(chunk.leaf_offsets), columnar_options("mcts", {})) > 50_000
+    over = mcts_module.mcts_work(np.diff(chunk.leaf_offsets), columnar_options("mcts", {})) > 50_000
     assert 20 < over.sum() < len(chunk) - 20
     assert np.array_equal(flat.outcome == PER_JET, over)
     none = cluster_columns(chunk, {"mcts": {}}, only={"mcts": ~over})["mcts"]

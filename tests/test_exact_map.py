@@ -21,9 +21,9 @@ from helpers.refdata import close, reference_jets, split_cases
 
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, cluster, exact_map, exact_trellis, greedy
-from jetastar.clustering import _map_kernels as _k
 from jetastar.clustering._subsets import enumerate_splits, subset_t
-from jetastar.clustering.exact_map import _MapSolver, estimate_map_memory
+from jetastar.clustering.exact import _map_kernels as _k
+from jetastar.clustering.exact.exact_map import _MapSolver, estimate_map_memory
 from jetastar.errors import InvalidJetError
 from jetastar.ginkgo import ShowerParams, generate, likelihood_constants, log_likelihood
 from jetastar.ginkgo.kernels import split_bound_of_split
@@ -349,7 +349,7 @@ def test_max_time_below_the_table_setup_stops_at_once():
 def test_kernel_calls_are_bounded_and_an_interrupt_stops_between_them(monkeypatch, python_sigint):
     """Without a bar or a budget the DP still runs in calls of at most ``_CALL_SPLITS`` splits
     (or one cluster), so Ctrl-C is seen within a call: values as in one call per size."""
-    engine = importlib.import_module("jetastar.clustering.exact_map")
+    engine = importlib.import_module("jetastar.clustering.exact.exact_map")
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=5, min_leaves=12, max_leaves=12)[0]
     whole = exact_map(jet, progress=False)
     splits: list[tuple[int, int]] = []

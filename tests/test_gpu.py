@@ -401,7 +401,7 @@ def test_bound_pruned_map_on_the_gpu_is_the_cpu_engine(likelihood):
     """exact_map(device='gpu') runs the CPU engine's own per-cluster scan: same value, same tree,
     also with the splits of a cluster shared by several threads and with an incumbent."""
     from jetastar.clustering import exact_map as em
-    from jetastar.clustering.exact_map import _MapSolver, root_slack
+    from jetastar.clustering.exact.exact_map import _MapSolver, root_slack
 
     for jet in _jets(8, count=2, seed=31):
         cpu = em(jet, likelihood, device="cpu")
@@ -429,9 +429,12 @@ def test_bound_pruned_map_on_the_gpu_is_the_cpu_engine(likelihood):
 def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
     """A batch chunk's exact trellises with log Z go to the GPU together (one batch call), and the
     table equals the CPU's; invalid and over-limit jets keep their per-jet rows."""
-    import jetastar.batch.work as work
+    import importlib
+
     from jetastar import JetCollection
     from jetastar.batch import BatchConfig, cluster_collection
+
+    trellis = importlib.import_module("jetastar.clustering.exact.trellis")
 
     jets = _jets(5, count=3, seed=41) + _jets(6, count=2, seed=42) + _jets(9, count=1, seed=43)
     coll = JetCollection.from_jets(jets)
@@ -439,13 +442,14 @@ def test_batch_runs_solve_a_chunk_per_gpu_launch(monkeypatch):
     bad[coll.leaf_offsets[1], 0] = np.nan  # jet 1 is invalid: left to the per-jet path
     coll.leaves = bad
     calls = []
-    real = work.exact_trellis_batch
+    real = trellis.exact_trellis_batch
 
     def spy(batch, *args, **kwargs):
         calls.append(len(batch))
         return real(batch, *args, **kwargs)
 
-    monkeypatch.setattr(work, "exact_trellis_batch", spy)
+    # (the trellis' device batch, which batch runs ask for whole chunks on a GPU)
+    monkeypatch.setattr(trellis, "exact_trellis_batch", spy)
     opts = {"trellis": {"log_z": True}}
     limits = {"trellis": 8}
     gpu = cluster_collection(coll, BatchConfig(["trellis"], options=opts, max_leaves=limits,

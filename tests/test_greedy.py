@@ -14,7 +14,7 @@ from helpers.refdata import baseline_records, close, jet_from_record, reference_
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import greedy
-from jetastar.clustering._agglomerative import (
+from jetastar.clustering._merges import (
     BOUND_MIN_LEAVES,
     PAIR_TABLE_MAX,
     canonical_result,
@@ -22,7 +22,7 @@ from jetastar.clustering._agglomerative import (
     greedy_merges,
     jet_arrays,
 )
-from jetastar.clustering.greedy import greedy_status
+from jetastar.clustering.agglomerative.greedy import greedy_status
 from jetastar.ginkgo import (
     ShowerParams,
     generate,

@@ -10,7 +10,7 @@ from helpers.refdata import reference_jets
 
 from jetastar import Jet
 from jetastar.clustering import Trellis
-from jetastar.clustering._astar_kernels import subset_map
+from jetastar.clustering.exact._astar_kernels import subset_map
 from jetastar.ginkgo import ShowerParams, generate, heuristic
 from jetastar.ginkgo.heuristics import (
     EXACT_MAX_LEAVES,

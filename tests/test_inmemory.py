@@ -75,9 +75,11 @@ def test_cluster_jets_in_chunks_equals_one_chunk(jets: JetCollection, monkeypatc
     """Chunks assembled into one table per algorithm (:class:`~jetastar.result_tables.
     TableAssembler`) give the table of one chunk, row for row."""
     from jetastar.batch import work
+    from jetastar.clustering import algorithm_info
 
     whole = cluster_jets(jets, ["greedy", "kt"], progress=False)
-    monkeypatch.setattr(work, "COLUMNAR_CHUNK", 4)
+    for name in ("greedy", "kt"):  # (their chunk paths' jets per call)
+        monkeypatch.setattr(algorithm_info(name).chunk, "in_process_size", 4)
     assert work.in_process_chunk_size(work.BatchConfig(["greedy", "kt"], chunk_size=4)) == 4
     chunked = cluster_jets(jets, ["greedy", "kt"], chunk_size=4, progress=False)
     for name in ("greedy", "kt"):

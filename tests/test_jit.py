@@ -296,7 +296,7 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     assert notice_text() == COMPILE_NOTICE
     demo = ["greedy", "beam", "kt", "mcts", "trellis", "window-search"]
     one, two = compile_estimate(demo), compile_estimate(demo, workers=2)
-    # measured on a cold cache, one process: 66 CPU-s (warmup._COMPILE_OWN_S)
+    # measured on a cold cache, one process: 66 CPU-s (each algorithm's WarmUp.compile_s)
     assert 45 <= one <= 100 and two < one
     assert compile_estimate([*demo, "astar-approx"], 2) > two + 5
     expect_compile(two)

@@ -11,15 +11,14 @@ from helpers.kt_reference import kt_history_cubic
 
 from jetastar import InvalidJetError, Jet, Tree
 from jetastar.clustering import cluster, kt
-from jetastar.clustering.kt import (
-    KT_ALGORITHMS,
+from jetastar.clustering.agglomerative._kt_kernels import (
     NN_MIN_LEAVES,
     NN_SCAN_BELOW,
     kt_history,
     kt_history_nn,
     kt_history_scan,
-    rapidity_phi,
 )
+from jetastar.clustering.agglomerative.kt import KT_ALGORITHMS, rapidity_phi
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood
 
 

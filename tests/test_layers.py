@@ -52,7 +52,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("jetastar.ginkgo", "jetastar.ginkgo.generator"):
         "the ginkgo face loads generate lazily: the generator (layer 3) builds jets, the rest of "
         "ginkgo is the model (layer 1) that jet.py imports",
-    ("jetastar.clustering.gpu", "jetastar.clustering._gpu_kernels"):
+    ("jetastar.clustering.exact.gpu", "jetastar.clustering.exact._gpu_kernels"):
         "the CUDA kernels compile for the device when their module loads, so it is imported only "
         "when a GPU is used",
     ("jetastar", "jetastar.inmemory"):
@@ -227,7 +227,7 @@ def test_the_parser_sees_every_kind_of_import():
     # submodules: a parser that missed one kind would let every rule below pass
     kinds = {(i.in_function, bool(i.names)) for i in IMPORTS}
     assert kinds == {(False, True), (False, False), (True, True), (True, False)}
-    assert ("jetastar.clustering", "jetastar.clustering.exact_map") in _edges()
+    assert ("jetastar.clustering", "jetastar.clustering.exact") in _edges()
     assert ("jetastar.ginkgo", "jetastar.ginkgo.generator") in {(i.importer, i.target) for i in OURS}
 
 
@@ -273,3 +273,64 @@ def test_the_checks_catch_each_broken_rule():
     assert _private_names(fake) == ["jetastar.cli.run:3 imports _make from jetastar.batch.executors"]
     assert _private_modules(fake) == ["jetastar.batch.run:4 imports jetastar.io._common"]
     assert _lazy(fake) == ["jetastar.io.hdf5:6 imports jetastar.jet inside a function"]
+
+
+# ---------------------------------------------------------------------- one home per algorithm
+#: strings that spell an algorithm's name but mean something else where they stand
+OTHER_MEANINGS: dict[tuple[str, str], str] = {
+    ("jetastar.jetfinding", "kt"): "FastJet's jet definitions (jet finding in events)",
+    ("jetastar.jetfinding", "cambridge"): "FastJet's jet definitions (jet finding in events)",
+    ("jetastar.jetfinding", "antikt"): "FastJet's jet definitions (jet finding in events)",
+    ("jetastar.observables", "kt"): "the Lund plane's transverse momentum k_t",
+}
+
+
+def _name_literals(tree: ast.AST) -> list[ast.Constant]:
+    """String constants that a comparison compares, a dict has as a key, a subscript or a
+    ``.get`` / ``.setdefault`` / ``.pop`` looks up."""
+    found: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+        elif isinstance(node, ast.Dict):
+            parts = [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.Subscript):
+            parts = [node.slice]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("get", "setdefault", "pop") and node.args:
+            parts = [node.args[0]]
+        for part in parts:
+            found += [c for c in ast.walk(part)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+    return found
+
+
+def test_no_module_branches_on_another_algorithms_name():
+    """An algorithm's name (or alias) is compared, used as a dict key or looked up only in the
+    module that declares it (or as a value of that module's own option choices: the window
+    search's ``start``); everything else asks the algorithm's declaration."""
+    from jetastar.clustering import algorithm_info, algorithms
+    from jetastar.clustering.registry import ALIASES
+
+    own: dict[str, str] = {name: algorithm_info(name).func.__module__ for name in algorithms()}
+    own.update({alias: own[key] for alias, key in ALIASES.items()})
+    choices: dict[str, set[str]] = {}
+    for name in algorithms():
+        info = algorithm_info(name)
+        for option in info.declared or ():
+            choices.setdefault(info.func.__module__, set()).update(option.choices)
+    found = []
+    for module, path in MODULES.items():
+        for c in _name_literals(ast.parse(path.read_text())):
+            if c.value in own and own[c.value] != module and c.value not in choices.get(
+                    module, ()) and (module, c.value) not in OTHER_MEANINGS:
+                found.append(f"{module}:{c.lineno} {c.value!r}")
+    assert found == []
+
+
+def test_the_name_check_sees_each_kind_of_use():
+    code = ("if name == 'beam': pass\nx = {'kt': 1}\ny = t['mcts']\nz = d.get('greedy')\n"
+            "w = name in ('trellis', 'other')\n")
+    assert sorted(c.value for c in _name_literals(ast.parse(code))) == [
+        "beam", "greedy", "kt", "mcts", "other", "trellis"]

@@ -16,7 +16,7 @@ from jetastar.clustering import greedy, mcts
 from jetastar.ginkgo import ShowerParams, generate, log_likelihood, split_log_likelihood
 
 #: the module (``jetastar.clustering.mcts`` is the function)
-MCTS_MODULE = importlib.import_module("jetastar.clustering.mcts")
+MCTS_MODULE = importlib.import_module("jetastar.clustering.search.mcts")
 
 
 def _jets(n_jets: int, seed: int, lo: int, hi: int) -> list[Jet]:
@@ -206,7 +206,7 @@ def test_slices_change_nothing(monkeypatch):
 def test_max_time_stops_with_the_greedy_tree(monkeypatch):
     jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
     # (started whatever its estimate says: the search itself is stopped)
-    monkeypatch.setattr(MCTS_MODULE, "estimate_seconds", lambda *args: 0.0)
+    monkeypatch.setattr(MCTS_MODULE, "_estimate", lambda *args: 0.0)
     result = mcts(jet, max_time=1e-9)
     g = greedy(jet)
     assert result.status == "budget" and "stopped by max_time=1e-09 s" in result.message
@@ -224,7 +224,7 @@ def test_a_search_that_cannot_end_within_max_time_is_not_started(monkeypatch):
     jet = generate(1, ShowerParams.qcd(t_cut=0.02), seed=71, min_leaves=70, max_leaves=90)[0]
     runs = []
     monkeypatch.setattr(MCTS_MODULE, "_run_mcts", lambda *a: runs.append(a) or None)
-    lower = MCTS_MODULE.estimate_seconds("mcts", jet.n_leaves, {"n_rollouts": 20})
+    lower = MCTS_MODULE.MCTS.estimate(jet.n_leaves, {"n_rollouts": 20})
     result = mcts(jet, max_time=lower / 2)
     g = greedy(jet)
     assert runs == [] and result.status == "budget"
@@ -245,7 +245,7 @@ def test_an_interrupt_during_a_slice_stops_after_it(monkeypatch, python_sigint):
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=83, min_leaves=20, max_leaves=30)[0]
     calls: list[int] = []
     monkeypatch.setattr(module, "_MAX_SLICE_WORK", 10)
-    monkeypatch.setattr(module, "_mcts_advance", interrupted_on_call(module._mcts_advance, calls))
+    monkeypatch.setattr(module, "mcts_advance", interrupted_on_call(module.mcts_advance, calls))
     with pytest.raises(KeyboardInterrupt):
         mcts(jet)
     assert len(calls) == 2

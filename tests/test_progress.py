@@ -112,7 +112,7 @@ def test_single_jets_in_a_loop_show_no_bars_by_default(monkeypatch):
     engines from 19 leaves). A jet's own bar now appears only once that jet took PER_JET_DELAY
     seconds; asked for (progress=True) at once; collection-level work at once."""
     import jetastar
-    import jetastar.clustering.trellis as trellis_module
+    import jetastar.clustering.exact.trellis as trellis_module
     from jetastar._progress import PER_JET_DELAY
     from jetastar.ginkgo import ShowerParams, generate
     from jetastar.inmemory import cluster_jets

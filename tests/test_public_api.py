@@ -104,3 +104,28 @@ def test_documented_modules_are_attributes_of_the_package():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["jetastar.io.dispatch", "jetastar.observables",
                                    "jetastar.diagnostics"], proc.stderr
+
+
+def test_clustering_modules_of_the_flat_layout_still_import():
+    """The algorithms moved into families (``jetastar.clustering.exact``, ``.search``,
+    ``.agglomerative``); the module paths users may have imported keep working, as aliases of the
+    new modules (not second files)."""
+    from jetastar.clustering.beam import beam_search
+    from jetastar.clustering.columnar import cluster_columns
+    from jetastar.clustering.exact_map import exact_map
+    from jetastar.clustering.greedy import greedy_status
+
+    from jetastar.clustering import chunks
+    from jetastar.clustering.search.beam import beam_search as new_beam_search
+
+    assert beam_search is new_beam_search and cluster_columns is chunks.cluster_columns
+    assert exact_map.__module__ == "jetastar.clustering.exact.exact_map"
+    assert greedy_status.__module__ == "jetastar.clustering.agglomerative.greedy"
+    for old, new in [("beam", "search.beam"), ("mcts", "search.mcts"), ("kt", "agglomerative.kt"),
+                     ("greedy", "agglomerative.greedy"), ("exact_map", "exact.exact_map"),
+                     ("trellis", "exact.trellis"), ("window_search", "exact.window_search"),
+                     ("gpu", "exact.gpu"), ("astar", "exact.astar"),
+                     ("cost_baselines", "agglomerative.cost_baselines"), ("columnar", "chunks")]:
+        module = importlib.import_module(f"jetastar.clustering.{old}")
+        assert module is importlib.import_module(f"jetastar.clustering.{new}"), old
+        assert module.__name__ == f"jetastar.clustering.{new}"

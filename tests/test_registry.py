@@ -180,3 +180,123 @@ def test_ctrl_c_during_a_kernel_is_a_keyboard_interrupt(python_sigint):
             while time.monotonic() < deadline:
                 cluster(jet, "greedy")
         timer.join()
+
+
+# ---------------------------------------------------------------------- every algorithm's declaration
+#: jetastar's own algorithms (test modules register others)
+OWN = [a for a in algorithms() if algorithm_info(a).func.__module__.startswith("jetastar.")]
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_declared_options_are_those_of_the_function(name):
+    """Names, order and defaults of the declared options are the per-jet function's keywords; an
+    option that takes None is declared so, and every option has its line of help."""
+    import inspect
+
+    info = algorithm_info(name)
+    params = [p for p in list(inspect.signature(info.func).parameters.values())[1:]
+              if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert info.options() == [p.name for p in params]
+    for option, p in zip(info.declared, params, strict=True):
+        assert option.default == p.default, option.name
+        assert option.help and "\n" not in option.help, option.name
+        if p.default is None:
+            assert option.none or option.kind == "any", option.name
+        if option.kind == "choice" and option.default is not None:
+            assert option.default in option.choices, option.name
+        if option.kind in ("integer", "number") and option.default is not None:
+            assert option.convert(option.default) == option.default, option.name
+
+
+def _round_trip_values(option):
+    if option.kind == "choice":
+        return list(option.choices)
+    if option.kind == "flag":
+        return [True, False] + ([None] if option.none else [])
+    values = [] if option.default is None else [option.default]
+    if option.kind == "integer":
+        values.append(int(option.low if option.low is not None else 0) + 1)
+    if option.kind == "number":
+        values.append((option.low or 0.0) + 2.5)
+    return values + ([None] if option.none else [])
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_options_round_trip_through_the_command_line(name):
+    """Every value an option declares (its default, a value in its range, each choice, None where
+    allowed) given as ``--option NAME.KEY=VALUE`` text reaches the run as that value, and a value
+    out of its range is refused before any work, naming the option."""
+    import json
+
+    from jetastar.batch import BatchConfig, BatchError, check_config, parse_options
+
+    info = algorithm_info(name)
+    for option in info.declared:
+        if option.kind in ("any", "text"):
+            continue
+        for value in _round_trip_values(option):
+            config = BatchConfig([name], options=parse_options(
+                [f"{name}.{option.name}={json.dumps(value)}"]), chunk_size=10)
+            check_config(config)
+            got = config.options[name][option.name]
+            assert got == value and type(got) is type(value), (option.name, value, got)
+        bad = ("nope" if option.kind == "choice" else "maybe" if option.kind == "flag"
+               else option.low - 1 if option.low is not None else None)
+        if bad is not None:
+            config = BatchConfig([name], options={name: {option.name: bad}})
+            with pytest.raises(BatchError, match=option.name):
+                check_config(config)
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_estimates_are_finite(name):
+    info = algorithm_info(name)
+    for n in (2, 5, 10, 20, 40):
+        for estimate in (info.estimate, info.expected_cpu):
+            if estimate is not None:
+                seconds = estimate(n, {})
+                assert seconds is not None and 0.0 <= seconds < np.inf, (n, seconds)
+    assert info.estimate is not None or info.time_option is not None or info.exact, (
+        "an algorithm that cannot stop at a time limit needs a lower estimate of its time")
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_family_warm_up_and_main_job(name):
+    from jetastar.clustering.registry import FAMILIES, MAIN_JOB
+
+    info = algorithm_info(name)
+    assert info.family in FAMILIES[:-1]
+    assert info.func.__module__.startswith(f"jetastar.clustering.{info.family}.")
+    assert info.warm_up.compile_s >= 0 and info.main_job in MAIN_JOB
+    for alias in info.aliases:
+        assert canonical_name(alias) == name
+    group = [a for a in OWN if info.warm_up.group is not None
+             and algorithm_info(a).warm_up.group == info.warm_up.group]
+    assert info.warm_up.group is None or len(group) >= 2
+
+
+@pytest.fixture(scope="module")
+def small_jets():
+    from jetastar import JetCollection
+
+    return JetCollection.concatenate([generate(12, ShowerParams.qcd(), seed=152, max_leaves=12),
+                                      generate(8, ShowerParams.w(), seed=153, max_leaves=12)])
+
+
+@pytest.mark.parametrize("name", [a for a in OWN if algorithm_info(a).chunk is not None])
+def test_the_chunk_kernel_equals_the_per_jet_function(name, small_jets):
+    """What the columnar path gives a jet is what the per-jet function gives it: tree,
+    log-likelihood (bit for bit), status, message, exactness, bounds, options and counters."""
+    from jetastar.clustering.chunks import DONE, cluster_columns
+
+    flat = cluster_columns(small_jets, {name: {}}, parallel=False)[name]
+    done = np.flatnonzero(flat.outcome == DONE).tolist()
+    assert len(done) >= len(small_jets) // 2
+    for i in done:
+        got, ref = flat.result(i), cluster(small_jets[i], name)
+        assert got.tree == ref.tree and got.log_likelihood == ref.log_likelihood
+        assert (got.status, got.message, got.exact) == (ref.status, ref.message, ref.exact)
+        assert got.upper_bound == ref.upper_bound and got.log_z == ref.log_z
+        assert got.options == ref.options
+        stats = {k: v for k, v in ref.stats.items() if not k.startswith("time")}
+        assert {k: got.stats[k] for k in stats} == stats

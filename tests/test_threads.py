@@ -14,8 +14,8 @@ import pytest
 
 from jetastar.clustering import exact_map, exact_trellis
 from jetastar.clustering import threads as thread_policy
+from jetastar.clustering.exact.trellis import Trellis
 from jetastar.clustering.threads import SERIAL_BELOW, Threads, check_threads, parallel_worth_it
-from jetastar.clustering.trellis import Trellis
 from jetastar.ginkgo import ShowerParams, generate
 
 

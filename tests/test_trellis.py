@@ -23,7 +23,7 @@ from helpers.processes import stops_at_second_call
 from helpers.refdata import DATA, close, reference_jets
 from scipy import stats
 
-import jetastar.clustering.trellis as trellis_mod
+import jetastar.clustering.exact.trellis as trellis_mod
 from jetastar import Jet, TooLargeError, Tree
 from jetastar.clustering import Trellis, algorithm_info, cluster, exact_trellis
 from jetastar.clustering._engine import format_bytes
@@ -566,7 +566,7 @@ def test_cost_model_bad_input_and_size_guard():
 def test_kernel_calls_are_bounded_and_an_interrupt_stops_between_them(monkeypatch, python_sigint):
     """Without a bar the DP still runs in calls of at most ``_CALL_SPLITS`` splits (or one
     cluster), so Ctrl-C is seen within a call: values as in one call per size."""
-    from jetastar.clustering import _trellis_kernels as tk
+    from jetastar.clustering.exact import _trellis_kernels as tk
 
     jet = generate(1, ShowerParams.qcd(t_cut=1.0), seed=5, min_leaves=11, max_leaves=11)[0]
     whole = exact_trellis(jet, progress=False)

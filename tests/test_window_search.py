@@ -18,8 +18,6 @@ from helpers.bruteforce import all_nested
 
 from jetastar import Jet, Tree
 from jetastar._jit import Stopwatch
-from jetastar.clustering import _map_kernels as _mk
-from jetastar.clustering import _window_kernels as _wk
 from jetastar.clustering import (
     algorithm_info,
     beam_search,
@@ -30,12 +28,15 @@ from jetastar.clustering import (
     map_over_parts,
     window_search,
 )
-from jetastar.clustering._agglomerative import canonical_results, jet_arrays
-from jetastar.clustering.estimates import expected_cpu_seconds, window_effort
-from jetastar.clustering.window_search import (
+from jetastar.clustering._merges import canonical_results, jet_arrays
+from jetastar.clustering.estimates import expected_cpu_seconds
+from jetastar.clustering.exact import _map_kernels as _mk
+from jetastar.clustering.exact import _window_kernels as _wk
+from jetastar.clustering.exact.window_search import (
     _Search,
     _seed64,
     _Workspace,
+    window_effort,
     window_options,
     window_proves_first,
 )
@@ -297,7 +298,7 @@ def test_search_finds_the_exact_map_of_these_jets(likelihood):
 
 def test_a_proof_that_does_not_finish_says_why(monkeypatch):
     """prove=True used to end with status "ok" and no message when exact_map could not finish."""
-    module = importlib.import_module("jetastar.clustering.window_search")
+    module = importlib.import_module("jetastar.clustering.exact.window_search")
     jet = _jet("w", 16, 1)
     real = module.exact_map
     # exact_map stopped by its budget at once (a max_time its set-up alone exceeds)
@@ -492,7 +493,7 @@ def test_the_start_trees_search_within_the_budget(monkeypatch):
     """The beam search behind the start trees gets what is left of ``max_time`` (without it,
     a 300-leaf jet with ``max_time=5`` ran 186 s in that beam search), and a jet of any size has
     an estimate (3**n overflowed a float from 647 leaves on)."""
-    module = importlib.import_module("jetastar.clustering.window_search")
+    module = importlib.import_module("jetastar.clustering.exact.window_search")
     budgets = []
     real = module.beam_search
 
@@ -742,7 +743,7 @@ def test_window_options_take_the_defaults_of_window_search():
     has ``window_search``'s options and defaults: the two signatures cannot drift apart."""
     import inspect
 
-    from jetastar.clustering.window_search import window_options
+    from jetastar.clustering.exact.window_search import window_options
 
     search = inspect.signature(window_search).parameters
     resolve = inspect.signature(window_options).parameters

@@ -9,6 +9,9 @@
   they resolve to the public page (``jetastar.Jet``).
 * the ``jetastar-cli-help`` directive renders ``jetastar --help`` and every ``jetastar COMMAND --help``
   verbatim from the argument parser, at a fixed width of :data:`HELP_COLUMNS` columns.
+* the ``jetastar-algorithm-options`` directive renders every registered algorithm's options (name,
+  default, allowed values, meaning) from the algorithm's own declaration, the same that
+  ``jetastar algorithms NAME`` prints and that checks the options of a run.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def _internal(node: Any) -> bool:
     candidates = [target]
     if module:
         candidates += [f"{module}.{cls}.{target}" if cls else "", f"{module}.{target}"]
-    # a docstring's own module: "<file>:docstring of jetastar.clustering.trellis.Trellis.n_trees"
+    # a docstring's own module: "<file>:docstring of jetastar.clustering.exact.trellis.Trellis.n_trees"
     owner = (node.source or "").rpartition("docstring of ")[2]
     while owner.startswith("jetastar"):
         candidates.append(f"{owner}.{target}")
@@ -231,6 +234,55 @@ class CliHelp(SphinxDirective):
         return list(container.children)
 
 
+def _cell(text: str) -> str:
+    return text.replace("*", "\\*").replace("|", "\\|") or "—"
+
+
+def algorithm_options_rst() -> list[str]:
+    """The ``jetastar-algorithm-options`` text: per registered algorithm, a section with its
+    description and a table of its options (from :class:`jetastar.clustering.AlgorithmInfo`)."""
+    from jetastar.clustering import algorithm_info, algorithms
+    from jetastar.clustering.options import option_table
+
+    rst: list[str] = []
+    for name in algorithms():
+        info = algorithm_info(name)
+        title = f"``{name}``"
+        facts = [("exact" if info.exact else "approximate")
+                 + (f", at most {info.max_leaves} leaves by default" if info.max_leaves else ""),
+                 f"family ``{info.family}``",
+                 f"columnar path: {'yes' if info.chunk is not None else 'no'}"]
+        if info.aliases:
+            facts.append("also called " + ", ".join(f"``{a}``" for a in info.aliases))
+        rst += [f".. _algorithm-{name}:", "", title, "-" * len(title), "",
+                f"{info.description} ({'; '.join(facts)}).", ""]
+        rows = option_table(info.declared or ())
+        if not rows:
+            rst += ["No options.", ""]
+            continue
+        rst += [".. list-table::", "   :header-rows: 1", "   :widths: 18 14 24 44", "",
+                "   * - option", "     - default", "     - values", "     - meaning"]
+        for option, default, values, meaning in rows:
+            rst += [f"   * - ``{option}``", f"     - ``{default}``", f"     - {_cell(values)}",
+                    f"     - {_cell(meaning)}"]
+        rst.append("")
+    return rst
+
+
+class AlgorithmOptions(SphinxDirective):
+    """``.. jetastar-algorithm-options::`` — every registered algorithm's options."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        container = nodes.section()
+        container.document = self.state.document
+        nested_parse_with_titles(
+            self.state, StringList(algorithm_options_rst(), source="jetastar algorithms"),
+            container)
+        return list(container.children)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", _write_api_pages, priority=100)
     app.connect("builder-inited", _remember_targets)
@@ -238,6 +290,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("autodoc-process-signature", _plain_factory_defaults)
     app.connect("missing-reference", _resolve_public)
     app.add_directive("jetastar-cli-help", CliHelp)
+    app.add_directive("jetastar-algorithm-options", AlgorithmOptions)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._cuda import resolve_device
 from ..clustering import algorithm_info, algorithms
-from ..clustering.columnar import COSTLY_CHUNK_SIZE, SHORT_CHUNK_SIZE
+from ..clustering.chunks import COSTLY_CHUNK_SIZE, SHORT_CHUNK_SIZE
 from ..clustering.options import unknown_options_message
 from ..clustering.registry import TIME_OPTIONS
 from ..clustering.threads import check_threads

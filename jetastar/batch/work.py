@@ -26,7 +26,7 @@ from .._columnar import LEAF_OK, leaf_problems
 from .._jit import Stopwatch
 from .._text import text_column
 from ..clustering import ClusteringResult, algorithm_info, cluster
-from ..clustering.columnar import (
+from ..clustering.chunks import (
     DONE,
     IN_PROCESS_CHUNK_SIZE,
     INVALID,

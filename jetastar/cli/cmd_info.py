@@ -16,7 +16,7 @@ import numpy as np
 from .. import __version__, io
 from .._cuda import gpu_status, resolve_device
 from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir, read_manifest
-from ..clustering.gpu import GPU_MIN_LEAVES
+from ..clustering.exact.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import model_check
 from ..io.particle_files import cluster_options, describe_particle_file

@@ -34,7 +34,7 @@ from .._columnar import jet_leaf_problem
 from .._jit import DeferredSignals
 from ..ginkgo.kernels import tree_postorder, tree_split_terms
 from ..ginkgo.likelihood import SPACELIKE_TOLERANCE
-from ._agglomerative import numpy_sum
+from ._merges import numpy_sum
 
 __all__ = [
     "DONE",

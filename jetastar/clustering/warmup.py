@@ -23,7 +23,7 @@ from typing import Any
 
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
-from .columnar import cluster_columns
+from .chunks import cluster_columns
 from .registry import AlgorithmInfo, WarmUp, algorithm_info, cluster
 
 __all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]

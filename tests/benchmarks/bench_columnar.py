@@ -12,7 +12,7 @@ Rows, per algorithm and jet sample (QCD jets with the default parameters, ~7.6 l
 
 * ``jetastar.cluster``: ``jetastar.cluster(jets, name)`` on the collection, end to end (a
   results table with trees, log-likelihoods and statuses);
-* ``columnar kernel``: :func:`jetastar.clustering.columnar.cluster_columns` alone (the kernel call
+* ``columnar kernel``: :func:`jetastar.clustering.chunks.cluster_columns` alone (the kernel call
   and its flat arrays, without the results table);
 * ``FastJet awkward``: ``fastjet.ClusterSequence(awkward_array, JetDefinition(alg, 1000))`` and
   its ``inclusive_jets()`` (the clustering of every jet in FastJet's C++ loop; the `fastjet`
@@ -143,7 +143,7 @@ def main() -> None:
                 ("jetastar.cluster", lambda jets=jets, name=name: jetastar.cluster(jets, name)),
             ]
             if not args.only_cluster:
-                from jetastar.clustering.columnar import cluster_columns
+                from jetastar.clustering.chunks import cluster_columns
 
                 rows.append(("columnar kernel",
                              lambda jets=jets, name=name: cluster_columns(jets, {name: {}})))
@@ -161,7 +161,7 @@ def _exact(n_jets: int, repeat: int, log_z: bool = False) -> None:
     """The exact MAP (``log_z``: the full trellis) of small jets: columnar path against the
     per-jet engine."""
     from jetastar.clustering import exact_map, exact_trellis, exact_trellis_batch
-    from jetastar.clustering.columnar import cluster_columns
+    from jetastar.clustering.chunks import cluster_columns
 
     jets = generate(n_jets, ShowerParams.qcd(), seed=2035, max_leaves=10)
     print(f"jetastar {jetastar.__version__} from {jetastar.__file__}")
@@ -212,7 +212,7 @@ def _search(name: str, n_jets: int, repeat: int, only_cluster: bool) -> None:
             ("jetastar.cluster", lambda jets=jets: jetastar.cluster(jets, name)),
         ]
         if not only_cluster:
-            from jetastar.clustering.columnar import cluster_columns
+            from jetastar.clustering.chunks import cluster_columns
 
             one = [jets[i] for i in range(len(jets))]
             rows += [

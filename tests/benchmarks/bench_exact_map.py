@@ -42,7 +42,7 @@ import numba as nb
 import numpy as np
 
 from jetastar.clustering import beam_search, exact_map, exact_trellis, greedy
-from jetastar.clustering.exact_map import _MapSolver, estimate_map_memory
+from jetastar.clustering.exact.exact_map import _MapSolver, estimate_map_memory
 from jetastar.ginkgo import ShowerParams, generate
 from jetastar.ginkgo.likelihood import parent_terms, split_llh_given_parent
 

@@ -110,7 +110,7 @@ def main() -> int:
         gpu_status,
     )
     from jetastar.clustering._subsets import n_splits_total
-    from jetastar.clustering.gpu import solve_on_gpu
+    from jetastar.clustering.exact.gpu import solve_on_gpu
     from jetastar.ginkgo import ShowerParams, generate
 
     status = gpu_status()

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from jetastar.clustering.kt import KT_ALGORITHMS, kt_history
+from jetastar.clustering.agglomerative.kt import KT_ALGORITHMS, kt_history
 from jetastar.ginkgo import ShowerParams, generate
 
 

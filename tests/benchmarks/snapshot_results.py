@@ -18,8 +18,8 @@ both likelihood forms. Each registered algorithm runs
 
 and the snapshot keeps, per result, the tree (its nested form), the log-likelihood, status,
 message, ``exact``, ``upper_bound``, ``log_z``, ``n_trees``, the options and every statistic but
-the run times and the thread count. ``compare`` reports each difference (floats compared as bits: ``-0.0`` and ``0.0``
-differ, NaN equals NaN) and exits 1 when there is one.
+the run times and the thread count. ``compare`` reports each difference (floats compared as
+bits: ``-0.0`` and ``0.0`` differ, NaN equals NaN) and exits 1 when there is one.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def _diff(a: Any, b: Any, where: str, out: list[str]) -> None:
             else:
                 _diff(a[k], b[k], f"{where}.{k}", out)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _diff(x, y, f"{where}[{i}]", out)
     elif a != b:
         out.append(f"{where}: {a!r} != {b!r}")

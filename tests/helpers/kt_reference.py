@@ -1,7 +1,7 @@
 """The generalized-kt merge history by a full rescan of every pair at each step (O(n³)): the
-kernel ``jetastar.clustering.kt.kt_history`` had before its nearest-neighbour bookkeeping, kept as
-the reference that the fast kernel must reproduce exactly (same merges in the same order, same
-node ids, same beam recombinations, ties included).
+kernel ``jetastar.clustering.agglomerative.kt.kt_history`` had before its nearest-neighbour
+bookkeeping, kept as the reference that the fast kernel must reproduce exactly (same merges in the
+same order, same node ids, same beam recombinations, ties included).
 
 At each step the first minimum wins in the scan order: for positions ``i`` ascending, the beam
 distance ``d_iB`` and then the pairs ``(i, j > i)`` in ``j`` order; a removed particle's slot is
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from jetastar.clustering.kt import _delta_r2, _scale
+from jetastar.clustering.agglomerative._kt_kernels import _delta_r2, _scale
 from jetastar.momenta import rap_phi_kt2
 
 

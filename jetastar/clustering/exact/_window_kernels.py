@@ -19,8 +19,8 @@ import math
 import numba as nb
 import numpy as np
 
-from ..ginkgo.likelihood import split_llh, t_of
-from ._agglomerative import leaf_ts, pair_llh
+from ...ginkgo.likelihood import split_llh, t_of
+from .._merges import leaf_ts, pair_llh
 
 _NEG_INF = -np.inf
 

@@ -42,23 +42,23 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._sorting import argsort_stable
-from ..costs import (
+from ..._sorting import argsort_stable
+from ...costs import (
     GINKGO_CODE,
     all_subset_features_kernel,
     heuristic_kernel,
     merge_cost_kernel,
     split_cost_kernel,
 )
-from ..ginkgo.heuristics import bound_value
-from ..ginkgo.likelihood import (
+from ...ginkgo.heuristics import bound_value
+from ...ginkgo.likelihood import (
     cluster_t,
     parent_terms,
     split_llh,
     split_llh_given_parent,
     t_of,
 )
-from ..ginkgo.small_clusters import subset_dp
+from ...ginkgo.small_clusters import subset_dp
 
 # ---------------------------------------------------------------------- layout
 V_E, V_PX, V_PY, V_PZ, V_T, V_H, V_VAL, V_LB = range(8)

@@ -34,10 +34,10 @@ import math
 import numba as nb
 import numpy as np
 
-from .._cuda import load_cuda, simulator_enabled
-from ..ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
+from ..._cuda import load_cuda, simulator_enabled
+from ...ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
+from .._subsets import popcount, read_tree, unsplittable
 from ._map_kernels import finish_cluster, scan_splits, warm_start
-from ._subsets import popcount, read_tree, unsplittable
 from ._trellis_kernels import lse_add, lse_value
 
 cuda = load_cuda()

@@ -10,7 +10,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ..momenta import rap_phi_kt2
+from ...momenta import rap_phi_kt2
 
 __all__ = ["NN_MIN_LEAVES", "NN_SCAN_BELOW", "kt_history", "kt_history_nn", "kt_history_scan",
            "rapidity_problem"]

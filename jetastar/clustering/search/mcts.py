@@ -61,17 +61,31 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import DeferredSignals, Stopwatch
-from ..errors import OptionError
-from ..ginkgo.likelihood import LIKELIHOODS
-from ..jet import Jet
-from ._agglomerative import (
+from ..._jit import DeferredSignals, Stopwatch
+from ...errors import OptionError
+from ...ginkgo.likelihood import LIKELIHOODS
+from ...jet import Jet
+from .._engine import check_budget
+from .._merges import (
     canonical_result,
     check_jet,
     greedy_kernel,
     jet_arrays,
 )
-from ._engine import check_budget
+from ..chunks import (
+    DONE,
+    NOT_RUN,
+    PER_JET,
+    Chunk,
+    ChunkPath,
+    ChunkResults,
+    done_trees,
+    ok_rows,
+)
+from ..estimates import SPLITS_PER_S
+from ..options import anything, choice, integer, likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
 from ._mcts_kernels import (
     R_DEC,
     R_DONE,
@@ -82,20 +96,6 @@ from ._mcts_kernels import (
     mcts_state,
     new_registers,
 )
-from .columnar import (
-    DONE,
-    NOT_RUN,
-    PER_JET,
-    Chunk,
-    ChunkPath,
-    ChunkResults,
-    done_trees,
-    ok_rows,
-)
-from .estimates import SPLITS_PER_S
-from .options import anything, choice, integer, likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = ["ALL_INF_MESSAGE", "FIRST_BUDGET_SLICE_WORK", "MCTS", "MCTS_CHUNK_WORK", "mcts", "mcts_run",
            "mcts_settings", "mcts_work"]

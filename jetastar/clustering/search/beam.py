@@ -50,17 +50,23 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import DeferredSignals, Stopwatch
-from ..errors import OptionError
-from ..ginkgo.likelihood import LIKELIHOODS
-from ..jet import Jet
-from ._agglomerative import (
+from ..._jit import DeferredSignals, Stopwatch
+from ...errors import OptionError
+from ...ginkgo.likelihood import LIKELIHOODS
+from ...jet import Jet
+from .._engine import check_budget, check_memory, default_memory_limit
+from .._merges import (
     canonical_result,
     canonical_results,
     check_jet,
     greedy_kernel,
     jet_arrays,
 )
+from ..chunks import DONE, Chunk, ChunkPath, ChunkResults, done_trees, ok_rows, rerun_options
+from ..estimates import SPLITS_PER_S
+from ..options import flag, integer, likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
 from ._beam_kernels import (
     BEAM_CHUNK_MAX,
     N_REGS,
@@ -72,12 +78,6 @@ from ._beam_kernels import (
     beam_chunk,
     beam_state,
 )
-from ._engine import check_budget, check_memory, default_memory_limit
-from .columnar import DONE, Chunk, ChunkPath, ChunkResults, done_trees, ok_rows, rerun_options
-from .estimates import SPLITS_PER_S
-from .options import flag, integer, likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = ["BEAM", "BEAM_CHUNK_MAX", "beam_search", "default_beam_size"]
 

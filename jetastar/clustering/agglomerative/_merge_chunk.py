@@ -13,14 +13,13 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._columnar import jet_leaf_problem
-from .._jit import DeferredSignals
-from .._refcount import borrowed
-from ..ginkgo.likelihood import LIKELIHOODS, SPACELIKE_TOLERANCE
-from ._agglomerative import canonical_into, greedy_kernel, numpy_sum, score_history
-from ._chunk_kernels import DONE, INVALID, NOT_RUN, PER_JET
-from ._kt_kernels import kt_history, rapidity_problem
-from .columnar import (
+from ..._columnar import jet_leaf_problem
+from ..._jit import DeferredSignals
+from ..._refcount import borrowed
+from ...ginkgo.likelihood import LIKELIHOODS, SPACELIKE_TOLERANCE
+from .._chunk_kernels import DONE, INVALID, NOT_RUN, PER_JET
+from .._merges import canonical_into, greedy_kernel, numpy_sum, score_history
+from ..chunks import (
     PARALLEL_FROM,
     SHORT_CHUNK_SIZE,
     Chunk,
@@ -30,6 +29,7 @@ from .columnar import (
     ok_rows,
     rerun_options,
 )
+from ._kt_kernels import kt_history, rapidity_problem
 
 __all__ = ["ALG_ANTIKT", "ALG_CAMBRIDGE", "ALG_GREEDY", "ALG_KT", "MergeChunks", "cluster_chunk"]
 

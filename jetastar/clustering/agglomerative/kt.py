@@ -34,17 +34,17 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import Stopwatch
-from ..errors import InvalidJetError
-from ..jet import Jet
-from ..momenta import rap_phi_kt2
-from ._agglomerative import canonical_result, check_jet, jet_arrays, score_history
+from ..._jit import Stopwatch
+from ...errors import InvalidJetError
+from ...jet import Jet
+from ...momenta import rap_phi_kt2
+from .._merges import canonical_result, check_jet, jet_arrays, score_history
+from ..estimates import DISTANCES_PER_S
+from ..options import likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
 from ._kt_kernels import NN_MIN_LEAVES, kt_history, rapidity_problem
 from ._merge_chunk import ALG_ANTIKT, ALG_CAMBRIDGE, ALG_KT, MergeChunks
-from .estimates import DISTANCES_PER_S
-from .options import likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = [
     "ANTIKT", "CAMBRIDGE", "KT", "KT_ALGORITHMS", "antikt", "cambridge", "kt", "kt_history",

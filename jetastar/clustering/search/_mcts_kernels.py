@@ -11,11 +11,11 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._refcount import borrowed, keep_alive
-from .._sorting import argsort_stable
-from ..ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
-from ._agglomerative import canonical_into, leaf_ts, numpy_sum, pair_llh
-from ._chunk_kernels import DONE, PER_JET, run_in_slices, search_outputs, to_solve
+from ..._refcount import borrowed, keep_alive
+from ..._sorting import argsort_stable
+from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
+from .._chunk_kernels import DONE, PER_JET, run_in_slices, search_outputs, to_solve
+from .._merges import canonical_into, leaf_ts, numpy_sum, pair_llh
 
 # node table columns
 _PARENT, _ACTION, _FIRST, _NEXT, _VISITS = range(5)

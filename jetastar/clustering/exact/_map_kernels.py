@@ -41,17 +41,17 @@ import math
 import numba as nb
 import numpy as np
 
-from .._refcount import borrowed
-from ..ginkgo.kernels import child_bound_of_splittable, split_bound_of_split
-from ..ginkgo.likelihood import (
+from ..._refcount import borrowed
+from ...ginkgo.kernels import child_bound_of_splittable, split_bound_of_split
+from ...ginkgo.likelihood import (
     SPACELIKE_TOLERANCE,
     child_bound,
     parent_terms,
     split_llh_given_parent,
     t_of,
 )
-from ._chunk_kernels import DONE, NOT_RUN, PER_JET, run_in_slices, to_solve
-from ._subsets import fill_subset_t, popcount, read_tree, unsplittable
+from .._chunk_kernels import DONE, NOT_RUN, PER_JET, run_in_slices, to_solve
+from .._subsets import fill_subset_t, popcount, read_tree, unsplittable
 
 _NEG_INF = -np.inf
 _LOG_4PI = math.log(4.0 * math.pi)

@@ -77,27 +77,27 @@ from typing import Any
 
 import numpy as np
 
-from .._cuda import DEVICES, check_device
-from .._jit import Stopwatch
-from .._progress import ProgressBar
-from ..errors import InvalidJetError, OptionError, TooLargeError
-from ..ginkgo.likelihood import LIKELIHOODS, log_likelihood
-from ..jet import Jet
-from ..tree import Tree
+from ..._cuda import DEVICES, check_device
+from ..._jit import Stopwatch
+from ..._progress import ProgressBar
+from ...errors import InvalidJetError, OptionError, TooLargeError
+from ...ginkgo.likelihood import LIKELIHOODS, log_likelihood
+from ...jet import Jet
+from ...tree import Tree
+from .._engine import check_budget, search_progress, valid_likelihood
+from .._merges import canonical_results, jet_arrays
+from ..agglomerative.greedy import greedy
+from ..agglomerative.kt import kt
+from ..chunks import DONE, PER_JET, Chunk, ChunkPath, ChunkResults, done_column
+from ..options import anything, choice, flag, integer, likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
+from ..search.beam import beam_search, default_beam_size
 from . import _map_kernels as _mk
 from . import _window_kernels as _wk
-from ._agglomerative import canonical_results, jet_arrays
-from ._engine import check_budget, search_progress, valid_likelihood
 from ._map_kernels import EXACT_CHUNK_MAX
 from .astar import astar_approx
-from .beam import beam_search, default_beam_size
-from .columnar import DONE, PER_JET, Chunk, ChunkPath, ChunkResults, done_column
 from .exact_map import MAP_CPU_PER_SPLIT, exact_map, expected_map_cpu_seconds, map_chunk_rows, root_slack
-from .greedy import greedy
-from .kt import kt
-from .options import anything, choice, flag, integer, likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = ["DEFAULT_ROOT_SIZE", "DEFAULT_WINDOW_SIZE", "MAX_WINDOW_SIZE", "ROOT_BELOW_LEAVES",
            "START_TREES", "TOP_FROM_LEAVES", "WINDOW_SEARCH", "window_defaults", "window_effort",

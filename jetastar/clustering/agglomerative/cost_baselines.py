@@ -41,11 +41,11 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._jit import Stopwatch
-from ..costs import CostModel, merge_cost_kernel
-from ..errors import InvalidJetError
-from ..tree import Tree
-from .result import ClusteringResult
+from ..._jit import Stopwatch
+from ...costs import CostModel, merge_cost_kernel
+from ...errors import InvalidJetError
+from ...tree import Tree
+from ..result import ClusteringResult
 
 __all__ = ["average_linkage", "cost_greedy"]
 

@@ -67,11 +67,11 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import Stopwatch
-from .._progress import ProgressBar
-from ..costs import CostModel
-from ..errors import InvalidJetError, TooLargeError
-from ..ginkgo.heuristics import (
+from ..._jit import Stopwatch
+from ..._progress import ProgressBar
+from ...costs import CostModel
+from ...errors import InvalidJetError, TooLargeError
+from ...ginkgo.heuristics import (
     EXACT_MAX_LEAVES,
     HEURISTICS,
     bound_value,
@@ -79,17 +79,17 @@ from ..ginkgo.heuristics import (
     heuristic_tables,
     root_rate_slack,
 )
-from ..ginkgo.likelihood import check_likelihood, log_likelihood
-from ..jet import Jet
-from ..tree import Tree
+from ...ginkgo.likelihood import check_likelihood, log_likelihood
+from ...jet import Jet
+from ...tree import Tree
+from .._engine import check_budget, format_bytes, search_progress
+from ..agglomerative.cost_baselines import average_linkage
+from ..agglomerative.greedy import greedy
+from ..options import Option, anything, choice, flag, integer, likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
+from ..search.beam import beam_search, default_beam_size
 from . import _astar_kernels as _k
-from ._engine import check_budget, format_bytes, search_progress
-from .beam import beam_search, default_beam_size
-from .cost_baselines import average_linkage
-from .greedy import greedy
-from .options import Option, anything, choice, flag, integer, likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = ["ASTAR", "ASTAR_APPROX", "MAX_ASTAR_LEAVES", "astar", "astar_approx"]
 

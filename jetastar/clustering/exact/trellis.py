@@ -57,17 +57,16 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._columnar import first_leaf_problem
-from .._cuda import DEVICES, check_device, resolve_device
-from .._jit import Stopwatch
-from .._progress import PER_JET_DELAY, progress_bar
-from ..costs import CostModel
-from ..errors import GpuUnavailableError, InvalidJetError, OptionError
-from ..ginkgo.likelihood import LIKELIHOODS, check_likelihood
-from ..jet import Jet, JetCollection
-from ..tree import Tree
-from . import _trellis_kernels as _k
-from ._engine import (
+from ..._columnar import first_leaf_problem
+from ..._cuda import DEVICES, check_device, resolve_device
+from ..._jit import Stopwatch
+from ..._progress import PER_JET_DELAY, progress_bar
+from ...costs import CostModel
+from ...errors import GpuUnavailableError, InvalidJetError, OptionError
+from ...ginkgo.likelihood import LIKELIHOODS, check_likelihood
+from ...jet import Jet, JetCollection
+from ...tree import Tree
+from .._engine import (
     check_budget,
     check_memory,
     check_size,
@@ -77,10 +76,11 @@ from ._engine import (
     tree_from_best,
     valid_likelihood,
 )
-from ._engine import estimate_trellis_memory as estimate_memory
-from ._map_kernels import EXACT_CHUNK_MAX
-from ._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
-from .columnar import (
+from .._engine import estimate_trellis_memory as estimate_memory
+from .._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from ..agglomerative.cost_baselines import average_linkage
+from ..agglomerative.greedy import greedy
+from ..chunks import (
     DONE,
     Chunk,
     ChunkPath,
@@ -90,7 +90,12 @@ from .columnar import (
     params_valid,
     rerun_options,
 )
-from .cost_baselines import average_linkage
+from ..options import as_flag, choice, flag, integer, likelihood_option, number
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
+from ..threads import Threads, check_threads, parallel_worth_it
+from . import _trellis_kernels as _k
+from ._map_kernels import EXACT_CHUNK_MAX
 from .exact_map import (
     ALL_INF_MESSAGE,
     estimate_map_memory,
@@ -100,11 +105,6 @@ from .exact_map import (
     map_chunk_rows,
 )
 from .gpu import GPU_MIN_LEAVES, estimate_gpu_memory, gpu_marginals, solve_on_gpu
-from .greedy import greedy
-from .options import as_flag, choice, flag, integer, likelihood_option, number
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
-from .threads import Threads, check_threads, parallel_worth_it
 
 __all__ = [
     "LOG_Z_IN_PROCESS_CHUNK",

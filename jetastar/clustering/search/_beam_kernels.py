@@ -8,11 +8,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._refcount import borrowed
-from .._sorting import argsort_stable
-from ..ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
-from ._agglomerative import canonical_into, greedy_kernel, leaf_ts, numpy_sum, pair_llh
-from ._chunk_kernels import DONE, PER_JET, run_in_slices, search_outputs, to_solve
+from ..._refcount import borrowed
+from ..._sorting import argsort_stable
+from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
+from .._chunk_kernels import DONE, PER_JET, run_in_slices, search_outputs, to_solve
+from .._merges import canonical_into, greedy_kernel, leaf_ts, numpy_sum, pair_llh
 
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

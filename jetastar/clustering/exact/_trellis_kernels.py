@@ -35,13 +35,13 @@ import math
 import numba as nb
 import numpy as np
 
-from .._refcount import borrowed
-from .._sorting import argsort_stable
-from ..costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
-from ..ginkgo.likelihood import SPACELIKE_TOLERANCE, parent_terms, split_llh_given_parent
-from ._chunk_kernels import DONE, NOT_RUN, run_in_slices
+from ..._refcount import borrowed
+from ..._sorting import argsort_stable
+from ...costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
+from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, parent_terms, split_llh_given_parent
+from .._chunk_kernels import DONE, NOT_RUN, run_in_slices
+from .._subsets import fill_subset_t, popcount, unsplittable
 from ._map_kernels import exact_splits, map_tree, small_to_solve
-from ._subsets import fill_subset_t, popcount, unsplittable
 
 _NEG_INF = -np.inf
 

@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import DeferredSignals, Stopwatch
-from ..costs import CostModel
-from ..jet import Jet
-from ._agglomerative import (
+from ..._jit import DeferredSignals, Stopwatch
+from ...costs import CostModel
+from ...jet import Jet
+from .._merges import (
     BOUND_MIN_LEAVES,
     G_ALL_INF,
     G_DONE,
@@ -56,12 +56,12 @@ from ._agglomerative import (
     greedy_steps,
     jet_arrays,
 )
+from ..estimates import SPLITS_PER_S
+from ..options import likelihood_option
+from ..registry import AlgorithmInfo, WarmUp, register
+from ..result import ClusteringResult
 from ._merge_chunk import ALG_GREEDY, MergeChunks
 from .cost_baselines import cost_greedy
-from .estimates import SPLITS_PER_S
-from .options import likelihood_option
-from .registry import AlgorithmInfo, WarmUp, register
-from .result import ClusteringResult
 
 __all__ = ["GREEDY", "SLICED_FROM", "greedy", "greedy_status"]
 

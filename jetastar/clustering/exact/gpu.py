@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from .._cuda import gpu_status, load_cuda, simulator_enabled
-from ..errors import TooLargeError
-from ._engine import check_memory, format_bytes, split_progress
-from ._subsets import n_splits_total, subset_sums_many
+from ..._cuda import gpu_status, load_cuda, simulator_enabled
+from ...errors import TooLargeError
+from .._engine import check_memory, format_bytes, split_progress
+from .._subsets import n_splits_total, subset_sums_many
 
 __all__ = [
     "GPU_MIN_LEAVES",

@@ -40,15 +40,14 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from .._cuda import resolve_device
-from .._jit import Stopwatch
-from .._progress import PER_JET_DELAY
-from ..errors import InvalidJetError
-from ..ginkgo.likelihood import child_bound, log_likelihood, t_of
-from ..jet import Jet
-from ..tree import Tree
-from . import _map_kernels as _k
-from ._engine import (
+from ..._cuda import resolve_device
+from ..._jit import Stopwatch
+from ..._progress import PER_JET_DELAY
+from ...errors import InvalidJetError
+from ...ginkgo.likelihood import child_bound, log_likelihood, t_of
+from ...jet import Jet
+from ...tree import Tree
+from .._engine import (
     check_budget,
     check_memory,
     check_size,
@@ -57,8 +56,9 @@ from ._engine import (
     tree_from_best,
     valid_likelihood,
 )
-from ._subsets import fill_subset_t, full_mask, n_splits_total
-from .columnar import (
+from .._subsets import fill_subset_t, full_mask, n_splits_total
+from ..agglomerative.greedy import greedy
+from ..chunks import (
     DONE,
     NOT_RUN,
     Chunk,
@@ -69,10 +69,10 @@ from .columnar import (
     ok_rows,
     rerun_options,
 )
+from ..result import ClusteringResult
+from ..threads import check_threads, parallel_worth_it
+from . import _map_kernels as _k
 from .gpu import GPU_MIN_LEAVES, solve_map_on_gpu
-from .greedy import greedy
-from .result import ClusteringResult
-from .threads import check_threads, parallel_worth_it
 
 __all__ = [
     "ALL_INF_MESSAGE", "MAP_CPU_PER_SPLIT", "MAX_MAP_LEAVES", "estimate_map_memory", "exact_map",
