@@ -88,9 +88,30 @@ def site(tmp_path_factory, worker_id) -> Path:
 
 @pytest.mark.slow
 def test_site_builds_without_warnings(site):
-    for page in ("index", "getting_started", "physics", "algorithms", "batch", "comparison", "cli",
-                 "changelog", "notebooks/quickstart", "notebooks/map_vs_truth"):
+    pages = [p.stem for p in (ROOT / "docs").iterdir() if p.suffix in (".md", ".rst")]
+    assert {"index", "getting_started", "algorithms", "algorithm_options", "cli"} <= set(pages)
+    for page in [*pages, "notebooks/quickstart", "notebooks/map_vs_truth"]:
         assert (site / f"{page}.html").is_file(), page
+
+
+@pytest.mark.slow
+def test_algorithm_options_page_is_every_declaration(site):
+    """The option tables are written from the algorithms' declarations: every registered algorithm
+    has its section, every option its row with its default and allowed values."""
+    from jetastar.clustering import algorithm_info, algorithms
+    from jetastar.clustering.options import option_table
+
+    page = (site / "algorithm_options.html").read_text(encoding="utf-8")
+    words = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    for quote in "‘’":
+        words = words.replace(quote, "'")
+    for name in algorithms():
+        if not algorithm_info(name).func.__module__.startswith("jetastar."):
+            continue  # (test algorithms registered by other test modules)
+        assert f'id="algorithm-{name}"' in page, name
+        for option, default, allowed, meaning in option_table(algorithm_info(name).declared):
+            row = " ".join(f"{option} {default} {allowed} {meaning}".split())
+            assert row in words, (name, row)
 
 
 def _page_of(face: str, name: str, site: Path) -> Path:

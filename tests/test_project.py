@@ -26,6 +26,23 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_second():
     assert commands[1].strip() in ci.splitlines()
 
 
+def test_readme_is_an_entry_point_with_every_algorithm():
+    """The README stays short (the manual is the docs site) and its algorithm table has one row per
+    registered algorithm, in the words of nobody's memory but the registry's names."""
+    from jetastar.clustering import algorithm_info, algorithms
+
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    table = text.split("## Algorithms", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    listed = [re.match(r"\| `([^`]+)`", row).group(1) for row in rows]
+    own = [a for a in algorithms() if algorithm_info(a).func.__module__.startswith("jetastar.")]
+    assert sorted(listed) == own
+    for row, name in zip(rows, listed, strict=True):
+        kind = "exact" if algorithm_info(name).exact else "approx"
+        assert row.split("|")[2].strip().startswith(kind), row
+
+
 def test_ruff_clean():
     ruff = shutil.which("ruff")
     if ruff is None:

@@ -1,7 +1,7 @@
 """How long an algorithm takes on a jet: each algorithm's estimates, asked for by name.
 
-Each algorithm declares its own cost model next to its code (:attr:`~.registry.AlgorithmInfo.
-estimate` and :attr:`~.registry.AlgorithmInfo.expected_cpu`); this module asks for them by name and
+Each algorithm declares its own cost model next to its code (the ``estimate`` and
+``expected_cpu`` of its :class:`~.registry.AlgorithmInfo`); this module asks for them by name and
 holds the rates they share.
 
 :func:`estimate_seconds` is a *lower* estimate. greedy and the kt family run one compiled kernel
