@@ -58,7 +58,7 @@ __all__ = [
 #: more, so a chunk's fixed cost is small already, and small chunks keep the workers balanced)
 DEFAULT_CHUNK_SIZE = 50
 #: jets per chunk when every algorithm runs on the columnar path with cheap jets (greedy and the kt
-#: family: :data:`~jetastar.clustering.columnar.SHORT_CHUNK_SIZE`, which says how it was measured)
+#: family: :data:`~jetastar.clustering.chunks.SHORT_CHUNK_SIZE`, which says how it was measured)
 COLUMNAR_CHUNK_SIZE = SHORT_CHUNK_SIZE
 #: the first chunks' size when every algorithm runs on the columnar path but some cost up to
 #: 10 ms a jet (beam search, MCTS, the exact MAP of small jets; later chunks are sized by the

@@ -53,7 +53,7 @@ COLUMNAR_CHUNK = IN_PROCESS_CHUNK_SIZE
 def in_process_chunk_size(config: BatchConfig) -> int:
     """Jets per :func:`cluster_collection` call for a run in this process: ``config.chunk_size``,
     or, when every algorithm runs on the columnar path, at least the smallest of their chunk
-    paths' :meth:`~jetastar.clustering.columnar.ChunkPath.in_process_chunk_size`
+    paths' :meth:`~jetastar.clustering.chunks.ChunkPath.in_process_chunk_size`
     (:data:`COLUMNAR_CHUNK`; 256 with the full trellis).
 
     Example:
@@ -185,12 +185,12 @@ def cluster_collection(
 
     The algorithms of the columnar path (greedy, the kt family, the exact MAP of small jets with
     their usual options, beam search and MCTS with deterministic rollouts: every algorithm with a
-    :class:`~jetastar.clustering.columnar.ChunkPath` that takes its options) run on the whole
+    :class:`~jetastar.clustering.chunks.ChunkPath` that takes its options) run on the whole
     collection in one kernel call and their tables are made from its flat arrays; the others, and the jets the
     kernel leaves to them (invalid jets, whose message comes from :class:`~jetastar.Jet`; a kt
     leaf without a rapidity), go through :func:`run_one` jet by jet. The results are the same
     either way; the ``time_s`` of a row of the columnar path is its algorithm's time in the
-    columnar call (:attr:`~jetastar.clustering.columnar.ChunkResults.seconds`) shared among the
+    columnar call (:attr:`~jetastar.clustering.chunks.ChunkResults.seconds`) shared among the
     algorithm's rows in proportion to their work (split evaluations / pair distances).
 
     Args:
@@ -309,11 +309,11 @@ def _cluster_columnar(
     rows: dict[str, dict[int, ClusteringResult]],
 ) -> dict[str, ChunkResults]:
     """The columnar algorithms of ``config`` on the whole collection
-    (:func:`~jetastar.clustering.columnar.cluster_columns`); jets refused by a size or time
+    (:func:`~jetastar.clustering.chunks.cluster_columns`); jets refused by a size or time
     limit are not run (their ``"skipped"`` results go into ``rows``).
 
     Returns:
-        name -> :class:`~jetastar.clustering.columnar.ChunkResults` (with the algorithm's
+        name -> :class:`~jetastar.clustering.chunks.ChunkResults` (with the algorithm's
         seconds).
     """
     names = [name for name in config.algorithms

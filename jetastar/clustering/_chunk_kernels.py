@@ -1,5 +1,5 @@
-"""What the chunk kernels of the columnar path share (:mod:`.columnar`): every jet of a chunk in
-one call.
+"""What the chunk kernels of the columnar path share (:mod:`~jetastar.clustering.chunks`): every
+jet of a chunk in one call.
 
 A chunk is a collection's flat columns: leaves ``(M, 4)`` with offsets ``loff`` ``(J + 1,)``,
 likelihood constants ``consts`` ``(U, 2, 5)`` with the row ``which`` of each jet (``-1``: invalid
@@ -53,7 +53,7 @@ __all__ = [
     "to_solve",
 ]
 
-#: outcome codes of :func:`cluster_chunk`
+#: outcome codes of the chunk kernels
 DONE, INVALID, PER_JET, NOT_RUN = 0, 1, 2, 3
 
 #: status codes of :func:`score_chunk`
@@ -109,7 +109,8 @@ def score_chunk(
     """Log-likelihood of one given tree per jet (internal momenta: sums of leaf momenta).
 
     Args:
-        leaves, loff, consts: as in :func:`cluster_chunk`.
+        leaves, loff, consts: as in the chunk kernel of greedy
+            (:func:`~jetastar.clustering.agglomerative._merge_chunk.cluster_chunk`).
         which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
         children: ``(K, 2)`` int64, ``leaf_of_node`` ``(K,)`` int64 and ``noff`` ``(J + 1,)``:
             the trees (local node ids; 0 nodes: no tree).

@@ -100,7 +100,7 @@ class AlgorithmInfo:
         aliases: other names that map to ``name`` (:func:`canonical_name`).
         family: which sub-package of :mod:`jetastar.clustering` holds it (:data:`FAMILIES`).
         chunk: how it runs on whole chunks of jets
-            (:class:`~jetastar.clustering.columnar.ChunkPath`), ``None`` = jet by jet only.
+            (:class:`~jetastar.clustering.chunks.ChunkPath`), ``None`` = jet by jet only.
         estimate: ``estimate(n_leaves, options)``, a *lower* estimate of the seconds one jet
             takes (for an algorithm that cannot stop at a time budget, a batch run with a time
             limit does not start a jet whose estimate is over it), ``None`` = none.

@@ -57,7 +57,7 @@ _warmed: set[tuple[str, str]] = set()
 #: compile CPU seconds on a cold cache (2-core machine, measured 2026-11-27) of the kernels every
 #: algorithm needs (likelihood, tree scoring); each algorithm declares its own on top
 #: (:class:`~.registry.WarmUp`), and each chunk path its shared kernel's
-#: (:attr:`~.columnar.ChunkPath.compile_s`)
+#: (:attr:`~.chunks.ChunkPath.compile_s`)
 _COMPILE_BASE_S = 5.0
 #: what an algorithm the registry does not know (a plugin not loaded here) counts
 _COMPILE_UNKNOWN_S = WarmUp().compile_s

@@ -97,7 +97,7 @@ def greedy(jet: Jet | CostModel, likelihood: str = "symmetric") -> ClusteringRes
     """Greedy maximum-likelihood clustering (the reference StandardHC greedy).
 
     A cost model (:class:`jetastar.costs.HCCCost`, :class:`~jetastar.costs.DasguptaCost`) is
-    clustered by :func:`jetastar.clustering.cost_baselines.cost_greedy` instead (merge the cheapest
+    clustered by :func:`jetastar.clustering.cost_greedy` instead (merge the cheapest
     pair first; ``likelihood`` must stay at its default).
 
     Args:

@@ -448,12 +448,12 @@ def map_bounded_parts(
     """The exact MAP engine's bound-pruned scan (:mod:`jetastar.clustering._map_kernels`) of the
     clusters ``i0 ..`` of size ``k`` of one jet, each dealt to ``P = 2**g`` threads.
 
-    Every thread runs the CPU's own functions: :func:`~jetastar.clustering._map_kernels.warm_start`
+    Every thread runs the CPU's own functions: :func:`~jetastar.clustering.exact._map_kernels.warm_start`
     (the same three splits in every part), then
-    :func:`~jetastar.clustering._map_kernels.scan_splits` over its part of the splits with its own
+    :func:`~jetastar.clustering.exact._map_kernels.scan_splits` over its part of the splits with its own
     bar. A part only skips splits whose bound is below its own best (never above the cluster's),
     so the merged value and arg-max are the CPU engine's. ``g == 0`` writes the cluster through
-    :func:`~jetastar.clustering._map_kernels.finish_cluster`; otherwise ``part_v`` / ``part_a`` get
+    :func:`~jetastar.clustering.exact._map_kernels.finish_cluster`; otherwise ``part_v`` / ``part_a`` get
     the partial best (merged by :func:`map_bounded_combine`).
     """
     n_parts = np.int64(1) << g

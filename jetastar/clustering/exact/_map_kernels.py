@@ -9,7 +9,7 @@ Layout, 22 bytes per cluster bitmask ``s`` (``0 .. 2**n - 1``):
   values below the int16 range are raised to its bottom, which keeps them upper bounds; ``Q_NONE``
   when ``V = -inf``), where ``G`` is :func:`jetastar.ginkgo.likelihood.child_bound` and ``scale``
   is a power of two chosen per jet so that no ``W`` of a proper subset can exceed the top of the
-  range (:func:`jetastar.clustering.exact_map.w_scale`); ``(wq[A] + wq[B]) / scale − log 4π``
+  range (:func:`jetastar.clustering.exact.exact_map.w_scale`); ``(wq[A] + wq[B]) / scale − log 4π``
   bounds the value of any split into ``A`` and ``B`` of any parent from above. Two bytes keep the
   table that every split reads small (8 MB at 22 leaves, inside the processor's cache);
 * ``best[s]`` (int32, 4 bytes): the part ``A`` (holding the lowest leaf) of the arg-max split.
@@ -627,10 +627,11 @@ def map_chunk(
     :data:`PER_JET`.
 
     Args:
-        leaves, loff, noff, consts: as in :func:`cluster_chunk`.
+        leaves, loff, noff, consts: as in the chunk kernel of greedy
+            (:func:`~jetastar.clustering.agglomerative._merge_chunk.cluster_chunk`).
         which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
         slack: ``(U,)`` float64 root slack of each constants row
-            (:func:`~jetastar.clustering.exact_map.root_slack`).
+            (:func:`~jetastar.clustering.exact.exact_map.root_slack`).
         run: ``(J,)`` bool: jets to solve.
         binom: binomial table of at least :data:`EXACT_CHUNK_MAX` (``_map_kernels.binomials``).
         parallel: jets in parallel (numba's threads) or on this thread.

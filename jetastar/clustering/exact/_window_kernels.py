@@ -196,7 +196,7 @@ def substitute(
     """Replace a window's interior by the hierarchy over its parts that ``best`` describes.
 
     ``best[mask]`` is the arg-max part (holding the lowest part) of every cluster of parts (as left
-    by :func:`jetastar.clustering._map_kernels.solve_parts`). The interior's node ids are reused,
+    by :func:`jetastar.clustering.exact._map_kernels.solve_parts`). The interior's node ids are reused,
     ``interior[0]`` (the window's top) for the whole window, so nothing outside the window changes.
     The new nodes' momenta, ``t`` and ψ are recomputed from their children, as
     :func:`jetastar.ginkgo.log_likelihood` computes them (``consts`` row 1 at the jet's root).
@@ -318,7 +318,7 @@ def sampled_histories(leaves, consts, count, temperature, rseed):  # pragma: no 
     Returns:
         ``(histories (count, n − 1, 2), steps (count, n − 1))``: the merged node ids of each step
         (leaves ``0 .. n−1``, step ``k`` makes node ``n + k``) and each merge's ψ (root row at the
-        last step), as :func:`jetastar.clustering._agglomerative.canonical_results` takes them.
+        last step), as :func:`jetastar.clustering._merges.canonical_results` takes them.
     """
     n = leaves.shape[0]
     m = max(2 * n - 1, 1)

@@ -146,7 +146,7 @@ def root_slack(consts: np.ndarray) -> float:
     """How much the root row's child bound ``G`` can exceed the inner row's, for both children.
 
     ``wq`` holds ``G`` of the inner row; a split of the whole jet (λ_R) adds this to its bounds
-    (see :func:`jetastar.clustering._map_kernels.solve_cluster`). ``G`` differs between the rows
+    (see :func:`jetastar.clustering.exact._map_kernels.solve_cluster`). ``G`` differs between the rows
     by a constant on each branch of its definition, so three probes cover it.
 
     Args:
@@ -212,9 +212,9 @@ def exact_map(
         progress: tqdm progress bar (``True``); default: from 21 leaves on, once the jet has
             taken 10 s (loops over jets stay quiet).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
-            :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable). The GPU
+            :data:`~jetastar.clustering.exact.gpu.GPU_MIN_LEAVES` leaves on when one is usable). The GPU
             runs this engine's own bound-pruned per-cluster scan
-            (:func:`~jetastar.clustering.gpu.solve_map_on_gpu`): same tree and value;
+            (:func:`~jetastar.clustering.exact.gpu.solve_map_on_gpu`): same tree and value;
             ``max_time`` is checked between its launches.
 
     Returns:
@@ -563,7 +563,7 @@ def map_chunk_rows(opts: dict[str, Any], chunk: Chunk) -> ChunkResults:
     Args:
         opts: the options its results record (``likelihood``, ``max_time``, ``max_memory``,
             ``prune``, ``threads``, ``incumbent``, ``device``).
-        chunk: the jets (larger ones and one-leaf jets: :data:`~.columnar.PER_JET`).
+        chunk: the jets (larger ones and one-leaf jets: :data:`~.chunks.PER_JET`).
     """
     n = len(chunk)
     if n:
@@ -601,7 +601,7 @@ def exact_rows(
            dict[str, np.ndarray]]:
     """What the rows of the exact engines' chunk kernels (the MAP engine, the full trellis)
     share: ``(done, node_offsets, children, leaf_of_node, status, message, counters)``, with the
-    trees of the :data:`~.columnar.DONE` rows, ``"all_inf"`` where every tree is impossible, and
+    trees of the :data:`~.chunks.DONE` rows, ``"all_inf"`` where every tree is impossible, and
     the counters both give (``n_leaves``, ``clusters``, ``splits_total``, ``memory_bytes`` by
     ``memory_of(n)``, ``threads``) followed by the engine's own ``columns`` (name -> per-row
     values); no counter when no row is done."""

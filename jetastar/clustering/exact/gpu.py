@@ -435,7 +435,7 @@ def solve_map_on_gpu(
     Args:
         rec, wq, best: the ``(2**n, 2)`` float64, ``(2**n,)`` int16 and ``(2**n,)`` int32 tables.
         consts: ``(2, 5)`` likelihood constants.
-        scale: the fixed-point scale of ``wq`` (:func:`jetastar.clustering.exact_map.w_scale`).
+        scale: the fixed-point scale of ``wq`` (:func:`jetastar.clustering.exact.exact_map.w_scale`).
         floor, root_slack: the whole jet's floor (an incumbent) and bound slack.
         prune: use the bounds.
         who: start of messages.

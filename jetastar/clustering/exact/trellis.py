@@ -741,7 +741,7 @@ def exact_trellis(
         progress: tqdm progress bar (``True``); default: from 19 leaves on, once the jet has
             taken 10 s (loops over jets stay quiet).
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
-            :data:`~jetastar.clustering.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
+            :data:`~jetastar.clustering.exact.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
             :class:`Trellis`. ``stats["device"]`` says where it ran.
         max_time: run-time budget in seconds (``None``: none; compiling kernels does not count),
             checked between slices of the dynamic programme on the CPU. A run that passes it
@@ -987,7 +987,7 @@ def _ginkgo_result(tree: Tree, ll: float, likelihood: str, options: dict[str, An
                    stats: dict[str, Any], log_z: float, n_trees: int | float,
                    jet_id: int | None) -> ClusteringResult:
     """A Ginkgo trellis result: :meth:`Trellis.result` and the GPU batch's (``status="all_inf"``
-    with :data:`~jetastar.clustering.exact_map.ALL_INF_MESSAGE` when every tree is impossible)."""
+    with :data:`~jetastar.clustering.exact.exact_map.ALL_INF_MESSAGE` when every tree is impossible)."""
     inf = ll == -math.inf
     return ClusteringResult(
         tree=tree, log_likelihood=ll, algorithm="trellis", exact=True, likelihood=likelihood,

@@ -4,7 +4,7 @@ Every split's likelihood depends only on its parent and its two children, so a *
 cluster ``C`` and a frontier ``F`` of disjoint sub-clusters of ``C`` that cover it (its *parts*) — can
 be re-optimised exactly: the parts are treated as the leaves of a small problem (their 4-momenta are
 the sums of their leaves; the sub-trees below them stay as they are), the exact MAP engine
-(:func:`jetastar.clustering._map_kernels.solve_parts`) finds the best hierarchy over them, and it
+(:func:`jetastar.clustering.exact._map_kernels.solve_parts`) finds the best hierarchy over them, and it
 replaces the window's interior when it is strictly better. λ_R applies only when ``C`` is the whole
 jet. In the symmetric form a part's ``t`` is its squared mass whether it is a leaf or not (a composite
 part of a finite tree has ``t > t_cut``, so it continues, as it does in the tree); in the legacy form a
@@ -1145,7 +1145,7 @@ class _WindowChunks(ChunkPath):
     before any search (its ``exact_map`` path: ``exact_first``, by default where that costs less
     than the search) of up to :data:`~._map_kernels.EXACT_CHUNK_MAX` (14) leaves, solved by that
     engine's chunk kernel (:func:`~.exact_map.map_chunk_rows`), with the results, options and
-    stats of :func:`window_search`; the other jets are left to it (:data:`~.columnar.PER_JET`).
+    stats of :func:`window_search`; the other jets are left to it (:data:`~.chunks.PER_JET`).
     Its larger jets cost up to seconds each: a batch run sizes its chunks as for the per-jet
     path (``whole = False``)."""
 

@@ -568,7 +568,8 @@ def beam_chunk(
     call and raised between calls.
 
     Args:
-        leaves, loff, noff, consts: as in :func:`cluster_chunk`.
+        leaves, loff, noff, consts: as in the chunk kernel of greedy
+            (:func:`~jetastar.clustering.agglomerative._merge_chunk.cluster_chunk`).
         which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
         run: ``(J,)`` bool: jets to run.
         size: ``(J,)`` int64 beam size of each jet (the greedy guard's "full beam").

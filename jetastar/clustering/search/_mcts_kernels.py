@@ -644,7 +644,7 @@ def _mcts_serial(jobs, toff, leaves, loff, noff, which, consts, run, settings, r
                   leaf_of_node, ll, outcome, stats, work, tol)
 
 
-#: estimated work units per kernel call of :func:`mcts_chunk` (``columnar.mcts_work``): 0.1-0.3 s
+#: estimated work units per kernel call of :func:`mcts_chunk` (``mcts.mcts_work``): 0.1-0.3 s
 #: at the measured ~20-50 ns per unit, so that an interrupt is seen between calls
 MCTS_SLICE_WORK = 6_000_000
 
@@ -659,10 +659,11 @@ def mcts_chunk(
     jets; at least one jet), with Ctrl-C held during a call and raised between calls.
 
     Args:
-        leaves, loff, noff, consts: as in :func:`cluster_chunk`.
+        leaves, loff, noff, consts: as in the chunk kernel of greedy
+            (:func:`~jetastar.clustering.agglomerative._merge_chunk.cluster_chunk`).
         which: ``(J,)`` int64 row of ``consts`` per jet (``-1``: invalid parameters).
         run: ``(J,)`` bool: jets to run.
-        settings: the kernel settings of :func:`~jetastar.clustering.mcts.mcts_settings`
+        settings: the kernel settings of :func:`~jetastar.clustering.search.mcts.mcts_settings`
             (``rollout="greedy"``: the random generator is not used).
         estimate: ``(J,)`` estimated work units of each jet (how jets are cut into calls).
         budget: work units of a search (``mcts_run``'s budget): a jet not finished within it is

@@ -379,7 +379,7 @@ class _BeamChunks(ChunkPath):
         With a ``max_time`` the chunk kernel stops each search after the work of the per-jet
         function's first slice (which that function always runs before it looks at the time): a
         jet finished within it has the result the per-jet function would give, the others are
-        left to that function (:data:`~.columnar.PER_JET`), which goes on in slices until
+        left to that function (:data:`~.chunks.PER_JET`), which goes on in slices until
         ``max_time``.
         """
         if set(options) - {"likelihood", "beam_size", "greedy_guard", "max_time"}:

@@ -170,9 +170,9 @@ def mcts_settings(
 ) -> tuple[dict[str, Any], tuple[Any, ...]]:
     """The options of :func:`mcts` checked, as its results record them, and as its kernel takes them.
 
-    One check for the per-jet function and the columnar path (:mod:`.columnar`), so both accept,
-    refuse and record the same values. ``seed`` is recorded, not checked (:func:`_make_rng` checks
-    it when it makes the generator).
+    One check for the per-jet function and the columnar path (:mod:`~jetastar.clustering.chunks`),
+    so both accept, refuse and record the same values. ``seed`` is recorded, not checked
+    (:func:`_make_rng` checks it when it makes the generator).
 
     Returns:
         ``(options, settings)``: the options dict of a result (without ``max_time``) and
