@@ -221,10 +221,15 @@ def _jet_columns(collection: JetCollection, leaf_offsets: np.ndarray, node_offse
     return node_extra, jet_extra
 
 
-def _write_results(group: Any, table: AlgorithmResults) -> None:
+def _table_attrs(group: Any, table: AlgorithmResults) -> None:
+    """A results table's attributes but ``n_rows`` (written once its rows are)."""
     group.attrs["algorithm"] = table.algorithm
     group.attrs["likelihood"] = table.likelihood
     group.attrs["exact_method"] = bool(table.exact_method)
+
+
+def _write_results(group: Any, table: AlgorithmResults) -> None:
+    _table_attrs(group, table)
     group.attrs["n_rows"] = len(table)
     for name in ("jet_index", "jet_id", "log_likelihood", "log_z", "upper_bound", "n_trees",
                  "time_s", "node_offsets", "leaf_of_node"):
@@ -450,9 +455,7 @@ class HDF5StreamWriter(StreamWriter):
         state = self._tables.get(name)
         if state is None:
             g = self._results.create_group(name)
-            g.attrs["algorithm"] = table.algorithm
-            g.attrs["likelihood"] = table.likelihood
-            g.attrs["exact_method"] = bool(table.exact_method)
+            _table_attrs(g, table)
             g.create_group("counters")
             state = self._tables[name] = {"group": g, "rows": 0, "nodes": 0}
         g = state["group"]
