@@ -856,11 +856,11 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     and written again. A failed byte copy (a full disk) fails the file and keeps the parts; an
     input that holds results too is read and written again, and only this run's results are in
     the output."""
+    import jetastar.io._stream as stream
     import jetastar.io.hdf5 as hdf5
     import jetastar.io.root as root
 
     writer = hdf5.HDF5StreamWriter if ext == "h5" else root.RootStreamWriter
-    module = hdf5 if ext == "h5" else root
 
     def content(path):  # without the timings
         out = (_h5_content if ext == "h5" else _root_content)(path)
@@ -885,7 +885,7 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
     assert content(tmp_path / f"bytes.{ext}") == content(tmp_path / f"decoded.{ext}")
     _check_complete(tmp_path / f"bytes.{ext}", 19, ("greedy", "kt"))
 
-    real_bytes = module.copy_bytes
+    real_bytes = stream.copy_bytes  # (the writers' byte copy)
 
     def full(src, dst, *args, **kwargs):
         if Path(src) == inp:
@@ -894,7 +894,7 @@ def test_an_input_of_the_output_format_holding_only_jets_is_copied_byte_for_byte
 
     out = tmp_path / f"out.{ext}"
     with monkeypatch.context() as m:
-        m.setattr(module, "copy_bytes", full)
+        m.setattr(stream, "copy_bytes", full)
         (s,) = run_batch([inp], config, output=out, progress=False)
     assert "no space left on the device" in s.error and "rerun the same command" in s.error, s
     assert not out.exists() and not list(tmp_path.glob(f".out.{ext}.*"))
@@ -916,12 +916,12 @@ def test_an_aborted_jets_copy_stops_the_byte_copy(tmp_path, monkeypatch):
     """An interrupted run aborts the copy thread: a byte copy in progress is handed the thread's
     stop event and told to stop (it stops within a block, :func:`jetastar.io._common.copy_bytes`),
     so the abort does not wait for a large file to be copied, and no temporary file is left."""
-    import jetastar.io.hdf5 as hdf5
+    import jetastar.io._stream as stream
     from jetastar.batch.merge import JetsCopy
 
     inp = tmp_path / "in.h5"
     jio.write(inp, generate(20, ShowerParams.qcd(), seed=2))
-    real = hdf5.copy_bytes
+    real = stream.copy_bytes
     started = threading.Event()
     told: list = []
 
@@ -930,7 +930,7 @@ def test_an_aborted_jets_copy_stops_the_byte_copy(tmp_path, monkeypatch):
         told.append(None if stop is None else stop.wait(60))
         return real(src, dst, stop)
 
-    monkeypatch.setattr(hdf5, "copy_bytes", slow)
+    monkeypatch.setattr(stream, "copy_bytes", slow)
     copy = JetsCopy(JetFileReader, inp, 20, tmp_path / "out.h5", {})
     assert started.wait(60)
     copy.abort()

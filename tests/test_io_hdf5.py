@@ -342,7 +342,7 @@ def test_a_copied_jets_file_is_opened_again_without_a_lock(tmp_path, monkeypatch
     lock (it failed now and then with 'unable to lock file, errno = 11')."""
     import fcntl
 
-    import jetastar.io.hdf5 as hdf5
+    import jetastar.io._stream as stream
     from jetastar.io import AlgorithmResults
     from jetastar.io.hdf5 import HDF5StreamWriter
 
@@ -350,7 +350,7 @@ def test_a_copied_jets_file_is_opened_again_without_a_lock(tmp_path, monkeypatch
     inp = tmp_path / "jets.h5"
     jio.write(inp, jets)
     held = []
-    real = hdf5.copy_bytes
+    real = stream.copy_bytes
 
     def copy_and_hold(src, dst, *args, **kwargs):
         done = real(src, dst, *args, **kwargs)
@@ -359,7 +359,7 @@ def test_a_copied_jets_file_is_opened_again_without_a_lock(tmp_path, monkeypatch
         held.append(fd)
         return done
 
-    monkeypatch.setattr(hdf5, "copy_bytes", copy_and_hold)
+    monkeypatch.setattr(stream, "copy_bytes", copy_and_hold)
     out = tmp_path / "out.h5"
     writer = HDF5StreamWriter(out)
     try:

@@ -38,18 +38,41 @@ __all__ = [
     "copy_bytes",
     "decompression_executor",
     "entry_range",
+    "file_content",
     "generator_params",
     "get_extras",
     "jet_slice",
     "normalise_selection",
+    "one_line",
     "provenance",
     "rows_for",
+    "schema_version_error",
+    "selected_jets",
     "set_extras",
     "take_with_extras",
     "truth_log_likelihoods",
     "validate_columns",
+    "writer_meta",
 ]
 
+
+def one_line(text: str) -> str:
+    """``text`` on one line (each run of white space one space), at most 160 characters: how a
+    message quotes what a library said.
+
+    Example:
+        >>> one_line("unable to open file:   truncated  ")
+        'unable to open file: truncated'
+    """
+    return " ".join(text.split())[:160]
+
+
+def schema_version_error(path: str, version: Any) -> FileFormatError:
+    """The error of a jetastar file of another schema version (``version``: the one it says)."""
+    return FileFormatError(
+        f"{path}: unknown schema version {version!r} (this jetastar reads version "
+        f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
+    )
 
 
 def columns_side_by_side(columns: Iterable[np.ndarray], n_columns: int, rows: int, dtype: Any,
@@ -117,7 +140,7 @@ def check_tree_extent(tree: Any, name: str, path: str | os.PathLike[str]) -> Non
     except Exception as exc:  # (uproot raises many types on damage)
         raise FileFormatError(
             f"{path}: corrupt or truncated ROOT file, tree '{name}' cannot be read "
-            f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
+            f"({type(exc).__name__}: {one_line(str(exc))})"
         ) from None
     if end > size:
         raise FileFormatError(
@@ -219,6 +242,27 @@ def provenance(
     return out
 
 
+def writer_meta(attrs: Mapping[str, Any] | None, **first: Any) -> dict[str, Any]:
+    """The metadata a writer records: ``first``, then :func:`provenance`, then ``attrs`` (an entry
+    replaces one of the same name before it).
+
+    Example:
+        >>> meta = writer_meta({"seed": 3}, format="jetastar")
+        >>> list(meta)[0], meta["seed"]
+        ('format', 3)
+    """
+    meta = dict(first)
+    meta.update(provenance())
+    meta.update(dict(attrs or {}))
+    return meta
+
+
+def file_content(jets: bool) -> str:
+    """The ``content`` entry of a file's metadata: ``"jets+results"`` for a file with its jets,
+    else ``"results"``."""
+    return "jets+results" if jets else "results"
+
+
 def get_extras(collection: JetCollection) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Extra columns of a collection: ``(per_node, per_jet)`` name -> array (copies of the dicts).
 
@@ -297,6 +341,18 @@ def validate_columns(collection: JetCollection, path: str, offset: int = 0) -> N
     if badr.size:
         i = int(badr[0])
         fail(i, "params.root_momentum", f"has non-finite values {rm[i].tolist()}")
+
+
+def selected_jets(collection: JetCollection, path: str | os.PathLike[str], start: int,
+                  take: np.ndarray | None, validate: bool) -> JetCollection:
+    """What a reader returns of the jets it read for a selection (:func:`normalise_selection`):
+    ``collection``, the file's jets from ``start`` on, checked (:func:`validate_columns`) when
+    ``validate``, then the positions ``take`` of it (if any)."""
+    if validate:
+        validate_columns(collection, str(path), offset=start)
+    if take is not None:
+        collection = take_with_extras(collection, take)
+    return collection
 
 
 # ---------------------------------------------------------------------- selections

@@ -223,6 +223,13 @@ def _as_tables(
     return out
 
 
+def _check_folder(path: str | os.PathLike[str]) -> None:
+    """Refuse to write ``path`` into a folder that does not exist (:class:`FileNotFoundError`)."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+
+
 def write(
     path: str | os.PathLike[str],
     collection: JetCollection | None,
@@ -260,9 +267,7 @@ def write(
             f"io.write needs the jets as a JetCollection (or a list of Jets, or cluster_jets' "
             f"results, which hold them), got {type(collection).__name__}")
     tables = _as_tables(results, collection)
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+    _check_folder(path)
     fmt.write(path, collection, tables, attrs=attrs)
 
 
@@ -293,9 +298,7 @@ def stream_writer(path: str | os.PathLike[str], attrs: Mapping[str, Any] | None 
         need: an upper estimate of the file's size, checked against the free space.
     """
     fmt = writable_format(path)
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise FileNotFoundError(f"{path}: directory {parent} does not exist")
+    _check_folder(path)
     return fmt.stream_writer(path, attrs, need)
 
 

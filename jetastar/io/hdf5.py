@@ -55,24 +55,24 @@ from .._atomic import atomic_path
 from .._text import distinct_texts
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
-from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
+from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_hdf5_dataset_sizes, check_hdf5_jet_columns
 from ._common import (
     FileFormatError,
-    GeneratorParamsStream,
     check_exists,
     columns_side_by_side,
-    copy_bytes,
     entry_range,
+    file_content,
     generator_params,
     get_extras,
     normalise_selection,
-    provenance,
+    one_line,
     rows_for,
+    schema_version_error,
+    selected_jets,
     set_extras,
-    take_with_extras,
     truth_log_likelihoods,
-    validate_columns,
+    writer_meta,
 )
 from ._hdf5_chunks import (
     CHUNK_ROWS,
@@ -84,6 +84,7 @@ from ._hdf5_chunks import (
     write_whole,
 )
 from ._space import IN_MEMORY_MAX, check_free_space, estimate_bytes
+from ._stream import StreamWriter
 from .formats import ColumnReader, Format, register_format
 from .schema import (
     FORMAT_NAME,
@@ -220,10 +221,15 @@ def _jet_columns(collection: JetCollection, leaf_offsets: np.ndarray, node_offse
     return node_extra, jet_extra
 
 
-def _write_results(group: Any, table: AlgorithmResults) -> None:
+def _table_attrs(group: Any, table: AlgorithmResults) -> None:
+    """A results table's attributes but ``n_rows`` (written once its rows are)."""
     group.attrs["algorithm"] = table.algorithm
     group.attrs["likelihood"] = table.likelihood
     group.attrs["exact_method"] = bool(table.exact_method)
+
+
+def _write_results(group: Any, table: AlgorithmResults) -> None:
+    _table_attrs(group, table)
     group.attrs["n_rows"] = len(table)
     for name in ("jet_index", "jet_id", "log_likelihood", "log_z", "upper_bound", "n_trees",
                  "time_s", "node_offsets", "leaf_of_node"):
@@ -264,8 +270,7 @@ def write_hdf5(
         0
     """
     h5py = _h5py()
-    meta = provenance()
-    meta.update(dict(attrs or {}))
+    meta = writer_meta(attrs)
     need = estimate_bytes(collection, dict(results or {}))
     in_memory = need <= IN_MEMORY_MAX
     if not in_memory:
@@ -276,12 +281,9 @@ def write_hdf5(
         # is a clean OSError, never a crash inside HDF5
         kw = {"driver": "core", "backing_store": False} if in_memory else {}
         with h5py.File(tmp, "w", **kw) as f:
-            f.attrs["format"] = FORMAT_NAME
-            f.attrs["schema_version"] = SCHEMA_VERSION
-            f.attrs["content"] = "jets+results" if collection is not None else "results"
-            for k, v in meta.items():
-                plain = isinstance(v, (str, int, float, bool, np.number))
-                f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
+            _schema_attrs(f)
+            f.attrs["content"] = file_content(collection is not None)
+            _write_attrs(f, meta)
             if collection is not None:
                 f.attrs["n_jets"] = len(collection)
                 f.attrs.setdefault("generator_params", json.dumps(generator_params(collection)))
@@ -330,6 +332,20 @@ def _results_group(f: Any) -> Any:
     return f.create_group("results", track_order=True)
 
 
+def _schema_attrs(f: Any) -> None:
+    """The root attributes that make a jetastar file of this schema (the first ones written)."""
+    f.attrs["format"] = FORMAT_NAME
+    f.attrs["schema_version"] = SCHEMA_VERSION
+
+
+def _write_attrs(f: Any, meta: Mapping[str, Any]) -> None:
+    """The root attributes ``meta``: text (as UTF-8), numbers and booleans as they are, anything
+    else as JSON text."""
+    for k, v in meta.items():
+        plain = isinstance(v, (str, int, float, bool, np.number))
+        f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
+
+
 def _group_name(label: str) -> str:
     name = str(label).replace("/", "_")
     if not name or name in (".", ".."):
@@ -337,14 +353,15 @@ def _group_name(label: str) -> str:
     return name
 
 
-class HDF5StreamWriter:
+class HDF5StreamWriter(StreamWriter):
     """An HDF5 file of jets and results written block by block (memory bounded by one block),
     atomically: the file appears under its name only when :meth:`close` succeeds.
 
     The layout is that of :func:`write_hdf5` (the same datasets, attributes and types); every
     dataset is resizable. Jets come in file order (:meth:`add_jets`), the rows of each results
     table in order (:meth:`add_results`; tables may be interleaved), and for jets of a particle
-    file the rows by input entry in jet order (:meth:`add_by_entry`).
+    file the rows by input entry in jet order (:meth:`add_by_entry`). What the ROOT writer does
+    alike is in :class:`~jetastar.io._stream.StreamWriter`.
 
     Args:
         path: destination (``.h5``); replaced when the writer closes.
@@ -364,47 +381,21 @@ class HDF5StreamWriter:
 
     def __init__(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
                  need: int = 0) -> None:
-        h5py = _h5py()
-        if need:
-            check_free_space(path, need)
-        self._meta = provenance()
-        self._meta.update(dict(attrs or {}))
-        self._atomic = atomic_path(path, clean=True)
-        self._tmp = tmp = self._atomic.__enter__()
-        try:
-            self.f = h5py.File(tmp, "w")
-            self.f.attrs["format"] = FORMAT_NAME
-            self.f.attrs["schema_version"] = SCHEMA_VERSION
-        except BaseException as exc:
-            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        self._jets: Any = None
-        #: the jets are those of a file copied as it is (:meth:`copy_jets_file`), with these
-        #: generator parameters (JSON)
-        self._copied = False
-        self._copied_params: Any = None
-        self._n_jets = 0
+        super().__init__(path, attrs, need)
         self._leaf_base = 0
         self._node_base = 0
-        self._params = GeneratorParamsStream()
         self._type_width = 1
-        self._results: Any = None
         self._tables: dict[str, dict[str, Any]] = {}
         self._appends = ChunkedAppends()
-        self._by_entry: ByEntryStream | None = None
-        self._by_entry_rows = 0
         self._by_entry_nodes: dict[str, int] = {}
 
-    def update_attrs(self, attrs: Mapping[str, Any]) -> None:
-        """Add provenance entries known only after the writing began (e.g. the hash of an input
-        taken while its jets were copied); written with the rest when the file closes."""
-        self._meta.update(dict(attrs))
+    def _open(self, tmp: str) -> Any:
+        f = _h5py().File(tmp, "w")
+        _schema_attrs(f)
+        return f
 
     # -- jets
-    def add_jets(self, collection: JetCollection) -> None:
-        """Append the next jets (their extra columns must be those of the first block)."""
-        if self._copied:
-            raise ValueError("the jets were copied from a file: no more can be added")
+    def _write_jets(self, collection: JetCollection) -> None:
         if self._jets is None:
             self._jets = self.f.create_group("jets")
         g = self._jets
@@ -420,32 +411,14 @@ class HDF5StreamWriter:
                 h = g[sub] if sub in g else g.create_group(sub, track_order=True)
                 for k, v in extra.items():
                     self._append(h, k, v)
-        self._params.add(collection)
-        self._n_jets += len(collection)
         self._leaf_base = int(loff[-1])
         self._node_base = int(noff[-1])
 
-    def copy_jets_file(self, path: str | os.PathLike[str], stop: Any = None) -> bool:
-        """The jets of ``path`` as they are, if it is a jetastar HDF5 file of this schema with
-        nothing but jets (and an empty ``results`` group): the file is copied into this writer's
-        temporary file and opened again for the results. Call it before adding anything.
+    def _jets_only_meta(self, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+        return _jets_only_attrs(path)
 
-        Args:
-            path: the file.
-            stop: as for :meth:`RootStreamWriter.copy_jets_file
-                <jetastar.io.root.RootStreamWriter.copy_jets_file>`.
-
-        Returns:
-            ``True`` if the jets were copied; ``False`` (the writer as it was) for another file.
-        """
-        if self._jets is not None or self._results is not None or self._by_entry is not None:
-            raise ValueError("copy_jets_file must come before anything else is added")
-        attrs = _jets_only_attrs(path)
-        if attrs is None:
-            return False
+    def _open_copy(self, meta: Mapping[str, Any]) -> None:
         h5py = _h5py()
-        self.f.close()
-        copy_bytes(path, self._tmp, stop)
         # without a lock: the file is this writer's own, and a worker process being started
         # (between its fork and exec) can still hold the lock of the handle just closed
         try:
@@ -454,15 +427,11 @@ class HDF5StreamWriter:
             self.f = f = h5py.File(self._tmp, "r+")
         for k in list(f.attrs):  # the input's provenance: this file gets its own at close
             del f.attrs[k]
-        f.attrs["format"] = FORMAT_NAME
-        f.attrs["schema_version"] = SCHEMA_VERSION
+        _schema_attrs(f)
         if "results" in f:  # empty; made again, listing tables in the order they are written
             del f["results"]
         self._jets = f["jets"]
-        self._copied = True
-        self._n_jets = int(attrs["n_jets"])
-        self._copied_params = _attr(attrs["generator_params"])
-        return True
+        self._copied_params = _attr(meta["generator_params"])
 
     def _append_types(self, values: Any) -> None:
         """``jet_type`` is fixed-width bytes as wide as the longest type: a wider one than seen
@@ -486,9 +455,7 @@ class HDF5StreamWriter:
         state = self._tables.get(name)
         if state is None:
             g = self._results.create_group(name)
-            g.attrs["algorithm"] = table.algorithm
-            g.attrs["likelihood"] = table.likelihood
-            g.attrs["exact_method"] = bool(table.exact_method)
+            _table_attrs(g, table)
             g.create_group("counters")
             state = self._tables[name] = {"group": g, "rows": 0, "nodes": 0}
         g = state["group"]
@@ -513,14 +480,8 @@ class HDF5StreamWriter:
         state["nodes"] = int(off[-1])
 
     # -- results by input entry (jets of a particle file)
-    def add_by_entry(self, collection: JetCollection,
-                     tables: Mapping[str, AlgorithmResults]) -> None:
-        """Append the next jets' rows of ``/clusters`` (jets of a particle file, in order;
-        ``tables``: their results, ``jet_index`` counted from the first of them) and, for jets
-        found in events, the events of ``/clusters/events`` that are complete."""
-        if self._by_entry is None:
-            self._by_entry = ByEntryStream(self._meta)
-        scalars, per_label, events = self._by_entry.add(collection, tables)
+    def _write_by_entry(self, scalars: Mapping[str, np.ndarray],
+                        per_label: Mapping[str, Mapping[str, Any]]) -> None:
         g = self.f.require_group("clusters")
         for k, v in scalars.items():
             self._append(g, k, v)
@@ -536,13 +497,10 @@ class HDF5StreamWriter:
             self._append(h, "exact", np.asarray(c["exact"]).astype(np.uint8))
             self._append(h, "finite", np.asarray(c["finite"]).astype(np.uint8))
             _append_text(h, "reason", c["reason"])
-        self._by_entry_rows += len(collection)
-        if events is not None:
-            self._add_events(events[0])
 
-    def _add_events(self, scalars: Mapping[str, np.ndarray]) -> None:
+    def _write_events(self, events: tuple[Any, ...]) -> None:
         g = self.f.require_group("clusters/events")
-        for k, v in scalars.items():
+        for k, v in events[0].items():
             self._append(g, k, v)
 
     def _append(self, group: Any, name: str, data: Any) -> None:
@@ -555,58 +513,24 @@ class HDF5StreamWriter:
             _append_through_h5py(group, name, arr)
 
     # -- end
-    def close(self) -> None:
-        """Write the attributes that depend on every block, close and rename the file."""
+    def _write_meta(self) -> None:
         f = self.f
-        try:
-            last = self._by_entry.finish() if self._by_entry is not None else None
-            if last is not None:
-                self._add_events(last[0])
-            self._appends.finish()
-            jets = self._jets is not None
-            f.attrs["content"] = "jets+results" if jets else "results"
-            meta = dict(self._meta)
-            if jets:
-                meta.setdefault("generator_params", self._copied_params if self._copied
-                                else json.dumps(self._params.result()))
-            for k, v in meta.items():
-                plain = isinstance(v, (str, int, float, bool, np.number))
-                f.attrs[k] = _safe_text(v) if isinstance(v, str) else (v if plain else json.dumps(v))
-            if jets:
-                f.attrs["n_jets"] = self._n_jets
-                self._jets.attrs["n_jets"] = self._n_jets
-            _results_group(f)
-            for state in self._tables.values():
-                state["group"].attrs["n_rows"] = state["rows"]
-            if "clusters" in f:
-                f["clusters"].attrs["n_rows"] = self._by_entry_rows
-            f.close()
-        except BaseException as exc:
-            self.abort(exc)
-            raise
-        self._atomic.__exit__(None, None, None)
-
-    def abort(self, exc: BaseException | None = None) -> None:
-        """Close and delete the temporary file (the destination is left as it was)."""
-        try:
-            self.f.close()
-        except Exception:  # already closed, or the file is broken: it is deleted anyway
-            pass
-        exc = exc if exc is not None else RuntimeError("aborted")
-        try:
-            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
-        except BaseException as again:
-            if again is not exc:
-                raise
-
-    def __enter__(self) -> HDF5StreamWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc is None:
-            self.close()
-        else:
-            self.abort(exc)
+        self._appends.finish()
+        jets = self._has_jets
+        f.attrs["content"] = file_content(jets)
+        meta = dict(self._meta)
+        if jets:
+            meta.setdefault("generator_params", self._copied_params if self._copied
+                            else json.dumps(self._params.result()))
+        _write_attrs(f, meta)
+        if jets:
+            f.attrs["n_jets"] = self._n_jets
+            self._jets.attrs["n_jets"] = self._n_jets
+        _results_group(f)
+        for state in self._tables.values():
+            state["group"].attrs["n_rows"] = state["rows"]
+        if "clusters" in f:
+            f["clusters"].attrs["n_rows"] = self._by_entry_rows
 
 
 def _append_through_h5py(group: Any, name: str, data: Any) -> None:
@@ -669,8 +593,8 @@ class _File:
             if "signature" in text:
                 raise FileFormatError(f"{p}: not an HDF5 file") from None
             if "truncated" in text:
-                raise FileFormatError(f"{p}: truncated HDF5 file ({_short(text)})") from None
-            raise FileFormatError(f"{p}: corrupt HDF5 file ({_short(text)})") from None
+                raise FileFormatError(f"{p}: truncated HDF5 file ({one_line(text)})") from None
+            raise FileFormatError(f"{p}: corrupt HDF5 file ({one_line(text)})") from None
         try:
             self._check(need_jets)
         except BaseException:
@@ -683,7 +607,7 @@ class _File:
             fmt = f.attrs.get("format")
             version = f.attrs.get("schema_version")
         except (OSError, RuntimeError) as exc:
-            raise FileFormatError(f"{self.path}: corrupt HDF5 file ({_short(str(exc))})") from None
+            raise FileFormatError(f"{self.path}: corrupt HDF5 file ({one_line(str(exc))})") from None
         fmt, version = _attr(fmt), _attr(version)
         if fmt != FORMAT_NAME:
             raise FileFormatError(
@@ -692,10 +616,7 @@ class _File:
                 "`jetastar cluster FILE --particles DATASET`"
             )
         if version is None or int(version) != SCHEMA_VERSION:
-            raise FileFormatError(
-                f"{self.path}: unknown schema version {version!r} (this jetastar reads version "
-                f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
-            )
+            raise schema_version_error(self.path, version)
         if need_jets and "jets" not in f:
             raise FileFormatError(f"{self.path}: holds no jets (a results-only file)")
         self.n_jets = 0
@@ -704,7 +625,7 @@ class _File:
                 self.n_jets = check_hdf5_jet_columns(self.path, f["jets"])
             except (OSError, RuntimeError, KeyError) as exc:
                 raise FileFormatError(
-                    f"{self.path}: corrupt HDF5 file ({_short(str(exc))})"
+                    f"{self.path}: corrupt HDF5 file ({one_line(str(exc))})"
                 ) from None
         if "results" in f:
             check_hdf5_dataset_sizes(self.path, f["results"])
@@ -724,7 +645,7 @@ class _File:
         except (OSError, RuntimeError, ValueError, DeflateError) as exc:
             raise FileFormatError(
                 f"{self.path}: dataset '{name}' cannot be read, the file is corrupt or truncated "
-                f"({_short(str(exc))})"
+                f"({one_line(str(exc))})"
             ) from None
 
     def __enter__(self) -> _File:
@@ -739,10 +660,6 @@ class _File:
             self.f.close()
         finally:
             self._chunks.close()
-
-
-def _short(text: str) -> str:
-    return " ".join(text.split())[:160]
 
 
 def n_jets_hdf5(path: str | os.PathLike[str]) -> int:
@@ -776,11 +693,7 @@ def read_hdf5(
         n = f.n_jets
         start, stop, take = normalise_selection(jets, n)
         collection = _read_range(f, start, stop)
-    if validate:
-        validate_columns(collection, str(path), offset=start)
-    if take is not None:
-        collection = take_with_extras(collection, take)
-    return collection
+    return selected_jets(collection, path, start, take, validate)
 
 
 def _read_range(f: _File, start: int, stop: int, node_data: bool = True) -> JetCollection:

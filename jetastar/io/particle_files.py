@@ -78,6 +78,7 @@ from ._common import (
     check_exists,
     check_tree_extent,
     decompression_executor,
+    one_line,
 )
 from .formats import file_format
 
@@ -159,23 +160,43 @@ class ParticleSource:
                 "mass_policy": self.mass_policy, "jet_type": self.jet_type}
 
 
-# ---------------------------------------------------------------------- ROOT
-class _RootParticles:
-    def __init__(self, src: ParticleSource) -> None:
-        import uproot
+# ---------------------------------------------------------------------- both formats
+class _ParticleFile:
+    """A particle file open for reading (``self.file``, :meth:`_open`), its layout found by
+    :meth:`_setup` (the file is closed again when that fails)."""
 
+    def __init__(self, src: ParticleSource) -> None:
         self.src = src
         self.path = src.path
-        try:
-            self.file = uproot.open(src.path, decompression_executor=decompression_executor())
-        except Exception as exc:
-            raise FileFormatError(f"{src.path}: cannot open as a ROOT file ({type(exc).__name__}: "
-                                  f"{_short(str(exc))})") from None
+        self.file = self._open(src.path)
         try:
             self._setup()
         except BaseException:
             self.file.close()
             raise
+
+    def _open(self, path: str) -> Any:
+        """The open file (``FileFormatError`` naming the file when it cannot be opened)."""
+        raise NotImplementedError
+
+    def _setup(self) -> None:
+        """Find the particles in the open file."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.file.close()
+
+
+# ---------------------------------------------------------------------- ROOT
+class _RootParticles(_ParticleFile):
+    def _open(self, path: str) -> Any:
+        import uproot
+
+        try:
+            return uproot.open(path, decompression_executor=decompression_executor())
+        except Exception as exc:
+            raise FileFormatError(f"{path}: cannot open as a ROOT file ({type(exc).__name__}: "
+                                  f"{one_line(str(exc))})") from None
 
     def _setup(self) -> None:
         src = self.src
@@ -271,7 +292,7 @@ class _RootParticles:
         except Exception as exc:
             raise FileFormatError(
                 f"{self.path}: tree '{self.tree_name}' entries {start}-{stop} cannot be read "
-                f"({type(exc).__name__}: {_short(str(exc))})"
+                f"({type(exc).__name__}: {one_line(str(exc))})"
             ) from None
         counts = None
         first = None
@@ -297,27 +318,17 @@ class _RootParticles:
     def fields(self) -> dict[str, str]:
         return dict(self.branches)
 
-    def close(self) -> None:
-        self.file.close()
-
 
 # ---------------------------------------------------------------------- HDF5
-class _H5Particles:
-    def __init__(self, src: ParticleSource) -> None:
+class _H5Particles(_ParticleFile):
+    def _open(self, path: str) -> Any:
         import h5py
 
-        self.src = src
-        self.path = src.path
         try:
-            self.file = h5py.File(src.path, "r")
+            return h5py.File(path, "r")
         except OSError as exc:
-            raise FileFormatError(f"{src.path}: cannot open as an HDF5 file ({_short(str(exc))})") \
+            raise FileFormatError(f"{path}: cannot open as an HDF5 file ({one_line(str(exc))})") \
                 from None
-        try:
-            self._setup()
-        except BaseException:
-            self.file.close()
-            raise
 
     def _setup(self) -> None:
         import h5py
@@ -427,7 +438,7 @@ class _H5Particles:
                                   {k: np.asarray(v) for k, v in group.items()})
         except Exception as exc:
             raise FileFormatError(f"{self.path}: group '{self.name}' has an awkward form but "
-                                  f"cannot be read ({type(exc).__name__}: {_short(str(exc))})") \
+                                  f"cannot be read ({type(exc).__name__}: {one_line(str(exc))})") \
                 from None
         if arr.ndim == 1 and ak.fields(arr):  # records: pick the field that holds the particles
             lists = [f for f in ak.fields(arr) if arr[f].ndim == 2 and ak.fields(arr[f])]
@@ -478,9 +489,6 @@ class _H5Particles:
         data = self.ds[start:stop]
         mask = None if self.mask is None else np.asarray(self.mask[start:stop], dtype=bool)
         return data, mask
-
-    def close(self) -> None:
-        self.file.close()
 
 
 # ---------------------------------------------------------------------- common
@@ -1041,10 +1049,6 @@ def _attr_text(v: Any) -> str | None:
     if isinstance(v, np.ndarray):
         return ",".join(x.decode() if isinstance(x, bytes) else str(x) for x in v.tolist())
     return str(v)
-
-
-def _short(text: str) -> str:
-    return " ".join(text.split())[:160]
 
 
 def _field_path(rec: Any, name: str) -> Any:

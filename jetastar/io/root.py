@@ -40,7 +40,7 @@ import importlib.util
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -49,28 +49,29 @@ from .._atomic import atomic_path
 from .._text import Repeated, awkward_strings, str_array
 from ..jet import JetCollection
 from ..result_tables import AlgorithmResults
-from ._by_entry import ByEntryStream, by_entry_columns, event_columns, has_entries
+from ._by_entry import by_entry_columns, event_columns, has_entries
 from ._checks import check_counts
 from ._common import (
     FileFormatError,
-    GeneratorParamsStream,
     check_exists,
     check_tree_extent,
     columns_side_by_side,
-    copy_bytes,
     decompression_executor,
     entry_range,
+    file_content,
     generator_params,
     get_extras,
     normalise_selection,
-    provenance,
+    one_line,
     rows_for,
+    schema_version_error,
+    selected_jets,
     set_extras,
-    take_with_extras,
     truth_log_likelihoods,
     validate_columns,
+    writer_meta,
 )
-from ._space import check_free_space
+from ._stream import StreamWriter
 from .formats import ColumnReader, Format, register_format
 from .schema import (
     FORMAT_NAME,
@@ -117,6 +118,19 @@ def root_compression() -> Any:
     if hasattr(compression, "library") and importlib.util.find_spec("deflate") is not None:
         compression.library = "deflate"  # on this object only; uproot's class default is untouched
     return compression
+
+
+def _extra_names(collection: JetCollection) -> tuple[list[str], list[str]]:
+    """``meta["node_extra"]`` and ``meta["jet_extra"]``: the names of the extra columns (sorted;
+    the truth log-likelihoods have branches of their own)."""
+    node_extra, jet_extra = get_extras(collection)
+    return sorted(node_extra), sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
+
+
+def _table_meta(table: AlgorithmResults, n_rows: int) -> dict[str, Any]:
+    """A results table's entry of ``meta["results"]`` (``n_rows``: its rows in the file)."""
+    return {"algorithm": table.algorithm, "likelihood": table.likelihood,
+            "exact_method": table.exact_method, "n_rows": n_rows}
 
 
 def _jagged(values: np.ndarray, offsets: np.ndarray) -> Any:
@@ -207,19 +221,40 @@ def _results_block(label: str, table: AlgorithmResults, counters: list[str], a: 
     return out
 
 
+def _extend(f: Any, tree: Any, name: str, title: str, n: int, rows: int,
+            block_of: Callable[[int, int], dict[str, Any]],
+            types_of: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """Append rows ``0:n`` to the tree ``name`` of ``f`` in blocks (baskets) of ``rows``
+    (``block_of(a, b)``: the branches of rows ``a:b``); the tree is made, with ``title`` and the
+    branch types ``types_of(block)``, from the first block when ``tree`` is ``None``, even for no
+    rows. Returns the tree."""
+    for a in range(0, max(n, 1), rows):
+        b = min(n, a + rows)
+        block = block_of(a, b)
+        if tree is None:
+            tree = f.mktree(name, types_of(block), title=title)
+        if b > a:
+            tree.extend(block)
+    return tree
+
+
+def _extend_jets(f: Any, tree: Any, collection: JetCollection) -> Any:
+    """Append the jets of ``collection`` to the ``jets`` tree of ``f`` in baskets of
+    :data:`_BASKET` (the tree is made from the first block when ``tree`` is ``None``, even for no
+    jets); returns the tree."""
+    truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
+    return _extend(f, tree, "jets", "jetastar jets", len(collection), _BASKET,
+                   lambda a, b: _jets_block(collection, truth, a, b), _branch_types)
+
+
 def _extend_results(f: Any, tree: Any, label: str, table: AlgorithmResults,
                     counters: list[str]) -> Any:
     """Append ``table``'s rows to the ``results`` tree of ``f`` in blocks of
     :data:`_RESULTS_BASKET` (the tree is made from the first block when ``tree`` is ``None``, even
     for an empty table); returns the tree."""
-    for a in range(0, max(len(table), 1), _RESULTS_BASKET):
-        b = min(len(table), a + _RESULTS_BASKET)
-        block = _results_block(label, table, counters, a, b)
-        if tree is None:
-            tree = f.mktree("results", _branch_types(block), title="jetastar clustering results")
-        if b > a:
-            tree.extend(block)
-    return tree
+    return _extend(f, tree, "results", "jetastar clustering results", len(table),
+                   _RESULTS_BASKET, lambda a, b: _results_block(label, table, counters, a, b),
+                   _branch_types)
 
 
 def write_root(
@@ -239,35 +274,19 @@ def write_root(
     """
     import uproot
 
-    meta: dict[str, Any] = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION}
-    meta.update(provenance())
-    meta.update(dict(attrs or {}))
+    meta = writer_meta(attrs, format=FORMAT_NAME, schema_version=SCHEMA_VERSION)
     results = dict(results or {})
-    meta["content"] = "jets+results" if collection is not None else "results"
-    meta["results"] = {
-        label: {
-            "algorithm": t.algorithm, "likelihood": t.likelihood,
-            "exact_method": t.exact_method, "n_rows": len(t),
-        }
-        for label, t in results.items()
-    }
+    meta["content"] = file_content(collection is not None)
+    meta["results"] = {label: _table_meta(t, len(t)) for label, t in results.items()}
     if collection is not None:
-        node_extra, jet_extra = get_extras(collection)
         meta["n_jets"] = len(collection)
         meta.setdefault("generator_params", generator_params(collection))
-        meta["node_extra"] = sorted(node_extra)
-        meta["jet_extra"] = sorted(k for k in jet_extra if not k.startswith("truth_llh_"))
-        truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
+        meta["node_extra"], meta["jet_extra"] = _extra_names(collection)
     with atomic_path(path, clean=True) as tmp:
         with uproot.recreate(tmp, compression=root_compression()) as f:
             f["meta"] = json.dumps(meta, default=_json_default)
             if collection is not None:
-                first = _jets_block(collection, truth, 0, min(len(collection), _BASKET))
-                tree = f.mktree("jets", _branch_types(first), title="jetastar jets")
-                if len(collection):
-                    tree.extend(first)
-                for a in range(_BASKET, len(collection), _BASKET):
-                    tree.extend(_jets_block(collection, truth, a, min(len(collection), a + _BASKET)))
+                _extend_jets(f, None, collection)
             if results and has_entries(collection):
                 _write_by_entry(f, collection, results)
                 _write_by_event(f, collection, results, entry_range(meta))
@@ -306,30 +325,28 @@ def _by_entry_block(scalars: Mapping[str, np.ndarray], per_label: Mapping[str, M
     return out
 
 
+def _by_entry_types(block: dict[str, Any]) -> dict[str, Any]:
+    import awkward as ak
+
+    types: dict[str, Any] = {}
+    for k, v in block.items():
+        if k.endswith(("_status", "_reason")):
+            types[k] = "string"
+        elif isinstance(v, ak.Array):
+            types[k] = v.type.content
+        else:
+            types[k] = np.asarray(v).dtype
+    return types
+
+
 def _extend_by_entry(f: Any, tree: Any, scalars: Mapping[str, np.ndarray],
                      per_label: Mapping[str, Mapping[str, Any]]) -> Any:
     """Append the rows of :func:`~._by_entry.by_entry_columns` to the ``clusters`` tree of ``f``
     in baskets of :data:`_BASKET` (made from the first block when ``tree`` is ``None``, even for
     no rows); returns the tree."""
-    import awkward as ak
-
-    n = scalars["entry"].shape[0]
-    for a in range(0, max(n, 1), _BASKET):
-        b = min(n, a + _BASKET)
-        block = _by_entry_block(scalars, per_label, a, b)
-        if tree is None:
-            types: dict[str, Any] = {}
-            for k, v in block.items():
-                if k.endswith(("_status", "_reason")):
-                    types[k] = "string"
-                elif isinstance(v, ak.Array):
-                    types[k] = v.type.content
-                else:
-                    types[k] = np.asarray(v).dtype
-            tree = f.mktree("clusters", types, title="jetastar results, one entry per input jet")
-        if b > a:
-            tree.extend(block)
-    return tree
+    return _extend(f, tree, "clusters", "jetastar results, one entry per input jet",
+                   scalars["entry"].shape[0], _BASKET,
+                   lambda a, b: _by_entry_block(scalars, per_label, a, b), _by_entry_types)
 
 
 def _write_by_event(f: Any, collection: JetCollection,
@@ -341,31 +358,30 @@ def _write_by_event(f: Any, collection: JetCollection,
         _extend_by_event(f, None, *cols)
 
 
+def _by_event_block(scalars: Mapping[str, np.ndarray], per_jet: Mapping[str, np.ndarray],
+                    offsets: np.ndarray, a: int, b: int) -> dict[str, Any]:
+    import awkward as ak
+
+    block: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
+    ja, jb = int(offsets[a]), int(offsets[b])
+    block["jet"] = ak.zip({k: _jagged(v[ja:jb], offsets[a:b + 1] - ja)
+                           for k, v in per_jet.items()})
+    return block
+
+
 def _extend_by_event(f: Any, tree: Any, scalars: Mapping[str, np.ndarray],
                      per_jet: Mapping[str, np.ndarray], offsets: np.ndarray) -> Any:
     """Append events (:func:`~._by_entry.event_columns`) to the ``clusters_events`` tree of
     ``f`` in baskets of :data:`_BASKET` (made from the first block when ``tree`` is ``None``);
     returns the tree."""
-    import awkward as ak
-
-    n = offsets.shape[0] - 1
-    for a in range(0, max(n, 1), _BASKET):
-        b = min(n, a + _BASKET)
-        block: dict[str, Any] = {k: np.ascontiguousarray(v[a:b]) for k, v in scalars.items()}
-        ja, jb = int(offsets[a]), int(offsets[b])
-        block["jet"] = ak.zip({k: _jagged(v[ja:jb], offsets[a:b + 1] - ja)
-                               for k, v in per_jet.items()})
-        if tree is None:
-            types = {k: (v.type.content if k == "jet" else np.asarray(v).dtype)
-                     for k, v in block.items()}
-            tree = f.mktree("clusters_events", types,
-                            title="jetastar results, one entry per input event")
-        if b > a:
-            tree.extend(block)
-    return tree
+    return _extend(f, tree, "clusters_events", "jetastar results, one entry per input event",
+                   offsets.shape[0] - 1, _BASKET,
+                   lambda a, b: _by_event_block(scalars, per_jet, offsets, a, b),
+                   lambda block: {k: (v.type.content if k == "jet" else np.asarray(v).dtype)
+                                  for k, v in block.items()})
 
 
-class RootStreamWriter:
+class RootStreamWriter(StreamWriter):
     """A ROOT file of jets and results written block by block (memory bounded by one block),
     atomically: the file appears under its name only when :meth:`close` succeeds.
 
@@ -375,7 +391,8 @@ class RootStreamWriter:
     ``results`` tree holds one table after the other, in blocks of at most 50 000 rows: each
     ``add_results`` call writes at least one), after :meth:`set_counters`. For jets of a particle
     file, the ``clusters`` and ``clusters_events`` trees come block by block too
-    (:meth:`add_by_entry`, :meth:`add_by_event`).
+    (:meth:`add_by_entry`). What the HDF5 writer does alike is in
+    :class:`~jetastar.io._stream.StreamWriter`.
 
     Args:
         path: destination ``.root`` file; replaced when the writer closes.
@@ -395,88 +412,34 @@ class RootStreamWriter:
 
     def __init__(self, path: str | os.PathLike[str], attrs: Mapping[str, Any] | None = None,
                  need: int = 0) -> None:
-        import uproot
-
-        if need:
-            check_free_space(path, need)
-        self._meta: dict[str, Any] = {"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION}
-        self._meta.update(provenance())
-        self._meta.update(dict(attrs or {}))
-        self._atomic = atomic_path(path, clean=True)
-        self._tmp = tmp = self._atomic.__enter__()
-        try:
-            self.f = uproot.recreate(tmp, compression=root_compression())
-        except BaseException as exc:
-            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        self._jets: Any = None
-        #: the jets are those of a file copied as it is (:meth:`copy_jets_file`), with these
-        #: generator parameters
-        self._copied = False
-        self._copied_params: Any = None
-        self._n_jets = 0
+        super().__init__(path, attrs, need, format=FORMAT_NAME, schema_version=SCHEMA_VERSION)
         self._extras: tuple[list[str], list[str]] = ([], [])
-        self._params = GeneratorParamsStream()
-        self._results: Any = None
         self._counters: list[str] = []
         self._labels: dict[str, dict[str, Any]] = {}
         self._clusters: Any = None
         self._events: Any = None
-        self._by_entry: ByEntryStream | None = None
 
-    def update_attrs(self, attrs: Mapping[str, Any]) -> None:
-        """Add provenance entries known only after the writing began (e.g. the hash of an input
-        taken while its jets were copied); written with the rest when the file closes."""
-        self._meta.update(dict(attrs))
-
-    def add_jets(self, collection: JetCollection) -> None:
-        """Append the next jets (their extra columns must be those of the first block)."""
-        if self._copied:
-            raise ValueError("the jets were copied from a file: no more can be added")
-        n = len(collection)
-        truth = {lk: truth_log_likelihoods(collection, lk) for lk in TRUTH_LIKELIHOODS}
-        if self._jets is None:
-            node_extra, jet_extra = get_extras(collection)
-            self._extras = (sorted(node_extra),
-                            sorted(k for k in jet_extra if not k.startswith("truth_llh_")))
-            first = _jets_block(collection, truth, 0, min(n, _BASKET))
-            self._jets = self.f.mktree("jets", _branch_types(first), title="jetastar jets")
-        for a in range(0, n, _BASKET):
-            self._jets.extend(_jets_block(collection, truth, a, min(n, a + _BASKET)))
-        self._params.add(collection)
-        self._n_jets += n
-
-    def copy_jets_file(self, path: str | os.PathLike[str], stop: Any = None) -> bool:
-        """Take the jets of a jetastar ROOT file that holds only jets (of this schema) as they
-        are: its bytes are copied into this writer's temporary file, which is then opened for the
-        results (no decompressing and compressing again). Before anything else is added.
-
-        Args:
-            path: the file.
-            stop: an event that stops the copy when set (:func:`~jetastar.io._common.copy_bytes`:
-                ``InterruptedError``; the writer is then to be aborted).
-
-        Returns:
-            Whether the jets were copied; ``False`` (nothing changed) for any other file.
-        """
+    def _open(self, tmp: str) -> Any:
         import uproot
 
-        if self._jets is not None or self._copied or self._results is not None \
-                or self._by_entry is not None:
-            raise ValueError("copy_jets_file must come before anything else is added")
-        meta = _jets_only_meta(path)
-        if meta is None:
-            return False
-        self.f.close()
-        copy_bytes(path, self._tmp, stop)
+        return uproot.recreate(tmp, compression=root_compression())
+
+    def _write_jets(self, collection: JetCollection) -> None:
+        if self._jets is None:
+            self._extras = _extra_names(collection)
+        self._jets = _extend_jets(self.f, self._jets, collection)
+
+    def _jets_only_meta(self, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+        return _jets_only_meta(path)
+
+    def _open_copy(self, meta: Mapping[str, Any]) -> None:
+        import uproot
+
         self.f = uproot.update(self._tmp)
         self.f.compression = root_compression()
         del self.f["meta"]  # written again when the writer closes
-        self._copied = True
-        self._n_jets = int(meta["n_jets"])
         self._extras = (list(meta["node_extra"]), list(meta["jet_extra"]))
         self._copied_params = meta["generator_params"]
-        return True
 
     def set_counters(self, names: Any) -> None:
         """The counters of every results table (one branch each); before the first results."""
@@ -489,68 +452,28 @@ class RootStreamWriter:
         attributes come from its first rows)."""
         info = self._labels.get(label)
         if info is None:
-            info = self._labels[label] = {
-                "algorithm": table.algorithm, "likelihood": table.likelihood,
-                "exact_method": table.exact_method, "n_rows": 0,
-            }
+            info = self._labels[label] = _table_meta(table, 0)
         self._results = _extend_results(self.f, self._results, label, table, self._counters)
         info["n_rows"] += len(table)
 
-    def add_by_entry(self, collection: JetCollection,
-                     tables: Mapping[str, AlgorithmResults]) -> None:
-        """Append the next jets' rows of the ``clusters`` tree (jets of a particle file, in
-        order; ``tables``: their results, ``jet_index`` counted from the first of them) and, for
-        jets found in events, the events of ``clusters_events`` that are complete."""
-        if self._by_entry is None:
-            self._by_entry = ByEntryStream(self._meta)
-        scalars, per_label, events = self._by_entry.add(collection, tables)
+    def _write_by_entry(self, scalars: Mapping[str, np.ndarray],
+                        per_label: Mapping[str, Mapping[str, Any]]) -> None:
         self._clusters = _extend_by_entry(self.f, self._clusters, scalars, per_label)
-        if events is not None:
-            self._events = _extend_by_event(self.f, self._events, *events)
 
-    def close(self) -> None:
-        """Write ``meta``, close and rename the file."""
-        try:
-            last = self._by_entry.finish() if self._by_entry is not None else None
-            if last is not None:
-                self._events = _extend_by_event(self.f, self._events, *last)
-            meta = dict(self._meta)
-            jets = self._jets is not None or self._copied
-            meta["content"] = "jets+results" if jets else "results"
-            meta["results"] = self._labels
-            if jets:
-                meta["n_jets"] = self._n_jets
-                meta.setdefault("generator_params", self._params.result() if not self._copied
-                                else self._copied_params)
-                meta["node_extra"], meta["jet_extra"] = self._extras
-            self.f["meta"] = json.dumps(meta, default=_json_default)
-            self.f.close()
-        except BaseException as exc:
-            self.abort(exc)
-            raise
-        self._atomic.__exit__(None, None, None)
+    def _write_events(self, events: tuple[Any, ...]) -> None:
+        self._events = _extend_by_event(self.f, self._events, *events)
 
-    def abort(self, exc: BaseException | None = None) -> None:
-        """Close and delete the temporary file (the destination is left as it was)."""
-        try:
-            self.f.close()
-        except Exception:  # already closed or broken: deleted anyway
-            pass
-        exc = exc if exc is not None else RuntimeError("aborted")
-        try:
-            self._atomic.__exit__(type(exc), exc, exc.__traceback__)
-        except BaseException as again:
-            if again is not exc:
-                raise
-
-    def __enter__(self) -> RootStreamWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc is None:
-            self.close()
-        else:
-            self.abort(exc)
+    def _write_meta(self) -> None:
+        meta = dict(self._meta)
+        jets = self._has_jets
+        meta["content"] = file_content(jets)
+        meta["results"] = self._labels
+        if jets:
+            meta["n_jets"] = self._n_jets
+            meta.setdefault("generator_params", self._params.result() if not self._copied
+                            else self._copied_params)
+            meta["node_extra"], meta["jet_extra"] = self._extras
+        self.f["meta"] = json.dumps(meta, default=_json_default)
 
 
 def _jets_only_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -617,16 +540,13 @@ class _RootFile:
         except Exception as exc:
             raise FileFormatError(
                 f"{self.path}: corrupt ROOT file, cannot read 'meta' ({type(exc).__name__}: "
-                f"{_short(str(exc))})"
+                f"{one_line(str(exc))})"
             ) from None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
             raise FileFormatError(f"{self.path}: not a jetastar ROOT file ('meta' has no format)")
         version = meta.get("schema_version")
         if version != SCHEMA_VERSION:
-            raise FileFormatError(
-                f"{self.path}: unknown schema version {version!r} (this jetastar reads version "
-                f"{SCHEMA_VERSION}; a newer file needs a newer jetastar)"
-            )
+            raise schema_version_error(self.path, version)
         return meta
 
     def _check_extent(self) -> None:
@@ -645,7 +565,7 @@ class _RootFile:
         except Exception as exc:
             raise FileFormatError(
                 f"{self.path}: tree '{tree}' cannot be read, the file is corrupt or truncated "
-                f"({type(exc).__name__}: {_short(str(exc))})"
+                f"({type(exc).__name__}: {one_line(str(exc))})"
             ) from None
 
     def columns(self, tree: str, start: int | None = None, stop: int | None = None,
@@ -663,7 +583,7 @@ class _RootFile:
         except Exception as exc:
             raise FileFormatError(
                 f"{self.path}: tree '{tree}' cannot be read, the file is corrupt or truncated "
-                f"({type(exc).__name__}: {_short(str(exc))})"
+                f"({type(exc).__name__}: {one_line(str(exc))})"
             ) from None
         return {b: self.arrays(tree, start, stop, filter_name=[b])[b] for b in names}
 
@@ -673,7 +593,7 @@ class _RootFile:
         except Exception as exc:
             raise FileFormatError(
                 f"{self.path}: tree '{tree}' cannot be read ({type(exc).__name__}: "
-                f"{_short(str(exc))})"
+                f"{one_line(str(exc))})"
             ) from None
 
     def __enter__(self) -> _RootFile:
@@ -688,14 +608,10 @@ _BRANCH_BY_BRANCH = 100_000
 
 
 def _open_error(path: str, exc: Exception) -> str:
-    text = _short(str(exc))
+    text = one_line(str(exc))
     if "not a ROOT file" in text:
         return f"{path}: not a ROOT file"
     return f"{path}: corrupt or truncated ROOT file ({type(exc).__name__}: {text})"
-
-
-def _short(text: str) -> str:
-    return " ".join(text.split())[:160]
 
 
 def _np(x: Any, dtype: Any) -> np.ndarray:
@@ -822,11 +738,7 @@ def read_root(
             collection = _collection_from_arrays(f.columns("jets", start, stop), f.path, start)
         else:
             collection = set_extras(JetCollection.from_jets([]))
-    if validate:
-        validate_columns(collection, str(path), offset=start)
-    if take is not None:
-        collection = take_with_extras(collection, take)
-    return collection
+    return selected_jets(collection, path, start, take, validate)
 
 
 #: the branches of each :class:`RootColumns` column
@@ -926,7 +838,7 @@ def iterate_root(
                 return
             except Exception as exc:
                 raise FileFormatError(f"{name}: cannot iterate over 'jets' ({type(exc).__name__}: "
-                                      f"{_short(str(exc))})") from None
+                                      f"{one_line(str(exc))})") from None
             cols = _columns(arr)
             del arr  # (the columns are freed as they are converted)
             collection = _collection_from_arrays(cols, name, start)
