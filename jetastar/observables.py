@@ -114,11 +114,11 @@ def _lund(children, node_offsets, node_p, root):  # pragma: no cover - numba
             counts[j] += 1
             c0 = children[a + k, 0]
             c1 = children[a + k, 1]
-            if node_p[a + c0, 1] ** 2 + node_p[a + c0, 2] ** 2 >= \
-                    node_p[a + c1, 1] ** 2 + node_p[a + c1, 2] ** 2:
-                k = c0
-            else:
-                k = c1
+            # the harder branch chosen as the second pass chooses it (on pT, not pT²: two pT² one
+            # unit in the last place apart can have equal square roots, and a walk that went
+            # another way would write more rows than were counted)
+            pt0, pt1, _ = _pair(node_p, a + c0, a + c1)
+            k = c0 if pt0 >= pt1 else c1
         total += counts[j]
     vals = np.empty((total, 5), dtype=np.float64)
     nodes = np.empty(total, dtype=np.int64)

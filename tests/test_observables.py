@@ -71,6 +71,24 @@ def test_lund_follows_harder_branch(jets: JetCollection) -> None:
     assert ak.all(ak.num(lund) >= 1) and ak.all(ak.num(lund) <= jets.n_leaves - 1)
 
 
+def test_lund_counts_the_walk_it_writes() -> None:
+    """Two branches whose pT² differ by one unit in the last place but whose pT round equal: the
+    declusterings were counted along one branch (pT²) and written along the other (pT), past the
+    end of the rows allocated (numba does not check bounds). Both passes now follow pT."""
+    from jetastar.observables import _lund
+
+    px0, py0 = 50.04807362210215, 45.49961541408508  # node 3 (leaves 0, 1)
+    py1 = math.nextafter(py0, math.inf)  # node 2, a leaf: its pT² one ulp larger
+    assert px0 * px0 + py0 * py0 < px0 * px0 + py1 * py1
+    assert math.sqrt(px0 * px0 + py0 * py0) == math.sqrt(px0 * px0 + py1 * py1)
+    node_p = np.array([[60.0, 30.0, 20.0, 0.0], [60.0, 20.0, 25.5, 0.0], [100.0, px0, py1, 0.0],
+                       [100.0, px0, py0, 0.0], [220.0, 100.0, 91.0, 0.0]])
+    children = np.array([[-1, -1], [-1, -1], [-1, -1], [0, 1], [3, 2]], dtype=np.int64)
+    counts, vals, nodes = _lund(children, np.array([0, 5], dtype=np.int64), node_p,
+                                np.array([4], dtype=np.int64))
+    assert counts.tolist() == [2] and vals.shape == (2, 5) and nodes.tolist() == [4, 3]
+
+
 def test_soft_drop_limits(jets: JetCollection) -> None:
     none = soft_drop(jets, z_cut=0.0)
     assert np.all(ak.to_numpy(none.n_dropped) == 0)
