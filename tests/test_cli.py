@@ -33,6 +33,30 @@ def test_help(command, capsys):
         assert all(c in out for c in COMMANDS)
 
 
+def test_algorithms_are_described_from_their_declarations(capsys):
+    """`jetastar algorithms` lists every algorithm with its options, `jetastar algorithms NAME` one
+    algorithm's options with defaults and ranges, and `cluster --help` / `run --help` end with the
+    listing: all written from the algorithms' declarations."""
+    from jetastar.clustering import algorithm_info
+
+    assert main(["algorithms"]) == 0
+    listing = capsys.readouterr().out
+    assert main(["algorithms", "beam", "kt"]) == 0
+    out = capsys.readouterr().out
+    for name in ("beam", "kt"):
+        assert name in listing
+        for option in algorithm_info(name).declared:
+            assert option.name in out and option.allowed in " ".join(out.split()), option.name
+    assert main(["algorithms", "beem"]) == 2
+    assert "did you mean 'beam'" in capsys.readouterr().err
+    for command in ("cluster", "run"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert "algorithms and their options (`jetastar algorithms NAME`" in text and "greedy_guard" in text
+        assert max(len(line) for line in text.splitlines()) <= 100
+
+
 def test_every_command_takes_debug():
     """`jetastar observables ... --debug` was refused ("unrecognized arguments") where every other
     command takes it after its name."""

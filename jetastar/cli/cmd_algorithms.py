@@ -112,8 +112,8 @@ class _KeepLines(argparse.HelpFormatter):
 def add_algorithm_listing(p: argparse.ArgumentParser) -> None:
     """End ``p``'s ``--help`` with the registered algorithms and their options."""
     p.formatter_class = _KeepLines
-    p.epilog = ("algorithms (`jetastar algorithms NAME`: an algorithm's options with their "
-                "defaults and allowed values):\n" + listing())
+    p.epilog = ("algorithms and their options (`jetastar algorithms NAME`: defaults, allowed "
+                "values):\n" + listing())
 
 
 def add_parser(sub: Any) -> None:
