@@ -13,6 +13,7 @@ __all__ = [
     "BatchInterrupted",
     "FileFormatError",
     "GpuUnavailableError",
+    "InferenceError",
     "InvalidJetError",
     "InvalidJetInFileError",
     "InvalidTreeError",
@@ -59,6 +60,11 @@ class InvalidTreeError(InvalidJetError):
 
 class TooLargeError(JetastarError, ValueError):
     """A jet is too large for an exact method (memory or size limit); the message says what to use."""
+
+
+class InferenceError(JetastarError, ValueError):
+    """A scan or fit that cannot be made as asked (a parameter it cannot fit, a grid it cannot use,
+    a sample whose selection it would ignore); the message says what to change."""
 
 
 class OptionError(ValueError):

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "jetastar.costs": 3, "jetastar.jetfinding": 3,
     "jetastar.clustering": 4, "jetastar.plotting": 4,
     "jetastar.result_tables": 5, "jetastar.tree_arrays": 5, "jetastar.diagnostics": 5,
+    "jetastar.inference": 5,
     "jetastar.io": 6,
     "jetastar.observables": 7, "jetastar.comparison": 7,
     "jetastar.batch": 8, "jetastar.inmemory": 8,

@@ -28,12 +28,13 @@ import numpy as np
 
 from .._progress import PER_JET_DELAY, ProgressBar, progress_bar
 from ..errors import TooLargeError
-from ..ginkgo.likelihood import check_likelihood
+from ..ginkgo.likelihood import BOUNDED_LIKELIHOODS, check_likelihood
 from ..tree import Tree
 from ._subsets import leaves_of
 from .threads import Threads
 
 __all__ = [
+    "bounded_likelihood",
     "check_budget",
     "check_memory",
     "check_size",
@@ -58,6 +59,28 @@ def valid_likelihood(likelihood: str | None) -> str:
     if likelihood is None:
         return "symmetric"
     check_likelihood(likelihood)
+    return likelihood
+
+
+def bounded_likelihood(likelihood: str | None, who: str) -> str:
+    """:func:`valid_likelihood` for a method that prunes with upper bounds on ψ (the exact MAP
+    engine, A*, the window search): the forms with proven bounds only.
+
+    Raises:
+        ValueError: an unknown form, or ``"density"``, naming what computes it instead.
+
+    Example:
+        >>> bounded_likelihood(None, "exact_map")
+        'symmetric'
+    """
+    likelihood = valid_likelihood(likelihood)
+    if likelihood not in BOUNDED_LIKELIHOODS:
+        raise ValueError(
+            f"{who} prunes with upper bounds on the split likelihood, which are proven for the "
+            f"{' and '.join(map(repr, BOUNDED_LIKELIHOODS))} forms only (the {likelihood!r} form's "
+            "Jacobian is unbounded): for its MAP tree and log Z use exact_trellis or Trellis "
+            "(the full trellis, ~20 leaves; the registry's 'trellis' does so by itself), or greedy "
+            "and beam search for larger jets")
     return likelihood
 
 

@@ -187,10 +187,11 @@ def anything(name: str, default: Any, help: str) -> Option:
     return Option(name, default, help, "any")
 
 
-def likelihood_option(default: str | None = "symmetric") -> Option:
-    """The ``likelihood`` option every Ginkgo algorithm takes (``None``: the symmetric form)."""
-    return choice("likelihood", default, "the likelihood form", LIKELIHOODS,
-                  none=default is None)
+def likelihood_option(default: str | None = "symmetric",
+                      forms: Sequence[str] = LIKELIHOODS) -> Option:
+    """The ``likelihood`` option every Ginkgo algorithm takes (``None``: the symmetric form);
+    ``forms``: the forms it takes (the branch-and-bound methods: those with proven bounds)."""
+    return choice("likelihood", default, "the likelihood form", forms, none=default is None)
 
 
 def as_flag(value: Any, name: str) -> bool:

@@ -68,6 +68,7 @@ import numpy as np
 
 from .._sorting import argsort_stable, sort_inplace
 from ..errors import InvalidJetError
+from .kernels import FORM_LEGACY
 from .likelihood import check_likelihood, cluster_t, require_jet, split_llh, t_of
 from .small_clusters import subset_dp
 
@@ -125,7 +126,7 @@ def root_rate_slack(consts: Any) -> float | None:
     lam, lam_root = float(c[0, 1]), float(c[1, 1])
     if lam_root == lam:
         return 0.0
-    legacy = c[0, 4] != 0.0
+    legacy = c[0, 4] == FORM_LEGACY
     if legacy and lam_root < lam:
         return None
     d_norm = float(c[1, 3] - c[0, 3])
@@ -205,7 +206,7 @@ def _leaf_term(scale, c):  # pragma: no cover - numba
     """Stop term of a leaf child with scale ``scale`` (form-specific)."""
     tcut = c[0]
     lam = c[1]
-    if c[4] != 0.0:
+    if c[4] == FORM_LEGACY:
         if scale <= 0.0:
             return c[3]
         return c[3] + math.log(-math.expm1(-lam * tcut / scale))
@@ -308,7 +309,7 @@ def _exact_dp(idx, n, p, tl, c):  # pragma: no cover - numba
 def _h0(idx, n, t_s, p, tl, mt, w, d, c, phys):  # pragma: no cover - numba
     tcut = c[0]
     lam = c[1]
-    legacy = c[4] != 0.0
+    legacy = c[4] == FORM_LEGACY
     if legacy:
         if not t_s >= tcut:
             return _NEG_INF
@@ -443,7 +444,7 @@ def _h0_shapes(idx, n, t_s, p, tl, mt, w, d, c, phys, mass_floor):  # pragma: no
     """
     tcut = c[0]
     lam = c[1]
-    legacy = c[4] != 0.0
+    legacy = c[4] == FORM_LEGACY
     use_pairs = (not legacy) or phys
     clamp = use_pairs
     s_max = c[3] + math.log(-math.expm1(-lam))
@@ -656,7 +657,7 @@ def _paper(idx, n, t_s, p, tl, mt, w, c, proof):  # pragma: no cover - numba
     """The reference heuristics (``proof`` = sorted-mass proof variant, else the no-proof h1)."""
     tcut = c[0]
     lam = c[1]
-    legacy = c[4] != 0.0
+    legacy = c[4] == FORM_LEGACY
     if legacy:
         if not t_s >= tcut:
             return _NEG_INF

@@ -16,7 +16,8 @@ the Python functions of :mod:`jetastar.ginkgo.likelihood`, kernel authors call t
 * :func:`split_llh_many`, :func:`tree_node_llh`, :func:`truth_llh_kernel`: many splits, every node
   of one tree, and the truth trees of a whole collection's flat columns.
 
-A constants row is ``[t_cut, λ, log λ, N, is_legacy]`` (``N_CONSTANTS`` values).
+A constants row is ``[t_cut, λ, log λ, N, form]`` (``N_CONSTANTS`` values; ``form`` is
+:data:`FORM_SYMMETRIC`, :data:`FORM_LEGACY` or :data:`FORM_DENSITY`).
 
 Example:
     >>> from jetastar.ginkgo import likelihood_constants
@@ -35,6 +36,9 @@ import numpy as np
 
 __all__ = [
     "BOUND_MARGIN",
+    "FORM_DENSITY",
+    "FORM_LEGACY",
+    "FORM_SYMMETRIC",
     "N_CONSTANTS",
     "TRUNCATION",
     "bound_below",
@@ -63,9 +67,13 @@ _LOG_4PI = math.log(4.0 * math.pi)
 _NEG_INF = -np.inf
 
 # layout of a constants row (float64 array of length 5)
-_C_TCUT, _C_LAM, _C_LOGLAM, _C_NORM, _C_LEGACY = range(5)
+_C_TCUT, _C_LAM, _C_LOGLAM, _C_NORM, _C_FORM = range(5)
 #: Length of a constants row.
 N_CONSTANTS = 5
+#: the form code in a constants row (its last entry): the generator-consistent symmetric form, the
+#: legacy heavier-first form of the 2020-21 papers, and the density of the observed jet
+FORM_SYMMETRIC, FORM_LEGACY, FORM_DENSITY = 0.0, 1.0, 2.0
+_LOG_8 = math.log(8.0)
 
 
 @nb.njit(cache=True)
@@ -78,10 +86,15 @@ def t_of(e: float, px: float, py: float, pz: float) -> float:
 def cluster_t(e: float, px: float, py: float, pz: float, size: int, c: np.ndarray) -> float:
     """The ``t`` a likelihood form uses for a cluster of ``size`` leaves with summed 4-momentum.
 
-    Legacy form: 0 for a single leaf; otherwise (and always in the symmetric form) ``E² − |p|²``.
+    Legacy form: 0 for a single leaf. Density form: a single leaf above ``t_cut`` would have split
+    (it cannot be a leaf), so its ``t`` is ``+inf``, which makes every split with it impossible.
+    Otherwise ``E² − |p|²``.
     """
-    if size == 1 and c[_C_LEGACY] != 0.0:
-        return 0.0
+    if size == 1 and c[_C_FORM] != FORM_SYMMETRIC:
+        if c[_C_FORM] == FORM_LEGACY:
+            return 0.0
+        t = e * e - (px * px + py * py + pz * pz)
+        return t if not t > c[_C_TCUT] else np.inf
     return e * e - (px * px + py * py + pz * pz)
 
 
@@ -153,6 +166,54 @@ def _symmetric_closed(t_left: float, t_right: float, t_parent: float, c: np.ndar
     return t_left >= limit or t_right >= limit
 
 
+@nb.njit(cache=True)
+def _density_split(t_left: float, t_right: float, t_parent: float, s_parent: float,
+                   c: np.ndarray) -> float:
+    """ψ in the density form: the log-density of the two children's 4-momenta given the parent's.
+
+    Each child's ``t`` is scored by the density of its draw, leaves included (a leaf's mass is
+    observed), and the map from the draws ``(t_first, t_second, direction)`` to the lab 4-momentum of
+    a child has the Jacobian ``8 tP / √K(tP, tL, tR)`` (``K`` the Källén function), so::
+
+        ψ = logaddexp(log f(tL | tP) + log f(tR | (√tP − √tL)²),
+                      log f(tR | tP) + log f(tL | (√tP − √tR)²)) + log ½ − log 4π
+            + log 8 + log tP − ½ log K,
+        log f(t | T) = N + log λ − log T − λ t / T     (0 <= t < 0.999 T; −∞ otherwise).
+
+    ``−∞`` as in the symmetric form (``tP <= t_cut``, a negative child, ``√tL + √tR > √tP``), for an
+    ordering whose second draw is over its truncation, and for ``K <= 0``. ``docs/physics.md``
+    derives it. (The first child's ``−log tP`` and the Jacobian's ``log tP`` cancel.)
+    """
+    if _symmetric_closed(t_left, t_right, t_parent, c):
+        return _NEG_INF
+    s_left = math.sqrt(t_left)
+    s_right = math.sqrt(t_right)
+    if s_left + s_right > s_parent:
+        return _NEG_INF
+    # K = (tP − (√tL + √tR)²)(tP − (√tL − √tR)²): no cancellation near the threshold
+    k = (t_parent - (s_left + s_right) ** 2) * (t_parent - (s_left - s_right) ** 2)
+    if not k > 0.0:
+        return _NEG_INF
+    lam = c[_C_LAM]
+    scale_lr = (s_parent - s_left) * (s_parent - s_left)
+    scale_rl = (s_parent - s_right) * (s_parent - s_right)
+    e_lr = _NEG_INF
+    if t_right < _A * scale_lr:
+        e_lr = -lam * t_left / t_parent - math.log(scale_lr) - lam * t_right / scale_lr
+    e_rl = _NEG_INF
+    if t_left < _A * scale_rl:
+        e_rl = -lam * t_right / t_parent - math.log(scale_rl) - lam * t_left / scale_rl
+    high = max(e_lr, e_rl)
+    if high == _NEG_INF:
+        return _NEG_INF
+    both = high + math.log1p(math.exp(min(e_lr, e_rl) - high))
+    value = (2.0 * (c[_C_NORM] + c[_C_LOGLAM]) + both + _LOG_HALF - _LOG_4PI + _LOG_8
+             - 0.5 * math.log(k))
+    if value != value:
+        return _NEG_INF
+    return value
+
+
 @nb.njit(cache=True, inline="always")
 def split_llh_given_parent(
     t_left: float, t_right: float, t_parent: float, s_parent: float, log_tp: float, stop: float,
@@ -165,7 +226,9 @@ def split_llh_given_parent(
         s_parent, log_tp, stop: ``parent_terms(t_parent, c)``.
         c: the constants row.
     """
-    if c[_C_LEGACY] != 0.0:
+    if c[_C_FORM] != FORM_SYMMETRIC:
+        if c[_C_FORM] == FORM_DENSITY:
+            return _density_split(t_left, t_right, t_parent, s_parent, c)
         if not t_parent >= c[_C_TCUT]:
             return _NEG_INF
         if t_left >= t_right:
@@ -222,7 +285,7 @@ def _parent_terms_of(t_left: float, t_right: float, t_parent: float,
     ``log tP`` when a child continues, the stop term when a child stops; the others NaN): the
     scores of single splits (greedy, beam search, MCTS) skip a ``log`` or an ``expm1`` and a
     ``log`` per split. The terms computed are those of :func:`parent_terms`, bit for bit."""
-    if not t_parent > 0.0 or c[_C_LEGACY] != 0.0:
+    if not t_parent > 0.0 or c[_C_FORM] != FORM_SYMMETRIC:
         return parent_terms(t_parent, c)
     cut = c[_C_TCUT]
     log_tp = math.log(t_parent) if (t_left > cut or t_right > cut) else np.nan
@@ -283,7 +346,9 @@ def child_bound(t: float, c: np.ndarray) -> float:
         t: the child's ``t``.
         c: one row of :func:`~jetastar.ginkgo.likelihood_constants`.
     """
-    if c[_C_LEGACY] != 0.0:
+    if c[_C_FORM] != FORM_SYMMETRIC:
+        if c[_C_FORM] == FORM_DENSITY:  # (no bound: the density's Jacobian is unbounded)
+            return np.inf
         if t > 0.0:
             return child_bound_of_splittable(math.log(t), c)
         return c[_C_NORM]
@@ -308,7 +373,9 @@ def split_bound_given_parent(
     Returns:
         A value ``>= split_llh(t_left, t_right, t_parent, c)`` (no transcendental function).
     """
-    legacy = c[_C_LEGACY] != 0.0
+    if c[_C_FORM] == FORM_DENSITY:
+        return np.inf
+    legacy = c[_C_FORM] == FORM_LEGACY
     lr = _first_child(t_left, t_parent, log_tp, stop, legacy, c) + g_right
     rl = _first_child(t_right, t_parent, log_tp, stop, legacy, c) + g_left
     return max(lr, rl) - _LOG_4PI
@@ -379,10 +446,12 @@ def split_bound_of_split(
         >>> bool(psi <= tight < loose)
         True
     """
+    if c[_C_FORM] == FORM_DENSITY:
+        return np.inf
     inv_tp = 1.0 / t_parent
     lam = c[_C_LAM]
     lam_term = c[_C_NORM] + c[_C_LOGLAM]
-    if c[_C_LEGACY] != 0.0:
+    if c[_C_FORM] != FORM_SYMMETRIC:
         if t_left >= t_right:
             t_max, t_min, g_min = t_left, t_right, g_right
         else:
@@ -492,13 +561,11 @@ def split_llh_many(t_left, t_right, t_parent, consts):  # pragma: no cover - num
 def tree_node_llh(children, node_p, root, consts):  # pragma: no cover - numba
     """Per-node split log-likelihood of a tree (0 for leaves); consts row 1 at ``root``."""
     m = children.shape[0]
-    legacy = consts[0, _C_LEGACY] != 0.0
     node_t = np.empty(m, dtype=np.float64)
     for k in range(m):
-        if legacy and children[k, 0] < 0:
-            node_t[k] = 0.0
-        else:
-            node_t[k] = t_of(node_p[k, 0], node_p[k, 1], node_p[k, 2], node_p[k, 3])
+        size = 1 if children[k, 0] < 0 else 2  # (a leaf, or a cluster of two or more)
+        node_t[k] = cluster_t(node_p[k, 0], node_p[k, 1], node_p[k, 2], node_p[k, 3], size,
+                              consts[0])
     out = np.zeros(m, dtype=np.float64)
     for k in range(m):
         a = children[k, 0]
@@ -570,7 +637,6 @@ def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
     scored with the ``λ_R`` row of ``c`` (``(2, N_CONSTANTS)``), every other node with row 0.
     """
     m = order.shape[0]
-    legacy = c[0, 4] != 0.0
     p = np.empty((m, 4))
     t = np.empty(m)
     for idx in range(m):
@@ -579,7 +645,7 @@ def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
         if left < 0:
             for q in range(4):
                 p[node, q] = leaves[la + leaf_of_node[a + node], q]
-            t[node] = 0.0 if legacy else t_of(p[node, 0], p[node, 1], p[node, 2], p[node, 3])
+            t[node] = cluster_t(p[node, 0], p[node, 1], p[node, 2], p[node, 3], 1, c[0])
         else:
             right = children[a + node, 1]
             for q in range(4):

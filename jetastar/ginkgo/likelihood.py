@@ -1,4 +1,4 @@
-"""The Ginkgo splitting likelihood, in its two forms.
+"""The Ginkgo splitting likelihood, in its three forms.
 
 A tree's log-likelihood is the sum over internal nodes of a *split* log-likelihood ψ that depends only
 on three squared masses: the two children's ``t_left``, ``t_right`` and the parent's
@@ -24,6 +24,23 @@ two or more leaves its invariant mass squared; with ``N = -log(1 - e^{-λ})``::
     h(T, t) = N + log λ - log T - λ t / T    if t > 0
             = N + log(1 - exp(-λ t_cut / T))  otherwise
     ψ = h(tP, t_max) + h((√tP - √t_max)², t_min) - log 4π,    ψ = −∞ if tP < t_cut (strict)
+
+``likelihood="density"`` — the density of the observed jet: the probability density of the leaves'
+4-momenta given the tree (``docs/physics.md`` derives it). Every child's ``t`` is scored by the
+density of its draw (a leaf's mass is observed, so its density belongs in the likelihood, not only
+the probability that it stopped), each ordering's second draw must be below its truncation, and each
+split carries the Jacobian ``8 tP / √K(tP, tL, tR)`` of the map from the draws to the children's
+4-momenta (``K`` the Källén function)::
+
+    f(T, t) = N + log λ - log T - λ t / T                       (t < 0.999 T, else −∞)
+    ψ = logaddexp(f(tP, tL) + f((√tP-√tL)², tR), f(tP, tR) + f((√tP-√tR)², tL))
+        + log ½ - log 4π + log(8 tP) - ½ log K
+
+with the symmetric form's ``−∞`` cases, and ``t = +∞`` for a single leaf above ``t_cut`` (it would
+have split). Summed over trees it is the density of the jet, so fits of λ to it are unbiased
+(:mod:`jetastar.inference`). No branch-and-bound method has proven bounds for it: the exact MAP
+engine, A* and the window search refuse it; the trellis (MAP, log Z), greedy, beam search, MCTS
+and the kt family score with it.
 
 Numerics: ``log(1 - e^{-x})`` is evaluated as ``log(-expm1(-x))`` (no loss for small ``x``), the
 two orderings are combined with a stable log-add-exp, and any NaN a degenerate input could produce is
@@ -67,6 +84,7 @@ from .kernels import (
 )
 
 __all__ = [
+    "BOUNDED_LIKELIHOODS",
     "LIKELIHOODS",
     "N_CONSTANTS",
     "SPACELIKE_TOLERANCE",
@@ -88,7 +106,10 @@ __all__ = [
 ]
 
 #: Names of the likelihood forms, in the order of their integer codes.
-LIKELIHOODS = ("symmetric", "legacy")
+LIKELIHOODS = ("symmetric", "legacy", "density")
+#: The forms the branch-and-bound methods (the exact MAP engine, A*, the window search) have proven
+#: bounds for.
+BOUNDED_LIKELIHOODS = ("symmetric", "legacy")
 
 #: Leaves with ``E² − |p|² < −SPACELIKE_TOLERANCE · E²`` are rejected as spacelike (smaller negative
 #: values are rounding of massless particles; see :mod:`jetastar.jet`).
@@ -98,7 +119,7 @@ SPACELIKE_TOLERANCE = 1e-6
 
 
 def check_likelihood(likelihood: str) -> int:
-    """Validate a likelihood name and return its integer code (0 symmetric, 1 legacy).
+    """Validate a likelihood name and return its integer code (0 symmetric, 1 legacy, 2 density).
 
     Raises:
         ValueError: for an unknown name, listing the valid ones.
@@ -120,10 +141,10 @@ def likelihood_constants(
         t_cut: squared-mass cut in GeV².
         lam: rate λ of inner splits.
         lam_root: rate λ_R of the split of the whole jet (default ``lam``).
-        likelihood: ``"symmetric"`` or ``"legacy"``.
+        likelihood: ``"symmetric"``, ``"legacy"`` or ``"density"``.
 
     Returns:
-        ``(2, 5)`` float64 array ``[t_cut, λ, log λ, N, is_legacy]`` per row.
+        ``(2, 5)`` float64 array ``[t_cut, λ, log λ, N, form code]`` per row.
     """
     code = check_likelihood(likelihood)
     lam_root = lam if lam_root is None else lam_root

@@ -35,7 +35,7 @@ import numba as nb
 import numpy as np
 
 from ..._cuda import load_cuda, simulator_enabled
-from ...ginkgo.kernels import cluster_t, parent_terms, split_llh_given_parent
+from ...ginkgo.kernels import FORM_LEGACY, cluster_t, parent_terms, split_llh_given_parent
 from .._subsets import popcount, read_tree, unsplittable
 from ._map_kernels import finish_cluster, scan_splits, warm_start
 from ._trellis_kernels import lse_add, lse_value
@@ -61,7 +61,7 @@ _NEG_INF = -np.inf
 # columns of a node record (as in _trellis_kernels)
 _T, _MAP, _LOG_Z, _COUNT = 0, 1, 2, 3
 # layout of a constants row (jetastar.ginkgo.likelihood.likelihood_constants)
-_ROW_TCUT, _ROW_LEGACY, _N_CONST = 0, 4, 5
+_ROW_TCUT, _ROW_FORM, _N_CONST = 0, 4, 5
 
 
 @cuda.jit(device=True)
@@ -253,7 +253,7 @@ def solve_parts(
         z_acc = 0.0
         n_f = 0.0
         n_i = np.int64(0)
-        if not (prune and unsplittable(t_s, c[_ROW_TCUT], c[_ROW_LEGACY] != 0.0)):
+        if not (prune and unsplittable(t_s, c[_ROW_TCUT], c[_ROW_FORM] == FORM_LEGACY)):
             fixed = _lowest_bits(rest, g)
             free = rest ^ fixed
             f = _deposit(p, fixed)
@@ -474,7 +474,7 @@ def map_bounded_parts(
         best_v = _NEG_INF
         best_a = low
         rec_p, wq_p, best_p = _plain(rec), _plain(wq), _plain(best)
-        if not unsplittable(t_s, c[_ROW_TCUT], c[_ROW_LEGACY] != 0.0):
+        if not unsplittable(t_s, c[_ROW_TCUT], c[_ROW_FORM] == FORM_LEGACY):
             pt = parent_terms(t_s, c)
             ws = warm_start(s, rec_p, wq_p, best_p, c, t_s, pt[0], pt[1], pt[2], floor, slack,
                             prune, scale)

@@ -42,7 +42,7 @@ import numba as nb
 import numpy as np
 
 from ..._refcount import borrowed
-from ...ginkgo.kernels import child_bound_of_splittable, split_bound_of_split
+from ...ginkgo.kernels import FORM_LEGACY, child_bound_of_splittable, split_bound_of_split
 from ...ginkgo.likelihood import (
     SPACELIKE_TOLERANCE,
     child_bound,
@@ -482,7 +482,7 @@ def solve_parts(part_p, part_t, psum, rec, wq, best, c, c_top, slack_top, floor)
     prune = np.bool_(True)
     scale = w_scale_of(part_t, c)
     t_cut = c[0]
-    legacy = c[4] != 0.0
+    legacy = c[4] == FORM_LEGACY
     rec[0, T] = 0.0
     psum[0, 0] = 0.0
     psum[0, 1] = 0.0
@@ -559,7 +559,7 @@ def _map_jet(j, leaves, loff, noff, which, consts, slack, run, binom, children, 
     row = which[j]
     c = consts[row, 0]
     t_cut = c[0]
-    legacy = c[4] != 0.0
+    legacy = c[4] == FORM_LEGACY
     m = np.int64(1) << n
     full = m - 1
     rec = np.empty((m, 2), dtype=np.float64)

@@ -38,6 +38,7 @@ import numpy as np
 from ..._refcount import borrowed
 from ..._sorting import argsort_stable
 from ...costs import GINKGO_CODE, parent_cost_terms, part_value_kernel, split_cost_given_parent
+from ...ginkgo.kernels import FORM_LEGACY
 from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, parent_terms, split_llh_given_parent
 from .._chunk_kernels import DONE, NOT_RUN, run_in_slices
 from .._subsets import fill_subset_t, popcount, unsplittable
@@ -496,7 +497,7 @@ def _trellis_jet(j, leaves, loff, noff, which, consts, run, children, ll, log_z,
     best = np.zeros(m, dtype=np.int32)
     fill_subset_t(leaves[a:a + n], c[0], node[:, T])
     init_leaves(n, node, node_i, best, True)
-    e, k, p = dp_all_serial(n, node, node_i, best, True, c, c[0, 0], c[0, 4] != 0.0, True,
+    e, k, p = dp_all_serial(n, node, node_i, best, True, c, c[0, 0], c[0, 4] == FORM_LEGACY, True,
                             GINKGO, np.zeros((1, 4), dtype=np.float64))
     counts[j, 0] = e
     counts[j, 1] = k

@@ -79,10 +79,10 @@ from ...ginkgo.heuristics import (
     heuristic_tables,
     root_rate_slack,
 )
-from ...ginkgo.likelihood import check_likelihood, log_likelihood
+from ...ginkgo.likelihood import BOUNDED_LIKELIHOODS, log_likelihood
 from ...jet import Jet
 from ...tree import Tree
-from .._engine import check_budget, format_bytes, search_progress
+from .._engine import bounded_likelihood, check_budget, format_bytes, search_progress
 from ..agglomerative.cost_baselines import average_linkage
 from ..agglomerative.greedy import greedy
 from ..options import Option, anything, choice, flag, integer, likelihood_option, number
@@ -239,8 +239,7 @@ class _Problem:
                     [target.positive_weights, target.negative_weights, target.weights])),
             )
         elif isinstance(target, Jet):
-            likelihood = "symmetric" if likelihood is None else likelihood
-            check_likelihood(likelihood)
+            likelihood = bounded_likelihood(likelihood, "A*")
             heuristic = default_heuristic if heuristic is None else heuristic
             self.kind = check_heuristic(heuristic)
             self.jet = target
@@ -1070,7 +1069,7 @@ ASTAR = register(AlgorithmInfo(
     declared=(
         choice("heuristic", None, "h0 (admissible, the default), h1 (faster, not exact) or "
                "paper", _HEURISTIC_CHOICES, none=True),
-        likelihood_option(None),
+        likelihood_option(None, BOUNDED_LIKELIHOODS),
         *_budgets(""),
     ),
     family="exact", main_job="off",
@@ -1096,7 +1095,7 @@ ASTAR_APPROX = register(AlgorithmInfo(
         choice("heuristic", None, "h1 (the default), h0 or paper", _HEURISTIC_CHOICES,
                none=True),
         integer("seed", 0, "random seed (same seed, same result)"),
-        likelihood_option(None),
+        likelihood_option(None, BOUNDED_LIKELIHOODS),
         integer("all_pairs_max_size", DEFAULT_ALL_PAIRS_MAX_SIZE, "clusters of at most this "
                 "many leaves get all their 2-partitions (None: every cluster)", low=1,
                 none=True),

@@ -44,17 +44,18 @@ from ..._cuda import resolve_device
 from ..._jit import Stopwatch
 from ..._progress import PER_JET_DELAY
 from ...errors import InvalidJetError
+from ...ginkgo.kernels import FORM_LEGACY
 from ...ginkgo.likelihood import child_bound, log_likelihood, t_of
 from ...jet import Jet
 from ...tree import Tree
 from .._engine import (
+    bounded_likelihood,
     check_budget,
     check_memory,
     check_size,
     format_bytes,
     solving,
     tree_from_best,
-    valid_likelihood,
 )
 from .._subsets import fill_subset_t, full_mask, n_splits_total
 from ..agglomerative.greedy import greedy
@@ -244,7 +245,7 @@ def exact_map(
         raise InvalidJetError(
             f"exact_map needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    likelihood = valid_likelihood(likelihood)
+    likelihood = bounded_likelihood(likelihood, "exact_map")
     max_time = check_budget(max_time, "max_time")
     max_memory = check_budget(max_memory, "max_memory", integer=True)
     threads = check_threads(threads)
@@ -350,7 +351,7 @@ def map_over_parts(
         raise InvalidJetError(
             f"map_over_parts needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    likelihood = valid_likelihood(likelihood)
+    likelihood = bounded_likelihood(likelihood, "map_over_parts")
     k = len(parts)
     if not 1 <= k <= _MAX_PARTS:
         raise ValueError(f"map_over_parts takes 1 .. {_MAX_PARTS} parts, got {k}")
@@ -453,7 +454,7 @@ class _MapSolver:
         """Run the DP; ``False`` when ``watch`` passed ``max_time`` (run time) first."""
         n = self.n
         c, t_cut = self.consts[0], float(self.consts[0, 0])
-        legacy = bool(self.consts[0, 4] != 0.0)
+        legacy = bool(self.consts[0, 4] == FORM_LEGACY)
         clock = Stopwatch()
         counts = np.zeros(5, dtype=np.int64)
         total = n_splits_total(n)

@@ -63,6 +63,7 @@ from ..._jit import Stopwatch
 from ..._progress import PER_JET_DELAY, progress_bar
 from ...costs import CostModel
 from ...errors import GpuUnavailableError, InvalidJetError, OptionError
+from ...ginkgo.kernels import FORM_LEGACY
 from ...ginkgo.likelihood import LIKELIHOODS, check_likelihood
 from ...jet import Jet, JetCollection
 from ...tree import Tree
@@ -134,7 +135,7 @@ _SAMPLE_BATCH = 20_000
 
 # layout of a constants row (see jetastar.ginkgo.likelihood.likelihood_constants)
 _ROW_TCUT = 0
-_ROW_LEGACY = 4
+_ROW_FORM = 4
 
 def _check_memory(
     n: int, who: str, max_memory: int | None, marginals: bool = False,
@@ -269,7 +270,7 @@ class Trellis:
             )
         if c.shape != (2, 5) or not np.all(np.isfinite(c)):
             raise ValueError(f"constants must be a finite (2, 5) array, got shape {c.shape}")
-        made_for = "legacy" if c[0, _ROW_LEGACY] != 0.0 else "symmetric"
+        made_for = LIKELIHOODS[int(c[0, _ROW_FORM])]
         if likelihood is None:
             likelihood = made_for
         elif check_likelihood(likelihood) >= 0 and likelihood != made_for:  # (a name it knows)
@@ -372,7 +373,7 @@ class Trellis:
         self._order, self._offsets = masks_by_size(n)
         _k.init_leaves(n, node, node_i, self._best, exact_count)
         t_cut = float(consts[0, _ROW_TCUT])
-        legacy = bool(consts[0, _ROW_LEGACY] != 0.0)
+        legacy = bool(consts[0, _ROW_FORM] == FORM_LEGACY)
         t_setup = watch.seconds()
         evaluated = skipped = pruned = 0
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
@@ -1008,10 +1009,12 @@ def _trellis_method(
     device: str = "auto",
 ) -> ClusteringResult:
     """The registry's exact method: :func:`~jetastar.clustering.exact_map` (MAP only, budgets),
-    or with ``log_z=True`` the full :func:`exact_trellis` (log Z and tree count).
+    or with ``log_z=True`` (and always in the density form, which has no bounds for the MAP
+    engine) the full :func:`exact_trellis` (log Z and tree count).
     ``device`` (``"cpu"``, ``"gpu"``, ``"auto"``) says where it runs.
     """
-    if as_flag(log_z, "log_z") or not isinstance(jet, Jet):
+    if as_flag(log_z, "log_z") or not isinstance(jet, Jet) or likelihood == "density":
+        # (the density form has no bounds for the exact MAP engine: the full trellis)
         return exact_trellis(jet, likelihood, max_memory, log_z=True, threads=threads,
                              progress=progress, device=device, max_time=max_time)
     return exact_map(jet, likelihood, max_time=max_time, max_memory=max_memory, threads=threads,
@@ -1061,7 +1064,8 @@ class _TrellisChunks(ChunkPath):
         if likelihood not in LIKELIHOODS:
             return None
         try:
-            log_z = as_flag(options.get("log_z", False), "log_z")
+            # (the density form: the full trellis, as the per-jet function runs it)
+            log_z = as_flag(options.get("log_z", False), "log_z") or likelihood == "density"
             if not as_flag(options.get("prune", True), "prune") or options.get(
                     "incumbent", False) is not False:
                 return None  # (prune and incumbent: what this function returns, read back)

@@ -81,10 +81,10 @@ from ..._cuda import DEVICES, check_device
 from ..._jit import Stopwatch
 from ..._progress import ProgressBar
 from ...errors import InvalidJetError, OptionError, TooLargeError
-from ...ginkgo.likelihood import LIKELIHOODS, log_likelihood
+from ...ginkgo.likelihood import BOUNDED_LIKELIHOODS, log_likelihood
 from ...jet import Jet
 from ...tree import Tree
-from .._engine import check_budget, search_progress, valid_likelihood
+from .._engine import bounded_likelihood, check_budget, search_progress
 from .._merges import canonical_results, jet_arrays
 from ..agglomerative.greedy import greedy
 from ..agglomerative.kt import kt
@@ -319,7 +319,7 @@ def window_search(
         raise InvalidJetError(
             f"window search needs a jetastar.Jet, got {type(jet).__name__}", field="jet"
         )
-    likelihood = valid_likelihood(likelihood)
+    likelihood = bounded_likelihood(likelihood, "the window search")
     if not (progress is None or isinstance(progress, (bool, np.bool_))):
         raise ValueError(f"progress must be True or False, got {progress!r}")
     options = window_options(
@@ -1168,7 +1168,7 @@ class _WindowChunks(ChunkPath):
         if set(options) - _CHUNK_OPTIONS:
             return None
         likelihood = options.get("likelihood") or "symmetric"
-        if likelihood not in LIKELIHOODS:
+        if likelihood not in BOUNDED_LIKELIHOODS:
             return None
         asked = {k: v for k, v in options.items() if k not in ("likelihood", "progress")}
         try:
@@ -1235,7 +1235,7 @@ WINDOW_SEARCH = register(AlgorithmInfo(
     description="exact-window search: windows of a tree re-solved exactly with the exact MAP engine",
     aliases=("window_search",),
     declared=(
-        likelihood_option(None),
+        likelihood_option(None, BOUNDED_LIKELIHOODS),
         integer("window_size", DEFAULT_WINDOW_SIZE, "parts per window (a 13-part window takes "
                 "~2 ms)", low=2),
         integer("n_random", None, "random frontiers per cluster and sweep (None: by jet size)",
