@@ -53,8 +53,8 @@ __all__ = [
 #: the documented modules, loaded on first use as attributes (``jetastar.io.read(path)`` after a
 #: plain ``import jetastar``), as ``import jetastar.io`` would
 _SUBMODULES = frozenset({
-    "batch", "clustering", "comparison", "costs", "diagnostics", "inmemory", "io", "momenta",
-    "observables", "plotting",
+    "batch", "clustering", "comparison", "costs", "diagnostics", "inference", "inmemory", "io",
+    "momenta", "observables", "plotting",
 })
 
 

@@ -835,3 +835,7 @@ def fit(
         selection=fine.selection, device="cpu", wall_s=time.perf_counter() - wall0,
         cpu_s=time.process_time() - cpu0, scans=[coarse, fine],
     )
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -18,7 +18,8 @@ from jetastar.cli import main
 from jetastar.cli.command import build_parser
 from jetastar.ginkgo import log_likelihood
 
-COMMANDS = ["run", "generate", "cluster", "compare", "observables", "info", "algorithms", "demo"]
+COMMANDS = ["run", "generate", "cluster", "compare", "observables", "fit", "info", "algorithms",
+            "demo"]
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
@@ -628,3 +629,26 @@ def test_jet_finding_without_fastjet_says_so_before_any_work(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert code == 1 and "finding jets in events needs FastJet: pip install" in err
     assert "finding jets:" not in err and not out.exists()
+
+
+def test_fit_prints_the_estimate_and_writes_the_plot_and_json(tmp_path, capsys):
+    import json
+
+    from jetastar.ginkgo import ShowerParams, generate
+
+    jets = tmp_path / "jets.h5"
+    jio.write(jets, generate(120, ShowerParams.qcd(lam=2.0, lam_root=2.0), seed=6))
+    prefix = tmp_path / "out"
+    assert main(["fit", str(jets), "-o", str(prefix), "--grid", "lam=0.5:4"]) == 0
+    out = capsys.readouterr().out
+    assert "lam = " in out and "95 %" in out and "120 of 120 jets" in out
+    data = json.loads((tmp_path / "out.fit.json").read_text())
+    assert data["values"]["lam"] > 0 and data["input"] == str(jets)
+    assert (tmp_path / "out.fit.png").stat().st_size > 1000
+    for bad, message in ((["--free", "t_cut"], "--free takes one or both of lam, lam_root"),
+                         (["--grid", "lam=2"], "--grid 'lam=2': give NAME=LOW:HIGH"),
+                         (["--grid", "lam_root=1:2"], "is not among --free"),
+                         (["--selection", "5"], "give MIN:MAX"),
+                         (["--max-leaves", "5"], "have more than max_leaves=5 leaves")):
+        assert main(["fit", str(jets), "-o", str(prefix), *bad]) == 2, bad
+        assert message in capsys.readouterr().err, bad

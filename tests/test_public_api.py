@@ -16,7 +16,7 @@ PUBLIC = {
         "TooLargeError", "Tree", "__version__", "cluster", "cluster_jets", "ginkgo",
     ],
     "jetastar.ginkgo": [
-        "LIKELIHOODS", "ShowerParams", "check_likelihood", "default_root_momentum", "generate",
+        "BOUNDED_LIKELIHOODS", "LIKELIHOODS", "ShowerParams", "check_likelihood", "default_root_momentum", "generate",
         "heuristic", "likelihood_constants", "log_likelihood", "node_log_likelihoods",
         "split_log_likelihood", "split_log_likelihood_t", "truth_log_likelihoods",
     ],
@@ -33,6 +33,10 @@ PUBLIC = {
         "iterate", "iterate_particles", "jet_slice", "n_jets", "particle_entries", "provenance",
         "read", "read_particles", "read_results", "register_format", "results_table", "set_extras",
         "truth_log_likelihoods", "write",
+    ],
+    "jetastar.inference": [
+        "ESTIMATORS", "Evidence", "FitResult", "PARAMETERS", "Scan", "fit", "log_evidence", "scan",
+        "selection_log_probability",
     ],
     "jetastar.batch": [
         "BatchConfig", "BatchError", "BatchInterrupted", "FileSummary", "JetSource",

@@ -65,10 +65,17 @@ True
 >>> import math
 >>> from jetastar.ginkgo import LIKELIHOODS, ShowerParams, generate, log_likelihood
 >>> LIKELIHOODS
-('symmetric', 'legacy')
+('symmetric', 'legacy', 'density')
 >>> jet = generate(1, ShowerParams.qcd(), seed=1)[0]
 >>> [math.isfinite(log_likelihood(jet, likelihood=name)) for name in LIKELIHOODS]
-[True, True]
+[True, True, True]
+""",
+    "jetastar.ginkgo.BOUNDED_LIKELIHOODS": """
+>>> from jetastar.ginkgo import BOUNDED_LIKELIHOODS, ShowerParams, generate
+>>> from jetastar.clustering import exact_map, exact_trellis
+>>> jet = generate(1, ShowerParams.qcd(), seed=1)[0]
+>>> BOUNDED_LIKELIHOODS, exact_map(jet, "legacy").exact, exact_trellis(jet, "density").exact
+(('symmetric', 'legacy'), True, True)
 """,
     "jetastar.ginkgo.ShowerParams": """
 >>> from jetastar.ginkgo import ShowerParams
@@ -112,6 +119,40 @@ True
 >>> psi = split_log_likelihood_t(100.0, 50.0, t_parent, t_cut=16.0, lam=1.5)
 >>> bool(np.isfinite(psi[0])), bool(psi[0] == psi[1]), float(psi[2])
 (True, True, -inf)
+""",
+    # --- jetastar.inference -----------------------------------------------------------------------
+    "jetastar.inference.PARAMETERS": """
+>>> from jetastar.inference import PARAMETERS
+>>> PARAMETERS
+('lam', 'lam_root')
+""",
+    "jetastar.inference.ESTIMATORS": """
+>>> from jetastar.inference import ESTIMATORS
+>>> ESTIMATORS
+('marginal', 'map', 'truth')
+""",
+    "jetastar.inference.Evidence": """
+>>> from jetastar.ginkgo import ShowerParams, generate
+>>> from jetastar.inference import log_evidence
+>>> ev = log_evidence(generate(5, ShowerParams.qcd(), seed=1), lam=2.0)
+>>> ev.summary(), bool(ev.total < 0)
+({'ok': 5}, True)
+""",
+    "jetastar.inference.Scan": """
+>>> import numpy as np
+>>> from jetastar.ginkgo import ShowerParams, generate
+>>> from jetastar.inference import scan
+>>> s = scan(generate(20, ShowerParams.qcd(), seed=1), lam=np.linspace(1.0, 2.5, 7))
+>>> s.total.shape, s.per_jet.shape, bool(s.used.all())
+((7,), (20, 7), True)
+""",
+    "jetastar.inference.FitResult": """
+>>> from jetastar.ginkgo import ShowerParams, generate
+>>> from jetastar.inference import fit
+>>> result = fit(generate(100, ShowerParams.qcd(), seed=1), free=("lam",))
+>>> lo, hi = result.interval("lam", 0.68)
+>>> bool(lo < result.values["lam"] < hi), sorted(result.to_dict())[:3]
+(True, ['device', 'estimator', 'fixed'])
 """,
     # --- jetastar.clustering --------------------------------------------------------------------
     "jetastar.clustering.STATUSES": """
@@ -472,8 +513,18 @@ True
 CONSTANTS: dict[str, str] = {
     "jetastar.__version__": "The version of the installed jetastar package.",
     "jetastar.ginkgo.LIKELIHOODS":
-        "Names of the two likelihood forms, ``(\"symmetric\", \"legacy\")``: the value of every "
-        "``likelihood=`` argument (see :doc:`/physics`).",
+        "Names of the three likelihood forms, ``(\"symmetric\", \"legacy\", \"density\")``: the "
+        "value of every ``likelihood=`` argument (see :doc:`/physics` and :doc:`/inference`).",
+    "jetastar.ginkgo.BOUNDED_LIKELIHOODS":
+        "The forms the branch-and-bound methods (the exact MAP engine, A*, the window search) have "
+        "proven bounds for, ``(\"symmetric\", \"legacy\")``; the density form goes to the full "
+        "trellis instead.",
+    "jetastar.inference.PARAMETERS":
+        "The rates :func:`scan` and :func:`fit` vary, ``(\"lam\", \"lam_root\")``; every other "
+        "parameter is each jet's own.",
+    "jetastar.inference.ESTIMATORS":
+        "What a scan sums over the jets: ``marginal`` (log Z, the sum over trees), ``map`` (the MAP "
+        "tree's log-likelihood at each point) or ``truth`` (the truth tree's).",
     "jetastar.clustering.STATUSES":
         "The values of :attr:`ClusteringResult.status`: ``ok``, ``all_inf`` (every tree the "
         "algorithm could build has zero likelihood), ``budget`` (stopped by a time, memory or size "

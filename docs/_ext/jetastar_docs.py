@@ -33,8 +33,8 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 #: the public faces whose names are documented, in the order of the API reference
-FACES = ("jetastar", "jetastar.ginkgo", "jetastar.clustering", "jetastar.io", "jetastar.observables",
-         "jetastar.batch")
+FACES = ("jetastar", "jetastar.ginkgo", "jetastar.clustering", "jetastar.inference", "jetastar.io",
+         "jetastar.observables", "jetastar.batch")
 
 #: width of the rendered ``--help`` texts (``COLUMNS=100 jetastar COMMAND --help`` prints the same)
 HELP_COLUMNS = 100
@@ -43,6 +43,7 @@ _FACE_TITLES = {
     "jetastar": "Jets, trees and errors",
     "jetastar.ginkgo": "The Ginkgo model",
     "jetastar.clustering": "Clustering algorithms",
+    "jetastar.inference": "Inference: fitting the shower's rates",
     "jetastar.io": "Files",
     "jetastar.observables": "Observables on trees",
     "jetastar.batch": "Batch processing",

@@ -19,6 +19,7 @@ from . import (
     cmd_cluster,
     cmd_compare,
     cmd_demo,
+    cmd_fit,
     cmd_generate,
     cmd_info,
     cmd_observables,
@@ -29,8 +30,8 @@ from .shared import PROG, UsageError
 __all__ = ["build_parser", "main"]
 
 #: the commands, in the order of ``jetastar --help``
-_COMMANDS = (cmd_run, cmd_generate, cmd_cluster, cmd_compare, cmd_observables, cmd_info,
-             cmd_algorithms, cmd_demo)
+_COMMANDS = (cmd_run, cmd_generate, cmd_cluster, cmd_compare, cmd_observables, cmd_fit,
+             cmd_info, cmd_algorithms, cmd_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

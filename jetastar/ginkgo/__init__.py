@@ -21,6 +21,7 @@ from typing import Any
 from . import kernels
 from .heuristics import heuristic
 from .likelihood import (
+    BOUNDED_LIKELIHOODS,
     LIKELIHOODS,
     check_likelihood,
     likelihood_constants,
@@ -33,6 +34,7 @@ from .likelihood import (
 from .params import ShowerParams, default_root_momentum
 
 __all__ = [
+    "BOUNDED_LIKELIHOODS",
     "LIKELIHOODS",
     "ShowerParams",
     "check_likelihood",
