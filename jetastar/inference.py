@@ -52,6 +52,7 @@ from ._progress import progress_bar
 from .clustering.chunks import params_valid, score_columns
 from .clustering.exact.evidence import GRID_MAX_LEAVES, log_z_grid
 from .errors import InferenceError, InvalidJetError
+from .ginkgo.generator import generate
 from .ginkgo.likelihood import check_likelihood
 from .jet import Jet, JetCollection
 from .tree_arrays import as_collection
@@ -358,8 +359,6 @@ def selection_log_probability(
         >>> p.shape, bool(p[0, 0, 0] < p[0, 1, 0] < 0)
         ((2, 2, 1), True)
     """
-    from .ginkgo.generator import generate
-
     collection = _jets_of(jets)
     lo, hi = _check_selection(selection)
     lams = _rate_values(lam, "lam")

@@ -16,8 +16,8 @@ PUBLIC = {
         "TooLargeError", "Tree", "__version__", "cluster", "cluster_jets", "ginkgo",
     ],
     "jetastar.ginkgo": [
-        "BOUNDED_LIKELIHOODS", "LIKELIHOODS", "ShowerParams", "check_likelihood", "default_root_momentum", "generate",
-        "heuristic", "likelihood_constants", "log_likelihood", "node_log_likelihoods",
+        "BOUNDED_LIKELIHOODS", "LIKELIHOODS", "ShowerParams", "check_likelihood",
+        "default_root_momentum", "generate", "heuristic", "likelihood_constants", "log_likelihood", "node_log_likelihoods",
         "split_log_likelihood", "split_log_likelihood_t", "truth_log_likelihoods",
     ],
     "jetastar.clustering": [
