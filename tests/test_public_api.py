@@ -17,7 +17,8 @@ PUBLIC = {
     ],
     "jetastar.ginkgo": [
         "BOUNDED_LIKELIHOODS", "LIKELIHOODS", "ShowerParams", "check_likelihood",
-        "default_root_momentum", "generate", "heuristic", "likelihood_constants", "log_likelihood", "node_log_likelihoods",
+        "default_root_momentum", "generate", "heuristic", "likelihood_constants", "log_likelihood",
+        "node_log_likelihoods",
         "split_log_likelihood", "split_log_likelihood_t", "truth_log_likelihoods",
     ],
     "jetastar.clustering": [
