@@ -82,6 +82,11 @@ _DEFAULT_RANGE = (0.25, 6.0)
 _FIT_POINTS = 16
 #: generated jets per point for the selection probability
 _SELECTION_JETS = 20_000
+#: jets of the coarse scan of a large sample (a subsample: it only locates the maximum)
+_COARSE_JETS = 1000
+_COARSE_SEED = 20261207
+#: most extensions of a fine scan whose profile does not close
+_MAX_EXTENSIONS = 3
 
 
 def _delta_for(cl: float) -> float:
@@ -703,11 +708,21 @@ def _profile(s: Scan) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _refine(grid: np.ndarray, total: np.ndarray, low: float, high: float) -> np.ndarray:
+def _refine(grid: np.ndarray, total: np.ndarray, low: float, high: float,
+            level: float = 4.0) -> np.ndarray:
     """The fine grid around the maximum: the range where ``Δ(−log L)`` of the coarse profile is
-    below ~4 (widened by a coarse step on each side), inside ``[low, high]``."""
+    below ``level`` (widened to the next coarse point on each side), inside ``[low, high]``."""
     top = np.nanmax(total)
-    inside = np.flatnonzero(top - total <= 4.0)
+    spline = _smooth(grid, total)
+    if spline is not None:  # (between the coarse points, where the region is narrow)
+        dense = np.linspace(grid[0], grid[-1], 4001)
+        near = dense[top - spline(dense) <= level]
+        if near.size >= 2 and near[-1] - near[0] > 1e-9 * (1.0 + abs(near[0])):
+            step = (grid[-1] - grid[0]) / 4000.0
+            a = max(low, near[0] - step)
+            b = min(high, near[-1] + step)
+            return np.linspace(a, b, grid.size)
+    inside = np.flatnonzero(top - total <= level)
     if inside.size == 0:
         inside = np.array([int(np.nanargmax(total))])
     a = max(low, grid[max(inside[0] - 1, 0)])
@@ -715,6 +730,25 @@ def _refine(grid: np.ndarray, total: np.ndarray, low: float, high: float) -> np.
     if b <= a:
         a, b = max(low, grid[0]), min(high, grid[-1])
     return np.linspace(a, b, grid.size)
+
+
+def _extend(fine: Scan, points: dict[str, np.ndarray],
+            ranges: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """A wider fine grid where the fine scan's profile does not reach the 95 % level on a side
+    (the maximum at an edge, or the interval open), within the coarse range; ``None`` when every
+    profile is closed (or cannot be widened)."""
+    out, changed = dict(points), False
+    for name, (g, prof) in _profile(fine).items():
+        top = np.nanmax(prof)
+        width = g[-1] - g[0]
+        lo_open = top - prof[0] < _DELTA[0.95] + 0.5
+        hi_open = top - prof[-1] < _DELTA[0.95] + 0.5
+        a = max(ranges[name][0], g[0] - width) if lo_open else g[0]
+        b = min(ranges[name][-1], g[-1] + width) if hi_open else g[-1]
+        if (a, b) != (g[0], g[-1]):
+            out[name] = np.linspace(a, b, g.size)
+            changed = True
+    return out if changed else None
 
 
 def fit(
@@ -733,9 +767,11 @@ def fit(
 ) -> FitResult:
     """Maximum-likelihood estimate of the free rates, with profile-likelihood intervals.
 
-    Two scans: a coarse one over each free rate's range (default 0.25 .. 6), then one over the
-    region within ``Δ(−log L) <= 4`` of the maximum; the estimate and the edges of the 68 % and
-    95 % intervals are read off a cubic spline through the fine profile.
+    Two scans: a coarse one over each free rate's range (default 0.25 .. 6; on a subsample of 1000
+    jets when there are more), then one over all jets in the region within ``Δ(−log L) <= 4`` of
+    the coarse maximum (widened where the profile does not reach the 95 % level); the estimate and
+    the edges of the 68 % and 95 % intervals are read off a cubic spline through the fine
+    profile.
 
     Args:
         jets: as for :func:`log_evidence`.
@@ -798,21 +834,41 @@ def fit(
             raise InferenceError(f"grid given for {name!r}, which is not free")
     show = len(collection) > 10_000 if progress is None else bool(progress)
 
-    def run(points: dict[str, np.ndarray]) -> Scan:
+    def run(points: dict[str, np.ndarray], sample: JetCollection) -> Scan:
         kw = {name: points.get(name, given[name]) for name in PARAMETERS}
-        with progress_bar(total=1, desc=f"fit scan ({len(collection)} jets)", unit="scan",
+        with progress_bar(total=1, desc=f"fit scan ({len(sample)} jets)", unit="scan",
                           show=show) as bar:
-            out = scan(collection, lam=kw["lam"], lam_root=kw["lam_root"],
+            out = scan(sample, lam=kw["lam"], lam_root=kw["lam_root"],
                        likelihood=likelihood, estimator=estimator, selection=selection,
                        max_leaves=max_leaves)
             bar.update(1)
         return out
 
-    coarse = run(ranges)
+    # the coarse scan only finds where the maximum is: on a subsample of a large sample, its
+    # Δ(−log L) scaled up to the whole sample (a fine scan over the subsample's region within
+    # ±3 of its standard deviations holds the whole sample's 95 % interval unless the two maxima
+    # are more than ~2.4 of them apart: the edges are then extended)
+    n_all = len(collection)
+    sub = collection
+    if n_all > _COARSE_JETS:
+        pick = np.sort(np.random.default_rng(_COARSE_SEED).choice(n_all, _COARSE_JETS,
+                                                                   replace=False))
+        sub = collection.take(pick)
+    coarse = run(ranges, sub)
+    level = 4.5 if sub is not collection else 4.0
     fine_points = {}
     for name, (g, prof) in _profile(coarse).items():
-        fine_points[name] = _refine(g, prof, ranges[name][0], ranges[name][-1])
-    fine = run(fine_points)
+        fine_points[name] = _refine(g, prof, ranges[name][0], ranges[name][-1], level)
+    scans = [coarse]
+    fine = run(fine_points, collection)
+    scans.append(fine)
+    for _ in range(_MAX_EXTENSIONS):
+        wider = _extend(fine, fine_points, ranges)
+        if wider is None:
+            break
+        fine_points = wider
+        fine = run(fine_points, collection)
+        scans.append(fine)
     profiles = _profile(fine)
     values, intervals, curves = {}, {}, {}
     best_total = -np.inf
@@ -832,7 +888,7 @@ def fit(
         n_jets=len(collection), n_used=int(fine.used.sum()), left_out=left_out,
         likelihood=likelihood, estimator=estimator, fixed=fixed,
         selection=fine.selection, device="cpu", wall_s=time.perf_counter() - wall0,
-        cpu_s=time.process_time() - cpu0, scans=[coarse, fine],
+        cpu_s=time.process_time() - cpu0, scans=scans,
     )
 
 

@@ -35,7 +35,7 @@ from ...ginkgo.likelihood import SPACELIKE_TOLERANCE
 from .._chunk_kernels import DONE, INVALID, NOT_RUN, run_in_slices, to_solve
 from .._subsets import fill_subset_t, unsplittable
 
-__all__ = ["EVIDENCE_SLICE_SPLITS", "evidence_chunk"]
+__all__ = ["EVIDENCE_SLICE_WORK", "evidence_chunk", "uniform_step"]
 
 _NEG_INF = -np.inf
 _A = TRUNCATION
@@ -158,6 +158,173 @@ def _cluster_generic(s, t, lz, mp, rows, out_z, out_m, z_max, z_acc, want_map,
 
 
 @nb.njit(cache=True)
+def _density_linear(n, t, c0, lams, base1, dlam, roots, base2, out, j):  # pragma: no cover - numba
+    """Every grid point of one jet in the density form, on a uniform grid of inner rates
+    (``lams[k] = lams[0] + k · dlam``), in linear space: each cluster keeps its ``Z`` at every rate
+    relative to one scale (``zl[s, k]``, ``ref[s]`` = the log of the scale), and a split's
+    ``exp(−λ_k x)`` is ``exp(−λ_0 x) · exp(−dlam x)^k``: two ``exp`` per ordering and split
+    whatever the number of rates (the log-space path takes two per rate).
+
+    Returns:
+        ``(possible splits, underflow)``: ``underflow`` when some rate's ``Z`` fell below the range
+        of a float relative to the others' at a cluster (the caller then uses the log-space path).
+    """
+    n_k = lams.shape[0]
+    m = np.int64(1) << n
+    full = m - 1
+    cut = c0[0]
+    zl = np.empty((m, n_k))
+    ref = np.full(m, _NEG_INF)
+    for i in range(n):
+        s = np.int64(1) << i
+        ref[s] = 0.0
+        for k in range(n_k):
+            zl[s, k] = 1.0
+    e_b = np.empty(n_k)
+    for k in range(n_k):
+        e_b[k] = math.exp(base1[k] - base1[0])
+    acc = np.empty(n_k)
+    lam0 = lams[0]
+    parts = 0
+    underflow = False
+    for s in range(3, full):
+        if s & (s - 1) == 0:
+            continue
+        t_s = t[s]
+        if unsplittable(t_s, cut, False):
+            continue
+        s_p = math.sqrt(t_s)
+        for k in range(n_k):
+            acc[k] = 0.0
+        acc_ref = _NEG_INF
+        low = s & -s
+        rest = s ^ low
+        sub = (rest - 1) & rest
+        while True:
+            a = low | sub
+            b = rest ^ sub
+            if ref[a] != _NEG_INF and ref[b] != _NEG_INF:
+                t_a = t[a]
+                t_b = t[b]
+                if t_a >= 0.0 and t_b >= 0.0 and t_a < _A * t_s and t_b < _A * t_s:
+                    s_a = math.sqrt(t_a)
+                    s_b = math.sqrt(t_b)
+                    if not s_a + s_b > s_p:
+                        kallen = (t_s - (s_a + s_b) ** 2) * (t_s - (s_a - s_b) ** 2)
+                        if kallen > 0.0:
+                            scale_ab = (s_p - s_a) * (s_p - s_a)
+                            scale_ba = (s_p - s_b) * (s_p - s_b)
+                            jac = _J0 - 0.5 * math.log(kallen) + ref[a] + ref[b]
+                            counted = False
+                            for order in range(2):
+                                if order == 0:
+                                    if not t_b < _A * scale_ab:
+                                        continue
+                                    x = t_a / t_s + t_b / scale_ab
+                                    sc = jac - math.log(scale_ab) - lam0 * x
+                                else:
+                                    if not t_a < _A * scale_ba:
+                                        continue
+                                    x = t_b / t_s + t_a / scale_ba
+                                    sc = jac - math.log(scale_ba) - lam0 * x
+                                counted = True
+                                if sc > acc_ref:
+                                    shrink = math.exp(acc_ref - sc) if acc_ref != _NEG_INF else 0.0
+                                    for k in range(n_k):
+                                        acc[k] *= shrink
+                                    acc_ref = sc
+                                    g = 1.0
+                                else:
+                                    g = math.exp(sc - acc_ref)
+                                r = math.exp(-dlam * x)
+                                for k in range(n_k):
+                                    acc[k] += g * zl[a, k] * zl[b, k]
+                                    g *= r
+                            if counted:
+                                parts += 1
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+        if acc_ref == _NEG_INF:
+            continue
+        top = 0.0
+        for k in range(n_k):
+            zl[s, k] = acc[k] * e_b[k]
+            top = max(top, zl[s, k])
+        low_value = np.inf
+        for k in range(n_k):
+            zl[s, k] /= top
+            low_value = min(low_value, zl[s, k])
+        if not low_value > 1e-280:
+            underflow = True
+        ref[s] = acc_ref + base1[0] + math.log(top)
+    # the whole jet: λ_R (the grid of roots) for its own split, the parts' tables at each λ
+    n_r = roots.shape[0]
+    for k1 in range(n_k):
+        for k2 in range(n_r):
+            out[j, k1, k2] = _NEG_INF
+    if unsplittable(t[full], cut, False):
+        return parts, underflow
+    t_s = t[full]
+    s_p = math.sqrt(t_s)
+    acc2 = np.zeros((n_k, n_r))
+    ref2 = np.full(n_r, _NEG_INF)
+    low = full & -full
+    rest = full ^ low
+    sub = (rest - 1) & rest
+    while True:
+        a = low | sub
+        b = rest ^ sub
+        if ref[a] != _NEG_INF and ref[b] != _NEG_INF:
+            t_a = t[a]
+            t_b = t[b]
+            if t_a >= 0.0 and t_b >= 0.0 and t_a < _A * t_s and t_b < _A * t_s:
+                s_a = math.sqrt(t_a)
+                s_b = math.sqrt(t_b)
+                if not s_a + s_b > s_p:
+                    kallen = (t_s - (s_a + s_b) ** 2) * (t_s - (s_a - s_b) ** 2)
+                    if kallen > 0.0:
+                        scale_ab = (s_p - s_a) * (s_p - s_a)
+                        scale_ba = (s_p - s_b) * (s_p - s_b)
+                        jac = _J0 - 0.5 * math.log(kallen) + ref[a] + ref[b]
+                        for order in range(2):
+                            if order == 0:
+                                if not t_b < _A * scale_ab:
+                                    continue
+                                x = t_a / t_s + t_b / scale_ab
+                                y = jac - math.log(scale_ab)
+                            else:
+                                if not t_a < _A * scale_ba:
+                                    continue
+                                x = t_b / t_s + t_a / scale_ba
+                                y = jac - math.log(scale_ba)
+                            for k2 in range(n_r):
+                                sc = y + base2[k2] - roots[k2] * x
+                                if sc > ref2[k2]:
+                                    shrink = math.exp(ref2[k2] - sc) if ref2[k2] != _NEG_INF \
+                                        else 0.0
+                                    for k1 in range(n_k):
+                                        acc2[k1, k2] *= shrink
+                                    ref2[k2] = sc
+                                    g = 1.0
+                                else:
+                                    g = math.exp(sc - ref2[k2])
+                                for k1 in range(n_k):
+                                    acc2[k1, k2] += g * zl[a, k1] * zl[b, k1]
+                        parts += 1
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+    for k2 in range(n_r):
+        if ref2[k2] == _NEG_INF:
+            continue
+        for k1 in range(n_k):
+            if acc2[k1, k2] > 0.0:
+                out[j, k1, k2] = ref2[k2] + math.log(acc2[k1, k2])
+    return parts, underflow
+
+
+@nb.njit(cache=True)
 def _rows(c0, rates, norms, logs):  # pragma: no cover - numba
     """One constants row per rate: ``c0`` with ``λ``, ``log λ`` and ``N`` replaced."""
     out = np.empty((rates.shape[0], c0.shape[0]))
@@ -172,8 +339,10 @@ def _rows(c0, rates, norms, logs):  # pragma: no cover - numba
 
 @nb.njit(cache=True)
 def _evidence_jet(j, leaves, loff, which, consts, run, lams, lam_norms, roots, root_norms,
-                  want_map, log_z, map_ll, outcome, splits, tol):  # pragma: no cover - numba
-    """Every grid point of jet ``j`` (see :func:`evidence_chunk`)."""
+                  want_map, dlam, log_z, map_ll, outcome, splits, underflow,
+                  tol):  # pragma: no cover - numba
+    """Every grid point of jet ``j`` (see :func:`evidence_chunk`); ``dlam > 0``: the inner rates
+    are a uniform grid of that step (the density form then takes :func:`_density_linear`)."""
     if not to_solve(j, leaves, loff, which, run, outcome, tol):
         return
     a0 = loff[j]
@@ -190,6 +359,14 @@ def _evidence_jet(j, leaves, loff, which, consts, run, lams, lam_norms, roots, r
     full = m - 1
     t = np.empty(m)
     fill_subset_t(leaves[a0:a0 + n], c0, t)
+    if form == FORM_DENSITY and dlam > 0.0 and not want_map:
+        base1 = 2.0 * (lam_norms + np.log(lams))
+        base2 = 2.0 * (root_norms + np.log(roots))
+        parts, low = _density_linear(n, t, c0, lams, base1, dlam, roots, base2, log_z, j)
+        splits[j] = parts
+        underflow[j] = low
+        outcome[j] = DONE
+        return
     lz = np.empty((m, n1))
     mp = np.empty((m, n1)) if want_map else np.empty((1, n1))
     for k in range(n1):
@@ -269,26 +446,28 @@ def _evidence_jet(j, leaves, loff, which, consts, run, lams, lam_norms, roots, r
 
 @nb.njit(cache=True, parallel=True)
 def _evidence_parallel(jobs, toff, leaves, loff, which, consts, run, lams, lam_norms, roots,
-                       root_norms, want_map, log_z, map_ll, outcome, splits,
+                       root_norms, want_map, dlam, log_z, map_ll, outcome, splits, underflow,
                        tol):  # pragma: no cover - numba
     for t in nb.prange(toff.shape[0] - 1):
         for q in range(toff[t], toff[t + 1]):
             _evidence_jet(jobs[q], leaves, loff, which, consts, run, lams, lam_norms, roots,
-                          root_norms, want_map, log_z, map_ll, outcome, splits, tol)
+                          root_norms, want_map, dlam, log_z, map_ll, outcome, splits, underflow,
+                          tol)
 
 
 @nb.njit(cache=True)
 def _evidence_serial(jobs, toff, leaves, loff, which, consts, run, lams, lam_norms, roots,
-                     root_norms, want_map, log_z, map_ll, outcome, splits,
+                     root_norms, want_map, dlam, log_z, map_ll, outcome, splits, underflow,
                      tol):  # pragma: no cover - numba
     for q in range(toff[0], toff[toff.shape[0] - 1]):
         _evidence_jet(jobs[q], leaves, loff, which, consts, run, lams, lam_norms, roots,
-                      root_norms, want_map, log_z, map_ll, outcome, splits, tol)
+                      root_norms, want_map, dlam, log_z, map_ll, outcome, splits, underflow, tol)
 
 
-#: estimated split-grid-point evaluations per kernel call of :func:`evidence_chunk` (~0.1-0.3 s),
-#: so that an interrupt is seen between calls
-EVIDENCE_SLICE_SPLITS = 4_000_000
+#: estimated work units (~1 ns each: a split's rate-independent terms are ~30, a grid point of the
+#: log-space path ~30, of the linear path ~2) per kernel call of :func:`evidence_chunk`, ~0.1 s, so
+#: that an interrupt is seen between calls
+EVIDENCE_SLICE_WORK = 100_000_000
 
 
 def evidence_chunk(
@@ -320,13 +499,41 @@ def evidence_chunk(
     map_ll = np.full((n_jets if want_map else 0, k1, k2), np.nan)
     outcome = np.full(n_jets, NOT_RUN, dtype=np.int64)
     splits = np.zeros(n_jets, dtype=np.int64)
+    underflow = np.zeros(n_jets, dtype=np.bool_)
     n = np.diff(loff).astype(np.float64)
-    cost = np.where(run, (3.0**n + 1.0) / 2.0 * k1 + 2.0**n * k1 * k2, 1.0)
+    lams = np.ascontiguousarray(lams, dtype=np.float64)
+    dlam = uniform_step(lams)
+    args = (leaves, loff, which, consts, None, lams,
+            np.ascontiguousarray(lam_norms, dtype=np.float64),
+            np.ascontiguousarray(roots, dtype=np.float64),
+            np.ascontiguousarray(root_norms, dtype=np.float64), bool(want_map))
     kernel = _evidence_parallel if parallel else _evidence_serial
-    run_in_slices(kernel, cost, EVIDENCE_SLICE_SPLITS, parallel, leaves, loff, which, consts,
-                  np.asarray(run, dtype=np.bool_), np.ascontiguousarray(lams, dtype=np.float64),
-                  np.ascontiguousarray(lam_norms, dtype=np.float64),
-                  np.ascontiguousarray(roots, dtype=np.float64),
-                  np.ascontiguousarray(root_norms, dtype=np.float64), bool(want_map), log_z,
-                  map_ll, outcome, splits, SPACELIKE_TOLERANCE)
+    run = np.asarray(run, dtype=np.bool_)
+    for step, todo in ((dlam, run), (0.0, None)):
+        if todo is None:  # the log-space path for the jets that underflowed in linear space
+            todo = run & underflow
+            if not todo.any():
+                break
+            underflow[:] = False
+        per_split = 30.0 + (2.0 if step > 0.0 else 30.0) * k1
+        cost = np.where(todo, (3.0**n + 1.0) / 2.0 * per_split + 2.0**n * k1 * k2, 1.0)
+        run_in_slices(kernel, cost, EVIDENCE_SLICE_WORK, parallel, *args[:4], todo,
+                      *args[5:], float(step), log_z, map_ll, outcome, splits, underflow,
+                      SPACELIKE_TOLERANCE)
     return log_z, map_ll, outcome, splits
+
+
+def uniform_step(values: np.ndarray) -> float:
+    """The step of a uniform grid of at least two increasing values (``0.0`` otherwise; a single
+    value is a grid of step 1, which it does not use).
+
+    Example:
+        >>> uniform_step(np.linspace(1.0, 2.0, 5)), uniform_step(np.array([1.0, 1.5, 3.0]))
+        (0.25, 0.0)
+    """
+    if values.shape[0] == 1:
+        return 1.0
+    step = (values[-1] - values[0]) / (values.shape[0] - 1)
+    if not step > 0.0 or not np.allclose(np.diff(values), step, rtol=1e-9, atol=0.0):
+        return 0.0
+    return float(step)
