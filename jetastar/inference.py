@@ -80,8 +80,8 @@ _DELTA = {0.68: 0.5, 0.6827: 0.5, 0.95: 1.920729, 0.9545: 2.0}
 _DEFAULT_RANGE = (0.25, 6.0)
 #: points per dimension of each scan of a fit
 _FIT_POINTS = 16
-#: generated jets per point for the selection probability
-_SELECTION_JETS = 20_000
+#: generated jets (over all reference points) for the selection probability
+_SELECTION_JETS = 50_000
 #: jets of the coarse scan of a large sample (a subsample: it only locates the maximum)
 _COARSE_JETS = 1000
 _COARSE_SEED = 20261207
@@ -343,15 +343,20 @@ def selection_log_probability(
 ) -> np.ndarray:
     """``log P(lo <= n_leaves <= hi | θ)`` of the generator, per jet, on a grid of rates.
 
-    Estimated by generating ``n_generated`` jets with each distinct set of the jets' parameters at
-    every grid point, with the same seed at every point (common random numbers: the estimate
-    varies smoothly with the rates).
+    Estimated by importance sampling from the generator itself: ``n_generated`` jets (per distinct
+    set of the jets' other parameters) are generated, spread evenly over up to
+    :data:`_SELECTION_REFERENCES` reference points of the grid, and every grid point reweights all
+    of them by the ratio of its density of each generated jet (truth tree and momenta, the density
+    form) to the mixture of the references' (the balance heuristic of multiple importance
+    sampling). The estimate is unbiased at every point and a smooth function of the rates (no
+    jet's leaf count flips between neighbouring points, as with a fresh sample per point, whose
+    noise would distort the profile and its intervals).
 
     Args:
         jets: the jets (their parameters: root, ``t_cut``, and the rates not given).
         selection: ``(lo, hi)``, both inclusive.
         lam, lam_root: grids of rates (``None``: the jets' own).
-        n_generated: jets generated per point and parameter set.
+        n_generated: jets generated per set of parameters, over all reference points.
         seed: the generator's seed.
 
     Returns:
@@ -368,6 +373,8 @@ def selection_log_probability(
     lo, hi = _check_selection(selection)
     lams = _rate_values(lam, "lam")
     roots = _rate_values(lam_root, "lam_root")
+    if int(n_generated) < 1:
+        raise InferenceError(f"n_generated must be >= 1, got {n_generated!r}")
     n = len(collection)
     k1 = 1 if lams is None else lams.size
     k2 = 1 if roots is None else roots.size
@@ -378,19 +385,55 @@ def selection_log_probability(
         key = (params.m_hard, params.t_cut, params.t_root, tuple(params.root_momentum),
                params.lam if lams is None else None, params.lam_root if roots is None else None)
         if key not in seen:
-            table = np.zeros((k1, k2))
-            for a in range(k1):
-                for b in range(k2):
-                    point = params.replace(
-                        lam=params.lam if lams is None else float(lams[a]),
-                        lam_root=params.lam_root if roots is None else float(roots[b]))
-                    sizes = np.asarray(generate(int(n_generated), point, seed=seed).n_leaves)
-                    inside = int(np.count_nonzero((sizes >= lo) & (sizes <= hi)))
-                    # (a window no generated jet fell into: half a jet, not log 0)
-                    table[a, b] = math.log(max(inside, 0.5) / sizes.size)
-            seen[key] = table
+            seen[key] = _selection_table(params, lo, hi, lams, roots, int(n_generated), seed)
         out[i] = seen[key]
     return out
+
+
+#: most reference points of the importance-sampled selection probability (per rate: all of them
+#: for one rate, their square root each for two)
+_SELECTION_REFERENCES = 8
+
+
+def _reference_indices(k: int, most: int) -> np.ndarray:
+    """Up to ``most`` grid indices spread evenly over ``0 .. k-1``, both ends included."""
+    return np.unique(np.round(np.linspace(0, k - 1, min(k, most))).astype(np.int64))
+
+
+def _selection_table(params: Any, lo: int, hi: int, lams: np.ndarray | None,
+                     roots: np.ndarray | None, n_generated: int, seed: int) -> np.ndarray:
+    """``log P(selection | θ)`` on the grid for one set of the other parameters: ``(K1, K2)``."""
+    k1 = 1 if lams is None else lams.size
+    k2 = 1 if roots is None else roots.size
+    per_axis = _SELECTION_REFERENCES if (k1 == 1 or k2 == 1) else max(
+        2, math.isqrt(_SELECTION_REFERENCES))
+    refs = [(a, b) for a in _reference_indices(k1, per_axis)
+            for b in _reference_indices(k2, per_axis)]
+    n_per = max(1, -(-n_generated // len(refs)))
+    log_w_sum = np.full((k1, k2), -np.inf)   # log Σ_x 1{sel}(x) p_θ(x) / q(x)
+    total = 0
+    for r, (a, b) in enumerate(refs):
+        point = params.replace(lam=params.lam if lams is None else float(lams[a]),
+                               lam_root=params.lam_root if roots is None else float(roots[b]))
+        sample = generate(n_per, point, seed=seed, first_index=r * n_per)
+        total += n_per
+        sizes = np.asarray(sample.n_leaves)
+        inside = (sizes >= lo) & (sizes <= hi)
+        if not inside.any():
+            continue
+        sample = sample[np.flatnonzero(inside)]
+        # each selected jet's density at every grid point (the generator's own: density form)
+        log_p = _truth_values(sample, "density", lams, roots)
+        if not np.all(np.isfinite(log_p)):
+            raise InferenceError(  # (the generator's jets are possible under their own model)
+                "a generated jet has no finite density at a grid point; the selection "
+                "probability cannot be reweighted there")
+        ref_p = np.stack([log_p[:, ra, rb] for ra, rb in refs], axis=1)
+        log_q = np.logaddexp.reduce(ref_p, axis=1) - math.log(len(refs))
+        log_w = log_p - log_q[:, None, None]
+        log_w_sum = np.logaddexp(log_w_sum, np.logaddexp.reduce(log_w, axis=0))
+    # (a window no generated jet fell into: half a jet, not log 0)
+    return np.maximum(log_w_sum, math.log(0.5)) - math.log(total)
 
 
 def _check_selection(selection: Any) -> tuple[int, int]:

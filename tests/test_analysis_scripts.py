@@ -55,3 +55,25 @@ def test_aloi_with_other_settings_uses_its_own_folders(tmp_path: Path,
     with pytest.raises(SystemExit, match=r"results[/\\]aloi_hcc\.json"):
         aloi.main(["--plot-only"])
     assert not (tmp_path / "figures").exists()
+
+
+def test_calibration_writes_its_summary_and_pulls(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tiny pseudo-experiments per setting: the summary, the table and the figure exist and
+    say what was fitted (λ for QCD jets, λ_R for selected W jets)."""
+    import json
+
+    calibration = _script("calibration")
+    monkeypatch.setattr(calibration, "HERE", tmp_path)
+    assert calibration.main(["--true", "1.5", "--experiments", "2", "--jets", "60",
+                             "--estimators", "density", "truth", "--tag", "tiny"]) == 0
+    out = json.loads((tmp_path / "results" / "tiny.json").read_text())
+    rows = out["summaries"]["density"]
+    assert [r["true"] for r in rows] == [1.5] and rows[0]["experiments"] == 2
+    assert 0.5 < rows[0]["mean"] < 3.0 and 0.0 <= rows[0]["coverage68"] <= 1.0
+    assert "| density | 1.5 |" in (tmp_path / "results" / "tiny.md").read_text()
+    assert (tmp_path / "figures" / "tiny" / "pulls.png").is_file()
+    assert calibration.main(["--jet-type", "w", "--max-leaves", "8", "--true", "3",
+                             "--experiments", "2", "--jets", "30", "--estimators", "truth",
+                             "--tag", "tiny_w"]) == 0
+    assert "true λ_R" in (tmp_path / "results" / "tiny_w.md").read_text()

@@ -95,6 +95,24 @@ def test_public_api_on_the_gpu(likelihood):
 
 
 @pytest.mark.parametrize("shared", [False, True])
+def test_density_form_on_the_gpu_is_the_cpu_evidence(shared):
+    """The density form's sums over trees on the GPU: tables, log Z = log_evidence's, no MAP engine."""
+    from jetastar.inference import log_evidence
+
+    for jet in _jets(6, count=1, seed=13):
+        tr = Trellis(jet, "density", device="cpu")
+        sol = gpu_mod.solve_on_gpu([jet.leaves], jet.likelihood_constants("density")[None],
+                                   **(SHARED if shared else {}))
+        _same_table(sol, tr)
+        gpu = exact_trellis(jet, "density", device="gpu")
+        assert gpu.stats["device"] == "gpu"
+        assert gpu.log_z == pytest.approx(log_evidence(jet).log_z[0], rel=1e-12)
+        assert gpu.tree == exact_trellis(jet, "density", device="cpu").tree
+    with pytest.raises(ValueError, match="'density' form's Jacobian is unbounded"):
+        exact_map(jet, "density", device="gpu")
+
+
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
 def test_marginals_equal_the_cpu(shared, likelihood):
     jet = _jets(7, count=1, seed=8)[1]

@@ -226,11 +226,31 @@ def test_selection_is_accounted_for_or_refused():
     with pytest.raises(InferenceError, match=r"outside the declared selection 1\.\.12"):
         scan(both, lam=[1.0, 2.0], selection=(1, 12), max_leaves=12)
     s = scan(jets, lam=[1.0, 2.0], selection=(1, 12), max_leaves=12)
-    log_p = selection_log_probability(jets, (1, 12), lam=[1.0, 2.0], n_generated=20_000)
+    log_p = selection_log_probability(jets, (1, 12), lam=[1.0, 2.0])
     plain = scan(jets, lam=[1.0, 2.0], max_leaves=12)
     assert np.allclose(s.total, plain.total - log_p[:, :, 0].sum(axis=0))
     # fewer leaves at a larger rate: the window holds more of the jets there
     assert log_p[0, 0, 0] < log_p[0, 1, 0] < 0
+
+
+def test_selection_probability_is_the_generators_and_smooth():
+    """The importance-sampled P(selection | θ) equals fresh generator counts at every point (within
+    their binomial errors) and is a smooth function of the rate (no count noise between points)."""
+    jets = generate(2, ShowerParams.w(), seed=42, max_leaves=13)
+    grid = np.linspace(1.5, 5.0, 8)
+    log_p = selection_log_probability(jets, (1, 13), lam_root=grid, n_generated=40_000)[0, 0]
+    assert log_p.shape == (8,) and np.all(np.diff(log_p) > 0)
+    for k in (0, 3, 7):
+        sizes = generate(40_000, ShowerParams.w().replace(lam_root=float(grid[k])),
+                         seed=777).n_leaves
+        p = float(np.mean(np.asarray(sizes) <= 13))
+        error = math.sqrt((1 - p) / (40_000 * p))  # on log p, fresh count; the reweighted's is
+        assert abs(log_p[k] - math.log(p)) < 5 * error * math.sqrt(2), k  # of the same order
+    # a quartic through the eight points: what is left is far below the noise of a count per point
+    residual = log_p - np.polyval(np.polyfit(grid, log_p, 4), grid)
+    assert np.max(np.abs(residual)) < 0.05 * math.sqrt(0.5 / 40_000)
+    with pytest.raises(InferenceError, match="n_generated must be >= 1"):
+        selection_log_probability(jets, (1, 13), lam_root=grid, n_generated=0)
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
