@@ -21,7 +21,8 @@ import jetastar  # noqa: E402
 # test suite builds them at the small sizes below, which keep the build within CI's budget; set these
 # variables before building to render the full-size studies.
 for _name, _value in (("JETASTAR_NB_JETS", "16"), ("JETASTAR_NB_MAX_LEAVES", "8"),
-                      ("JETASTAR_NB_LARGE_JETS", "2"), ("TQDM_DISABLE", "1")):
+                      ("JETASTAR_NB_LARGE_JETS", "2"), ("JETASTAR_NB_FIT_JETS", "120"),
+                      ("TQDM_DISABLE", "1")):
     os.environ.setdefault(_name, _value)
 # figures are shown inline in the rendered notebooks, whatever backend the calling process chose
 # (the test suite runs with MPLBACKEND=Agg, under which a kernel draws nothing)

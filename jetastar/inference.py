@@ -48,10 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from ._cuda import resolve_device
 from ._progress import progress_bar
 from .clustering.chunks import params_valid, score_columns
 from .clustering.exact.evidence import GRID_MAX_LEAVES, log_z_grid
-from .errors import InferenceError, InvalidJetError
+from .errors import InferenceError, InvalidJetError, OptionError
 from .ginkgo.generator import generate
 from .ginkgo.likelihood import check_likelihood
 from .jet import Jet, JetCollection
@@ -215,6 +216,7 @@ def log_evidence(
     lam: float | None = None,
     lam_root: float | None = None,
     max_leaves: int | None = GRID_MAX_LEAVES,
+    device: str = "cpu",
 ) -> Evidence:
     """``log Z(x_i | θ) = log Σ_trees Π ψ``: the exact log marginal likelihood of every jet.
 
@@ -226,12 +228,15 @@ def log_evidence(
         lam, lam_root: the rates (``None``: each jet's own).
         max_leaves: larger jets are ``"skipped"`` (``None``: no limit; the sum over trees costs
             ``~3^n / 2`` splits: 20 leaves take seconds).
+        device: ``"cpu"`` (default), ``"gpu"`` (the batched GPU trellis; at most 30 leaves) or
+            ``"auto"`` (a GPU when one is usable).
 
     Returns:
         An :class:`Evidence` with per-jet ``log_z`` and ``status``.
 
     Raises:
         InferenceError: an unknown likelihood, a rate that is not > 0.
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
@@ -250,7 +255,8 @@ def log_evidence(
     for name, v in (("lam", lam_v), ("lam_root", root_v)):
         if v is not None and v.size != 1:
             raise InferenceError(f"log_evidence takes one value of {name}; scan takes a grid")
-    grid = log_z_grid(collection, likelihood, lam=lam_v, lam_root=root_v, max_leaves=max_leaves)
+    grid = log_z_grid(collection, likelihood, lam=lam_v, lam_root=root_v, max_leaves=max_leaves,
+                      device=device)
     log_z = grid.log_z[:, 0, 0].copy()
     status, message = _statuses(collection, log_z, grid.outcome, max_leaves)
     n = len(collection)
@@ -275,7 +281,7 @@ class Scan:
         per_jet: ``(J, *grid)`` each jet's value (NaN for jets not used).
         used: ``(J,)`` bool, the jets in the sum; ``status`` / ``message`` say why the others are
             not.
-        status, message: ``(J,)`` as :class:`Evidence`'s.
+        status, message: ``(J,)`` as :class:`Evidence`'s, and ``"outside_selection"``.
         selection_log_p: the ``log P(selection | θ)`` subtracted per jet, shaped like the grid
             (zero without a selection).
         likelihood, estimator: what was summed.
@@ -455,6 +461,7 @@ def scan(
     estimator: str = "marginal",
     selection: tuple[int, int] | None = None,
     max_leaves: int | None = GRID_MAX_LEAVES,
+    device: str = "cpu",
 ) -> Scan:
     """``Σ_i`` of an estimator over the jets, on a grid of one or two rates.
 
@@ -465,17 +472,21 @@ def scan(
         likelihood: the form (``"density"`` by default).
         estimator: ``"marginal"`` (``log Z``), ``"map"`` (the MAP tree's log-likelihood at each
             point) or ``"truth"`` (the truth tree's).
-        selection: ``(min_leaves, max_leaves)`` the sample was selected with: the total is then
-            the likelihood of the selected sample (``− N log P(selection | θ)``).
+        selection: ``(min_leaves, max_leaves)``: the jets outside it are left out (status
+            ``"outside_selection"``) and the total is the likelihood of the selected jets
+            (``− N log P(selection | θ)``), whether the sample was selected so before or here.
         max_leaves: larger jets are not solved; a scan that would leave them out of the sum without
-            a declared selection covering them is refused.
+            a declared selection leaving them out is refused.
+        device: where the sums over trees run: ``"cpu"`` (default: one pass over each jet's
+            clusters for all grid points), ``"gpu"`` (the batched GPU trellis, once per grid
+            point) or ``"auto"``.
 
     Returns:
         A :class:`Scan`.
 
     Raises:
         InferenceError: an unknown estimator or form, a bad grid, jets left out by the size limit
-            without a declared selection, jets outside the declared selection, no jet usable.
+            without a declared selection, no jet usable.
 
     Example:
         >>> import numpy as np
@@ -500,39 +511,41 @@ def scan(
     if n == 0:
         raise InferenceError("no jets to scan")
     sizes = np.asarray(collection.n_leaves)
+    inside = np.ones(n, dtype=bool)
     if selection is not None:
         lo, hi = _check_selection(selection)
-        outside = np.flatnonzero((sizes < lo) | (sizes > hi))
-        if outside.size:
-            i = int(outside[0])
-            raise InferenceError(
-                f"jet {int(collection.jet_id[i])} has {int(sizes[i])} leaves, outside the declared "
-                f"selection {lo}..{hi} ({outside.size} jets are): the selection must be the one "
-                "the sample was made with")
-    if max_leaves is not None and np.any(sizes > max_leaves) and estimator != "truth":
-        over = int(np.count_nonzero(sizes > max_leaves))
-        covered = selection is not None and selection[1] <= max_leaves
-        if not covered:
-            raise InferenceError(
-                f"{over} of {n} jets have more than max_leaves={max_leaves} leaves: leaving them "
-                "out of the fit selects the sample on its size, which biases it. Select the jets "
-                f"yourself (e.g. the jets of at most {max_leaves} leaves) and declare it with "
-                f"selection=(1, {max_leaves}) (the fit then includes P(selection | θ), estimated "
-                "with the generator), or raise max_leaves")
+        inside = (sizes >= lo) & (sizes <= hi)
+    if max_leaves is not None and np.any(sizes[inside] > max_leaves) and estimator != "truth":
+        over = int(np.count_nonzero(sizes[inside] > max_leaves))
+        raise InferenceError(
+            f"{over} of {n} jets have more than max_leaves={max_leaves} leaves: leaving them out "
+            "of the fit selects the sample on its size, which biases it. Declare the selection "
+            f"selection=(1, {max_leaves}) (command line: --selection 1:{max_leaves}): the jets "
+            "outside it are left out and the fit includes P(selection | θ), estimated with the "
+            "generator; or raise max_leaves")
+    work = collection if inside.all() else collection.take(np.flatnonzero(inside))
     if estimator == "truth":
-        values = _truth_values(collection, likelihood, lams, roots)
-        outcome = np.where(params_valid(collection), 0, 1)
+        part = _truth_values(work, likelihood, lams, roots)
+        part_outcome = np.where(params_valid(work), 0, 1)
     else:
-        g = log_z_grid(collection, likelihood, lam=lams, lam_root=roots,
-                       want_map=estimator == "map", max_leaves=max_leaves)
-        values = g.map_log_likelihood if estimator == "map" else g.log_z
-        outcome = g.outcome
+        g = log_z_grid(work, likelihood, lam=lams, lam_root=roots,
+                       want_map=estimator == "map", max_leaves=max_leaves, device=device)
+        part = g.map_log_likelihood if estimator == "map" else g.log_z
+        part_outcome = g.outcome
+    values = np.full((n, *part.shape[1:]), np.nan)
+    values[inside] = part
+    outcome = np.zeros(n, dtype=np.int64)
+    outcome[inside] = part_outcome
     first = values[:, 0, 0] if values.shape[0] else np.zeros(0)
     status, message = _statuses(collection, first, outcome, max_leaves)
     if estimator == "truth":
-        missing = np.isnan(first) & (status == "ok")
+        missing = np.isnan(first) & (status == "ok") & inside
         status[missing] = "failed"
         message[missing] = "no truth tree (or an invalid one)"
+    if not inside.all():
+        status[~inside] = "outside_selection"
+        message[~inside] = [f"{int(k)} leaves, outside the declared selection {lo}..{hi}"
+                            for k in sizes[~inside]]
     used = status == "ok"
     if not used.any():
         raise InferenceError(f"none of the {n} jets can be used: " + "; ".join(
@@ -544,10 +557,11 @@ def scan(
     sel = np.zeros(shape)
     total = np.nansum(per_jet, axis=0)
     if selection is not None:
-        log_p = selection_log_probability(collection, selection, lam=lams, lam_root=roots)
-        log_p = log_p.reshape(n, -1).reshape((n, *shape))
-        total = total - np.sum(log_p[used], axis=0)
-        sel = np.mean(log_p[used], axis=0)
+        in_sum = collection.take(np.flatnonzero(used))
+        log_p = selection_log_probability(in_sum, selection, lam=lams, lam_root=roots)
+        log_p = log_p.reshape(len(in_sum), -1).reshape((len(in_sum), *shape))
+        total = total - np.sum(log_p, axis=0)
+        sel = np.mean(log_p, axis=0)
     return Scan(grid, total, per_jet, used, status, message, sel, likelihood, estimator,
                 None if selection is None else _check_selection(selection))
 
@@ -826,8 +840,9 @@ def fit(
         lam, lam_root: the value of a rate that is not free (default: each jet's own).
         selection: the ``(min_leaves, max_leaves)`` window the sample was selected with.
         max_leaves: as for :func:`scan`.
-        device: ``"cpu"`` (the sums over trees run on the CPU's threads; a GPU path is not there
-            yet: ``"gpu"`` is refused).
+        device: where the sums over trees run: ``"cpu"`` (default, the CPU's threads), ``"gpu"``
+            (the batched GPU trellis once per grid point) or ``"auto"`` (a GPU when one is
+            usable).
         progress: a progress line per scan (default: for more than 10 000 jets).
 
     Returns:
@@ -854,8 +869,12 @@ def fit(
     both = [f for f in free if given[f] is not None]
     if both:
         raise InferenceError(f"{both[0]} is free: do not also give it a value")
-    if device not in ("cpu", "auto"):
-        raise InferenceError(f"fit runs on the CPU (device='cpu'); got device={device!r}")
+    try:
+        where = resolve_device(device, worth_it=estimator != "truth")
+    except OptionError as exc:
+        raise InferenceError(str(exc)) from None
+    if estimator == "truth":  # scores of given trees: no sums over trees to place
+        where = "cpu"
     _check_form(likelihood)
     collection = _jets_of(jets)
     ranges = {}
@@ -883,7 +902,7 @@ def fit(
                           show=show) as bar:
             out = scan(sample, lam=kw["lam"], lam_root=kw["lam_root"],
                        likelihood=likelihood, estimator=estimator, selection=selection,
-                       max_leaves=max_leaves)
+                       max_leaves=max_leaves, device=where)
             bar.update(1)
         return out
 
@@ -930,7 +949,7 @@ def fit(
         values=values, intervals=intervals, profiles=curves, max_log_likelihood=float(best_total),
         n_jets=len(collection), n_used=int(fine.used.sum()), left_out=left_out,
         likelihood=likelihood, estimator=estimator, fixed=fixed,
-        selection=fine.selection, device="cpu", wall_s=time.perf_counter() - wall0,
+        selection=fine.selection, device=where, wall_s=time.perf_counter() - wall0,
         cpu_s=time.process_time() - cpu0, scans=scans,
     )
 

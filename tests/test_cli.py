@@ -652,3 +652,8 @@ def test_fit_prints_the_estimate_and_writes_the_plot_and_json(tmp_path, capsys):
                          (["--max-leaves", "5"], "have more than max_leaves=5 leaves")):
         assert main(["fit", str(jets), "-o", str(prefix), *bad]) == 2, bad
         assert message in capsys.readouterr().err, bad
+    # a declared selection cuts the sample and says how many jets it left out
+    assert main(["fit", str(jets), "-o", str(prefix), "--max-leaves", "9",
+                 "--selection", "1:9"]) == 0
+    out = capsys.readouterr().out
+    assert "outside_selection" in out and "selection: 1 <= n_leaves <= 9" in out

@@ -221,11 +221,15 @@ def test_selection_is_accounted_for_or_refused():
     jets = generate(40, ShowerParams.w(), seed=40, max_leaves=12)
     over = generate(5, ShowerParams.w(), seed=41, min_leaves=13, max_leaves=16)
     both = JetCollection.concatenate([jets, over])
-    with pytest.raises(InferenceError, match=r"more than max_leaves=12.*selection=\(1, 12\)"):
+    with pytest.raises(InferenceError,
+                       match=r"max_leaves=12.*selection=\(1, 12\) \(command line: --selection 1:12"):
         scan(both, lam=[1.0, 2.0], max_leaves=12)
-    with pytest.raises(InferenceError, match=r"outside the declared selection 1\.\.12"):
-        scan(both, lam=[1.0, 2.0], selection=(1, 12), max_leaves=12)
+    # declared, the selection is applied: the jets outside it are left out, named
+    cut = scan(both, lam=[1.0, 2.0], selection=(1, 12), max_leaves=12)
+    assert list(cut.status[-5:]) == ["outside_selection"] * 5 and not cut.used[-5:].any()
+    assert "outside the declared selection 1..12" in cut.message[-1]
     s = scan(jets, lam=[1.0, 2.0], selection=(1, 12), max_leaves=12)
+    assert np.array_equal(cut.total, s.total) and cut.used[:40].all()
     log_p = selection_log_probability(jets, (1, 12), lam=[1.0, 2.0])
     plain = scan(jets, lam=[1.0, 2.0], max_leaves=12)
     assert np.allclose(s.total, plain.total - log_p[:, :, 0].sum(axis=0))
@@ -262,7 +266,7 @@ def test_selection_probability_is_the_generators_and_smooth():
     ({"free": ("lam",), "grid": {"lam_root": (1.0, 2.0)}}, "not free"),
     ({"free": ("lam",), "likelihood": "exact"}, "unknown likelihood 'exact'"),
     ({"free": ("lam",), "estimator": "bayes"}, "unknown estimator 'bayes'"),
-    ({"free": ("lam",), "device": "gpu"}, "runs on the CPU"),
+    ({"free": ("lam",), "device": "tpu"}, "device must be one of"),
 ])
 def test_bad_fits_are_one_clear_line(kwargs, match):
     jets = generate(5, ShowerParams.qcd(), seed=42)

@@ -12,11 +12,13 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-@pytest.mark.parametrize("name", ["quickstart.ipynb", "map_vs_truth.ipynb"])
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "map_vs_truth.ipynb", "inference.ipynb"])
 def test_notebook_runs(name: str, monkeypatch, tmp_path):
     monkeypatch.setenv("JETASTAR_NB_JETS", "16")
     monkeypatch.setenv("JETASTAR_NB_MAX_LEAVES", "8")
     monkeypatch.setenv("JETASTAR_NB_LARGE_JETS", "2")
+    monkeypatch.setenv("JETASTAR_NB_FIT_JETS", "120")
+    monkeypatch.setenv("JETASTAR_NB_REAL_EVIDENCE", "0")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(

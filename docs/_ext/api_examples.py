@@ -152,7 +152,7 @@ True
 >>> result = fit(generate(100, ShowerParams.qcd(), seed=1), free=("lam",))
 >>> lo, hi = result.interval("lam", 0.68)
 >>> bool(lo < result.values["lam"] < hi), sorted(result.to_dict())[:3]
-(True, ['device', 'estimator', 'fixed'])
+(True, ['cpu_s', 'device', 'estimator'])
 """,
     # --- jetastar.clustering --------------------------------------------------------------------
     "jetastar.clustering.STATUSES": """

@@ -56,8 +56,8 @@ def describe(name: str, width: int = 100) -> str:
         >>> print(describe("greedy"))  # doctest: +NORMALIZE_WHITESPACE
         greedy [approx] greedy agglomeration: merge the most likely pair first (reference tie rule)
           family: agglomerative; columnar path: yes
-          option      default      values                   meaning
-          likelihood  'symmetric'  'symmetric' or 'legacy'  the likelihood form
+          option      default      values                                meaning
+          likelihood  'symmetric'  'symmetric' or 'legacy' or 'density'  the likelihood form
     """
     info = algorithm_info(name)
     head = [f"{name} {_kind(info)} {info.description}".rstrip()]

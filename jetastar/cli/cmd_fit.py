@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = fit(jets, free=free, likelihood=args.likelihood, estimator=args.estimator,
                      grid=grid or None, lam=args.lam, lam_root=args.lam_root,
-                     selection=selection, max_leaves=args.max_leaves,
+                     selection=selection, max_leaves=args.max_leaves, device=args.device,
                      progress=False if args.no_progress else None)
     except InferenceError as exc:
         raise UsageError(str(exc)) from None
@@ -116,7 +116,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "fit", help="fit the shower's rates (λ, λ_R) to a file's jets",
         description="The maximum-likelihood rates of the jets of FILE, summed exactly over every "
-        "tree of each jet (the density of the observed jets by default), with 68 %% and 95 %% "
+        "tree of each jet (the density of the observed jets by default), with 68 % and 95 % "
         "profile-likelihood intervals. Prints the estimate, writes PREFIX.fit.png (the "
         "profile) and PREFIX.fit.json. Jets of more than --max-leaves leaves are not summed "
         "over: select them away yourself and declare the selection (--selection), which the fit "
@@ -139,6 +139,9 @@ def add_parser(sub: Any) -> None:
                    help="the leaf-count window the sample was selected with")
     p.add_argument("--max-leaves", type=int, default=20,
                    help="largest jet summed over its trees (default 20)")
+    p.add_argument("--device", choices=["cpu", "gpu", "auto"], default="cpu",
+                   help="where the sums over trees run: cpu (default), gpu (the batched GPU "
+                        "trellis, once per grid point) or auto (a GPU when one is usable)")
     p.add_argument("-o", "--output", default=None, metavar="PREFIX",
                    help="output prefix (default: the file's name without extension)")
     p.add_argument("--particles", default=None, help="particle collection of a particle file")

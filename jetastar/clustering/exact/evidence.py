@@ -27,12 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from ..._columnar import leaf_problems
+from ..._cuda import resolve_device
 from ...errors import TooLargeError
 from ...ginkgo.kernels import TRUNCATION
-from ...ginkgo.likelihood import check_likelihood
+from ...ginkgo.likelihood import check_likelihood, likelihood_constants
 from ...jet import JetCollection
 from ..chunks import constant_rows, params_valid, use_threads
 from ._evidence_kernels import evidence_chunk
+from ._trellis_kernels import LOG_Z, MAP
+from .gpu import GPU_MAX_LEAVES, estimate_gpu_memory, solve_on_gpu
 
 __all__ = ["GRID_MAX_LEAVES", "EvidenceGrid", "grid_memory", "log_z_grid", "normalisation"]
 
@@ -48,7 +52,7 @@ def normalisation(rate: float, likelihood: str) -> float:
 
     Example:
         >>> round(normalisation(1.5, "density"), 12)
-        0.251598727016
+        0.252913700553
     """
     a = 1.0 if check_likelihood(likelihood) == 1 else TRUNCATION
     return -math.log(-math.expm1(-a * float(rate)))
@@ -70,7 +74,8 @@ class EvidenceGrid:
         map_log_likelihood: the same shape, the MAP value (``None`` unless asked for).
         outcome: ``(J,)`` :data:`~jetastar.clustering.chunks.DONE` (0), ``INVALID`` (1: leaves or
             parameters), or ``NOT_RUN`` (3: over ``max_leaves``).
-        splits: ``(J,)`` possible splits of each jet (its work per grid point).
+        splits: ``(J,)`` the splits scored per grid point for each jet (the possible ones on the
+            CPU; every split on the GPU, which scores them all).
         lam, lam_root: the grid's rates.
         likelihood: the form.
     """
@@ -101,6 +106,8 @@ def log_z_grid(
     max_leaves: int | None = GRID_MAX_LEAVES,
     parallel: bool | None = None,
     only: np.ndarray | None = None,
+    device: str = "cpu",
+    batch_memory: int = 2 * 2**30,
 ) -> EvidenceGrid:
     """``log Z`` of every jet at every point of a grid of rates.
 
@@ -116,6 +123,10 @@ def log_z_grid(
         max_leaves: jets with more leaves are not solved (``NOT_RUN``); ``None`` = no limit.
         parallel: jets on numba's threads (default: from 16 jets, when there are threads).
         only: ``(J,)`` bool, the jets to solve (default all).
+        device: ``"cpu"`` (the one-pass kernel above), ``"gpu"`` (the batched GPU trellis,
+            :func:`~jetastar.clustering.exact.gpu.solve_on_gpu`, once per grid point: jets of
+            equal size share launches) or ``"auto"`` (a GPU when one is usable).
+        batch_memory: bytes of GPU tables per batch of jets (``device="gpu"``).
 
     Returns:
         An :class:`EvidenceGrid` (``lam`` / ``lam_root`` hold ``NaN`` for a dimension that is each
@@ -124,10 +135,14 @@ def log_z_grid(
     Raises:
         ValueError: an unknown likelihood or a rate that is not > 0.
         TooLargeError: a jet to solve whose tables would not fit (:func:`grid_memory`).
+        GpuUnavailableError: ``device="gpu"`` where no GPU can be used.
     """
     check_likelihood(likelihood)
     lams = None if lam is None else _rates(lam, "lam")
     roots = None if lam_root is None else _rates(lam_root, "lam_root")
+    if resolve_device(device, worth_it=len(jets) > 0) == "gpu":
+        return _log_z_grid_gpu(jets, likelihood, lams, roots, want_map, max_leaves, only,
+                               batch_memory)
     n1 = 1 if lams is None else lams.size
     n2 = 1 if roots is None else roots.size
     n_jets = len(jets)
@@ -174,3 +189,51 @@ def log_z_grid(
     return EvidenceGrid(out_z, out_m, outcome, splits,
                         np.full(1, np.nan) if lams is None else lams,
                         np.full(1, np.nan) if roots is None else roots, likelihood)
+
+
+def _log_z_grid_gpu(jets: JetCollection, likelihood: str, lams: np.ndarray | None,
+                    roots: np.ndarray | None, want_map: bool, max_leaves: int | None,
+                    only: np.ndarray | None, batch_memory: int) -> EvidenceGrid:
+    """:func:`log_z_grid` on the GPU: the batched trellis once per grid point (the jets of one
+    size in as few launches as ``batch_memory`` allows); invalid jets and jets the GPU does not
+    take (one leaf, more than 30) go through the CPU path, which says why."""
+    n_jets = len(jets)
+    sizes = np.asarray(jets.n_leaves, dtype=np.int64)
+    run = np.ones(n_jets, dtype=bool) if only is None else np.asarray(only, dtype=bool).copy()
+    if max_leaves is not None:
+        run &= sizes <= int(max_leaves)
+    offsets = np.asarray(jets.leaf_offsets, dtype=np.int64)
+    flat = np.ascontiguousarray(jets.leaves, dtype=np.float64)
+    on_gpu = (run & params_valid(jets) & (leaf_problems(flat, offsets)[0] == 0)
+              & (sizes >= 2) & (sizes <= GPU_MAX_LEAVES))
+    rest = log_z_grid(jets, likelihood, lam=lams, lam_root=roots, want_map=want_map,
+                      max_leaves=max_leaves, only=run & ~on_gpu)
+    out_z, out_m = rest.log_z, rest.map_log_likelihood
+    outcome, splits = rest.outcome.copy(), rest.splits.copy()
+    prm = jets.params
+    lam_values = prm["lam"][None, :] if lams is None else lams[:, None]
+    root_values = prm["lam_root"][None, :] if roots is None else roots[:, None]
+    for n in np.unique(sizes[on_gpu]).tolist():
+        idx = np.flatnonzero(on_gpu & (sizes == n))
+        step = max(1, min(idx.size, int(batch_memory) // max(1, estimate_gpu_memory(n, 1))))
+        for k1 in range(lam_values.shape[0]):
+            for k2 in range(root_values.shape[0]):
+                triples = np.stack([prm["t_cut"][idx],
+                                    np.broadcast_to(lam_values[k1], (n_jets,))[idx],
+                                    np.broadcast_to(root_values[k2], (n_jets,))[idx]], axis=1)
+                keys, which = np.unique(triples, axis=0, return_inverse=True)
+                rows = np.stack([likelihood_constants(*key, likelihood=likelihood)
+                                 for key in keys.tolist()])
+                which = which.ravel()
+                for lo in range(0, idx.size, step):
+                    part = idx[lo:lo + step]
+                    sol = solve_on_gpu([flat[offsets[i]:offsets[i + 1]] for i in part],
+                                       rows[which[lo:lo + step]], log_z=True, tables=False,
+                                       who=f"jet {jets.jet_id[part[0]]}")
+                    out_z[part, k1, k2] = sol.root[:, LOG_Z]
+                    if out_m is not None:
+                        out_m[part, k1, k2] = sol.root[:, MAP]
+        outcome[idx] = 0  # DONE
+        splits[idx] = (3**n + 1) // 2 - 2**n
+    return dataclasses.replace(rest, log_z=out_z, map_log_likelihood=out_m, outcome=outcome,
+                               splits=splits)

@@ -53,7 +53,8 @@ __all__ = [
 #: milliseconds and a launch, a transfer and the first compilation cost more).
 GPU_MIN_LEAVES = 18
 #: Largest jet the int32 arg-max layout and the unranking hold.
-_MAX_LEAVES = 30
+GPU_MAX_LEAVES = 30
+_MAX_LEAVES = GPU_MAX_LEAVES
 #: Up to this many leaves tree counts are exact int64 (as on the CPU).
 _MAX_EXACT_COUNT_LEAVES = 18
 #: Threads to aim for per launch (a few waves of a large GPU), and at least 2**_MIN_FREE_BITS
