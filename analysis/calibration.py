@@ -32,14 +32,20 @@ Usage::
     python analysis/calibration.py --quick               # 3 x 4 x 200: a few minutes
     python analysis/calibration.py --estimators density ginkgo
 
-The ``ginkgo`` and ``map`` fits cost about 25 s of wall time per experiment of 500 jets on 2 cores
-(the density form's scan about 4 s, the truth fit 0.1 s); their biases are many spreads wide, so
-fewer experiments show them. The documented table came from::
+The ``ginkgo`` and ``map`` fits cost 40-60 s of wall time each per experiment of 500 jets on 2
+cores (they scan point by point; the density form's one-pass scan takes about 4 s, the truth fit
+0.1 s); their biases are many spreads wide, so fewer experiments show them. Experiment ``k`` runs at
+every true value before experiment ``k + 1``, and the results so far are written after each, so a
+run stopped early is usable (``"complete": false`` in the JSON). The documented tables came from::
 
     python analysis/calibration.py --estimators density truth
-    python analysis/calibration.py --estimators ginkgo map --experiments 10 --tag calibration_biased
+    python analysis/calibration.py --estimators ginkgo map --experiments 20 --tag calibration_biased
     python analysis/calibration.py --jet-type w --max-leaves 14 --true 3 --experiments 20 \
         --jets 300 --estimators density --tag calibration_w_selected
+    python analysis/calibration.py --jet-type w --max-leaves 14 --true 3 --experiments 20 \
+        --jets 300 --estimators truth --tag calibration_w_truth
+    python analysis/calibration.py --jet-type w --max-leaves 14 --true 3 --experiments 30 \
+        --jets 300 --estimators density truth --seed 5100000 --tag calibration_w_more
 """
 
 from __future__ import annotations
@@ -135,6 +141,26 @@ def _plot(summaries: dict[str, list[dict[str, Any]]], pulls: dict[str, dict[floa
     plt.close(fig)
 
 
+def _write(args: argparse.Namespace, rows: dict[str, dict[float, list[dict[str, Any]]]],
+           results: Path, stem: str, figures: Path, wall_s: float, final: bool) -> None:
+    """The results so far: JSON and the markdown table (and, when ``final``, the pull plots)."""
+    summaries = {name: [_summary(t, rows[name][t]) for t in args.true] for name in args.estimators}
+    table = _table(summaries, "λ_R" if args.jet_type == "w" else "λ")
+    out = {"settings": vars(args), "summaries": summaries, "complete": final,
+           "experiments": {n: {str(t): v for t, v in rows[n].items()} for n in rows},
+           "wall_s": wall_s}
+    (results / f"{stem}.json").write_text(json.dumps(out, indent=1, default=float))
+    (results / f"{stem}.md").write_text(table + "\n")
+    if final:
+        pulls = {name: {t: [(r["value"] - t) / ((r["hi68"] - r["lo68"]) / 2.0)
+                            for r in rows[name][t]
+                            if r["lo68"] is not None and r["hi68"] is not None]
+                        for t in args.true} for name in args.estimators}
+        _plot(summaries, pulls, figures)
+        print(table)
+        print(f"results: {results / (stem + '.json')}; figures: {figures}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--true", type=float, nargs="+", default=[1.0, 1.5, 2.1])
@@ -160,8 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict[float, list[dict[str, Any]]]] = {e: {} for e in args.estimators}
     t0 = time.perf_counter()
-    for true in args.true:
-        for k in range(args.experiments):
+    # experiment k of every true value before experiment k + 1 of any: a run stopped early has
+    # as many experiments at each value, and its results so far are on disk
+    for k in range(args.experiments):
+        for true in args.true:
             seed = args.seed + 1000 * round(10 * true) + k
             if args.jet_type == "w":
                 params, free = ShowerParams.w().replace(lam_root=true), "lam_root"
@@ -180,19 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             done = [f"{n} {rows[n][true][-1]['value']:.3f}" for n in args.estimators]
             print(f"λ = {true:g}, experiment {k + 1}/{args.experiments} (seed {seed}): "
                   f"{', '.join(done)}  [{time.perf_counter() - t0:.0f} s]", flush=True)
-    summaries = {name: [_summary(t, rows[name][t]) for t in args.true] for name in args.estimators}
-    pulls = {name: {t: [(r["value"] - t) / ((r["hi68"] - r["lo68"]) / 2.0)
-                        for r in rows[name][t] if r["lo68"] is not None and r["hi68"] is not None]
-                    for t in args.true} for name in args.estimators}
-    table = _table(summaries, "λ_R" if args.jet_type == "w" else "λ")
-    out = {"settings": vars(args), "summaries": summaries,
-           "experiments": {n: {str(t): v for t, v in rows[n].items()} for n in rows},
-           "wall_s": time.perf_counter() - t0}
-    (results / f"{stem}.json").write_text(json.dumps(out, indent=1, default=float))
-    (results / f"{stem}.md").write_text(table + "\n")
-    _plot(summaries, pulls, figures)
-    print(table)
-    print(f"results: {results / (stem + '.json')}; figures: {figures}")
+        if k >= 1:
+            _write(args, rows, results, stem, figures, time.perf_counter() - t0,
+                   final=k + 1 == args.experiments)
+    if args.experiments < 2:
+        print("(one experiment per value: no spread, nothing written)")
     return 0
 
 

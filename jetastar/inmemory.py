@@ -50,7 +50,7 @@ from .comparison import table_counts
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
 from .observables import tree_observables
-from .result_tables import TableAssembler
+from .result_tables import TableAssembler, load_pandas
 from .tree_arrays import as_collection
 
 __all__ = ["JetResults", "cluster", "cluster_jets"]
@@ -93,6 +93,17 @@ class JetResults(Mapping[str, Any]):
         for name, table in self._tables.items():
             fields[name] = table.to_awkward()
         return ak.zip(fields, depth_limit=1)
+
+    def to_pandas(self) -> Any:
+        """One row per jet as a :class:`pandas.DataFrame` with a column level per algorithm
+        (``df["greedy", "log_likelihood"]``; :meth:`jetastar.io.AlgorithmResults.to_pandas`'s
+        columns) and the ``jet_id``. Needs pandas (``pip install "jetastar[pandas]"``)."""
+        pd = load_pandas()
+        frames = {name: table.to_pandas().drop(columns=["jet_index", "jet_id"])
+                  for name, table in self._tables.items()}
+        out = pd.concat(frames, axis=1) if frames else pd.DataFrame()
+        out.insert(0, ("jet_id", ""), np.asarray(self.jets.jet_id))
+        return out
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Per algorithm: ``jets``, ``ran`` (with a tree), ``finite``, ``minus_inf``, ``skipped``,

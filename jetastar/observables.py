@@ -326,6 +326,17 @@ def lund_declustering(jets: Any, trees: Any = None) -> Any:
     return b.finish(ak.unflatten(flat, counts))
 
 
+def check_soft_drop_parameters(z_cut: float, beta: float, r0: float) -> None:
+    """Raise ``ValueError`` naming the first soft-drop parameter out of range: ``z_cut >= 0``,
+    ``beta >= 0``, ``r0 > 0``, all finite."""
+    if not (math.isfinite(z_cut) and z_cut >= 0.0):
+        raise ValueError(f"z_cut must be a finite number >= 0, got {z_cut!r}")
+    if not (math.isfinite(beta) and beta >= 0.0):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    if not (math.isfinite(r0) and r0 > 0.0):
+        raise ValueError(f"r0 must be a finite number > 0, got {r0!r}")
+
+
 def soft_drop(
     jets: Any, trees: Any = None, *, z_cut: float = 0.1, beta: float = 0.0, r0: float = 1.0
 ) -> Any:
@@ -352,12 +363,7 @@ def soft_drop(
     """
     import awkward as ak
 
-    if not (math.isfinite(z_cut) and z_cut >= 0.0):
-        raise ValueError(f"z_cut must be a finite number >= 0, got {z_cut!r}")
-    if not (math.isfinite(beta) and beta >= 0.0):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
-    if not (math.isfinite(r0) and r0 > 0.0):
-        raise ValueError(f"r0 must be a finite number > 0, got {r0!r}")
+    check_soft_drop_parameters(z_cut, beta, r0)
     b = flat_trees(jets, trees)
     kept, zg, rg, dropped, dropped_leaves = _soft_drop(
         b.children, b.node_offsets, b.node_p, b.size, b.root, float(z_cut), float(beta), float(r0)

@@ -206,12 +206,24 @@ def draw_tree(
     return ax
 
 
+def _tree_label(tree: Any, jet: Any, fallback: str) -> str:
+    """What a tree given to :func:`compare_trees` is: a result's algorithm, ``"truth"`` for the
+    jet's truth tree, else ``fallback``."""
+    algorithm = getattr(tree, "algorithm", None)
+    if isinstance(algorithm, str):
+        return algorithm
+    truth = getattr(jet, "truth", None)
+    if truth is not None and isinstance(tree, Tree) and tree == truth:
+        return "truth"
+    return fallback
+
+
 def compare_trees(
     tree_a: Tree,
     tree_b: Tree,
     jet: Any = None,
     *,
-    titles: tuple[str, str] = ("truth", "MAP"),
+    titles: tuple[str, str] | None = None,
     heights: str = "auto",
     figsize: tuple[float, float] = (11.0, 4.2),
 ) -> Figure:
@@ -220,7 +232,9 @@ def compare_trees(
     Args:
         tree_a, tree_b: trees over the same leaves (or what :meth:`Tree.from_any` takes).
         jet: their jet (heights by cluster mass).
-        titles: the two panel titles; the log-likelihoods are appended when a jet is given.
+        titles: the two panel titles (default: what each tree is: ``"truth"`` for the jet's
+            truth tree, a clustering result's algorithm, else ``"tree A"`` / ``"tree B"``); the
+            log-likelihoods are appended when a jet is given.
         heights: see :func:`node_heights`.
         figsize: figure size in inches.
 
@@ -229,8 +243,10 @@ def compare_trees(
     """
     import matplotlib.pyplot as plt
 
-    tree_a, tree_b = Tree.from_any(tree_a), Tree.from_any(tree_b)
     jet = _jet_of(jet)
+    if titles is None:
+        titles = (_tree_label(tree_a, jet, "tree A"), _tree_label(tree_b, jet, "tree B"))
+    tree_a, tree_b = Tree.from_any(tree_a), Tree.from_any(tree_b)
     if tree_a.n_leaves != tree_b.n_leaves:
         raise ValueError(
             f"the trees have different numbers of leaves ({tree_a.n_leaves}, {tree_b.n_leaves})"

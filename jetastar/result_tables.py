@@ -76,6 +76,16 @@ _ROW_COLUMNS: tuple[tuple[str, Any], ...] = (
 )
 
 
+def load_pandas() -> Any:
+    """The ``pandas`` module, or an :class:`ImportError` saying how to install it."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("results as a DataFrame need pandas: pip install 'jetastar[pandas]' "
+                          "(or: pip install pandas)") from None
+    return pandas
+
+
 class AlgorithmResults:
     """Results of one algorithm over many jets, stored as columns.
 
@@ -511,6 +521,36 @@ class AlgorithmResults:
             if not np.isnan(values).all():
                 fields[name] = values
         return ak.zip(fields, depth_limit=1)
+
+    def to_pandas(self) -> Any:
+        """One row per jet as a :class:`pandas.DataFrame`: the flat columns of
+        :meth:`to_awkward` (``jet_index``, ``jet_id``, ``status``, ``log_likelihood``, ``finite``,
+        ``exact``, ``time_s``, ``message``; ``log_z``, ``n_trees``, ``upper_bound`` where given)
+        and ``n_leaves`` of each tree (0 without one). The trees themselves: :meth:`tree` or
+        :meth:`to_awkward`. Needs pandas (``pip install "jetastar[pandas]"``).
+
+        Example:
+            >>> from jetastar import Tree
+            >>> from jetastar.clustering import ClusteringResult
+            >>> r = ClusteringResult(Tree.from_nested((0, 1)), -2.0, "greedy")
+            >>> df = AlgorithmResults.from_results("greedy", [r], jet_index=[0]).to_pandas()
+            >>> df[["status", "log_likelihood", "n_leaves"]].values.tolist()
+            [['ok', -2.0, 2]]
+        """
+        pd = load_pandas()
+        nodes = np.diff(self.node_offsets)
+        columns: dict[str, Any] = {
+            "jet_index": self.jet_index, "jet_id": self.jet_id,
+            "status": self.status.astype(str), "log_likelihood": self.log_likelihood,
+            "finite": (nodes > 0) & np.isfinite(self.log_likelihood),
+            "exact": self.exact, "time_s": self.time_s, "message": self.message.astype(str),
+            "n_leaves": np.where(nodes > 0, (nodes + 1) // 2, 0),
+        }
+        for name in ("log_z", "n_trees", "upper_bound"):
+            values = getattr(self, name)
+            if not np.isnan(values).all():
+                columns[name] = values
+        return pd.DataFrame(columns)
 
     def status_counts(self) -> dict[str, int]:
         """How many rows have each status."""

@@ -72,7 +72,7 @@ def test_calibration_writes_its_summary_and_pulls(tmp_path: Path,
     assert [r["true"] for r in rows] == [1.5] and rows[0]["experiments"] == 2
     assert 0.5 < rows[0]["mean"] < 3.0 and 0.0 <= rows[0]["coverage68"] <= 1.0
     assert "| density | 1.5 |" in (tmp_path / "results" / "tiny.md").read_text()
-    assert (tmp_path / "figures" / "tiny" / "pulls.png").is_file()
+    assert (tmp_path / "figures" / "tiny" / "pulls.png").is_file() and out["complete"]
     assert calibration.main(["--jet-type", "w", "--max-leaves", "8", "--true", "3",
                              "--experiments", "2", "--jets", "30", "--estimators", "truth",
                              "--tag", "tiny_w"]) == 0

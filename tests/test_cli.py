@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,13 +129,13 @@ def test_errors_are_one_line(tmp_path, capsys):
     jets = tmp_path / "j.h5"
     main(["generate", "--n", "3", "-o", str(jets)])
     capsys.readouterr()
-    assert main(["cluster", str(jets), "--algorithms", "nope", "-o", str(tmp_path / "o.h5")]) == 1
+    assert main(["cluster", str(jets), "--algorithms", "nope", "-o", str(tmp_path / "o.h5")]) == 2
     err = capsys.readouterr().err
     assert "unknown algorithm 'nope'" in err and err.count("\n") == 1
     assert main(["cluster", str(jets), "--algorithms", "test-chain", "--plugin", PLUGIN,
-                 "--option", "nonsense", "-o", str(tmp_path / "o.h5")]) == 1
+                 "--option", "nonsense", "-o", str(tmp_path / "o.h5")]) == 2
     assert "key=value" in capsys.readouterr().err
-    assert main(["generate", "--n", "3", "-o", str(tmp_path / "x.txt")]) == 1
+    assert main(["generate", "--n", "3", "-o", str(tmp_path / "x.txt")]) == 2
     assert "unknown file type" in capsys.readouterr().err
     assert main(["compare", str(jets)]) == 1
     assert "holds no clustering results" in capsys.readouterr().err
@@ -159,7 +160,7 @@ def test_new_user_messages(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert err.startswith(f"jetastar: error: {option}: ") and err.count("\n") == 1, err
         assert list(tmp_path.iterdir()) == []
-    assert main([*base[:-3], "--algorithms", "anti-kt", "-o", "x.root"]) == 1
+    assert main([*base[:-3], "--algorithms", "anti-kt", "-o", "x.root"]) == 2
     assert "unknown algorithm 'anti-kt' (did you mean 'antikt'?)" in capsys.readouterr().err
     truncated = tmp_path / "truncated.root"
     truncated.write_bytes(NANOAOD.read_bytes()[:60000])
@@ -171,6 +172,38 @@ def test_new_user_messages(tmp_path, capsys, monkeypatch):
     assert "FAILED" in captured.out and "truncated ROOT file" in captured.out
     assert "friend tree" not in captured.out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truncated.root"]
+
+
+def test_the_note_on_a_written_file_comes_before_a_later_files_failure(tmp_path, capsys):
+    """Issue 61 point 2: the note on where a written file's results are (the friend tree) follows
+    that file's lines, not the next file's FAILED line."""
+    truncated = tmp_path / "truncated.root"
+    truncated.write_bytes(NANOAOD.read_bytes()[:60000])
+    out_dir = tmp_path / "out"
+    assert main(["cluster", str(NANOAOD), str(truncated), "--tree", "Events", "--particles",
+                 "PFCands", "--algorithms", "greedy", "--no-progress", "--format", "root",
+                 "-o", str(out_dir)]) == 1
+    out = capsys.readouterr().out
+    note, failed = out.index("friend tree"), out.index(f"FAILED {truncated}")
+    written = out.index(f"{NANOAOD} -> ")
+    assert written < note < failed, out
+    assert out.count("friend tree") == 1
+
+
+def test_a_particle_file_with_one_collection_is_read_without_options(tmp_path, capsys):
+    """Issue 61 point 5: what `jetastar info` detects, `jetastar cluster` uses, saying so."""
+    assert main(["cluster", str(NANOAOD), "--algorithms", "greedy,kt", "--no-progress",
+                 "-o", str(tmp_path / "r.h5")]) == 0
+    out = capsys.readouterr().out
+    assert "reading particles with --tree Events --particles PFCands (detected" in out
+    assert "200 jets, done" in out
+    # point 9: the kt family's −∞ said where a physicist looks, with where to find a t_cut
+    note = f"(kt: -inf on most jets at these parameters; `jetastar info {NANOAOD} --check`"
+    assert note in out
+    assert main(["compare", str(tmp_path / "r.h5")]) == 0
+    assert "kt: -inf on most jets at these parameters" in capsys.readouterr().out
+    assert main(["info", str(tmp_path / "r.h5"), "--check", "--max-jets", "60"]) == 0
+    assert "the kt family's trees are finite on most jets at t_cut <= " in capsys.readouterr().out
 
 
 def test_a_particle_file_clustered_as_jets_says_which_options_read_it(tmp_path, capsys):
@@ -455,7 +488,7 @@ def test_cluster_names_what_is_wrong_with_inputs_and_outputs(tmp_path, capsys):
                  "-o", str(tmp_path / "out") + "/"]) == 1
     assert f"{data}: is a directory; give the files in it" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()  # (an empty output folder was left behind)
-    assert main(["run", "--algorithms", "bogus", "-o", str(tmp_path / "runx")]) == 1
+    assert main(["run", "--algorithms", "bogus", "-o", str(tmp_path / "runx")]) == 2
     assert "unknown algorithm 'bogus'" in capsys.readouterr().err
     assert not (tmp_path / "runx").exists()
     many = tmp_path / "many"
@@ -657,3 +690,66 @@ def test_fit_prints_the_estimate_and_writes_the_plot_and_json(tmp_path, capsys):
                  "--selection", "1:9"]) == 0
     out = capsys.readouterr().out
     assert "outside_selection" in out and "selection: 1 <= n_leaves <= 9" in out
+
+
+_DATA = Path(__file__).resolve().parents[1] / "data"
+_QCD = str(_DATA / "ginkgo_qcd.h5")
+
+
+@pytest.mark.parametrize("argv", [
+    ["cluster", _QCD, "--algorithms", "nope", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--option", "beam_size=3", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "beam", "--option", "beam_size=-3", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "beam", "--option", "beam.beam_size=abc", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--option", "=3", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--max-leaves", "trellis=x", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--time-limit", "-1", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--chunk-size", "0", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "--threads", "0", "-o", "o.h5"],
+    ["cluster", _QCD, "--algorithms", "greedy", "-o", "o.txt"],
+    ["cluster", _QCD, "--algorithms", "", "-o", "o.h5"],
+    ["cluster", _QCD, "--bogus-flag"],
+    ["run", "--algorithms", "bogus", "-o", "runx"],
+    ["run", "--option", "beam.beam_size=abc", "-o", "runx"],
+    ["generate", "--n", "3", "-o", "x.txt"],
+    ["generate", "--n", "3", "--param", "lambda=2", "-o", "x.h5"],
+    ["demo", "--n", "-1"],
+    ["info", _QCD, "--check", "--t-cut", "-4"],
+    ["info", _QCD, "--check", "--lam", "-1"],
+    ["info", _QCD, "--check", "--max-jets", "0"],
+    ["compare", _QCD, "--bands", "a,b"],
+    ["compare", _QCD, "--plot", "x.txt"],
+    ["observables", _QCD, "-o", "obs.pkl"],
+    ["observables", _QCD, "-o", "obs.root", "--z-cut", "-1"],
+    ["observables", _QCD, "-o", "obs.root", "--r0", "0"],
+    ["fit", _QCD, "--free", "t_cut"],
+    ["fit", _QCD, "--grid", "lam=1"],
+    ["fit", _QCD, "--selection", "1-14"],
+    ["fit", _QCD, "--device", "tpu"],
+    ["algorithms", "bogus"],
+    ["bogus-command"],
+])
+def test_every_usage_error_exits_2_before_any_work(argv, tmp_path, capsys, monkeypatch):
+    """Bad usage (an unknown name, option or value, an output the command cannot write) is exit
+    code 2 with one line on standard error, as docs/command_line.md says, and nothing written."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # (argparse's own errors exit by themselves)
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert re.search(r"^jetastar( \w+)?: error: ", err, re.M) and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_all_inf_is_explained_for_approximate_algorithms():
+    """Issue 61 point 4: greedy's all_inf is its own tree's −∞, not "no tree is possible"."""
+    from jetastar.cli.shared import all_inf_note
+
+    note = all_inf_note({"greedy": {"ok": 74, "all_inf": 26}, "beam": {"ok": 100},
+                         "trellis": {"all_inf": 3, "ok": 97}})
+    assert "all_inf of greedy:" in note and "other trees of the jet may be finite" in note
+    assert "beam" not in note and "trellis" not in note
+    assert all_inf_note({"trellis": {"all_inf": 3}, "greedy": {"ok": 2}}) == ""
+    assert all_inf_note({"not-registered": {"all_inf": 1}}) == ""

@@ -159,3 +159,27 @@ def test_model_check_negative_mass_particle() -> None:
     check = model_check(coll)
     assert check.status.tolist() == ["no"]
     assert "E² − |p|² < 0" in check.reason[0]
+
+
+def test_kt_family_t_cut_on_real_jets():
+    """Issue 61 point 9: on real jets the kt family is −∞ at the default t_cut; the ladder finds
+    the t_cut at which each is finite on most jets, and the model check counts them."""
+    from pathlib import Path
+
+    from jetastar import io
+    from jetastar.diagnostics import T_CUT_LADDER, kt_family_t_cut
+
+    path = Path(__file__).resolve().parents[1] / "data" / "particles_nanoaod.root"
+    jets = io.read_particles(path, tree="Events", particles="PFCands", validate=False)
+    check = model_check(jets)
+    assert set(check.baselines) == {"kt", "cambridge", "antikt"}
+    assert all(v < len(jets) / 2 for v in check.baselines.values())
+    assert "kt-family trees finite: kt " in str(check)
+    best = kt_family_t_cut(jets)
+    assert all(t is not None and t < 16.0 and t in T_CUT_LADDER for t in best.values())
+    for name, t in best.items():  # finite on most jets there, and not at the next larger value
+        at = model_check(jets, t_cut=t).baselines[name]
+        assert at >= len(jets) / 2
+        larger = T_CUT_LADDER[T_CUT_LADDER.index(t) - 1]
+        assert model_check(jets, t_cut=larger).baselines[name] < len(jets) / 2
+    assert kt_family_t_cut(jets, fraction=1.01) == dict.fromkeys(best)

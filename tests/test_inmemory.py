@@ -336,6 +336,36 @@ def test_to_awkward_carries_log_z_and_bounds_where_given(jets: JetCollection) ->
     assert "log_z" not in cluster(small, "greedy").to_awkward().fields
 
 
+def test_results_as_pandas_dataframes(jets: JetCollection, monkeypatch) -> None:
+    """Issue 61 point 8: one row per jet, the columns of to_awkward without the trees (and the
+    tree's leaf count); several algorithms side by side under one column level each."""
+    small = jets.take(np.flatnonzero(jets.n_leaves <= 9)[:6])
+    full = cluster(small, "trellis", log_z=True)
+    df = full.to_pandas()
+    assert len(df) == len(small) and df["jet_id"].tolist() == small.jet_id.tolist()
+    assert df["log_likelihood"].tolist() == full.log_likelihood.tolist()
+    assert df["log_z"].tolist() == full.log_z.tolist()
+    assert df["n_leaves"].tolist() == small.n_leaves.tolist()
+    assert set(df["status"]) == {"ok"} and df["finite"].all()
+    assert "log_z" not in cluster(small, "greedy").to_pandas().columns
+    both = cluster_jets(small, ["greedy", "kt"], progress=False).to_pandas()
+    assert both["jet_id"].tolist() == small.jet_id.tolist()
+    assert both["kt", "log_likelihood"].tolist() == cluster(small, "kt").log_likelihood.tolist()
+    # without pandas: how to install it
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas":
+            raise ImportError("No module named 'pandas'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(ImportError, match=r"pip install 'jetastar\[pandas\]'"):
+        full.to_pandas()
+
+
 def _strided_buffers(layout: object, path: str = "") -> list[str]:
     """The fields of an awkward layout whose numpy buffers are not C-contiguous."""
     if isinstance(layout, ak.contents.NumpyArray):

@@ -40,7 +40,7 @@ TOP_FACE = 10
 LAZY: dict[str, str] = {
     **dict.fromkeys(("awkward", "vector", "uproot", "h5py", "matplotlib", "scipy", "tqdm"),
                     "slow to import, and most runs never need it"),
-    **dict.fromkeys(("fastjet", "dask", "distributed"), "optional extra"),
+    **dict.fromkeys(("fastjet", "dask", "distributed", "pandas"), "optional extra"),
     "fcntl": "POSIX only (no file locks on Windows)",
     "numpy._core": "numpy >= 2 only", "numpy.core": "numpy < 2 only",
     "numba.core": "numba internals that other numba versions lay out differently",

@@ -102,7 +102,8 @@ def test_clustering_results_are_drawn_by_their_trees(jet):
     np.testing.assert_array_equal(by_result.collections[0].get_segments(),
                                   by_tree.collections[0].get_segments())
     fig = compare_trees(jet.truth, res, jet)
-    assert fig.axes[1].get_title().startswith("MAP: log L = ")
+    assert fig.axes[0].get_title().startswith("truth: log L = ")
+    assert fig.axes[1].get_title().startswith("greedy: log L = ")
     assert sorted(int(i) for i in dendrogram(res)["ivl"]) == list(range(jet.n_leaves))
     plt.close("all")
     from jetastar.clustering import ClusteringResult
@@ -121,5 +122,11 @@ def test_clustering_results_are_drawn_by_their_trees(jet):
         draw_tree(from_numbers, p4).collections[0].get_segments(),
         draw_tree(from_numbers, jetastar.Jet.from_particles(p4)).collections[0].get_segments())
     assert compare_trees(jet.truth, from_numbers, p4.tolist()).axes[1].get_title().startswith(
-        "MAP: log L = ")
+        "greedy: log L = ")
+    # issue 61 point 3: two trees that are neither the truth nor results are not called so
+    beam = jetastar.cluster(jet, "beam").tree
+    titles = [ax.get_title() for ax in compare_trees(beam, res.tree, jet).axes]
+    assert titles[0].startswith("tree A: log L = ") and titles[1].startswith("tree B: log L = ")
+    titles = [ax.get_title() for ax in compare_trees(beam, res, jet, titles=("x", "y")).axes]
+    assert titles[0].startswith("x: ") and titles[1].startswith("y: ")
     plt.close("all")

@@ -73,6 +73,22 @@ def _check_against_brute_force(jet: Jet, likelihood: str) -> None:
         assert abs(marg.get(key, 0.0) - bf["marginals"].get(key, 0.0)) < 1e-10, key
     # a cluster with zero probability is never reported, every reported one is a real cluster
     assert all(p > 0.0 and len(c) >= 2 for c, p in marg.items())
+    # the same posterior as arrays: every cluster, most probable first; a tree's clusters
+    arrays = tr.cluster_probabilities()
+    as_dict = {frozenset(c): p for c, p in zip(arrays.leaves.tolist(),
+                                                arrays.probability.tolist(), strict=True)}
+    assert as_dict == marg
+    prob = arrays.probability.to_numpy()
+    assert np.all(np.diff(prob) <= 0) and arrays.size.tolist() == [len(c) for c in
+                                                                    arrays.leaves.tolist()]
+    if math.isfinite(bf["map_ll"]):
+        on_tree = tr.cluster_probabilities(tree)
+        assert sorted(zip(map(frozenset, on_tree.leaves.tolist()), on_tree.probability.tolist(),
+                          strict=True),
+                      key=lambda cp: (-len(cp[0]), min(cp[0]))) == \
+            tr.map_clusters_with_marginals()
+        masks = tree.node_masks()
+        assert on_tree.bitmask.tolist() == masks[on_tree.node.to_numpy()].tolist()
 
 
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])

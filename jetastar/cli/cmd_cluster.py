@@ -10,12 +10,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..batch import BatchConfig, load_registry, parse_limits, parse_options, run_batch
+from ..batch import (
+    BatchConfig,
+    check_config,
+    load_registry,
+    parse_limits,
+    parse_options,
+    run_batch,
+)
 from ..clustering import algorithms
 from ..comparison import mass_policy_counts
-from ..errors import InvalidJetError
+from ..errors import BatchError, InvalidJetError
 from ..io import ParticleSource, column_prefix
 from ..io.dispatch import written_attrs
+from ..io.particle_files import cluster_options, describe_particle_file
 from ..jetfinding import load_fastjet
 from ..momenta import DEFAULT_MASS_POLICY
 from .cmd_algorithms import add_algorithm_listing
@@ -40,17 +48,22 @@ def _batch_config(args: argparse.Namespace) -> BatchConfig:
                          "'all'")
     if not names or names == ["all"]:
         names = algorithms()
-    options = parse_options(args.option or [])
-    if args.likelihood:
-        options.setdefault("*", {})["likelihood"] = args.likelihood
-    return BatchConfig(
-        algorithms=names,
-        options=options,
-        time_limit=args.time_limit,
-        max_leaves=parse_limits(args.max_leaves or []),
-        plugins=list(args.plugin or []),
-        chunk_size=args.chunk_size, threads=args.threads, device=args.device,
-    )
+    try:  # names, options and limits checked before any file is read
+        options = parse_options(args.option or [])
+        if args.likelihood:
+            options.setdefault("*", {})["likelihood"] = args.likelihood
+        config = BatchConfig(
+            algorithms=names,
+            options=options,
+            time_limit=args.time_limit,
+            max_leaves=parse_limits(args.max_leaves or []),
+            plugins=list(args.plugin or []),
+            chunk_size=args.chunk_size, threads=args.threads, device=args.device,
+        )
+        check_config(config)
+    except BatchError as exc:  # a bad name, option, value or limit: a usage error (exit 2)
+        raise UsageError(str(exc)) from None
+    return config
 
 
 def _friend_tree_note(names: Sequence[str], layout: str = "jet", root: bool = True) -> str:
@@ -183,6 +196,43 @@ def _refuse_particle_only(args: argparse.Namespace) -> None:
             )
 
 
+def _detected_particles(args: argparse.Namespace) -> bool:
+    """Where no particle option is given and every input is a particle file in which one
+    collection is detected, the same in each (what ``jetastar info`` shows): set the options that
+    read it, say so in one line, and return ``True``. Otherwise change nothing (a jetastar file, an
+    unreadable one, or a choice to make: each file then fails naming its options)."""
+    found = set()
+    for name in args.inputs:
+        try:
+            if written_attrs(name) is not None:
+                return False
+            candidates = describe_particle_file(name)
+        except Exception:  # (the run itself reports an unreadable input)
+            return False
+        if len(candidates) != 1:
+            return False
+        found.add(cluster_options(candidates[0]))
+        first = candidates[0]
+    if len(found) != 1:
+        return False
+    if first["kind"] == "root":
+        args.tree = first["tree"]
+        if first.get("mapping"):
+            args.branch = [f"{c}={b}" for c, b in first["mapping"].items()]
+        else:
+            args.particles = first["particles"]
+    else:
+        args.particles = first["particles"]
+        coords = first.get("coordinates")
+        if first["kind"] == "dense" and isinstance(coords, str) and "," in coords:
+            args.components = coords
+        if first["kind"] == "dense" and first.get("mask"):
+            args.mask = first["mask"]
+    echo(f"reading particles with {found.pop()} (detected, as `jetastar info` shows; give "
+         "these options to choose others)")
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
     _check_ranges(args)
@@ -191,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
                          "cluster's workers run the chunks; --workers sizes the local pool")
     args.inputs = _expanded(args.inputs)
     source = _particle_source(args)
+    if source is None and _detected_particles(args):
+        source = _particle_source(args)
     if source is None:
         _refuse_particle_only(args)
     config = _batch_config(args)
@@ -211,26 +263,29 @@ def run(args: argparse.Namespace) -> int:
         else:
             output_dir = args.output
     codes: list[int] = []
+    noted: set[bool] = set()
 
     def file_done(s: Any) -> None:
-        # each file's lines as it ends: a run interrupted later has said how the others went
+        # each file's lines as it ends: a run interrupted later has said how the others went;
+        # the note on how results sit beside the particles follows the first file written in
+        # each format, so it never reads as if it were about a file that failed
         codes.append(print_summaries([s]))
         if source is not None and not s.error:
             text = _mass_summary(s.output, args.mass_policy)
             if text:
                 echo(f"{text} [{source.mass_policy}]")
+            root = str(s.output).lower().endswith(".root")
+            if root not in noted:
+                noted.add(root)
+                echo(_friend_tree_note(config.algorithms, source.layout, root=root))
 
-    summaries = run_batch(
+    run_batch(
         args.inputs, config, output=output, output_dir=output_dir, fmt=fmt,
         workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
         fresh=args.fresh, attrs={"command": command_line()}, particles=source,
         entry_start=args.entry_start, entry_stop=args.entry_stop, step_size=args.step_size,
         on_file_done=file_done,
     )
-    written = [s for s in summaries if not s.error]
-    if source is not None and written:
-        root = str(written[0].output).lower().endswith(".root")
-        echo(_friend_tree_note(config.algorithms, source.layout, root=root))
     return max(codes, default=0)
 
 

@@ -6,11 +6,20 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..comparison import DEFAULT_BANDS, comparison_table, format_comparison
 from ..plotting import plot_comparison as draw_comparison
-from .shared import UsageError, add_common, check_writable, echo, json_text, split_list
+from .shared import (
+    UsageError,
+    add_common,
+    check_writable,
+    echo,
+    json_text,
+    kt_family_minus_inf_note,
+    split_list,
+)
 
 __all__ = ["add_parser", "plot_comparison", "run"]
 
@@ -27,6 +36,16 @@ def plot_comparison(rows: Sequence[dict[str, Any]], path: str | os.PathLike[str]
     plt.close(draw_comparison(rows, path, **kw))
 
 
+def _check_plot_format(path: str) -> None:
+    """Refuse a ``--plot`` file whose extension matplotlib cannot write (before any work)."""
+    from matplotlib.figure import Figure
+
+    kinds = Figure().canvas.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in kinds:
+        raise UsageError(f"--plot {path}: matplotlib writes {', '.join('.' + k for k in kinds)}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print (and plot) the comparison; returns the exit code."""
     try:
@@ -38,11 +57,21 @@ def run(args: argparse.Namespace) -> int:
                          "2,6,10,15")
     if args.plot:
         check_writable(args.plot, "--plot")  # (before the table is printed)
+        _check_plot_format(args.plot)
     rows = comparison_table(args.results, bands=bands, reference=args.reference)
     if args.json:
         echo(json_text(rows))
     else:
         echo(format_comparison(rows))
+        counts: dict[str, dict[str, int]] = {}
+        for row in rows:
+            if row["band"] == "all":
+                c = counts.setdefault(row["algorithm"], {"ran": 0, "minus_inf": 0})
+                c["ran"] += int(row["ran"])
+                c["minus_inf"] += int(row["ran"]) - int(row["finite"])
+        note = kt_family_minus_inf_note(counts, args.results)
+        if note:
+            echo(note.strip())
     if args.plot:
         plot_comparison(rows, args.plot)
         echo(f"plot saved to {args.plot}")

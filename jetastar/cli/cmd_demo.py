@@ -7,13 +7,15 @@ import argparse
 from typing import Any
 
 from ..ginkgo import ShowerParams, generate, log_likelihood
-from .shared import add_common, echo
+from .shared import UsageError, add_common, echo
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the table; returns the exit code."""
+    if args.n < 0:
+        raise UsageError(f"--n must be >= 0, got {args.n}")
     echo(f"jetastar demo: {args.n} QCD + {args.n} W Ginkgo jets, seed {args.seed}")
     echo(f"{'type':<5} {'jet':>4} {'leaves':>6} {'logL symmetric':>15} {'logL legacy':>12}")
     for params in (ShowerParams.qcd(), ShowerParams.w()):

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--n must be >= 0")
     if args.max_tries < 1:
         raise UsageError("--max-tries must be >= 1")
-    io.file_format(args.output, sniff=False)
+    try:
+        io.file_format(args.output, sniff=False)
+    except io.FileFormatError as exc:  # an -o the command cannot write: a usage error (exit 2)
+        raise UsageError(f"-o {exc}") from None
     check_writable(args.output)
     # a jets file may be generated again; results, observables and others' files are kept
     refuse_replacing(args.output, "jets",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from .._cuda import gpu_status, resolve_device
 from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir, read_manifest
 from ..clustering.exact.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
-from ..diagnostics import model_check
+from ..diagnostics import T_CUT_LADDER, kt_family_t_cut, model_check
 from ..io.particle_files import cluster_options, describe_particle_file
 from .shared import UsageError, add_common, echo, format_tree_counts, json_text, split_list
 
@@ -63,9 +64,33 @@ def _check_options(args: argparse.Namespace) -> list[float | None]:
         t_cuts = [float(x) for x in split_list(args.t_cut)] if args.t_cut else [None]
     except ValueError:
         raise UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
+    if any(t is not None and not (math.isfinite(t) and t > 0) for t in t_cuts):
+        raise UsageError(f"--t-cut {args.t_cut!r}: t_cut values are finite numbers > 0 (GeV²)")
+    for option, value in (("--lam", args.lam), ("--lam-root", args.lam_root)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{option}: must be a finite number > 0, got {value!r}")
     if args.max_jets < 1:
         raise UsageError("--max-jets must be >= 1")
     return t_cuts
+
+
+def kt_family_note(jets: Any) -> str:
+    """One line: at which ``t_cut`` the kt family's trees are finite on most of the jets."""
+    best = kt_family_t_cut(jets)
+    found = {name: t for name, t in best.items() if t is not None}
+    if not found:
+        return (f"the kt family's trees are -inf on most jets at every t_cut down to "
+                f"{T_CUT_LADDER[-1]:g} GeV²")
+    if len(set(found.values())) == 1 and len(found) == len(best):
+        where = f"at t_cut <= {next(iter(found.values())):g} GeV²"
+    else:
+        where = "at " + ", ".join(f"t_cut <= {t:g} GeV² ({name})" for name, t in found.items())
+        missing = [name for name in best if name not in found]
+        if missing:
+            where += f"; {', '.join(missing)}: at no t_cut down to {T_CUT_LADDER[-1]:g} GeV²"
+    return (f"the kt family's trees are finite on most jets {where}: to compare with them, "
+            "cluster at such a t_cut (--t-cut), where the model treats almost every pair as a "
+            "splitting")
 
 
 def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
@@ -93,6 +118,7 @@ def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
         echo(f"  {check}")
     echo("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
          "describes more jets)")
+    echo(f"  {kt_family_note(jets)}")
 
 
 def _describe_setup(args: argparse.Namespace) -> int:

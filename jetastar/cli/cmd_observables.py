@@ -4,16 +4,32 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-from ..observables import write_observables
-from .shared import add_common, check_writable, command_line, echo, refuse_replacing, split_list
+from ..observables import check_soft_drop_parameters, write_observables
+from .shared import (
+    UsageError,
+    add_common,
+    check_writable,
+    command_line,
+    echo,
+    refuse_replacing,
+    split_list,
+)
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the observables; returns the exit code."""
+    if Path(args.output).suffix.lower() not in (".root", ".h5", ".hdf5"):
+        raise UsageError(f"-o {args.output}: observables go to a .root or .h5 file")
+    try:
+        check_soft_drop_parameters(args.z_cut, args.beta, args.r0)
+    except ValueError as exc:  # "z_cut must be ..." -> "--z-cut: must be ..."
+        name, _, rest = str(exc).partition(" ")
+        raise UsageError(f"--{name.replace('_', '-')}: {rest}") from None
     check_writable(args.output)
     refuse_replacing(args.output, "observables", lambda attrs: "results_file" in attrs)
     labels = write_observables(

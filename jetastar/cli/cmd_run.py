@@ -24,6 +24,7 @@ from ..batch import (
 )
 from ..clustering import algorithm_info, algorithms
 from ..comparison import comparison_table, format_comparison
+from ..errors import BatchError
 from ..io import set_extras
 from ..jet import JetCollection
 from .cmd_algorithms import add_algorithm_listing
@@ -88,9 +89,15 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     if not names:
         raise UsageError("no clustering algorithms are registered")
     max_leaves = {}
-    options = parse_options(args.option or [])
+    try:
+        options = parse_options(args.option or [])
+    except BatchError as exc:
+        raise UsageError(str(exc)) from None
     for name in names:
-        info = algorithm_info(name)
+        try:
+            info = algorithm_info(name)
+        except ValueError as exc:  # an unknown name is a usage error (exit 2)
+            raise UsageError(str(exc)) from None
         if info.main_job == "map":
             # every bundled jet gets its exact MAP: the MAP method is not held to the per-jet limit
             options.setdefault(name, {}).setdefault("max_time", _MAP_TIME_LIMIT)
@@ -102,7 +109,10 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
                          max_leaves=max_leaves, plugins=list(args.plugin or []),
                          chunk_size=args.chunk_size, threads=args.threads,
                          device=args.device)
-    check_config(config)  # every option is checked before the jets are generated
+    try:  # every option is checked before the jets are generated
+        check_config(config)
+    except BatchError as exc:  # a bad name, option or value: a usage error (exit 2)
+        raise UsageError(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)  # (after the checks: no empty folder for a typo)
     echo(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if left_out:

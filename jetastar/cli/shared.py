@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..clustering import algorithm_info
+from ..diagnostics import KT_FAMILY
 from ..ginkgo import ShowerParams, generate
 from ..io import set_extras
 from ..io.dispatch import written_attrs
@@ -180,6 +182,10 @@ def print_summaries(summaries: Sequence[Any]) -> int:
         for alg, counts in s.status_counts.items():
             text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             echo(f"  {alg:<16} {text}{finite.get(alg, '')}")
+        for note in (all_inf_note(s.status_counts), kt_family_minus_inf_note(s.tree_counts,
+                                                                             s.input)):
+            if note:
+                echo(note)
         rows = [c for c in s.status_counts.values() if sum(c.values())]
         if rows and all(set(c) == {"failed"} for c in rows):
             # an output of nothing but failures: the input or its reading options are wrong
@@ -189,6 +195,38 @@ def print_summaries(summaries: Sequence[Any]) -> int:
                           f"message says why (jetastar.io.read_results({str(s.output)!r})"
                           f"[{alg!r}].message)")
     return 1 if failed else 0
+
+
+def all_inf_note(status_counts: dict[str, dict[str, int]]) -> str:
+    """One line on what ``all_inf`` means for the approximate algorithms that report it (their
+    own tree is −∞; a tree they did not find may be finite), or ``""``."""
+    names = []
+    for alg, counts in status_counts.items():
+        if not counts.get("all_inf"):
+            continue
+        try:
+            exact = algorithm_info(alg).exact
+        except ValueError:  # (a name this process does not know: say nothing about it)
+            continue
+        if not exact:
+            names.append(alg)
+    if not names:
+        return ""
+    return (f"  (all_inf of {', '.join(names)}: the tree each built is −∞ (a split on its path is "
+            "impossible); other trees of the jet may be finite. For an exact method, all_inf "
+            "means no tree is possible)")
+
+
+def kt_family_minus_inf_note(tree_counts: dict[str, dict[str, int]], path: Any) -> str:
+    """One line when kt-family trees are −∞ on most jets (real jets at the default ``t_cut``),
+    with the command that says at which ``t_cut`` they are finite; else ``""``."""
+    names = [alg for alg in KT_FAMILY if alg in tree_counts
+             and tree_counts[alg].get("ran", 0)
+             and tree_counts[alg].get("minus_inf", 0) > tree_counts[alg]["ran"] / 2]
+    if not names:
+        return ""
+    return (f"  ({', '.join(names)}: -inf on most jets at these parameters; `jetastar info "
+            f"{path} --check` says at which t_cut their trees are finite)")
 
 
 def format_tree_counts(counts: dict[str, dict[str, int]]) -> dict[str, str]:

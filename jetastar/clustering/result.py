@@ -27,7 +27,8 @@ __all__ = ["STATUSES", "ClusteringResult"]
 #: Possible values of :attr:`ClusteringResult.status`.
 STATUSES = (
     "ok",  # finished normally
-    "all_inf",  # no tree with non-zero likelihood was found (exact methods: none exists)
+    "all_inf",  # its tree is −∞ (exact methods: no tree is possible; approximate: a split on
+    # its own path is impossible, other trees may be finite)
     "budget",  # stopped by a time / memory / vertex budget: best tree so far, not proven optimal
     "skipped",  # not run (e.g. the jet is over the method's size limit); tree is None
     "failed",  # the jet could not be processed; message says why; tree is None

@@ -62,7 +62,7 @@ from ..._cuda import DEVICES, check_device, resolve_device
 from ..._jit import Stopwatch
 from ..._progress import PER_JET_DELAY, progress_bar
 from ...costs import CostModel
-from ...errors import GpuUnavailableError, InvalidJetError, OptionError
+from ...errors import GpuUnavailableError, InvalidJetError, InvalidTreeError, OptionError
 from ...ginkgo.kernels import FORM_LEGACY
 from ...ginkgo.likelihood import LIKELIHOODS, check_likelihood
 from ...jet import Jet, JetCollection
@@ -616,6 +616,62 @@ class Trellis:
                 out[frozenset(leaves_of(s))] = float(marg[s])
         return out
 
+    def cluster_probabilities(self, tree: Any = None, *, min_prob: float = 0.0) -> Any:
+        """The posterior as arrays: clusters of two or more leaves and their probabilities.
+
+        Args:
+            tree: a tree of this jet (a :class:`~jetastar.Tree`, a clustering result or nested
+                pairs): its clusters, in its node order (``node``); ``None``: every cluster with a
+                probability above ``min_prob``, most probable first (then larger, then lower
+                mask).
+            min_prob: only clusters with probability strictly above this (``tree=None``).
+
+        Returns:
+            An awkward array of records ``bitmask`` (int64, bit ``i`` = leaf ``i``),
+            ``leaves`` (``var * int64``), ``size`` and ``probability`` (and ``node`` with a
+            tree); ``ak.to_numpy(out.probability)`` is a plain array.
+
+        Raises:
+            InvalidTreeError: a tree over another number of leaves.
+
+        Example:
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> jet = generate(1, ShowerParams.qcd(), seed=2, min_leaves=6, max_leaves=6)[0]
+            >>> tr = Trellis(jet)
+            >>> top = tr.cluster_probabilities()
+            >>> top[0].leaves.tolist(), float(top[0].probability)
+            ([0, 1, 2, 3, 4, 5], 1.0)
+            >>> truth = tr.cluster_probabilities(jet.truth)  # the truth tree's 5 clusters
+            >>> len(truth), float(truth.probability[0])  # (its root first: the whole jet)
+            (5, 1.0)
+        """
+        import awkward as ak
+
+        marg = self.marginals_array()
+        fields: dict[str, Any] = {}
+        if tree is None:
+            masks = np.flatnonzero(marg > float(min_prob)).astype(np.int64)
+            masks = masks[(masks & (masks - 1)) != 0]  # two or more leaves
+            sizes = _popcounts(masks)
+            order = np.lexsort((masks, -sizes, -marg[masks]))
+            masks = masks[order]
+        else:
+            tree = Tree.from_any(tree, jet=self._label)
+            if tree.n_leaves != self.n_leaves:
+                raise InvalidTreeError(
+                    f"a tree over {tree.n_leaves} leaves given for a jet of {self.n_leaves}",
+                    jet=self._label, field="tree")
+            all_masks = tree.node_masks()
+            nodes = np.flatnonzero(~tree.is_leaf())
+            masks = all_masks[nodes]
+            fields["node"] = nodes
+        sizes = _popcounts(masks)
+        bits = (masks[:, None] >> np.arange(self.n_leaves, dtype=np.int64)) & 1
+        leaves = ak.unflatten(np.nonzero(bits)[1].astype(np.int64), sizes)
+        fields.update({"bitmask": masks, "leaves": leaves, "size": sizes,
+                       "probability": np.asarray(marg[masks], dtype=np.float64)})
+        return ak.zip(fields, depth_limit=1)
+
     def map_clusters_with_marginals(self) -> list[tuple[frozenset[int], float]]:
         """The MAP tree's clusters (two or more leaves) with their posterior probabilities.
 
@@ -808,6 +864,12 @@ def _stopped_trellis(
         message=f"{why}; log Z needs the whole trellis. The tree is {which}, not proven optimal",
         jet_id=jet_id,
     )
+
+
+def _popcounts(masks: np.ndarray) -> np.ndarray:
+    """Number of set bits of each int64 mask."""
+    m = np.asarray(masks, dtype=np.int64)
+    return np.unpackbits(m.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
 
 
 def exact_trellis_batch(
