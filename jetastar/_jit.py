@@ -109,6 +109,7 @@ __all__ = [
     "DeferredSignals",
     "Stopwatch",
     "cache_dir",
+    "compile_estimate_for",
     "compile_seconds",
     "expect_compile",
     "notice_text",
@@ -209,9 +210,44 @@ def notice_text() -> str:
         return COMPILE_NOTICE
     if not seconds > 0:
         return COMPILE_NOTICE
-    # a range: compile times vary by a factor ~1.5 with the machine and its load
+    # compiling runs on one thread: on a machine whose cores are busy with other processes it
+    # gets a share of one (the estimates were measured on a quiet one)
+    busy = _busy_factor()
+    seconds *= busy
+    # a range: compile times vary by a factor ~1.5 between machines
     low = max(5, 5 * round(seconds / 5))
-    return f"{COMPILE_NOTICE}; this takes roughly {low}-{int(low * 1.5 + 0.5)} s"
+    text = f"{COMPILE_NOTICE}; this takes roughly {low}-{int(low * 1.5 + 0.5)} s"
+    if busy > 1.2:
+        text += f" (other processes keep the CPUs busy: {busy:.1f}x the time on a quiet machine)"
+    return text
+
+
+def _busy_factor() -> float:
+    """How much longer a single-threaded job takes now than on a quiet machine, from the load
+    average of the last minute: ``(load + 1) / cores`` when every core is taken (1 otherwise, and
+    where the load is unknown)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # (not on every platform)
+        return 1.0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(1.0, (load + 1.0) / max(cores, 1))
+
+
+@contextlib.contextmanager
+def compile_estimate_for(seconds: float | None) -> Iterator[None]:
+    """:func:`expect_compile` for the block only: a compilation that starts later, for other
+    kernels (a ``Trellis`` after a run of other algorithms), is not announced with this run's
+    estimate. An estimate already given (by a parent process) is kept."""
+    given = os.environ.get(_ESTIMATE_ENV)
+    if not given:
+        expect_compile(seconds)
+    try:
+        yield
+    finally:
+        if not given:
+            expect_compile(None)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,7 @@ from .batch import (
 )
 from .batch.work import in_process_chunk_size
 from .clustering.registry import checked_options, holds_many_jets
+from .clustering.result import ClusteringResult
 from .comparison import table_counts
 from .diagnostics import result_reasons
 from .io import AlgorithmResults
@@ -95,7 +96,7 @@ class JetResults(Mapping[str, Any]):
         return ak.zip(fields, depth_limit=1)
 
     def to_pandas(self) -> Any:
-        """One row per jet as a :class:`pandas.DataFrame` with a column level per algorithm
+        """One row per jet as a ``pandas.DataFrame`` with a column level per algorithm
         (``df["greedy", "log_likelihood"]``; :meth:`jetastar.io.AlgorithmResults.to_pandas`'s
         columns) and the ``jet_id``. Needs pandas (``pip install "jetastar[pandas]"``)."""
         pd = load_pandas()
@@ -270,7 +271,7 @@ def _worker_death_advice() -> str:
             "`if __name__ == \"__main__\":` (or use workers=1)")
 
 
-def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
+def cluster(jets: Any, algorithm: str, **options: Any) -> ClusteringResult | AlgorithmResults:
     """One algorithm on one jet or on many jets.
 
     One jet (a :class:`~jetastar.Jet`, or one jet's momenta: an ``(n, 4)`` array or a 1-D awkward /
@@ -283,8 +284,21 @@ def cluster(jets: Any, algorithm: str, **options: Any) -> Any:
 
     Args:
         jets: one jet or many.
-        algorithm: a registry name.
-        **options: the algorithm's keyword options.
+        algorithm: a registry name (``jetastar algorithms`` lists them: ``greedy``, ``beam``,
+            ``kt``, ``cambridge``, ``antikt``, ``mcts``, ``trellis``, ``astar``,
+            ``astar-approx``, ``window-search``, and any a plugin registers).
+        **options: the algorithm's keyword options, checked against its declaration: e.g.
+            ``likelihood="legacy"`` (every Ginkgo algorithm), ``beam_size=20`` (``beam``),
+            ``R=0.4`` (the kt family), ``max_time=5.0`` (the exact and search methods),
+            ``log_z=True`` (``trellis``). Every algorithm's options with their defaults, ranges
+            and meaning: the *Algorithm options* page of the documentation, or
+            ``jetastar algorithms NAME``.
+
+    Returns:
+        For one jet a :class:`~jetastar.clustering.ClusteringResult` (``tree``,
+        ``log_likelihood``, ``status``, ...); for many an
+        :class:`~jetastar.io.AlgorithmResults` table, one row per jet (``.result(i)``,
+        ``.to_awkward()``, ``.to_pandas()``).
 
     Raises:
         ValueError: an unknown algorithm or option, or a bad option value.

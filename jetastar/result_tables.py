@@ -523,7 +523,7 @@ class AlgorithmResults:
         return ak.zip(fields, depth_limit=1)
 
     def to_pandas(self) -> Any:
-        """One row per jet as a :class:`pandas.DataFrame`: the flat columns of
+        """One row per jet as a ``pandas.DataFrame``: the flat columns of
         :meth:`to_awkward` (``jet_index``, ``jet_id``, ``status``, ``log_likelihood``, ``finite``,
         ``exact``, ``time_s``, ``message``; ``log_z``, ``n_trees``, ``upper_bound`` where given)
         and ``n_leaves`` of each tree (0 without one). The trees themselves: :meth:`tree` or

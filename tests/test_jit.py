@@ -299,6 +299,8 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     # measured on a cold cache, one process: 66 CPU-s (each algorithm's WarmUp.compile_s)
     assert 45 <= one <= 100 and two < one
     assert compile_estimate([*demo, "astar-approx"], 2) > two + 5
+    assert _jit._busy_factor() >= 1.0
+    monkeypatch.setattr(_jit, "_busy_factor", lambda: 1.0)  # a quiet machine
     expect_compile(two)
     text = notice_text()
     assert text.startswith(COMPILE_NOTICE) and "roughly" in text and text.endswith(" s")
@@ -306,6 +308,21 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     assert notice_text() == text
     expect_compile(None)
     assert notice_text() == COMPILE_NOTICE
+    # issue 61 point 6: on a busy machine the estimate grows with the load, and says why
+    expect_compile(40.0)
+    assert notice_text().endswith("roughly 40-60 s")
+    monkeypatch.setattr(_jit, "_busy_factor", lambda: 3.0)
+    assert "roughly 120-180 s (other processes keep the CPUs busy: 3.0x" in notice_text()
+    expect_compile(None)
+    # an estimate belongs to the compilation it was made for, not to a later one
+    with _jit.compile_estimate_for(40.0):
+        assert "roughly" in notice_text()
+    assert notice_text() == COMPILE_NOTICE
+    expect_compile(20.0)  # (given by a parent process: kept, and left as it was; 3x busy)
+    with _jit.compile_estimate_for(40.0):
+        assert "roughly 60-90 s" in notice_text()
+    assert "roughly 60-90 s" in notice_text()
+    expect_compile(None)
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])

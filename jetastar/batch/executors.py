@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._jit import expect_compile, skip_numba_extensions
+from .._jit import compile_estimate_for, expect_compile, skip_numba_extensions
 from ..clustering.warmup import compile_estimate, warm_up, warm_up_tasks
 from ..errors import BatchError
 from ..result_tables import to_json
@@ -269,8 +269,8 @@ def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
         names: the algorithms to warm up (default: all of ``config``).
     """
     names = config.algorithms if names is None else names
-    expect_compile(compile_estimate(names), keep=True)
-    warm_up(names, opts, {name: size_limit(name, config) for name in names})
+    with compile_estimate_for(compile_estimate(names)):
+        warm_up(names, opts, {name: size_limit(name, config) for name in names})
 
 
 def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> list[str]:
