@@ -720,7 +720,8 @@ def test_every_jet_failed_is_a_failed_run_with_the_right_advice(tmp_path, capsys
 def test_branches_named_by_their_coordinates_are_found(tmp_path, capsys):
     """A tree whose jagged branches are ``pt, eta, phi, mass`` themselves (no collection prefix,
     as ``uproot.recreate(...)["tree"] = {...}`` writes): ``jetastar info`` lists the options that
-    read it, and a run without them names those options (it said only "give the prefix")."""
+    read it, a run without them uses them, and a run with only some names the others (it said only
+    "give the prefix")."""
     counts, cols = _particles(21, 6, lo=3, hi=8)
     path = tmp_path / "plain.root"
     _write_tree(path, "tree", {k: ak.unflatten(v, counts) for k, v in cols.items()})
@@ -729,8 +730,10 @@ def test_branches_named_by_their_coordinates_are_found(tmp_path, capsys):
     assert options in capsys.readouterr().out
     out = tmp_path / "res.h5"
     base = ["cluster", str(path), "--algorithms", "greedy", "--t-cut", "0.01", "--no-progress"]
-    assert main([*base, "-o", str(out)]) == 1
-    assert f"read with `{options}`" in capsys.readouterr().out
+    # the one collection detected is read without options, saying which (issue 61 point 5)
+    assert main([*base, "-o", str(tmp_path / "auto.h5")]) == 0
+    assert f"reading particles with {options} (detected" in capsys.readouterr().out
+    assert len(jio.read(tmp_path / "auto.h5", validate=False)) == 6
     assert main([*base, "--tree", "tree", "-o", str(out)]) == 1
     assert f"read them with {options.split(' ', 2)[2]}" in capsys.readouterr().out
     assert main([*base, *options.split(), "-o", str(out)]) == 0

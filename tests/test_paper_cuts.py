@@ -164,4 +164,4 @@ def test_info_check_and_observables_command(tmp_path, capsys) -> None:
         assert sorted(f["observables"]) == ["jet_id", "kt"]
         off = f["observables/kt/lund_offsets"][()]
         assert off[-1] == f["observables/kt/lund_kt"].shape[0]
-    assert main(["observables", str(res), "-o", str(tmp_path / "o.txt")]) == 1
+    assert main(["observables", str(res), "-o", str(tmp_path / "o.txt")]) == 2  # a usage error

@@ -340,13 +340,13 @@ def test_text_booleans_in_batch_options_are_stored_as_booleans():
 
 # ---------------------------------------------------------------------- 8 options before work
 @pytest.mark.parametrize(("argv", "code", "message"), [
-    (["--algorithms", "beam", "--option", "beam.beam_size=0"], 1, "beam_size must be >= 1"),
+    (["--algorithms", "beam", "--option", "beam.beam_size=0"], 2, "beam_size must be >= 1"),
     (["--algorithms", ""], 2, "--algorithms is empty"),
-    (["--algorithms", "greedy,greedy"], 1, "given more than once: greedy"),
-    (["--algorithms", "greedy", "--workers", "0"], 1, "workers must be an integer >= 1"),
-    (["--algorithms", "greedy", "--max-leaves", "unknown=3"], 1, "size limit given for 'unknown'"),
-    (["--algorithms", "greedy", "--time-limit", "inf"], 1, "finite number > 0"),
-    (["--algorithms", "mcts", "--option", "n_rollouts=many"], 1, "n_rollouts must be an integer"),
+    (["--algorithms", "greedy,greedy"], 2, "given more than once: greedy"),
+    (["--algorithms", "greedy", "--workers", "0"], 2, "workers must be an integer >= 1"),
+    (["--algorithms", "greedy", "--max-leaves", "unknown=3"], 2, "size limit given for 'unknown'"),
+    (["--algorithms", "greedy", "--time-limit", "inf"], 2, "finite number > 0"),
+    (["--algorithms", "mcts", "--option", "n_rollouts=many"], 2, "n_rollouts must be an integer"),
 ])
 def test_bad_settings_fail_before_any_work(tmp_path, capsys, argv, code, message):
     jets = _jets(tmp_path, "j.h5")

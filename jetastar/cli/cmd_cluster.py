@@ -139,13 +139,15 @@ def _expanded(inputs: list[str]) -> list[str]:
 
 
 def _check_ranges(args: argparse.Namespace) -> None:
-    """The numeric particle options, before any file is opened."""
+    """The numeric options of the run and of particle files, before any file is opened."""
     start, stop = args.entry_start, args.entry_stop
     if start is not None and stop is not None and (start >= 0) == (stop >= 0) and start >= stop:
         raise UsageError(f"--entry-start {start} --entry-stop {stop}: no entry between them "
                          "(the stop is not included)")
     if args.step_size < 1:
         raise UsageError(f"--step-size must be >= 1, got {args.step_size}")
+    if args.workers < 1:
+        raise UsageError(f"--workers: workers must be an integer >= 1, got {args.workers}")
     if args.jet_r is not None and not args.jet_r > 0:
         raise UsageError(f"--jet-r must be > 0 (the jet radius, e.g. 0.4), got {args.jet_r}")
     if args.jet_r is not None:  # (without FastJet: say so before any file is read)
