@@ -36,6 +36,7 @@ import numpy as np
 
 __all__ = [
     "BOUND_MARGIN",
+    "DENSITY_CONSTANT",
     "FORM_DENSITY",
     "FORM_LEGACY",
     "FORM_SYMMETRIC",
@@ -44,6 +45,7 @@ __all__ = [
     "bound_below",
     "child_bound",
     "cluster_t",
+    "density_geometry",
     "parent_terms",
     "split_bound_given_parent",
     "split_bound_of_split",
@@ -74,6 +76,9 @@ N_CONSTANTS = 5
 #: legacy heavier-first form of the 2020-21 papers, and the density of the observed jet
 FORM_SYMMETRIC, FORM_LEGACY, FORM_DENSITY = 0.0, 1.0, 2.0
 _LOG_8 = math.log(8.0)
+#: the constant of the density form's ψ: ``log ½ − log 4π + log 8`` (the direction's density and
+#: the Jacobian's ``8``)
+DENSITY_CONSTANT = _LOG_HALF - _LOG_4PI + _LOG_8
 
 
 @nb.njit(cache=True)
@@ -166,6 +171,37 @@ def _symmetric_closed(t_left: float, t_right: float, t_parent: float, c: np.ndar
     return t_left >= limit or t_right >= limit
 
 
+@nb.njit(cache=True, inline="always")
+def density_geometry(t_left: float, t_right: float, t_parent: float, s_parent: float,
+                     t_cut: float) -> tuple[float, float, float, bool, bool]:
+    """The part of the density form's ψ that no rate changes (:func:`_density_split`; the scans
+    over rates of :mod:`jetastar.clustering.exact.evidence` reuse it for every grid point).
+
+    Returns:
+        ``(K, T_lr, T_rl, ok_lr, ok_rl)``: the Källén function ``K(tP, tL, tR)`` (``0`` when the
+        split is impossible at any rate: ``tP <= t_cut``, a negative child or one at or above the
+        truncation ``A tP``, ``√tL + √tR > √tP``, ``K <= 0``), the second draw's scale of each
+        ordering (left first: ``(√tP − √tL)²``) and whether that ordering's second draw is below
+        its truncation.
+    """
+    if not t_parent > t_cut or t_left < 0.0 or t_right < 0.0:
+        return 0.0, 0.0, 0.0, False, False
+    limit = _A * t_parent
+    if t_left >= limit or t_right >= limit:
+        return 0.0, 0.0, 0.0, False, False
+    s_left = math.sqrt(t_left)
+    s_right = math.sqrt(t_right)
+    if s_left + s_right > s_parent:
+        return 0.0, 0.0, 0.0, False, False
+    # K = (tP − (√tL + √tR)²)(tP − (√tL − √tR)²): no cancellation near the threshold
+    k = (t_parent - (s_left + s_right) ** 2) * (t_parent - (s_left - s_right) ** 2)
+    if not k > 0.0:
+        return 0.0, 0.0, 0.0, False, False
+    scale_lr = (s_parent - s_left) * (s_parent - s_left)
+    scale_rl = (s_parent - s_right) * (s_parent - s_right)
+    return k, scale_lr, scale_rl, t_right < _A * scale_lr, t_left < _A * scale_rl
+
+
 @nb.njit(cache=True)
 def _density_split(t_left: float, t_right: float, t_parent: float, s_parent: float,
                    c: np.ndarray) -> float:
@@ -184,24 +220,16 @@ def _density_split(t_left: float, t_right: float, t_parent: float, s_parent: flo
     ordering whose second draw is over its truncation, and for ``K <= 0``. ``docs/physics.md``
     derives it. (The first child's ``−log tP`` and the Jacobian's ``log tP`` cancel.)
     """
-    if _symmetric_closed(t_left, t_right, t_parent, c):
-        return _NEG_INF
-    s_left = math.sqrt(t_left)
-    s_right = math.sqrt(t_right)
-    if s_left + s_right > s_parent:
-        return _NEG_INF
-    # K = (tP − (√tL + √tR)²)(tP − (√tL − √tR)²): no cancellation near the threshold
-    k = (t_parent - (s_left + s_right) ** 2) * (t_parent - (s_left - s_right) ** 2)
+    k, scale_lr, scale_rl, ok_lr, ok_rl = density_geometry(t_left, t_right, t_parent, s_parent,
+                                                           c[_C_TCUT])
     if not k > 0.0:
         return _NEG_INF
     lam = c[_C_LAM]
-    scale_lr = (s_parent - s_left) * (s_parent - s_left)
-    scale_rl = (s_parent - s_right) * (s_parent - s_right)
     e_lr = _NEG_INF
-    if t_right < _A * scale_lr:
+    if ok_lr:
         e_lr = -lam * t_left / t_parent - math.log(scale_lr) - lam * t_right / scale_lr
     e_rl = _NEG_INF
-    if t_left < _A * scale_rl:
+    if ok_rl:
         e_rl = -lam * t_right / t_parent - math.log(scale_rl) - lam * t_left / scale_rl
     high = max(e_lr, e_rl)
     if high == _NEG_INF:

@@ -12,7 +12,9 @@ The density form has a closed split term that is affine in ``λ`` per ordering::
     ψ_k = 2 (N_k + log λ_k) + J + logaddexp(y_lr − λ_k x_lr, y_rl − λ_k x_rl)
 
 (``x = t_first / tP + t_second / T``, ``y = −log T``, ``J = log ½ − log 4π + log 8 − ½ log K``), so a
-split costs two ``exp`` per grid point (each ordering is its own term of the log-sum-exp). The
+split costs two ``exp`` per grid point (each ordering is its own term of the log-sum-exp); which
+splits are possible, ``K`` and the scales ``T`` are the likelihood's own
+(:func:`jetastar.ginkgo.kernels.density_geometry`, which its ψ uses too). The
 symmetric and legacy forms call the one likelihood kernel
 (:func:`jetastar.ginkgo.kernels.split_llh_given_parent`) per grid point.
 """
@@ -25,9 +27,10 @@ import numba as nb
 import numpy as np
 
 from ...ginkgo.kernels import (
+    DENSITY_CONSTANT,
     FORM_DENSITY,
     FORM_LEGACY,
-    TRUNCATION,
+    density_geometry,
     parent_terms,
     split_llh_given_parent,
 )
@@ -38,8 +41,6 @@ from .._subsets import fill_subset_t, unsplittable
 __all__ = ["EVIDENCE_SLICE_WORK", "evidence_chunk", "uniform_step"]
 
 _NEG_INF = -np.inf
-_A = TRUNCATION
-_J0 = math.log(0.5) - math.log(4.0 * math.pi) + math.log(8.0)
 
 
 @nb.njit(cache=True, inline="always")
@@ -74,40 +75,31 @@ def _cluster_density(s, t, lz, mp, rates, base, out_z, out_m, z_max, z_acc, c0, 
         if lz[a, 0] != _NEG_INF and lz[b, 0] != _NEG_INF:
             t_a = t[a]
             t_b = t[b]
-            # the split is possible (for every rate) as the density form decides it
-            if t_a >= 0.0 and t_b >= 0.0 and t_a < _A * t_s and t_b < _A * t_s and t_s > cut:
-                s_a = math.sqrt(t_a)
-                s_b = math.sqrt(t_b)
-                if not s_a + s_b > s_p:
-                    kallen = (t_s - (s_a + s_b) ** 2) * (t_s - (s_a - s_b) ** 2)
-                    if kallen > 0.0:
-                        scale_ab = (s_p - s_a) * (s_p - s_a)
-                        scale_ba = (s_p - s_b) * (s_p - s_b)
-                        ok_ab = t_b < _A * scale_ab
-                        ok_ba = t_a < _A * scale_ba
-                        if ok_ab or ok_ba:
-                            j = _J0 - 0.5 * math.log(kallen)
-                            x_ab = t_a / t_s + t_b / scale_ab
-                            x_ba = t_b / t_s + t_a / scale_ba
-                            y_ab = -math.log(scale_ab) if ok_ab else 0.0
-                            y_ba = -math.log(scale_ba) if ok_ba else 0.0
-                            for k in range(n_k):
-                                lam = rates[k]
-                                common = base[k] + j
-                                za = common + lz[a, k] + lz[b, k]
-                                e_ab = y_ab - lam * x_ab if ok_ab else _NEG_INF
-                                e_ba = y_ba - lam * x_ba if ok_ba else _NEG_INF
-                                if ok_ab:
-                                    _lse_add(z_max, z_acc, k, za + e_ab)
-                                if ok_ba:
-                                    _lse_add(z_max, z_acc, k, za + e_ba)
-                                if want_map:
-                                    hi = max(e_ab, e_ba)
-                                    psi = common + hi + math.log1p(math.exp(min(e_ab, e_ba) - hi))
-                                    v = psi + mp[a, k] + mp[b, k]
-                                    if v > out_m[k]:
-                                        out_m[k] = v
-                            parts[0] += 1
+            # whether the split is possible (for every rate), as the density form decides it
+            kallen, scale_ab, scale_ba, ok_ab, ok_ba = density_geometry(t_a, t_b, t_s, s_p, cut)
+            if kallen > 0.0 and (ok_ab or ok_ba):
+                j = DENSITY_CONSTANT - 0.5 * math.log(kallen)
+                x_ab = t_a / t_s + t_b / scale_ab
+                x_ba = t_b / t_s + t_a / scale_ba
+                y_ab = -math.log(scale_ab) if ok_ab else 0.0
+                y_ba = -math.log(scale_ba) if ok_ba else 0.0
+                for k in range(n_k):
+                    lam = rates[k]
+                    common = base[k] + j
+                    za = common + lz[a, k] + lz[b, k]
+                    e_ab = y_ab - lam * x_ab if ok_ab else _NEG_INF
+                    e_ba = y_ba - lam * x_ba if ok_ba else _NEG_INF
+                    if ok_ab:
+                        _lse_add(z_max, z_acc, k, za + e_ab)
+                    if ok_ba:
+                        _lse_add(z_max, z_acc, k, za + e_ba)
+                    if want_map:
+                        hi = max(e_ab, e_ba)
+                        psi = common + hi + math.log1p(math.exp(min(e_ab, e_ba) - hi))
+                        v = psi + mp[a, k] + mp[b, k]
+                        if v > out_m[k]:
+                            out_m[k] = v
+                parts[0] += 1
         if sub == 0:
             break
         sub = (sub - 1) & rest
@@ -206,42 +198,34 @@ def _density_linear(n, t, c0, lams, base1, dlam, roots, base2, out, j):  # pragm
             if ref[a] != _NEG_INF and ref[b] != _NEG_INF:
                 t_a = t[a]
                 t_b = t[b]
-                if t_a >= 0.0 and t_b >= 0.0 and t_a < _A * t_s and t_b < _A * t_s:
-                    s_a = math.sqrt(t_a)
-                    s_b = math.sqrt(t_b)
-                    if not s_a + s_b > s_p:
-                        kallen = (t_s - (s_a + s_b) ** 2) * (t_s - (s_a - s_b) ** 2)
-                        if kallen > 0.0:
-                            scale_ab = (s_p - s_a) * (s_p - s_a)
-                            scale_ba = (s_p - s_b) * (s_p - s_b)
-                            jac = _J0 - 0.5 * math.log(kallen) + ref[a] + ref[b]
-                            counted = False
-                            for order in range(2):
-                                if order == 0:
-                                    if not t_b < _A * scale_ab:
-                                        continue
-                                    x = t_a / t_s + t_b / scale_ab
-                                    sc = jac - math.log(scale_ab) - lam0 * x
-                                else:
-                                    if not t_a < _A * scale_ba:
-                                        continue
-                                    x = t_b / t_s + t_a / scale_ba
-                                    sc = jac - math.log(scale_ba) - lam0 * x
-                                counted = True
-                                if sc > acc_ref:
-                                    shrink = math.exp(acc_ref - sc) if acc_ref != _NEG_INF else 0.0
-                                    for k in range(n_k):
-                                        acc[k] *= shrink
-                                    acc_ref = sc
-                                    g = 1.0
-                                else:
-                                    g = math.exp(sc - acc_ref)
-                                r = math.exp(-dlam * x)
-                                for k in range(n_k):
-                                    acc[k] += g * zl[a, k] * zl[b, k]
-                                    g *= r
-                            if counted:
-                                parts += 1
+                kallen, scale_ab, scale_ba, ok_ab, ok_ba = density_geometry(t_a, t_b, t_s, s_p,
+                                                                            cut)
+                if kallen > 0.0 and (ok_ab or ok_ba):
+                    jac = DENSITY_CONSTANT - 0.5 * math.log(kallen) + ref[a] + ref[b]
+                    for order in range(2):
+                        if order == 0:
+                            if not ok_ab:
+                                continue
+                            x = t_a / t_s + t_b / scale_ab
+                            sc = jac - math.log(scale_ab) - lam0 * x
+                        else:
+                            if not ok_ba:
+                                continue
+                            x = t_b / t_s + t_a / scale_ba
+                            sc = jac - math.log(scale_ba) - lam0 * x
+                        if sc > acc_ref:
+                            shrink = math.exp(acc_ref - sc) if acc_ref != _NEG_INF else 0.0
+                            for k in range(n_k):
+                                acc[k] *= shrink
+                            acc_ref = sc
+                            g = 1.0
+                        else:
+                            g = math.exp(sc - acc_ref)
+                        r = math.exp(-dlam * x)
+                        for k in range(n_k):
+                            acc[k] += g * zl[a, k] * zl[b, k]
+                            g *= r
+                    parts += 1
             if sub == 0:
                 break
             sub = (sub - 1) & rest
@@ -278,40 +262,33 @@ def _density_linear(n, t, c0, lams, base1, dlam, roots, base2, out, j):  # pragm
         if ref[a] != _NEG_INF and ref[b] != _NEG_INF:
             t_a = t[a]
             t_b = t[b]
-            if t_a >= 0.0 and t_b >= 0.0 and t_a < _A * t_s and t_b < _A * t_s:
-                s_a = math.sqrt(t_a)
-                s_b = math.sqrt(t_b)
-                if not s_a + s_b > s_p:
-                    kallen = (t_s - (s_a + s_b) ** 2) * (t_s - (s_a - s_b) ** 2)
-                    if kallen > 0.0:
-                        scale_ab = (s_p - s_a) * (s_p - s_a)
-                        scale_ba = (s_p - s_b) * (s_p - s_b)
-                        jac = _J0 - 0.5 * math.log(kallen) + ref[a] + ref[b]
-                        for order in range(2):
-                            if order == 0:
-                                if not t_b < _A * scale_ab:
-                                    continue
-                                x = t_a / t_s + t_b / scale_ab
-                                y = jac - math.log(scale_ab)
-                            else:
-                                if not t_a < _A * scale_ba:
-                                    continue
-                                x = t_b / t_s + t_a / scale_ba
-                                y = jac - math.log(scale_ba)
-                            for k2 in range(n_r):
-                                sc = y + base2[k2] - roots[k2] * x
-                                if sc > ref2[k2]:
-                                    shrink = math.exp(ref2[k2] - sc) if ref2[k2] != _NEG_INF \
-                                        else 0.0
-                                    for k1 in range(n_k):
-                                        acc2[k1, k2] *= shrink
-                                    ref2[k2] = sc
-                                    g = 1.0
-                                else:
-                                    g = math.exp(sc - ref2[k2])
-                                for k1 in range(n_k):
-                                    acc2[k1, k2] += g * zl[a, k1] * zl[b, k1]
-                        parts += 1
+            kallen, scale_ab, scale_ba, ok_ab, ok_ba = density_geometry(t_a, t_b, t_s, s_p, cut)
+            if kallen > 0.0:
+                jac = DENSITY_CONSTANT - 0.5 * math.log(kallen) + ref[a] + ref[b]
+                for order in range(2):
+                    if order == 0:
+                        if not ok_ab:
+                            continue
+                        x = t_a / t_s + t_b / scale_ab
+                        y = jac - math.log(scale_ab)
+                    else:
+                        if not ok_ba:
+                            continue
+                        x = t_b / t_s + t_a / scale_ba
+                        y = jac - math.log(scale_ba)
+                    for k2 in range(n_r):
+                        sc = y + base2[k2] - roots[k2] * x
+                        if sc > ref2[k2]:
+                            shrink = math.exp(ref2[k2] - sc) if ref2[k2] != _NEG_INF else 0.0
+                            for k1 in range(n_k):
+                                acc2[k1, k2] *= shrink
+                            ref2[k2] = sc
+                            g = 1.0
+                        else:
+                            g = math.exp(sc - ref2[k2])
+                        for k1 in range(n_k):
+                            acc2[k1, k2] += g * zl[a, k1] * zl[b, k1]
+                parts += 1
         if sub == 0:
             break
         sub = (sub - 1) & rest
