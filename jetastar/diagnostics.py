@@ -361,17 +361,11 @@ class ModelCheck:
 
 def _with_params(coll: Any, **values: float | None) -> Any:
     """The collection with the given parameters (those not ``None``) set on every jet."""
-    params = {k: v.copy() for k, v in coll.params.items()}
     for key, value in values.items():
-        if value is not None:
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{key} must be a finite number > 0, got {value!r}")
-            params[key] = np.full(len(coll), float(value))
-    return type(coll)(
-        leaves=coll.leaves, leaf_offsets=coll.leaf_offsets, children=coll.children,
-        leaf_of_node=coll.leaf_of_node, node_offsets=coll.node_offsets, jet_id=coll.jet_id,
-        seed=coll.seed, jet_type=coll.jet_type, params=params,
-    )
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)
+                                      and value > 0):
+            raise ValueError(f"{key} must be a finite number > 0, got {value!r}")
+    return coll.with_params(**{k: v for k, v in values.items() if v is not None})
 
 
 #: the t_cut values (GeV²) :func:`kt_family_t_cut` tries, largest first

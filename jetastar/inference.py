@@ -322,25 +322,12 @@ def _truth_values(collection: JetCollection, likelihood: str, lams: np.ndarray |
                              "jets); these have none")
     for a in range(k1):
         for b in range(k2):
-            params = dict(collection.params)
-            if lams is not None:
-                params["lam"] = np.full(n, lams[a])
-            if roots is not None:
-                params["lam_root"] = np.full(n, roots[b])
-            moved = _with_params(collection, params)
+            moved = collection.with_params(**{
+                name: values[q] for name, values, q in (("lam", lams, a), ("lam_root", roots, b))
+                if values is not None})
             ll, status = score_columns(moved, likelihood=likelihood)
             out[:, a, b] = np.where(status == "ok", ll, np.nan)
     return out
-
-
-def _with_params(collection: JetCollection, params: dict[str, np.ndarray]) -> JetCollection:
-    """The collection with other parameter columns (the other columns shared, not copied)."""
-    return JetCollection(
-        leaves=collection.leaves, leaf_offsets=collection.leaf_offsets,
-        children=collection.children, leaf_of_node=collection.leaf_of_node,
-        node_offsets=collection.node_offsets, jet_id=collection.jet_id, seed=collection.seed,
-        jet_type=collection.jet_type, params=params, node_momenta=collection.node_momenta,
-    )
 
 
 def selection_log_probability(

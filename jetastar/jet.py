@@ -657,6 +657,38 @@ class JetCollection(Sequence[Jet]):
             jet_columns={k: v[a:b].copy() for k, v in self.jet_columns.items()},
         )
 
+    def with_params(self, **values: Any) -> JetCollection:
+        """The same jets with some shower parameters replaced (the other columns shared, not
+        copied): a fit or a model check at other parameter values.
+
+        Args:
+            **values: parameter name (a key of :attr:`params`, e.g. ``t_cut``, ``lam``,
+                ``lam_root``) -> one value for every jet or a ``(J,)`` column.
+
+        Raises:
+            ValueError: an unknown parameter name.
+
+        Example:
+            >>> from jetastar.ginkgo import ShowerParams, generate
+            >>> jets = generate(3, ShowerParams.qcd(), seed=1).with_params(lam=2.0)
+            >>> jets.params["lam"].tolist()
+            [2.0, 2.0, 2.0]
+        """
+        params = dict(self.params)
+        for name, value in values.items():
+            if name not in params:
+                raise ValueError(f"unknown shower parameter {name!r}; valid: "
+                                 f"{', '.join(params)}")
+            params[name] = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64),
+                                                    (len(self),)))
+        return JetCollection(
+            leaves=self.leaves, leaf_offsets=self.leaf_offsets, children=self.children,
+            leaf_of_node=self.leaf_of_node, node_offsets=self.node_offsets,
+            node_momenta=self.node_momenta, jet_id=self.jet_id, seed=self.seed,
+            jet_type=self.jet_type, params=params, node_columns=self.node_columns,
+            jet_columns=self.jet_columns,
+        )
+
     def with_columns(
         self, node: dict[str, Any] | None = None, jet: dict[str, Any] | None = None
     ) -> JetCollection:

@@ -31,8 +31,9 @@ from ..._columnar import leaf_problems
 from ..._cuda import resolve_device
 from ...errors import TooLargeError
 from ...ginkgo.kernels import TRUNCATION
-from ...ginkgo.likelihood import check_likelihood, likelihood_constants
+from ...ginkgo.likelihood import check_likelihood
 from ...jet import JetCollection
+from .._subsets import n_splits_total
 from ..chunks import constant_rows, params_valid, use_threads
 from ._evidence_kernels import evidence_chunk
 from ._trellis_kernels import LOG_Z, MAP
@@ -204,36 +205,33 @@ def _log_z_grid_gpu(jets: JetCollection, likelihood: str, lams: np.ndarray | Non
         run &= sizes <= int(max_leaves)
     offsets = np.asarray(jets.leaf_offsets, dtype=np.int64)
     flat = np.ascontiguousarray(jets.leaves, dtype=np.float64)
-    on_gpu = (run & params_valid(jets) & (leaf_problems(flat, offsets)[0] == 0)
+    valid = params_valid(jets)
+    on_gpu = (run & valid & (leaf_problems(flat, offsets)[0] == 0)
               & (sizes >= 2) & (sizes <= GPU_MAX_LEAVES))
     rest = log_z_grid(jets, likelihood, lam=lams, lam_root=roots, want_map=want_map,
                       max_leaves=max_leaves, only=run & ~on_gpu)
     out_z, out_m = rest.log_z, rest.map_log_likelihood
     outcome, splits = rest.outcome.copy(), rest.splits.copy()
-    prm = jets.params
-    lam_values = prm["lam"][None, :] if lams is None else lams[:, None]
-    root_values = prm["lam_root"][None, :] if roots is None else roots[:, None]
-    for n in np.unique(sizes[on_gpu]).tolist():
-        idx = np.flatnonzero(on_gpu & (sizes == n))
-        step = max(1, min(idx.size, int(batch_memory) // max(1, estimate_gpu_memory(n, 1))))
-        for k1 in range(lam_values.shape[0]):
-            for k2 in range(root_values.shape[0]):
-                triples = np.stack([prm["t_cut"][idx],
-                                    np.broadcast_to(lam_values[k1], (n_jets,))[idx],
-                                    np.broadcast_to(root_values[k2], (n_jets,))[idx]], axis=1)
-                keys, which = np.unique(triples, axis=0, return_inverse=True)
-                rows = np.stack([likelihood_constants(*key, likelihood=likelihood)
-                                 for key in keys.tolist()])
-                which = which.ravel()
+    groups = [(n, np.flatnonzero(on_gpu & (sizes == n))) for n in np.unique(sizes[on_gpu]).tolist()]
+    for k1 in range(1 if lams is None else lams.size):
+        for k2 in range(1 if roots is None else roots.size):
+            # the constants of this grid point, made once per distinct parameter set
+            point = {name: values[q] for name, values, q in (("lam", lams, k1),
+                                                              ("lam_root", roots, k2))
+                     if values is not None}
+            which, rows = constant_rows(jets.with_params(**point), valid, [likelihood])
+            for n, idx in groups:
+                step = max(1, min(idx.size, int(batch_memory) // max(1, estimate_gpu_memory(n, 1))))
                 for lo in range(0, idx.size, step):
                     part = idx[lo:lo + step]
                     sol = solve_on_gpu([flat[offsets[i]:offsets[i + 1]] for i in part],
-                                       rows[which[lo:lo + step]], log_z=True, tables=False,
+                                       rows[which[0, part]], log_z=True, tables=False,
                                        who=f"jet {jets.jet_id[part[0]]}")
                     out_z[part, k1, k2] = sol.root[:, LOG_Z]
                     if out_m is not None:
                         out_m[part, k1, k2] = sol.root[:, MAP]
+    for n, idx in groups:
         outcome[idx] = 0  # DONE
-        splits[idx] = (3**n + 1) // 2 - 2**n
+        splits[idx] = n_splits_total(n)
     return dataclasses.replace(rest, log_z=out_z, map_log_likelihood=out_m, outcome=outcome,
                                splits=splits)

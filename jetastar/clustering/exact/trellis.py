@@ -78,7 +78,15 @@ from .._engine import (
     valid_likelihood,
 )
 from .._engine import estimate_trellis_memory as estimate_memory
-from .._subsets import fill_subset_t, full_mask, leaves_of, mask_of, masks_by_size, n_splits_total
+from .._subsets import (
+    fill_subset_t,
+    full_mask,
+    leaves_of,
+    mask_of,
+    masks_by_size,
+    n_splits_total,
+    subset_sizes,
+)
 from ..agglomerative.cost_baselines import average_linkage
 from ..agglomerative.greedy import greedy
 from ..chunks import (
@@ -648,11 +656,12 @@ class Trellis:
         import awkward as ak
 
         marg = self.marginals_array()
+        size_of = subset_sizes(self.n_leaves)
         fields: dict[str, Any] = {}
         if tree is None:
             masks = np.flatnonzero(marg > float(min_prob)).astype(np.int64)
             masks = masks[(masks & (masks - 1)) != 0]  # two or more leaves
-            sizes = _popcounts(masks)
+            sizes = size_of[masks].astype(np.int64)
             order = np.lexsort((masks, -sizes, -marg[masks]))
             masks = masks[order]
         else:
@@ -665,7 +674,7 @@ class Trellis:
             nodes = np.flatnonzero(~tree.is_leaf())
             masks = all_masks[nodes]
             fields["node"] = nodes
-        sizes = _popcounts(masks)
+        sizes = size_of[masks].astype(np.int64)
         bits = (masks[:, None] >> np.arange(self.n_leaves, dtype=np.int64)) & 1
         leaves = ak.unflatten(np.nonzero(bits)[1].astype(np.int64), sizes)
         fields.update({"bitmask": masks, "leaves": leaves, "size": sizes,
@@ -864,12 +873,6 @@ def _stopped_trellis(
         message=f"{why}; log Z needs the whole trellis. The tree is {which}, not proven optimal",
         jet_id=jet_id,
     )
-
-
-def _popcounts(masks: np.ndarray) -> np.ndarray:
-    """Number of set bits of each int64 mask."""
-    m = np.asarray(masks, dtype=np.int64)
-    return np.unpackbits(m.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
 
 
 def exact_trellis_batch(
