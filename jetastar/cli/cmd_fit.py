@@ -8,13 +8,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import io
 from .._atomic import atomic_write_text
 from ..errors import InferenceError
 from ..ginkgo.likelihood import LIKELIHOODS
 from ..inference import ESTIMATORS, PARAMETERS, fit
-from ..io.particle_files import describe_particle_file
-from .shared import UsageError, add_common, check_writable, echo, json_text, split_list
+from .shared import (
+    UsageError,
+    add_common,
+    check_writable,
+    echo,
+    json_text,
+    read_jets_or_particles,
+    split_list,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -49,27 +55,6 @@ def _selection(text: str | None) -> tuple[int, int] | None:
         raise UsageError(f"--selection {text!r}: give MIN:MAX leaves, e.g. 1:14") from None
 
 
-def _read(args: argparse.Namespace) -> Any:
-    """The jets of the file: a jetastar jet file, or a file of particles (collection detected as
-    ``jetastar info`` does, or given with ``--particles``)."""
-    try:
-        return io.read(args.file, validate=False)
-    except io.FileFormatError as exc:
-        if "not a jetastar" not in str(exc):
-            raise
-    particles, mapping, tree = args.particles, None, args.tree
-    if particles is None:
-        found = describe_particle_file(args.file)
-        if not found:
-            raise UsageError(f"{args.file}: neither a jetastar jet file nor a file of particles "
-                             "jetastar recognises; give --particles (and --tree)")
-        particles, mapping = found[0]["particles"], found[0].get("mapping")
-        tree = tree or found[0].get("tree")
-    kw = {k: v for k, v in (("t_cut", args.t_cut),) if v is not None}
-    return io.read_particles(args.file, tree=tree, particles=particles, mapping=mapping,
-                             validate=False, **kw)
-
-
 def run(args: argparse.Namespace) -> int:
     """Fit, print, and write the plot and the JSON; returns the exit code."""
     free = split_list(args.free)
@@ -82,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     png, js = Path(f"{prefix}.fit.png"), Path(f"{prefix}.fit.json")
     for path in (png, js):
         check_writable(path)
-    jets = _read(args)
+    jets = read_jets_or_particles(args.file, tree=args.tree, particles=args.particles,
+                                  t_cut=args.t_cut)
     try:
         result = fit(jets, free=free, likelihood=args.likelihood, estimator=args.estimator,
                      grid=grid or None, lam=args.lam, lam_root=args.lam_root,

@@ -21,7 +21,15 @@ from ..clustering.exact.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import T_CUT_LADDER, kt_family_t_cut, model_check
 from ..io.particle_files import cluster_options, describe_particle_file
-from .shared import UsageError, add_common, echo, format_tree_counts, json_text, split_list
+from .shared import (
+    UsageError,
+    add_common,
+    echo,
+    format_tree_counts,
+    json_text,
+    read_jets_or_particles,
+    split_list,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -95,20 +103,8 @@ def kt_family_note(jets: Any) -> str:
 
 def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
     """``jetastar info FILE --check``: how many jets the model can describe."""
-    try:
-        jets = io.read(args.file, slice(0, args.max_jets), validate=False)
-    except io.FileFormatError as exc:
-        if "not a jetastar" not in str(exc):
-            raise
-        particles, mapping = args.particles, None
-        if particles is None:
-            found = describe_particle_file(args.file)
-            if not found:
-                raise UsageError("--check: no particle collection found; give --particles") from None
-            particles, mapping = found[0]["particles"], found[0].get("mapping")
-            args.tree = args.tree or found[0].get("tree")
-        jets = io.read_particles(args.file, tree=args.tree, particles=particles, mapping=mapping,
-                                 entry_stop=args.max_jets, validate=False)
+    jets = read_jets_or_particles(args.file, tree=args.tree, particles=args.particles,
+                                  stop=args.max_jets)
     echo("")
     echo(f"model check on {len(jets)} jets (greedy, then beam search; up to 14 leaves the exact "
          "MAP engine decides):")

@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import io
 from ..clustering import algorithm_info
 from ..diagnostics import KT_FAMILY
 from ..ginkgo import ShowerParams, generate
 from ..io import set_extras
 from ..io.dispatch import written_attrs
+from ..io.particle_files import describe_particle_file
 from ..jet import JetCollection
 
 __all__ = [
@@ -195,6 +197,29 @@ def print_summaries(summaries: Sequence[Any]) -> int:
                           f"message says why (jetastar.io.read_results({str(s.output)!r})"
                           f"[{alg!r}].message)")
     return 1 if failed else 0
+
+
+def read_jets_or_particles(path: str, *, tree: str | None = None, particles: str | None = None,
+                          stop: int | None = None, t_cut: float | None = None) -> JetCollection:
+    """The jets of a jetastar jet file, or of a file of particles: the collection ``particles``
+    (in ``tree``), or the first one that ``jetastar info`` detects. ``stop``: the first jets only;
+    ``t_cut``: given to jets read from particles."""
+    try:
+        return io.read(path, None if stop is None else slice(0, stop), validate=False)
+    except io.FileFormatError as exc:
+        if "not a jetastar" not in str(exc):
+            raise
+    mapping = None
+    if particles is None:
+        found = describe_particle_file(path)
+        if not found:
+            raise UsageError(f"{path}: neither a jetastar jet file nor a file of particles "
+                             "jetastar recognises; give --particles (and --tree)")
+        particles, mapping = found[0]["particles"], found[0].get("mapping")
+        tree = tree or found[0].get("tree")
+    kw = {} if t_cut is None else {"t_cut": t_cut}
+    return io.read_particles(path, tree=tree, particles=particles, mapping=mapping,
+                             entry_stop=stop, validate=False, **kw)
 
 
 def all_inf_note(status_counts: dict[str, dict[str, int]]) -> str:
