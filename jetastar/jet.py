@@ -662,7 +662,7 @@ class JetCollection(Sequence[Jet]):
         copied): a fit or a model check at other parameter values.
 
         Args:
-            **values: parameter name (a key of :attr:`params`, e.g. ``t_cut``, ``lam``,
+            **values: parameter name (a key of ``params``, e.g. ``t_cut``, ``lam``,
                 ``lam_root``) -> one value for every jet or a ``(J,)`` column.
 
         Raises:
