@@ -40,6 +40,8 @@ run stopped early is usable (``"complete": false`` in the JSON). The documented 
 
     python analysis/calibration.py --estimators density truth
     python analysis/calibration.py --estimators ginkgo map --experiments 20 --tag calibration_biased
+    python analysis/calibration.py --estimators ginkgo map --experiments 50 --tag calibration_biased \
+        --resume
     python analysis/calibration.py --jet-type w --max-leaves 14 --true 3 --experiments 20 \
         --jets 300 --estimators density --tag calibration_w_selected
     python analysis/calibration.py --jet-type w --max-leaves 14 --true 3 --experiments 20 \
@@ -161,6 +163,31 @@ def _write(args: argparse.Namespace, rows: dict[str, dict[float, list[dict[str, 
         print(f"results: {results / (stem + '.json')}; figures: {figures}")
 
 
+def _resumed(args: argparse.Namespace, path: Path,
+             rows: dict[str, dict[float, list[dict[str, Any]]]]
+             ) -> dict[str, dict[float, list[dict[str, Any]]]]:
+    """The experiments of an earlier run with the same settings (``--resume``)."""
+    if not path.exists():
+        return rows
+    old = json.loads(path.read_text())
+    keys = ("true", "jets", "estimators", "seed", "jet_type", "max_leaves")
+    mismatch = [k for k in keys if old["settings"].get(k) != vars(args)[k]]
+    if mismatch:
+        raise SystemExit(f"--resume: {path} was written with other settings ({', '.join(mismatch)})")
+    for name in args.estimators:
+        for true in args.true:
+            done = old["experiments"].get(name, {}).get(str(true), [])
+            # experiment k of value true used seed + 1000 * round(10 * true) + k: keep them in order
+            base = args.seed + 1000 * round(10 * true)
+            done = sorted(done, key=lambda r: r["seed"])
+            if [r["seed"] - base for r in done] != list(range(len(done))):
+                raise SystemExit(f"--resume: {path} has gaps in the seeds of {name} at {true:g}")
+            rows[name][true] = done
+    print(f"resumed {min(len(v) for r in rows.values() for v in r.values())} experiments "
+          f"from {path}")
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--true", type=float, nargs="+", default=[1.0, 1.5, 2.1])
@@ -177,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="select the jets at n_leaves <= this and declare it to the fit")
     parser.add_argument("--tag", default=None,
                         help="name of the outputs (default calibration, calibration_quick)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the experiments already in the output JSON (same settings) and "
+                             "run only the missing ones")
     args = parser.parse_args(argv)
     if args.quick:
         args.experiments, args.jets = 4, 200
@@ -185,10 +215,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = HERE / "figures" / stem
     results.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict[float, list[dict[str, Any]]]] = {e: {} for e in args.estimators}
+    if args.resume:
+        rows = _resumed(args, results / f"{stem}.json", rows)
     t0 = time.perf_counter()
     # experiment k of every true value before experiment k + 1 of any: a run stopped early has
     # as many experiments at each value, and its results so far are on disk
     for k in range(args.experiments):
+        if all(len(rows[n].get(t, [])) > k for n in args.estimators for t in args.true):
+            continue  # resumed: experiment k is on disk at every value
         for true in args.true:
             seed = args.seed + 1000 * round(10 * true) + k
             if args.jet_type == "w":

@@ -717,6 +717,7 @@ _QCD = str(_DATA / "ginkgo_qcd.h5")
     ["info", _QCD, "--check", "--t-cut", "-4"],
     ["info", _QCD, "--check", "--lam", "-1"],
     ["info", _QCD, "--check", "--max-jets", "0"],
+    ["info", _QCD, "--check", "--time-limit", "-5"],
     ["compare", _QCD, "--bands", "a,b"],
     ["compare", _QCD, "--plot", "x.txt"],
     ["observables", _QCD, "-o", "obs.pkl"],

@@ -76,6 +76,7 @@ from .config import (
     parse_options,
 )
 from .executors import make_executor, shutdown_executor, warm_up_workers
+from .preview import RunPreview, preview_inputs, preview_jets
 from .runner import FileSummary, output_path_for, run_batch
 from .sources import JetSource
 from .work import cluster_collection
@@ -86,6 +87,7 @@ __all__ = [
     "BatchInterrupted",
     "FileSummary",
     "JetSource",
+    "RunPreview",
     "check_config",
     "cluster_collection",
     "import_plugins",
@@ -95,6 +97,8 @@ __all__ = [
     "parse_limits",
     "parse_option_value",
     "parse_options",
+    "preview_inputs",
+    "preview_jets",
     "run_batch",
     "shutdown_executor",
     "warm_up_workers",

@@ -259,25 +259,29 @@ class WorkerWatch:
 
 
 def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
-                 names: Sequence[str] | None = None) -> None:
+                 names: Sequence[str] | None = None, *, n_workers: int = 1) -> None:
     """Compile (or load) the kernels of the algorithms, in this process, before the first timed
-    jet.
+    jet: those the run will call (the chunk kernels only for chunks that take them, their
+    parallel variant only for one worker and chunks that large).
 
     Args:
-        config: the run's settings (size limits).
+        config: the run's settings (size limits, chunk size).
         opts: per algorithm, the options it runs with (:func:`~jetastar.batch.config.options_for`).
         names: the algorithms to warm up (default: all of ``config``).
+        n_workers: how many processes cluster at the same time.
     """
     names = config.algorithms if names is None else names
-    with compile_estimate_for(compile_estimate(names)):
-        warm_up(names, opts, {name: size_limit(name, config) for name in names})
+    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size)):
+        warm_up(names, opts, {name: size_limit(name, config) for name in names},
+                chunk_jets=config.chunk_size, threads=n_workers == 1)
 
 
 def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> list[str]:
     """What a worker runs to warm up algorithms that share kernels (a top-level function, for
     pickling)."""
     load_registry(config.plugins)
-    warm_up_here(config, {name: options_for(name, config, n_workers) for name in names}, names)
+    warm_up_here(config, {name: options_for(name, config, n_workers) for name in names}, names,
+                 n_workers=n_workers)
     return list(names)
 
 
@@ -294,7 +298,8 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        expect_compile(compile_estimate(config.algorithms, n_workers), keep=True)
+        expect_compile(compile_estimate(config.algorithms, n_workers,
+                                        chunk_jets=config.chunk_size), keep=True)
         sent[key] = [executor.submit(_warm_task, config, names, n_workers)
                      for names in warm_up_tasks(config.algorithms)]
     return sent[key]

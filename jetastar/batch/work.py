@@ -27,6 +27,7 @@ from .._jit import Stopwatch
 from .._text import text_column
 from ..clustering import ClusteringResult, algorithm_info, cluster
 from ..clustering.chunks import (
+    CHUNK_PATH_FROM,
     DONE,
     IN_PROCESS_CHUNK_SIZE,
     INVALID,
@@ -210,7 +211,7 @@ def cluster_collection(
     opts = {name: options_for(name, config, n_workers) for name in config.algorithms}
     n = len(collection)
     if n:
-        warm_up_here(config, opts)
+        warm_up_here(config, opts, n_workers=n_workers)
     rows: dict[str, dict[int, ClusteringResult]] = {name: {} for name in config.algorithms}
     flat = _cluster_columnar(collection, config, opts, n_workers, rows)
     _cluster_on_gpu(collection, config, opts, rows)
@@ -320,7 +321,7 @@ def _cluster_columnar(
              if algorithm_info(name).chunk_options(opts[name]) is not None
              and not _on_device(name, opts[name])]
     n = len(collection)
-    if not names or n == 0:
+    if not names or n < CHUNK_PATH_FROM:  # (a few jets: jet by jet, no chunk kernel to compile)
         return {}
     n_leaves = np.diff(collection.leaf_offsets)
     only = {}

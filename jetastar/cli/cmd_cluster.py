@@ -16,6 +16,7 @@ from ..batch import (
     load_registry,
     parse_limits,
     parse_options,
+    preview_inputs,
     run_batch,
 )
 from ..clustering import algorithms
@@ -235,6 +236,16 @@ def _detected_particles(args: argparse.Namespace) -> bool:
     return True
 
 
+def _print_preview(args: argparse.Namespace, config: BatchConfig, source: Any) -> None:
+    """The run's predicted CPU time per algorithm, and warnings (before any work)."""
+    preview = preview_inputs(args.inputs, config, particles=source,
+                             entry_start=args.entry_start, entry_stop=args.entry_stop,
+                             workers=args.workers)
+    if preview is not None:
+        for line in preview.lines() + preview.warnings():
+            echo(line)
+
+
 def run(args: argparse.Namespace) -> int:
     """Cluster the inputs and print a summary per file; returns the exit code."""
     _check_ranges(args)
@@ -264,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
                              "an output folder give a name without an extension")
         else:
             output_dir = args.output
+    if not args.no_preview:
+        _print_preview(args, config, source)
     codes: list[int] = []
     noted: set[bool] = set()
 
@@ -320,6 +333,9 @@ def add_parser(sub: Any) -> None:
                         "resuming, redo inputs whose output is already complete, and replace an "
                         "output written with other settings (without it such an output is kept "
                         "and the input fails with the differences)")
+    p.add_argument("--no-preview", action="store_true",
+                   help="do not print the cost preview (each algorithm's predicted CPU time on "
+                        "the inputs, from the first 1000 jets' sizes and shapes) before the run")
     add_cluster_options(p)
     g = p.add_argument_group(
         "particles in your own layout",

@@ -16,7 +16,9 @@ import numpy as np
 
 from .. import __version__, io
 from .._cuda import gpu_status, resolve_device
+from ..batch import BatchConfig, preview_jets
 from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir, read_manifest
+from ..clustering import algorithms
 from ..clustering.exact.gpu import GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import T_CUT_LADDER, kt_family_t_cut, model_check
@@ -74,7 +76,8 @@ def _check_options(args: argparse.Namespace) -> list[float | None]:
         raise UsageError(f"--t-cut {args.t_cut!r}: give numbers, e.g. 1,4,16") from None
     if any(t is not None and not (math.isfinite(t) and t > 0) for t in t_cuts):
         raise UsageError(f"--t-cut {args.t_cut!r}: t_cut values are finite numbers > 0 (GeV²)")
-    for option, value in (("--lam", args.lam), ("--lam-root", args.lam_root)):
+    for option, value in (("--lam", args.lam), ("--lam-root", args.lam_root),
+                          ("--time-limit", args.time_limit)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise UsageError(f"{option}: must be a finite number > 0, got {value!r}")
     if args.max_jets < 1:
@@ -115,6 +118,26 @@ def _model_check(args: argparse.Namespace, t_cuts: list[float | None]) -> None:
     echo("  (a jet without a possible tree scores -inf for every algorithm; a smaller t_cut "
          "describes more jets)")
     echo(f"  {kt_family_note(jets)}")
+    preview = preview_jets(jets, BatchConfig(algorithms(), time_limit=args.time_limit),
+                           n_jets=_file_jet_count(args, len(jets)))
+    echo("")
+    for line in preview.lines() + preview.warnings():
+        echo(line)
+
+
+def _file_jet_count(args: argparse.Namespace, n_read: int) -> int:
+    """The file's number of jets (entries of a particle file), for the cost preview."""
+    if n_read < args.max_jets:
+        return n_read
+    try:
+        return io.n_jets(args.file)
+    except io.FileFormatError:
+        pass
+    found = describe_particle_file(args.file)
+    tree = args.tree or (found[0].get("tree") if found else None)
+    particles = args.particles or (found[0]["particles"] if found else None)
+    mapping = None if args.particles else (found[0].get("mapping") if found else None)
+    return io.particle_entries(args.file, tree=tree, particles=particles, mapping=mapping)
 
 
 def _describe_setup(args: argparse.Namespace) -> int:
@@ -249,6 +272,9 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--lam-root", type=float, default=None, help="λ_R (default: the jets' own)")
     g.add_argument("--max-jets", type=int, default=500,
                    help="check the first N jets (default 500)")
+    g.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="the cost preview's time limit per jet and algorithm, as `jetastar "
+                        "cluster --time-limit` (default: none)")
     g.add_argument("--tree", default=None, help="particle files: the TTree")
     g.add_argument("--particles", default=None, help="particle files: the collection to read")
     p.set_defaults(func=run)

@@ -55,6 +55,7 @@ from .registry import algorithm_info, cluster
 from .result import ClusteringResult
 
 __all__ = [
+    "CHUNK_PATH_FROM",
     "COSTLY_CHUNK_SIZE",
     "DONE",
     "INVALID",
@@ -80,6 +81,10 @@ __all__ = [
     "use_threads",
 ]
 
+#: batch chunks of fewer jets go jet by jet, not through the chunk kernels: a chunk kernel saves
+#: ~0.2 ms a jet and costs 3-12 s to compile on a cold cache (``jetastar run``'s 5-jet chunks
+#: compiled 55 s of chunk kernels that saved it well under a second)
+CHUNK_PATH_FROM = 16
 #: chunks of fewer jets run on one thread (a parallel launch costs more than their work)
 PARALLEL_FROM = 256
 #: the same for the algorithms whose jets cost more (the exact engines, beam search, MCTS:

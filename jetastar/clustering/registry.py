@@ -106,6 +106,8 @@ class AlgorithmInfo:
             limit does not start a jet whose estimate is over it), ``None`` = none.
         expected_cpu: ``expected_cpu(n_leaves, options)``, the *typical* CPU seconds of one jet
             (fitted to measurements; sizes the chunks of batch runs), ``None`` = none.
+        cost_scales_with: options its CPU time is proportional to (the cost preview scales its
+            measured cost at the defaults by the ratio to the default value).
         warm_up: what warming it up compiles (:class:`WarmUp`).
         device_batch: an object with ``takes(options) -> bool`` and ``run(collection, options)
             -> list[ClusteringResult]`` that runs whole chunks on an accelerator (the trellis on
@@ -124,6 +126,7 @@ class AlgorithmInfo:
     chunk: Any = None
     estimate: Callable[[int, Mapping[str, Any]], float | None] | None = None
     expected_cpu: Callable[[int, Mapping[str, Any]], float | None] | None = None
+    cost_scales_with: tuple[str, ...] = ()
     warm_up: WarmUp = WarmUp()
     device_batch: Any = None
     main_job: str = "on"

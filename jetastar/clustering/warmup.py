@@ -23,7 +23,7 @@ from typing import Any
 
 from ..ginkgo.params import ShowerParams
 from ..jet import Jet, JetCollection
-from .chunks import cluster_columns
+from .chunks import CHUNK_PATH_FROM, cluster_columns
 from .registry import AlgorithmInfo, WarmUp, algorithm_info, cluster
 
 __all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
@@ -70,12 +70,15 @@ def _info(name: str) -> AlgorithmInfo | None:
         return None
 
 
-def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
+def compile_estimate(names: Iterable[str], workers: int = 1, *,
+                     chunk_jets: int | None = None) -> float:
     """Roughly how many seconds (wall) compiling the kernels of ``names`` takes on a cold cache.
 
     Args:
         names: algorithm names (unknown ones, e.g. plugins, count a few seconds each).
         workers: processes that compile in parallel (one warm-up task each).
+        chunk_jets: the run's jets per chunk (``None``: chosen by the run, large enough for the
+            chunk kernels); below :data:`~.chunks.CHUNK_PATH_FROM` no chunk kernel is compiled.
 
     Returns:
         Seconds; the compile notice shows it as a range.
@@ -97,7 +100,7 @@ def compile_estimate(names: Iterable[str], workers: int = 1) -> float:
         alone = warm.alone_s is not None and groups.count(warm.group) == 1
         own.append(warm.alone_s if alone else warm.compile_s)
         flat = info.chunk_options({})
-        if flat is not None:
+        if flat is not None and _chunks_used(chunk_jets):
             kernels[info.chunk.kernel(flat)] = info.chunk.compile_s
     own.extend(s for s in kernels.values() if s)
     tasks = max(1, min(int(workers), len(warm_up_tasks(names))))
@@ -158,9 +161,15 @@ def _key(options: Mapping[str, Any]) -> str:
     return repr(sorted((k, repr(v)) for k, v in options.items()))
 
 
+def _chunks_used(chunk_jets: int | None) -> bool:
+    """Whether chunks of ``chunk_jets`` jets go through the chunk kernels."""
+    return chunk_jets is None or chunk_jets >= CHUNK_PATH_FROM
+
+
 def warm_up(
     names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None,
-    max_leaves: Mapping[str, int | None] | None = None,
+    max_leaves: Mapping[str, int | None] | None = None, *, chunk_jets: int | None = None,
+    threads: bool = True,
 ) -> list[str]:
     """Run each algorithm on the warm-up jets, once per process and set of options.
 
@@ -173,6 +182,10 @@ def warm_up(
         names: registry names.
         options: per name, the keyword options of the real run.
         max_leaves: per name, the size limit of the real run (jets above it are not used).
+        chunk_jets: jets per chunk of the real run (``None``: any number): the chunk kernels are
+            compiled only where chunks take them (:data:`~.chunks.CHUNK_PATH_FROM` jets), and
+            their parallel variant only for chunks of at least the path's ``parallel_from``.
+        threads: whether the run may use the parallel variant at all (one worker).
 
     Returns:
         The names that were warmed up by this call (not already warm in this process).
@@ -208,19 +221,22 @@ def warm_up(
             except Exception:  # the real run records it, per jet
                 break
         flat = info.chunk_options(opts)
-        if flat is not None:
-            _warm_columnar(jets, name, info.chunk.kernel(flat), flat)
+        if flat is not None and _chunks_used(chunk_jets):
+            parallel = threads and (chunk_jets is None or chunk_jets >= info.chunk.parallel_from)
+            _warm_columnar(jets, name, info.chunk.kernel(flat), flat, parallel)
         done.append(name)
     return done
 
 
-def _warm_columnar(jets: list[Any], name: str, kernel: str, options: dict[str, Any]) -> None:
+def _warm_columnar(jets: list[Any], name: str, kernel: str, options: dict[str, Any],
+                   parallel: bool = True) -> None:
     """Compile (or load) the chunk kernels of the columnar path that ``name`` runs with
-    ``options`` (their warm-up key ``kernel``), serial and parallel, once per process."""
-    key = ("kernels", kernel)
-    if key in _warmed:
-        return
-    _warmed.add(key)
+    ``options`` (their warm-up key ``kernel``): the serial one, and with ``parallel`` the
+    parallel one, each once per process."""
     collection = JetCollection.from_jets(jets)
-    for parallel in (False, True):
-        cluster_columns(collection, {name: options}, parallel=parallel)
+    for variant in (False, True) if parallel else (False,):
+        key = ("kernels", kernel, variant)
+        if key in _warmed:
+            continue
+        _warmed.add(key)
+        cluster_columns(collection, {name: options}, parallel=variant)

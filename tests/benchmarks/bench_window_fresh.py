@@ -32,6 +32,12 @@ its own seeds, written here):
 * ``report9``, ``report10``: fresh seeds ``REPORT9_BASE`` / ``REPORT10_BASE + 100 N + type``,
   generated after the 15-part root window had been chosen (on the sets above), run with it
   (20-22 leaves).
+* ``tune11``: seeds ``TUNE11_BASE + 100 N + type``: 24 W jets of each of 20, 21 and 22 leaves
+  (symmetric form) on which the defaults of 2026-12-07 were chosen after ``report11`` (below) had
+  shown the former ones reaching the MAP of 60 of 64 W jets of 20 leaves.
+* ``report11``: fresh seeds ``REPORT11_BASE + 100 N + type``: 64 W jets of each of 20, 21 and 22
+  leaves, symmetric form, run once with the defaults of 2026-12-07 (``--types w --forms
+  symmetric --jets 64``).
 
 ``maps`` computes the exact MAP of every (jet, form) with :func:`exact_map` and appends it to a JSON
 cache (``--cache``; default ``$JETASTAR_BENCH_CACHE`` or ``~/.cache/jetastar/``), one entry at a
@@ -64,6 +70,8 @@ tuned on*) come from::
     small --set report9 [--option root_size=16]
     maps --set report10 --sizes 20 22 --jets 8       # the tenth
     small --set report10 [--option root_size=16]
+    maps --set report11 --sizes 20 21 22 --jets 64 --types w --forms symmetric
+    small --set report11 --sizes 20 21 22 --jets 64 --types w --forms symmetric
     compare --set report report2 report3 report4 --option r15:root_size=15 --option r14:root_size=14
     compare --set report5 report6 report7 report8 [--sizes 18 19] --option r15:root_size=15
     maps --set report5 --sizes 26 --jets 3 --forms symmetric   # ~40 CPU-min a jet
@@ -109,6 +117,9 @@ REPORT7_BASE = 164_000
 REPORT8_BASE = 186_000
 REPORT9_BASE = 197_000
 REPORT10_BASE = 208_000
+REPORT11_BASE = 219_000
+#: the W jets of 20-22 leaves the defaults of 2026-12-07 were tuned on (``tune11``)
+TUNE11_BASE = 230_000
 #: seeds of the larger jets (30-100 leaves) and of the small-jet timing
 LARGE_BASE = 63_000
 TINY_BASE = 74_000
@@ -121,7 +132,8 @@ SETS = {"tune0": OLD_BASE, "tune": TUNE_BASE, "report": REPORT_BASE, "report2": 
         "report3": REPORT3_BASE, "report4": REPORT4_BASE,
         "report5": REPORT5_BASE, "report6": REPORT6_BASE,
         "report7": REPORT7_BASE, "report8": REPORT8_BASE, "report9": REPORT9_BASE,
-        "report10": REPORT10_BASE}
+        "report10": REPORT10_BASE, "report11": REPORT11_BASE,
+        "tune11": TUNE11_BASE}
 OLD_MAPS = ROOT / "tests" / "benchmarks" / "data" / "window_search_maps.json"
 
 
@@ -192,7 +204,7 @@ def cmd_maps(args: argparse.Namespace) -> None:
     if args.device == "cpu":
         _warm_up()
     rechecks = []
-    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in args.types]:
         if set_name == "tune0":
             continue  # in the repository already
         jets = jets_for(SETS[set_name], kind, n, args.jets)
@@ -237,7 +249,7 @@ def cmd_small(args: argparse.Namespace) -> None:
     _warm_up()
     total_hit = total = 0
     all_cpu: list[float] = []
-    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in args.types]:
         for form in args.forms:
             refs = cache.get(_key(set_name, kind, n, form), [])[: args.jets]
             if not refs:
@@ -299,7 +311,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     lower = dict.fromkeys(variants, 0)
     higher = dict.fromkeys(variants, 0)
-    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in TYPES]:
+    for set_name, n, kind in [(a, n, k) for a in args.set for n in args.sizes for k in args.types]:
         for jet in jets_for(SETS[set_name], kind, n, args.jets):
             for form in args.forms:
                 values = {}
@@ -354,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--jets", type=int, default=None)
     parser.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
+    parser.add_argument("--types", nargs="+", choices=TYPES, default=list(TYPES),
+                        help="jet types (default both)")
     parser.add_argument("--cache", default=str(default_cache()))
     parser.add_argument("--option", action="append", default=[],
                         help="window_search option key=value (JSON value), repeatable; "

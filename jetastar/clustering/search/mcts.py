@@ -482,6 +482,7 @@ class _MctsChunks(ChunkPath):
 MCTS = register(AlgorithmInfo(
     "mcts", mcts,
     description="Monte-Carlo tree search with a likelihood prior (PUCT, beam pre-expansion)",
+    cost_scales_with=("n_rollouts",),
     declared=(
         integer("n_rollouts", 20, "most trajectories per decision", low=0),
         anything("seed", 0, "seed of rollout=sample's draws: an integer, None or a numpy "
