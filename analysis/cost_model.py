@@ -10,6 +10,10 @@ Three steps::
     python analysis/cost_model.py check --time-limit 5                  # preview vs measured
     python analysis/cost_model.py run-check --time-limit 5              # vs `jetastar cluster`
 
+The window search's defaults at 20-22 leaves changed after the first measurement (2026-12-07);
+its rows of those sizes were measured again with ``measure ... --algorithms window-search
+--leaves 20 22`` on each sample and half before the fit and check.
+
 ``measure`` runs every registered algorithm at its default options on each jet, one at a time in a
 warm process (every algorithm ran once before the first timed jet), with a time limit of
 ``--max-time`` seconds (20) for those that take one, and records the CPU seconds (all threads,
@@ -91,11 +95,19 @@ def measure(args: argparse.Namespace) -> None:
         cluster(warm, name)
     out = RESULTS / f"cost_{args.sample}_{args.half}.json"
     rows: list[dict[str, Any]] = []
+    keep: list[dict[str, Any]] = []
+    if args.leaves is not None:  # measure these sizes again (after a change of defaults)
+        lo, hi = args.leaves
+        old = json.loads(out.read_text())
+        keep = [r for r in old["rows"]
+                if not (lo <= r["n"] <= hi and r["algorithm"] in names)]
     meta = {"sample": args.sample, "half": args.half, "source": label, "max_time": args.max_time,
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
             "date": time.strftime("%Y-%m-%d")}
     t0 = time.perf_counter()
     for i, jet in enumerate(jets):
+        if args.leaves is not None and not args.leaves[0] <= n_leaves[i] <= args.leaves[1]:
+            continue
         for name in names:
             info = algorithm_info(name)
             if info.exact and info.max_leaves is not None and n_leaves[i] > info.max_leaves:
@@ -111,7 +123,7 @@ def measure(args: argparse.Namespace) -> None:
                          "exact": bool(r.exact), "finite": bool(np.isfinite(r.log_likelihood))})
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps({"meta": meta, "n_jets": len(jets), "done": i + 1,
-                                   "rows": rows}))
+                                   "rows": keep + rows}))
         os.replace(tmp, out)
         print(f"{args.sample}/{args.half}: jet {i + 1}/{len(jets)} ({n_leaves[i]} leaves) "
               f"[{time.perf_counter() - t0:.0f} s]", flush=True)
@@ -288,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--per-setting", type=int, default=12)
     m.add_argument("--max-time", type=float, default=20.0)
     m.add_argument("--algorithms", nargs="+", default=None)
+    m.add_argument("--leaves", type=int, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="measure only the jets of LO-HI leaves again, keeping the other rows "
+                        "of the results file")
     sub.add_parser("fit")
     c = sub.add_parser("check")
     c.add_argument("--time-limit", type=float, default=5.0)

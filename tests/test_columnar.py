@@ -860,3 +860,36 @@ def test_window_search_routing_and_options(jets):
     # with exact_first=True the engine proves jets of every size up to 14 leaves too
     tiny = cluster_columns(jets[:20], {"window-search": {"exact_first": True}})["window-search"]
     assert np.all(tiny.outcome == DONE)
+
+
+def test_a_few_jets_go_jet_by_jet_and_warm_up_compiles_only_what_the_run_calls(monkeypatch):
+    """Issue 61 point 11: chunks of fewer than CHUNK_PATH_FROM jets skip the chunk kernels (whose
+    compilation outweighs what they save there), and warm-up compiles a chunk kernel's parallel
+    variant only for a run that can call it."""
+    import jetastar.batch.work as work
+    import jetastar.clustering.warmup as warmup
+    from jetastar.clustering.chunks import CHUNK_PATH_FROM
+
+    calls = []
+    real = work.cluster_columns
+    monkeypatch.setattr(work, "cluster_columns", lambda *a, **k: calls.append(len(a[0])) or
+                        real(*a, **k))
+    jets = generate(CHUNK_PATH_FROM, ShowerParams.qcd(), seed=5)
+    config = BatchConfig(["greedy", "beam"], chunk_size=CHUNK_PATH_FROM - 1)
+    few = cluster_collection(jets[: CHUNK_PATH_FROM - 1], config)
+    assert calls == []
+    many = cluster_collection(jets, config)
+    assert calls == [CHUNK_PATH_FROM]
+    for name in ("greedy", "beam"):  # (the same trees either way)
+        assert np.array_equal(few[name].log_likelihood, many[name].log_likelihood[:-1])
+
+    warmed = []
+    monkeypatch.setattr(warmup, "_warmed", set())
+    monkeypatch.setattr(warmup, "cluster_columns",
+                        lambda coll, opts, parallel=None: warmed.append((*opts, parallel)))
+    warmup.warm_up(["greedy"], chunk_jets=5)
+    assert warmed == []
+    warmup.warm_up(["beam"], chunk_jets=200, threads=False)
+    assert warmed == [("beam", False)]
+    warmup.warm_up(["greedy"], chunk_jets=5000)
+    assert warmed[1:] == [("greedy", False), ("greedy", True)]

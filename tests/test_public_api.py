@@ -41,9 +41,9 @@ PUBLIC = {
     ],
     "jetastar.batch": [
         "BatchConfig", "BatchError", "BatchInterrupted", "FileSummary", "JetSource",
-        "check_config", "cluster_collection", "import_plugins", "load_registry", "make_executor",
-        "output_path_for", "parse_limits", "parse_option_value", "parse_options", "run_batch",
-        "shutdown_executor", "warm_up_workers",
+        "RunPreview", "check_config", "cluster_collection", "import_plugins", "load_registry",
+        "make_executor", "output_path_for", "parse_limits", "parse_option_value", "parse_options",
+        "preview_inputs", "preview_jets", "run_batch", "shutdown_executor", "warm_up_workers",
     ],
 }
 

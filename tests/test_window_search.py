@@ -415,12 +415,14 @@ def test_top_windows_join_the_local_optima():
 
 
 @pytest.mark.parametrize(("n", "expected"), [
-    (22, (4, 0, 15, 0)), (23, (8, 3, 17, 18)), (29, (8, 3, 17, 18)), (30, (4, 0, 0, 18)),
+    (19, (4, 0, 15, 0)), (20, (8, 3, 15, 0)), (22, (8, 3, 15, 0)), (23, (8, 3, 17, 18)),
+    (29, (8, 3, 17, 18)), (30, (4, 0, 0, 18)),
 ])
 def test_size_dependent_defaults(n, expected):
-    """From 23 to 29 leaves the defaults search wider (n_random 8, widen 3: 97 % of 42 tuning jets
-    of 24 leaves reach the MAP instead of 90 %), with the top windows and a 17-part root window;
-    from 30 leaves the former effort and no root window. Given values win."""
+    """From 20 to 29 leaves the defaults search wider (n_random 8, widen 3: 97 % of 42 tuning jets
+    of 24 leaves reach the MAP instead of 90 %, 72 of 72 tuning W jets of 20-22 leaves instead of
+    68), from 23 with the top windows and a 17-part root window; from 30 leaves the former effort
+    and no root window. Given values win."""
     jet = _jet("qcd", n, 1)
     res = window_search(jet, max_sweeps=1, beam_size=10, exact_first=False)
     o = res.options
@@ -438,14 +440,18 @@ def test_root_window_reaches_the_top_of_the_tree():
     # 22 leaves (no top windows); four starts' local optima are the same tree, 0.087 nats below
     # the MAP (-157.3255, by exact_map in 30 CPU-s: too slow to repeat here)
     jet = generate(8, ShowerParams.w(), seed=54_200, min_leaves=22, max_leaves=22)[7]
-    former = {"n_sampled": 0, "skip_duplicates": False}  # the defaults before the sampled starts
+    # the effort of the defaults below 20 leaves (at 22 leaves until 2026-12-07, which with its
+    # wider search reaches the MAP here without a root window)
+    effort = {"n_random": 4, "widen": 0}
+    former = {"n_sampled": 0, "skip_duplicates": False, **effort}  # (before the sampled starts)
     without = window_search(jet, root_size=0, **former)
     res = window_search(jet, root_size=16, **former)
     default = window_search(jet, **former)
     # four sampled start trees reach the MAP's basin without the root window; so do the two of
-    # today's defaults
-    assert window_search(jet, root_size=0, n_sampled=4, skip_duplicates=False).log_likelihood > (
-        without.log_likelihood + 0.01)
+    # the defaults, and the wider search of today's defaults at this size
+    assert window_search(jet, root_size=0, n_sampled=4, skip_duplicates=False,
+                         **effort).log_likelihood > without.log_likelihood + 0.01
+    assert window_search(jet, root_size=0, **effort).log_likelihood > without.log_likelihood + 0.01
     assert window_search(jet, root_size=0).log_likelihood > without.log_likelihood + 0.01
     assert res.options["root_size"] == 16 and without.options["root_size"] == 0
     assert default.options["root_size"] == 15 and default.stats["root_windows"] >= 1

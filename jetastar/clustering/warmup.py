@@ -200,6 +200,12 @@ def warm_up(
             if option in accepted:
                 opts[option] = value
         key = (name, _key(opts))
+        flat = info.chunk_options(opts)
+        if flat is not None and _chunks_used(chunk_jets):
+            # (its own keys: a process warmed up for a few jets warms the chunk kernels later)
+            jets = warm_up_jets() if jets is None else jets
+            parallel = threads and (chunk_jets is None or chunk_jets >= info.chunk.parallel_from)
+            _warm_columnar(jets, name, info.chunk.kernel(flat), flat, parallel)
         if key in _warmed:
             continue
         _warmed.add(key)
@@ -220,10 +226,6 @@ def warm_up(
                 cluster(jet, name, **opts)
             except Exception:  # the real run records it, per jet
                 break
-        flat = info.chunk_options(opts)
-        if flat is not None and _chunks_used(chunk_jets):
-            parallel = threads and (chunk_jets is None or chunk_jets >= info.chunk.parallel_from)
-            _warm_columnar(jets, name, info.chunk.kernel(flat), flat, parallel)
         done.append(name)
     return done
 

@@ -35,7 +35,7 @@ each other one is then solved with up to ``top_size`` (18) parts: the optima mos
 root. Last, below 30 leaves, the root window over the ``root_size`` largest clusters below the
 root (15 parts; 17 from 23 leaves) is solved: trees that every start agrees on can still differ
 from the MAP at the top, down to clusters of a few leaves, which 13-part windows do not reach. From
-23 to 29 leaves the defaults spend more (``n_random=8``, and ``widen=3``: the best optima searched
+20 to 29 leaves the defaults spend more (``n_random=8``, and ``widen=3``: the best optima searched
 once more with 16-part windows). The result is never worse than the start trees.
 
 A tree that survived its last sweep is *window optimal*: no window that sweep tried improves it.
@@ -140,6 +140,11 @@ _NEG_INF = -math.inf
 #: windows and more random frontiers; from ``ROOT_BELOW_LEAVES`` leaves no root window.
 TOP_FROM_LEAVES = 23
 ROOT_BELOW_LEAVES = 30
+#: from this many leaves (below ``ROOT_BELOW_LEAVES``) 8 random frontiers and a last search with
+#: windows 3 parts wider (``n_random``, ``widen``; 23 until 2026-12-07: the former 4 and 0 reached
+#: the MAP of 60 of 64 fresh W jets of 20 leaves, and of 68 of 72 tuning W jets of 20-22 leaves,
+#: where these reached 72 of 72)
+WIDER_FROM_LEAVES = 20
 #: parts of the root window below ``TOP_FROM_LEAVES`` leaves (16 until 2026-11-27: 15 found trees as
 #: good on 511 of 512 tuning jet-forms of 20-22 leaves and on 256 of 256 of 18-19 leaves, at
 #: 0.89-0.91 times the median CPU time), and from ``TOP_FROM_LEAVES`` to ``ROOT_BELOW_LEAVES``
@@ -157,10 +162,12 @@ def window_defaults(n_leaves: int) -> dict[str, int]:
     ``skip_duplicates`` (0 or 1) for a jet of ``n_leaves`` leaves (what its ``None`` options
     become).
 
-    Below 23 leaves: 4 random frontiers, no widening, a 15-part root window, two sampled start
-    trees and duplicate starts skipped after the first stage (on 320 tuning jets of 20-22 leaves:
-    the exact MAP of 313 instead of 307, at 8 % more median CPU time; a 16-part root window found
-    a better tree on 1 of 512 jet-forms, for 10 % more). From 23 to 29 leaves, where
+    Below 23 leaves: a 15-part root window, two sampled start trees and duplicate starts skipped
+    after the first stage (on 320 tuning jets of 20-22 leaves: the exact MAP of 313 instead of
+    307, at 8 % more median CPU time; a 16-part root window found a better tree on 1 of 512
+    jet-forms, for 10 % more); below 20 leaves 4 random frontiers and no widening, from 20 the 8
+    and 3 of larger jets (on 72 tuning W jets of 20-22 leaves: the exact MAP of 72 instead of 68,
+    at 2.9 instead of 0.5 median CPU-s on a loaded machine). From 23 to 29 leaves, where
     a search costs 0.5-1 s anyway and the former defaults reached the MAP of 83-93 % of 24-leaf
     jets: 8 random frontiers and a last search with windows 3 parts wider (97 % of 42 tuning jets
     of 24 leaves, 2-4 CPU-s), a 17-part root window, no sampled starts, every start searched
@@ -168,17 +175,19 @@ def window_defaults(n_leaves: int) -> dict[str, int]:
     nothing there for more CPU time).
 
     Example:
-        >>> window_defaults(20)
+        >>> window_defaults(19)
         {'n_random': 4, 'widen': 0, 'root_size': 15, 'n_sampled': 2, 'skip_duplicates': 1}
+        >>> window_defaults(20)
+        {'n_random': 8, 'widen': 3, 'root_size': 15, 'n_sampled': 2, 'skip_duplicates': 1}
         >>> window_defaults(24)["widen"], window_defaults(50)["root_size"]
         (3, 0)
     """
     n = int(n_leaves)
-    mid = TOP_FROM_LEAVES <= n < ROOT_BELOW_LEAVES
+    wider = WIDER_FROM_LEAVES <= n < ROOT_BELOW_LEAVES
     small = n < TOP_FROM_LEAVES
     return {
-        "n_random": 8 if mid else 4,
-        "widen": 3 if mid else 0,
+        "n_random": 8 if wider else 4,
+        "widen": 3 if wider else 0,
         "root_size": (0 if n >= ROOT_BELOW_LEAVES else
                       _ROOT_SIZE_FROM_TOP if n >= TOP_FROM_LEAVES else DEFAULT_ROOT_SIZE),
         "n_sampled": SAMPLED_BELOW_TOP if small else 0,
@@ -947,8 +956,10 @@ def window_options(
 
     Example:
         >>> opts = window_options(20)
-        >>> opts["n_random"], opts["root_size"], window_options(24)["root_size"]
-        (4, 15, 17)
+        >>> opts["n_random"], opts["root_size"], window_options(19)["n_random"]
+        (8, 15, 4)
+        >>> window_options(24)["root_size"]
+        17
     """
     window_size = _check_int(window_size, "window_size", 2, MAX_WINDOW_SIZE)
     default = window_defaults(n_leaves)
@@ -1106,9 +1117,10 @@ def window_effort(n_leaves: int, options: dict[str, Any]) -> float:
         options: the window search's options (``None`` or missing: the default).
 
     Example:
-        >>> window_effort(20, {"n_sampled": 0, "skip_duplicates": False})
+        >>> former = {"n_random": 4, "widen": 0, "n_sampled": 0, "skip_duplicates": False}
+        >>> window_effort(20, former)
         1.0
-        >>> window_effort(20, {"n_sampled": 6, "skip_duplicates": False})
+        >>> window_effort(20, {**former, "n_sampled": 6})
         2.0
     """
     n = int(n_leaves)
