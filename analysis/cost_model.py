@@ -257,6 +257,8 @@ def check(args: argparse.Namespace) -> None:
 
 def _real_table(limit: float) -> list[str]:
     """Which algorithm when, on real jets: both halves of the Pythia sample."""
+    from jetastar.clustering import algorithm_info
+
     rows = _load("real", "tune")["rows"] + _load("real", "check")["rows"]
     names = sorted({r["algorithm"] for r in rows})
     out = [f"## Real jets (300 Pythia 8 jets, time limit {limit:g} s): median CPU-s per jet; "
@@ -276,19 +278,13 @@ def _real_table(limit: float) -> list[str]:
             stopped = np.array([r["cpu_s"] > limit or r["status"] == "budget" for r in sel])
             exact = np.array([r["exact"] for r in sel]) & ~stopped
             cell = f"{np.median(cpu):.2g} s"
-            if exact.any() or algorithm_exact(name):
+            if exact.any() or algorithm_info(name).exact:
                 cell += f"; {100 * exact.mean():.0f} % exact"
             if stopped.any():
                 cell += f"; {100 * stopped.mean():.0f} % stopped"
             cells.append(cell)
         out.append(f"| {lo}–{hi} | {jets} | " + " | ".join(cells) + " |")
     return out
-
-
-def algorithm_exact(name: str) -> bool:
-    from jetastar.clustering import algorithm_info
-
-    return algorithm_info(name).exact
 
 
 def main(argv: Sequence[str] | None = None) -> int:
