@@ -25,8 +25,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sys
+import warnings
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,7 +48,8 @@ __all__ = [
 #: Values of every ``device`` option.
 DEVICES = ("cpu", "gpu", "auto")
 #: What to install for the GPU backend.
-INSTALL_HINT = 'pip install "jetastar[gpu]" (numba-cuda; needs an NVIDIA GPU and its driver)'
+INSTALL_HINT = ('pip install "jetastar[gpu]" (numba-cuda with the CUDA 12 compiler libraries NVVM '
+                'and NVRTC; "jetastar[gpu-cu13]" for CUDA 13; needs an NVIDIA GPU and its driver)')
 
 
 def simulator_enabled() -> bool:
@@ -103,27 +106,78 @@ def _import_failure(exc: Exception) -> str:
     return f"the GPU backend needs numba's CUDA target, which did not import ({what}); {INSTALL_HINT}"
 
 
+class _Probe(NamedTuple):
+    """What :func:`_probe` found."""
+
+    usable: bool
+    device: str
+    reason: str
+    found: bool  # a GPU (or the simulator) was found, usable or not
+
+
 @functools.lru_cache(maxsize=1)
-def _probe() -> tuple[bool, str, str]:
-    """``(usable, device name, reason)``, found once per process."""
+def _probe() -> _Probe:
+    """Whether the GPU backend can run here, found once per process: numba's CUDA target
+    imports, a GPU is visible, and a tiny kernel compiles and runs on it (:func:`_test_kernel`;
+    a driver without the CUDA compiler libraries passes the first two and fails the third)."""
     try:
         cuda = load_cuda()
     except GpuUnavailableError as exc:
-        return False, "", str(exc)
+        return _Probe(False, "", str(exc), False)
     if simulator_enabled():
-        return True, "CUDA simulator", "NUMBA_ENABLE_CUDASIM=1: kernels run in the CUDA simulator"
+        return _Probe(True, "CUDA simulator",
+                      "NUMBA_ENABLE_CUDASIM=1: kernels run in the CUDA simulator", True)
     try:
         if not cuda.is_available():
-            return False, "", (
+            return _Probe(False, "", (
                 "numba's CUDA target is installed but finds no usable GPU (no NVIDIA driver or "
-                "device visible to this process)"
-            )
+                "device visible to this process)"), False)
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
         cc = "{}.{}".format(*dev.compute_capability)
     except Exception as exc:  # driver errors surface as many different types
-        return False, "", f"the CUDA driver failed to start ({type(exc).__name__}: {exc})"
-    return True, f"{name} (compute capability {cc})", f"found {name}"
+        return _Probe(False, "", f"the CUDA driver failed to start ({type(exc).__name__}: {exc})",
+                      False)
+    name = f"{name} (compute capability {cc})"
+    failure = _test_kernel(cuda)
+    if failure is not None:
+        return _Probe(False, name, (
+            f"{name} was found, but a test kernel did not compile and run ({failure}); "
+            f"{INSTALL_HINT}"), True)
+    return _Probe(True, name, f"found {name}", True)
+
+
+def _test_kernel(cuda: ModuleType) -> str | None:
+    """Compile and run a one-thread kernel; ``None`` when it ran and returned the right value,
+    else why not (a missing ``libnvrtc``/``libnvvm``, a driver too old for the toolkit, ...).
+
+    Example:
+        >>> import types
+        >>> def broken_jit(*args, **kwargs):
+        ...     raise OSError("libnvrtc.so.13: cannot open shared object file")
+        >>> _test_kernel(types.SimpleNamespace(jit=broken_jit))
+        'OSError: libnvrtc.so.13: cannot open shared object file'
+    """
+    try:
+        @cuda.jit
+        def _halve_and_add_one(out):  # pragma: no cover - device code
+            out[0] = out[0] * 0.5 + 1.0
+
+        d_out = cuda.to_device(np.full(1, 2.0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numba-cuda's low-occupancy warning for one thread
+            _halve_and_add_one[1, 1](d_out)
+        got = float(d_out.copy_to_host()[0])
+    except Exception as exc:  # compiler, linker and driver errors have many types
+        return f"{type(exc).__name__}: {exc}"
+    return None if got == 2.0 else f"it returned {got!r} instead of 2.0"
+
+
+@functools.cache
+def _say_cpu_fallback(reason: str) -> None:
+    """One line on stderr, once per process and reason, when ``device="auto"`` falls back to the
+    CPU although a GPU was found."""
+    print(f"jetastar: device='auto' runs on the CPU: {reason}", file=sys.stderr, flush=True)
 
 
 def gpu_status() -> dict[str, Any]:
@@ -136,7 +190,7 @@ def gpu_status() -> dict[str, Any]:
         >>> isinstance(gpu_status()["available"], bool)
         True
     """
-    usable, name, reason = _probe()
+    usable, name, reason, _found = _probe()
     return {
         "available": usable,
         "simulator": usable and simulator_enabled(),
@@ -156,7 +210,7 @@ def gpus_for_workers(device: Any) -> list[str]:
         >>> gpus_for_workers("cpu")
         []
     """
-    if device is None or check_device(device) == "cpu" or simulator_enabled() or not _probe()[0]:
+    if device is None or check_device(device) == "cpu" or simulator_enabled() or not _probe().usable:
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -190,7 +244,9 @@ def resolve_device(device: Any, worth_it: bool = True) -> str:
 
     Returns:
         ``"gpu"`` for ``device="gpu"``, and for ``"auto"`` when a real GPU is usable (never the
-        simulator) and ``worth_it``; else ``"cpu"``.
+        simulator) and ``worth_it``; else ``"cpu"``. Usable means that a tiny test kernel
+        compiled and ran on it; where a GPU was found but that failed, ``"auto"`` says so in one
+        line on stderr (once per process) and runs on the CPU.
 
     Raises:
         OptionError: an unknown device name.
@@ -200,7 +256,7 @@ def resolve_device(device: Any, worth_it: bool = True) -> str:
     device = check_device(device)
     if device == "cpu" or (device == "auto" and not worth_it):
         return "cpu"
-    usable, _name, reason = _probe()
+    usable, _name, reason, found = _probe()
     if device == "gpu":
         if not usable:
             # the install hint only where numba's CUDA target is missing, not where it is
@@ -209,4 +265,6 @@ def resolve_device(device: Any, worth_it: bool = True) -> str:
                 f"; {INSTALL_HINT}")
             raise GpuUnavailableError(f"device='gpu' asked for, but {reason}{hint}")
         return "gpu"
+    if found and not usable:
+        _say_cpu_fallback(reason)
     return "gpu" if usable and not simulator_enabled() else "cpu"

@@ -154,11 +154,18 @@ def test_marginals_equal_the_cpu(shared, likelihood):
     tc = Trellis(jet, likelihood, device="cpu")
     tg = Trellis(jet, likelihood, device="gpu")
     c = jet.likelihood_constants(likelihood)[None]
-    marg = gpu_mod.gpu_marginals(tg._node[None], c, **(SHARED if shared else {}))[0]
+    margs, walked = gpu_mod.gpu_marginals(tg._node[None], c, **(SHARED if shared else {}))
+    marg = margs[0]
     np.testing.assert_allclose(marg, tc.marginals_array(), rtol=1e-9, atol=1e-12)
     assert marg.max() == 1.0 and (marg > 0).sum() > 2 * 7
     np.testing.assert_allclose(tg.marginals_array(), tc.marginals_array(), rtol=1e-9, atol=1e-12)
-    assert tg.stats["marginal_splits_evaluated"] == 3**7 - 2 * 2**7 + 1
+    # the kernels count the (cluster, parent) pairs they walked: every pair of a cluster whose
+    # log Z is finite (counted here from the table, not from the formula the code uses)
+    n, full = 7, (1 << 7) - 1
+    want = sum((1 << (n - bin(s).count("1"))) - 1 for s in range(1, full)
+               if np.isfinite(tc.log_z_array()[s]))
+    assert 0 < want < 3**n - 2 * 2**n + 1  # some clusters cannot split: fewer than every pair
+    assert walked == want and tg.stats["marginal_splits_evaluated"] == want
 
 
 def test_samples_follow_the_posterior():
@@ -301,6 +308,107 @@ def test_budget_and_memory_planner():
     assert gpu_mod.estimate_gpu_memory(12, 1000) > 1000 * 36 * 2**12
 
 
+def test_gpu_trellis_honours_max_time():
+    """``max_time`` stops the GPU trellis between launches (after the first) on every path that
+    takes one, and a stopped solve is never read as exact."""
+    jets = _jets(6, count=2, seed=21)
+    jet = jets[0]
+    res = exact_trellis(jet, device="gpu", max_time=1e-9)
+    assert (res.status, res.exact, res.log_z) == ("budget", False, None)
+    assert "GPU stopped by max_time" in res.message and res.tree.n_leaves == 6
+    with pytest.raises(TimeoutError, match="on the GPU stopped by max_time=1e-09 s"):
+        Trellis(jet, device="gpu", max_time=1e-9)
+    sol = gpu_mod.solve_on_gpu([jet.leaves], jet.likelihood_constants("symmetric")[None],
+                               max_time=1e-9)
+    assert not sol.finished and sol.stats["launches"] == 1
+    stopped = exact_trellis_batch(jets, device="gpu", max_time=1e-9)
+    assert [r.status for r in stopped] == ["budget"] * len(jets)
+    assert all(not r.exact and r.log_z is None and "GPU batch" in r.message for r in stopped)
+    # a generous budget changes nothing
+    done = exact_trellis_batch(jets, device="gpu", max_time=600)
+    for r, j in zip(done, jets, strict=True):
+        want = exact_trellis(j, device="cpu")
+        assert r.status == want.status and r.exact and r.tree == want.tree
+        assert r.log_z == pytest.approx(want.log_z, rel=1e-9)
+    # the registry's GPU batch (how a batch run clusters a chunk) passes the option on
+    from jetastar import JetCollection
+    from jetastar.clustering import algorithm_info
+
+    via = algorithm_info("trellis").device_batch.run(
+        JetCollection.from_jets(jets), {"log_z": True, "device": "gpu", "max_time": 1e-9})
+    assert [r.status for r in via] == ["budget"] * len(jets)
+
+
+def test_t_is_made_on_the_host():
+    """The ``t`` column comes from the CPU's own ``fill_subset_t`` (no fused multiply-add on the
+    device can move a cut decision): the GPU table holds exactly what the host made."""
+    from jetastar.clustering._subsets import subset_t
+
+    jet = _jets(6, count=1, seed=4)[1]
+    c = jet.likelihood_constants("legacy")[None]
+    sol = gpu_mod.solve_on_gpu([jet.leaves], c)
+    assert np.array_equal(sol.node[0, :, 0], subset_t(jet.leaves, c[0, 0]))
+    real = gpu_mod._host_t
+    marked = real(jet.leaves[None], c) * (1 + 2**-40)
+    try:
+        gpu_mod._host_t = lambda stacked, consts: marked
+        sol = gpu_mod.solve_on_gpu([jet.leaves], c)
+    finally:
+        gpu_mod._host_t = real
+    assert np.array_equal(sol.node[0, :, 0], marked[0])
+
+
+def test_memory_planner_refuses_what_the_gpu_cannot_hold(monkeypatch):
+    """The planner's refusal (skipped by the simulator, which has no memory to ask about) with
+    the free memory a small GPU would report."""
+    jet = _jets(6, count=1)[0]
+    c = jet.likelihood_constants("symmetric")[None]
+    monkeypatch.setattr(gpu_mod, "_free_gpu_memory", lambda: 10_000)
+    with pytest.raises(TooLargeError, match=r"above the free GPU memory of 9\.8 KiB"):
+        gpu_mod.solve_on_gpu([jet.leaves], c)
+    with pytest.raises(TooLargeError, match="free GPU memory"):
+        exact_trellis(jet, device="gpu")
+    with pytest.raises(TooLargeError, match="the exact MAP of 6 leaves on the GPU"):
+        exact_map(jet, device="gpu")
+    monkeypatch.setattr(gpu_mod, "_free_gpu_memory", lambda: 2**40)
+    assert gpu_mod.solve_on_gpu([jet.leaves], c).finished
+
+
+def test_auto_proves_a_kernel_runs_and_falls_back_in_one_line(monkeypatch, capsys):
+    """``device="auto"`` chooses a GPU only where a test kernel compiled and ran; where a GPU was
+    found but that failed (a driver without NVRTC), it says so once and runs on the CPU."""
+    from jetastar import _cuda
+
+    assert _cuda._test_kernel(_cuda.load_cuda()) is None  # runs (here in the simulator)
+    broken = _cuda._Probe(False, "NVIDIA H100 (compute capability 9.0)",
+                          "a test kernel did not compile and run (OSError: libnvrtc.so.13)", True)
+    monkeypatch.setattr(_cuda, "_probe", lambda: broken)
+    _cuda._say_cpu_fallback.cache_clear()
+    assert resolve_device("auto") == "cpu" and resolve_device("auto") == "cpu"
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["jetastar: device='auto' runs on the CPU: a test kernel did not compile and "
+                   "run (OSError: libnvrtc.so.13)"]
+    with pytest.raises(GpuUnavailableError, match="libnvrtc"):
+        resolve_device("gpu")
+    nothing = _cuda._Probe(False, "", "no GPU", False)
+    monkeypatch.setattr(_cuda, "_probe", lambda: nothing)
+    assert resolve_device("auto") == "cpu" and capsys.readouterr().err == ""  # no GPU: quiet
+    _cuda._say_cpu_fallback.cache_clear()
+
+
+def test_gpu_extra_brings_the_compiler_libraries():
+    """``pip install ".[gpu]"`` must bring NVVM and NVRTC (numba-cuda's toolkit extras), not
+    numba-cuda alone, which fails at the first compile on a machine with only a driver."""
+    from pathlib import Path
+
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    assert any(d.replace(" ", "").startswith("numba-cuda[cu12]") for d in extras["gpu"])
+    assert any(d.replace(" ", "").startswith("numba-cuda[cu13]") for d in extras["gpu-cu13"])
+
+
 def test_device_option():
     assert check_device(None) == "auto" and check_device("GPU") == "gpu"
     with pytest.raises(OptionError, match="device must be one of cpu, gpu, auto"):
@@ -358,7 +466,7 @@ def test_an_installed_cuda_target_without_a_gpu_is_not_told_to_install_it(monkey
 
     reason = ("numba's CUDA target is installed but finds no usable GPU (no NVIDIA driver or "
               "device visible to this process)")
-    monkeypatch.setattr(_cuda, "_probe", lambda: (False, "", reason))
+    monkeypatch.setattr(_cuda, "_probe", lambda: _cuda._Probe(False, "", reason, False))
     with pytest.raises(GpuUnavailableError, match="finds no usable GPU") as info:
         _cuda.resolve_device("gpu")
     assert "pip install" not in str(info.value)
@@ -428,6 +536,13 @@ def test_cli_device_option_and_info(tmp_path):
     assert info.returncode == 0, info.stderr
     got = json.loads(info.stdout)
     assert got["device_auto"] == "cpu" and "simulator" in got["device_reason"]
+    # what the GPU path costs per size, from the H100 measurements (docs/gpu.md)
+    assert got["gpu_cost_measured"]["map_and_log_z_s"]["26"] == gpu_mod.GPU_MEASURED[
+        "map_and_log_z_s"][26]
+    text = subprocess.run([sys.executable, "-m", "jetastar", "info"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert "GPU cost:        MAP + log Z 0.09 s at 20" in text.stdout
+    assert "(measured on one NVIDIA H100 80GB HBM3, 2026-11-27)" in text.stdout
 
 
 def test_one_gpu_per_worker_process():

@@ -11,6 +11,7 @@ import pytest
 from jetastar.clustering._subsets import (
     bit_index,
     enumerate_splits,
+    fill_subset_t_parallel,
     full_mask,
     leaves_of,
     lowest_bit,
@@ -123,3 +124,16 @@ def test_subset_t_matches_summed_momenta(form):
         p = jet.leaves[idx].sum(axis=0)
         expected = 0.0 if (form == "legacy" and len(idx) == 1) else t_of(*p)
         assert t[s] == pytest.approx(expected, rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("form", ["symmetric", "legacy", "density"])
+def test_parallel_subset_t_is_the_serial_bit_for_bit(form):
+    """The GPU backend makes ``t`` on the host on numba's threads: the same bits as the CPU
+    trellis's serial fill, in every form (the density form's single leaves above t_cut: inf)."""
+    jets = generate(3, ShowerParams.w(), seed=12, min_leaves=11, max_leaves=13)
+    for jet in jets:
+        c = likelihood_constants(jet.params.t_cut, jet.params.lam, likelihood=form)[0]
+        serial = subset_t(jet.leaves, c)
+        parallel = np.full_like(serial, np.nan)
+        fill_subset_t_parallel(jet.leaves, c, parallel)
+        assert np.array_equal(serial.view(np.int64), parallel.view(np.int64))

@@ -19,7 +19,7 @@ from .._cuda import gpu_status, resolve_device
 from ..batch import BatchConfig, preview_jets
 from ..batch.resume import PART_DIR_SUFFIX, done_parts, parts_dir, read_manifest
 from ..clustering import algorithms
-from ..clustering.exact.gpu import GPU_MIN_LEAVES
+from ..clustering.exact.gpu import GPU_MEASURED, GPU_MIN_LEAVES
 from ..comparison import results_summary
 from ..diagnostics import T_CUT_LADDER, kt_family_t_cut, model_check
 from ..io.particle_files import cluster_options, describe_particle_file
@@ -154,7 +154,7 @@ def _describe_setup(args: argparse.Namespace) -> int:
     info = {
         "version": __version__, "numba_threads": nb.get_num_threads(),
         "gpu_available": status["available"], "gpu": status["device"] or None,
-        "device_auto": auto, "device_reason": why,
+        "device_auto": auto, "device_reason": why, "gpu_cost_measured": GPU_MEASURED,
     }
     if args.json:
         echo(json_text(info))
@@ -163,7 +163,28 @@ def _describe_setup(args: argparse.Namespace) -> int:
     echo(f"numba threads:   {info['numba_threads']}")
     echo(f"GPU:             {status['device'] or 'none'}")
     echo(f"device (auto):   {why}")  # (with the install hint where a package is missing)
+    echo(f"GPU cost:        {_gpu_cost_line(GPU_MEASURED)}")
     return 0
+
+
+def _gpu_cost_line(measured: dict) -> str:
+    """What the GPU path cost per jet where it was measured, in one line.
+
+    Example:
+        >>> line = _gpu_cost_line({"device": "X", "date": "D", "map_only_s": {28: 68.8},
+        ...                        "map_and_log_z_s": {20: 0.09, 26: 38.8},
+        ...                        "marginals_s": {22: 33.0}, "batch_12_leaves_jets_per_s": 50800})
+        >>> line.split("; ")[:2]
+        ['MAP + log Z 0.09 s at 20, 39 s at 26 leaves', 'MAP only 69 s at 28']
+    """
+    def sizes(times: dict) -> str:
+        return ", ".join(f"{t:.2g} s at {n}" for n, t in times.items())
+
+    return (f"MAP + log Z {sizes(measured['map_and_log_z_s'])} leaves; "
+            f"MAP only {sizes(measured['map_only_s'])}; "
+            f"marginals {sizes(measured['marginals_s'])}; "
+            f"{measured['batch_12_leaves_jets_per_s']:,} jets/s of 12 leaves "
+            f"(measured on one {measured['device']}, {measured['date']})")
 
 
 def _describe_file(args: argparse.Namespace) -> int:

@@ -312,18 +312,37 @@ def fill_subset_t(leaves: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
     h = n // 2
     lo = subset_sums(leaves[:h])
     hi = subset_sums(leaves[h:])
-    lo_mask = (np.int64(1) << h) - 1
     m = np.int64(1) << n
     sizes = subset_sizes(n)
     out[0] = 0.0
     for s in range(1, m):
-        a = s & lo_mask
-        b = s >> h
-        e = lo[a, 0] + hi[b, 0]
-        px = lo[a, 1] + hi[b, 1]
-        py = lo[a, 2] + hi[b, 2]
-        pz = lo[a, 3] + hi[b, 3]
-        out[s] = cluster_t(e, px, py, pz, np.int64(sizes[s]), c)
+        out[s] = _mask_t(s, np.int64(sizes[s]), lo, hi, h, c)
+
+
+@nb.njit(cache=True, parallel=True)
+def fill_subset_t_parallel(leaves: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+    """:func:`fill_subset_t` on numba's threads (the same values bit for bit): for large jets,
+    where the GPU backend makes ``t`` on the host (26 leaves: 0.9-1.4 s on one thread)."""
+    n = leaves.shape[0]
+    h = n // 2
+    lo = subset_sums(leaves[:h])
+    hi = subset_sums(leaves[h:])
+    m = np.int64(1) << n
+    out[0] = 0.0
+    for s in nb.prange(1, m):
+        out[s] = _mask_t(s, popcount(s), lo, hi, h, c)
+
+
+@nb.njit(cache=True, inline="always")
+def _mask_t(s: int, size: int, lo: np.ndarray, hi: np.ndarray, h: int, c: np.ndarray) -> float:
+    """``t`` of cluster ``s`` from one row of the low-half and one of the high-half sums."""
+    a = s & ((np.int64(1) << h) - 1)
+    b = s >> h
+    e = lo[a, 0] + hi[b, 0]
+    px = lo[a, 1] + hi[b, 1]
+    py = lo[a, 2] + hi[b, 2]
+    pz = lo[a, 3] + hi[b, 3]
+    return cluster_t(e, px, py, pz, size, c)
 
 
 @nb.njit(cache=True)

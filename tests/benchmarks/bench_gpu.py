@@ -13,9 +13,12 @@ its numbers are in ``docs/gpu.md``. Since then the script also times a sweep of 
 (which made 2**19 the default).
 
 It is one script for one scarce GPU session: it checks first (the stored CPU values: MAP to 1e-9,
-log Z to 1e-9 relative, the same tree), then times each size, and skips a size whose predicted time
-(the last size's rate, 3x the splits per leaf) would not fit the remaining budget, so it finishes in
-about ``--budget`` seconds. Times exclude compilation (a warm-up solve compiles the kernels). The
+log Z to 1e-9 relative, the same tree), then times each size with the goals first (MAP + log Z up
+to 26 leaves, MAP only up to 28, then MAP + log Z at 28 and 30), and skips a size whose predicted
+time (the last measured rate of that path, 3x the splits per leaf) would not fit the remaining
+budget, printing the prediction instead, so it finishes in about ``--budget`` seconds (a full
+trellis also gets the remaining budget as its ``max_time``). Each time has the path's
+global-memory bytes per split beside it. Times exclude compilation (a warm-up solve compiles the kernels). The
 last lines are a table; ``--json FILE`` (or ``$OUT/bench_gpu.json``) keeps every number.
 
 Jets: Ginkgo W jets (default parameters; a smaller t_cut where no default jet has exactly N leaves)
@@ -39,6 +42,10 @@ HERE = Path(__file__).resolve().parent
 REFERENCE = HERE / "data" / "gpu_reference.json"
 #: the exit status of a run with nothing to measure (no GPU), as automake's "skipped"
 SKIPPED = 77
+#: global-memory bytes read per split score, by path: the full DP and the unbounded MAP read two
+#: 32-byte records per split; the bound-pruned MAP two 2-byte W values (and the records of the
+#: 1-4 % of splits that pass, not counted here)
+BYTES_PER_SPLIT = {"full": 64, "map_unbounded": 64, "map_only": 4}
 
 
 def _jet(n: int, seed: int | None = None):
@@ -85,8 +92,11 @@ def _sync():
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for the timed part")
-    ap.add_argument("--sizes", default="20,22,24,26,28,30", help="sizes for MAP + log Z")
-    ap.add_argument("--map-sizes", default="24,26,28", help="sizes for MAP only")
+    ap.add_argument("--sizes", default="20,22,24,26", help="sizes for MAP + log Z, run first")
+    ap.add_argument("--map-sizes", default="24,26,28", help="sizes for MAP only, run second")
+    ap.add_argument("--late-sizes", default="28,30",
+                    help="sizes for MAP + log Z run after MAP only (or predicted, when they would "
+                         "not fit the budget)")
     ap.add_argument("--batch-jets", type=int, default=20000, help="12-leaf jets in the batch test")
     ap.add_argument("--marginals-size", type=int, default=22,
                     help="leaves of the jet whose marginals are timed (150 s at 24 on one H100)")
@@ -120,7 +130,7 @@ def main() -> int:
         print("no real GPU: nothing to measure")
         return SKIPPED
     if tiny:
-        args.sizes, args.map_sizes, args.batch_jets = "6,7", "6,7", 20
+        args.sizes, args.map_sizes, args.late_sizes, args.batch_jets = "6,7", "6,7", "8", 20
     report: dict = {"gpu": status["device"], "check": [], "full": [], "map_only": [],
                     "map_unbounded": [], "batch": None, "marginals": None, "sweep": []}
     # warm-up: compile every kernel once (both forms share them)
@@ -177,14 +187,18 @@ def main() -> int:
     print(f"batch: {len(jets)} jets of {small} leaves, MAP + log Z: {dt:.2f} s, "
           f"{len(jets) / dt:,.0f} jets/s (first 20 equal the CPU: {batch_ok})", flush=True)
 
-    # 3. one jet per size: MAP + log Z, then MAP only
+    # 3. one jet per size, the goals first: MAP + log Z to 26 leaves, MAP only to 28, then
+    # MAP + log Z at 28 and 30 where they fit (predicted from the last measured rate otherwise)
+    rates: dict[str, float] = {}
+
     def timed(kind: str, sizes: list[int]) -> None:
-        rate = None
         for n in sizes:
             splits = n_splits_total(n)
+            rate = rates.get(kind)
             predicted = None if rate is None else splits / rate
             if predicted is not None and predicted > left():
-                print(f"{kind} n={n}: skipped (predicted {predicted:.0f} s, {left():.0f} s left)",
+                print(f"{kind} n={n}: skipped (predicted {predicted:.0f} s from the "
+                      f"{rate / 1e9:.1f} Gsplit/s measured below it, {left():.0f} s left)",
                       flush=True)
                 report[kind].append({"n": n, "skipped": True, "predicted_s": predicted})
                 continue
@@ -192,7 +206,14 @@ def main() -> int:
             _sync()
             t0 = time.perf_counter()
             if kind == "full":
-                r = exact_trellis(jet, device="gpu", progress=False)
+                # (a misprediction cannot overrun the budget: the GPU honours max_time)
+                r = exact_trellis(jet, device="gpu", progress=False, max_time=max(1.0, left()))
+                if r.status == "budget":
+                    print(f"{kind} n={n}: stopped by the budget after "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+                    report[kind].append({"n": n, "skipped": True, "stopped_s":
+                                         time.perf_counter() - t0})
+                    continue
                 value, log_z, stats = r.log_likelihood, r.log_z, r.stats
             elif kind == "map_only":  # the exact MAP engine's bounds, on the GPU
                 r = exact_map(jet, device="gpu", progress=False)
@@ -202,16 +223,23 @@ def main() -> int:
                                    log_z=False)
                 value, log_z, stats = float(sol.node[0, -1, 1]), None, sol.stats
             dt = time.perf_counter() - t0
-            rate = splits / stats["time_dp_s"]
+            rate = rates[kind] = splits / stats["time_dp_s"]
+            traffic = BYTES_PER_SPLIT.get(kind)
             report[kind].append({"n": n, "time_s": dt, "time_dp_s": stats["time_dp_s"],
                                  "gsplits_per_s": rate / 1e9, "map": value, "log_z": log_z,
-                                 "gpu_memory_bytes": stats["gpu_memory_bytes"]})
+                                 "gpu_memory_bytes": stats["gpu_memory_bytes"],
+                                 "bytes_per_split": traffic})
             print(f"{kind} n={n}: {dt:.2f} s (DP {stats['time_dp_s']:.2f} s, "
-                  f"{rate / 1e9:.1f} Gsplit/s), MAP {value:.6f}, log Z {log_z}", flush=True)
+                  f"{rate / 1e9:.1f} Gsplit/s, {traffic or '?'} B/split read), MAP {value:.6f}, "
+                  f"log Z {log_z}", flush=True)
 
-    timed("full", [int(x) for x in args.sizes.split(",") if x])
-    timed("map_only", [int(x) for x in args.map_sizes.split(",") if x])
-    timed("map_unbounded", [int(x) for x in args.map_sizes.split(",") if x])
+    def sizes(text: str) -> list[int]:
+        return [int(x) for x in text.split(",") if x]
+
+    timed("full", sizes(args.sizes))
+    timed("map_only", sizes(args.map_sizes))
+    timed("full", sizes(args.late_sizes))
+    timed("map_unbounded", sizes(args.map_sizes))
 
     # 4. marginals of a W jet (the posterior of every cluster)
     if left() > 60:
@@ -223,7 +251,8 @@ def main() -> int:
         dt = time.perf_counter() - t0
         rate = tr.stats["marginal_splits_evaluated"] / dt
         report["marginals"] = {"n": n_marg, "time_s": dt, "max": float(marg.max()),
-                               "gsplits_per_s": rate / 1e9}
+                               "gsplits_per_s": rate / 1e9, "dp_s": tr.stats["time_dp_s"],
+                               "over_dp": dt / tr.stats["time_dp_s"]}
         print(f"marginals n={n_marg}: {dt:.2f} s ({rate / 1e9:.1f} Gsplit/s); MAP clusters: "
               f"{[round(p, 3) for _c, p in tr.map_clusters_with_marginals()[:6]]}", flush=True)
 
@@ -248,16 +277,21 @@ def main() -> int:
 
     print()
     print(f"GPU: {status['device']}")
-    print(f"{'':13s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s}")
+    print(f"{'':13s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s} {'B/split':>8s}")
     for kind in ("full", "map_only", "map_unbounded"):
-        for row in report[kind]:
-            if row.get("skipped"):
-                print(f"{kind:13s} {row['n']:3d} {'skipped':>9s}")
+        for row in sorted(report[kind], key=lambda r: r["n"]):
+            if "predicted_s" in row:
+                print(f"{kind:13s} {row['n']:3d} {'~' + format(row['predicted_s'], '.0f'):>9s} "
+                      f"{'(predicted, not measured)':>18s}")
+            elif row.get("skipped"):
+                print(f"{kind:13s} {row['n']:3d} {'stopped':>9s}")
             else:
-                print(f"{kind:13s} {row['n']:3d} {row['time_s']:9.2f} {row['gsplits_per_s']:9.1f}")
+                print(f"{kind:13s} {row['n']:3d} {row['time_s']:9.2f} "
+                      f"{row['gsplits_per_s']:9.1f} {row['bytes_per_split'] or '?':>8}")
     mg = report["marginals"]
     if mg:
-        print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s")
+        print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s, {mg['over_dp']:.1f}x the DP "
+              "(goal <= 3x)")
     for row in report["sweep"]:
         print(f"sweep {row['n']} leaves, 2**{row['target_threads'].bit_length() - 1} threads: "
               f"{row['gsplits_per_s']:.1f} Gsplit/s")

@@ -35,8 +35,8 @@ import numba as nb
 import numpy as np
 
 from ..._cuda import load_cuda, simulator_enabled
-from ...ginkgo.kernels import FORM_LEGACY, cluster_t, parent_terms, split_llh_given_parent
-from .._subsets import popcount, read_tree, unsplittable
+from ...ginkgo.kernels import FORM_LEGACY, parent_terms, split_llh_given_parent
+from .._subsets import read_tree, unsplittable
 from ._map_kernels import finish_cluster, scan_splits, warm_start
 from ._trellis_kernels import lse_add, lse_value
 
@@ -115,38 +115,20 @@ def _deposit(p, bits):  # pragma: no cover - device code
     return out
 
 
-@cuda.jit
-def fill_t(lo, hi, h, consts, node):  # pragma: no cover - device code
-    """``node[j, s, T]``: the ``t`` of every cluster of every jet from its summed 4-momentum.
-
-    ``lo[j]`` / ``hi[j]`` are the summed 4-momenta of every subset of the low ``h`` and the high
-    ``n - h`` leaves (:func:`jetastar.clustering._subsets.subset_sums`), so cluster ``s`` adds one row
-    of each and :func:`jetastar.ginkgo.kernels.cluster_t` makes its ``t``, exactly as the CPU's
-    :func:`~jetastar.clustering._subsets.fill_subset_t` does.
-    """
-    n_jets = node.shape[0]
+@cuda.jit(cache=True)
+def set_t(offset, size, buf, node):  # pragma: no cover - device code
+    """``node[j, s, T]`` for the flat indices ``offset .. offset + size - 1`` of ``(j, s)`` from
+    ``buf`` (the ``t`` made on the host by :func:`jetastar.clustering.exact.gpu._host_t`, so
+    that every cut decision is the CPU's: no fused multiply-add touches ``t``)."""
     m = node.shape[1]
-    lo_mask = (np.int64(1) << h) - 1
-    c = cuda.local.array(_N_CONST, nb.float64)
     start, stride = cuda.grid(1), cuda.gridsize(1)
-    for tid in range(start, n_jets * m, stride):
-        j = tid // m
-        s = np.int64(tid - j * m)
-        if s == 0:
-            node[j, 0, _T] = 0.0
-            continue
-        for x in range(_N_CONST):
-            c[x] = consts[j, 0, x]
-        a = s & lo_mask
-        b = s >> h
-        e = lo[j, a, 0] + hi[j, b, 0]
-        px = lo[j, a, 1] + hi[j, b, 1]
-        py = lo[j, a, 2] + hi[j, b, 2]
-        pz = lo[j, a, 3] + hi[j, b, 3]
-        node[j, s, _T] = cluster_t(e, px, py, pz, popcount(s), c)
+    for i in range(start, size, stride):
+        q = offset + i
+        j = q // m
+        node[j, q - j * m, _T] = buf[i]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def init_leaves(n, node, best, count_i, exact_count):  # pragma: no cover - device code
     """Leaf clusters: MAP 0, log Z 0, one tree; the empty mask gets ``-inf`` and count 0."""
     n_jets = node.shape[0]
@@ -164,7 +146,7 @@ def init_leaves(n, node, best, count_i, exact_count):  # pragma: no cover - devi
             count_i[j, s] = 0 if i == n else 1
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def map_trees(
     n, node, best, count_i, exact_count, children, root, root_count,
 ):  # pragma: no cover - device code
@@ -191,7 +173,7 @@ def map_trees(
         read_tree(_plain(best)[j], n, _plain(children)[j], 0, st_mask, st_parent, st_side)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def count_impossible(n, node, impossible_out):  # pragma: no cover - device code
     """``impossible_out[j]`` += the clusters of jet ``j`` (mask ≥ 1) whose MAP is ``-inf`` (the
     ``clusters_impossible`` statistic of a trellis, without copying its table back)."""
@@ -222,7 +204,7 @@ def _write_cluster(
             node[j, s, _COUNT] = n_f
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def solve_parts(
     k, n, g, i0, n_clusters, binom, node, count_i, best, consts, want_z, exact_count, prune,
     part_v, part_a, part_zmax, part_zacc, part_cf, part_ci,
@@ -298,7 +280,7 @@ def solve_parts(
             part_ci[tid] = n_i
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def combine_parts(
     k, n, g, i0, n_clusters, binom, node, count_i, best, want_z, exact_count,
     part_v, part_a, part_zmax, part_zacc, part_cf, part_ci,
@@ -336,7 +318,7 @@ def combine_parts(
                        want_z, exact_count)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def parent_table(n, node, consts):  # pragma: no cover - device code
     """Before the marginals: each cluster's :func:`parent_terms` ``log t`` and stop term, written
     over its MAP and count columns (the marginals pass works on its own copy of the table and
@@ -359,9 +341,9 @@ def parent_table(n, node, consts):  # pragma: no cover - device code
         node[j, s, _COUNT] = pt[2]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def pull_marginals(
-    k, n, g, i0, n_clusters, binom, node, consts, marg, part_m,
+    k, n, g, i0, n_clusters, binom, node, consts, marg, part_m, visited,
 ):  # pragma: no cover - device code
     """Posterior marginals of the clusters ``i0 ..`` of size ``k`` (``k < n``), pulled from their
     parents.
@@ -372,7 +354,8 @@ def pull_marginals(
     the partial sums go to ``part_m`` (summed by :func:`combine_marginals`). Same total work as the
     CPU's push formulation, and no two threads write one cluster. The parents' ``log t`` and stop
     term come from :func:`parent_table` (computed once per cluster; per split, the pass took 4–13 %
-    longer on an H100 for the same marginals bit for bit); ``√t`` is taken here.
+    longer on an H100 for the same marginals bit for bit); ``√t`` is taken here. ``visited[0]``
+    counts the (cluster, parent) pairs the threads walked (one atomic add per thread).
     """
     n_parts = np.int64(1) << g
     n_jets = node.shape[0]
@@ -386,6 +369,7 @@ def pull_marginals(
         lz_s = node[j, s, _LOG_Z]
         t_s = node[j, s, _T]
         total = 0.0
+        walked = np.int64(0)
         if lz_s != _NEG_INF:
             for x in range(_N_CONST):
                 c0[x] = consts[j, 0, x]
@@ -397,6 +381,7 @@ def pull_marginals(
             while True:
                 d = f | h
                 if d != 0:
+                    walked += 1
                     par = s | d
                     w = marg[j, par]
                     lz_p = node[j, par, _LOG_Z]
@@ -422,9 +407,11 @@ def pull_marginals(
             marg[j, s] = min(total, 1.0)
         else:
             part_m[tid] = total
+        if walked:
+            cuda.atomic.add(visited, 0, walked)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def combine_marginals(k, n, g, i0, n_clusters, binom, marg, part_m):  # pragma: no cover
     """Sum the partial marginals of :func:`pull_marginals`."""
     n_parts = np.int64(1) << g
@@ -440,7 +427,7 @@ def combine_marginals(k, n, g, i0, n_clusters, binom, marg, part_m):  # pragma: 
 
 
 # ---------------------------------------------------------------------- bound-pruned MAP only
-@cuda.jit
+@cuda.jit(cache=True)
 def map_bounded_parts(
     k, n, g, i0, n_clusters, binom, rec, wq, best, consts, root_floor, root_slack, prune, scale,
     part_v, part_a,
@@ -490,7 +477,7 @@ def map_bounded_parts(
             part_a[tid] = best_a
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def map_bounded_combine(
     k, n, g, i0, n_clusters, binom, rec, wq, best, consts, root_floor, scale, part_v, part_a,
 ):  # pragma: no cover - device code

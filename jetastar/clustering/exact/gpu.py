@@ -38,9 +38,10 @@ import numpy as np
 from ..._cuda import gpu_status, load_cuda, simulator_enabled
 from ...errors import TooLargeError
 from .._engine import check_memory, format_bytes, split_progress
-from .._subsets import n_splits_total, subset_sums_many
+from .._subsets import fill_subset_t, fill_subset_t_parallel, n_splits_total
 
 __all__ = [
+    "GPU_MEASURED",
     "GPU_MIN_LEAVES",
     "GpuSolution",
     "estimate_gpu_memory",
@@ -52,6 +53,17 @@ __all__ = [
 #: ``device="auto"`` uses a GPU from this many leaves on (below it the CPU engines finish in
 #: milliseconds and a launch, a transfer and the first compilation cost more).
 GPU_MIN_LEAVES = 18
+#: What the GPU path cost per jet, measured on one NVIDIA H100 80GB HBM3 (2026-11-27,
+#: ``tests/benchmarks/bench_gpu.py``, docs/gpu.md): seconds by leaves, after compilation. MAP +
+#: log Z and MAP only with today's launch shape (2**19 threads), the mean of two runs.
+GPU_MEASURED: dict[str, Any] = {
+    "device": "NVIDIA H100 80GB HBM3",
+    "date": "2026-11-27",
+    "map_and_log_z_s": {20: 0.09, 22: 0.51, 24: 4.1, 26: 38.8},
+    "map_only_s": {24: 1.25, 26: 7.75, 28: 68.8},
+    "marginals_s": {20: 7.8, 22: 33.0},
+    "batch_12_leaves_jets_per_s": 50_800,
+}
 #: Largest jet the int32 arg-max layout and the unranking hold.
 GPU_MAX_LEAVES = 30
 _MAX_LEAVES = GPU_MAX_LEAVES
@@ -68,6 +80,10 @@ _LAUNCH_SPLITS = 1 << 33
 #: Bytes of one partial result (value, part, z max, z sum, float count, int count).
 _PART_BYTES = 8 + 8 + 8 + 8 + 8 + 8
 _RECORD_BYTES = 4 * 8 + 4
+#: ``t`` values per host-to-device copy (:func:`_upload_t`; 128 MiB)
+_T_CHUNK = 1 << 24
+#: from this many leaves the host makes ``t`` on numba's threads (:func:`_host_t`)
+_PARALLEL_T_FROM = 20
 #: numba-cuda's low-occupancy warning (a regular expression; the text may carry colour codes)
 _LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
 
@@ -86,6 +102,7 @@ class GpuSolution:
         root: ``(B, 4)`` the whole jet's record per jet (count column as ``node``'s).
         children: ``(B, 2n - 1, 2)`` int64 MAP trees (``solve_on_gpu(..., tables=False)``; the
             numbering of the trees :class:`~jetastar.clustering.Trellis` reads from ``best``).
+            ``root``, ``children`` and ``impossible`` are ``None`` when the solve did not finish.
         impossible: ``(B,)`` int64 clusters whose MAP is ``-inf`` (``tables=False``).
 
     With ``tables=False`` only ``root``, ``children`` and ``impossible`` come back (``node`` and
@@ -127,9 +144,61 @@ def estimate_gpu_memory(n_leaves: int, n_jets: int = 1, log_z: bool = True) -> i
     if log_z and n_leaves <= _MAX_EXACT_COUNT_LEAVES:
         total += n_jets * m * 8
     total += _scratch_items(n_leaves, n_jets) * _PART_BYTES
-    h = n_leaves // 2
-    total += n_jets * ((1 << h) + (1 << (n_leaves - h))) * 32 + 64 * 1024
+    total += min(n_jets * m, _T_CHUNK) * 8 + 64 * 1024  # the t upload buffer, small tables
     return int(total)
+
+
+def _host_t(stacked: np.ndarray, consts: np.ndarray) -> np.ndarray:
+    """The ``t`` of every cluster of every jet, made on the host by the CPU trellis's own
+    :func:`~jetastar.clustering._subsets.fill_subset_t`.
+
+    The GPU does not compute ``t``: NVVM contracts ``px*px + py*py + pz*pz`` into fused
+    multiply-adds, so a ``t`` made on the device can differ from the CPU's in the last bits, and
+    near ``t = t_cut`` that flips whether a split is allowed. Made here, every cut decision is the
+    CPU's. It costs ``8 * 2**n`` bytes of host memory per jet and, measured on a busy 2-core
+    machine at 26 leaves, 0.9-1.4 CPU-s on one thread, 0.24 s wall on two (numba's threads are
+    used from :data:`_PARALLEL_T_FROM` leaves on).
+
+    Args:
+        stacked: ``(B, n, 4)`` leaf 4-momenta.
+        consts: ``(B, 2, 5)`` likelihood constants (row 0 chooses the single-leaf convention).
+
+    Returns:
+        ``(B, 2**n)`` float64.
+
+    Example:
+        >>> import numpy as np
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=4, max_leaves=4)[0]
+        >>> c = jet.likelihood_constants("symmetric")[None]
+        >>> _host_t(jet.leaves[None], c).shape
+        (1, 16)
+    """
+    n_jets, n = stacked.shape[0], stacked.shape[1]
+    out = np.empty((n_jets, 1 << n), dtype=np.float64)
+    fill = fill_subset_t_parallel if n >= _PARALLEL_T_FROM else fill_subset_t
+    for j in range(n_jets):
+        fill(stacked[j], consts[j, 0], out[j])
+    return out
+
+
+def _upload_t(cuda: Any, kernels: Any, t: np.ndarray, d_node: Any) -> None:
+    """Copy the host's ``t`` (:func:`_host_t`, ``(B, 2**n)``) into the ``t`` column of the device
+    records ``d_node`` (``(B, 2**n, 4)``), through one buffer of at most :data:`_T_CHUNK` values.
+
+    Args:
+        cuda: ``numba.cuda``.
+        kernels: the kernel module (its ``set_t``).
+        t: ``(B, 2**n)`` float64.
+        d_node: the device records.
+    """
+    flat = t.reshape(-1)
+    d_buf = cuda.device_array(min(flat.size, _T_CHUNK), dtype=np.float64)
+    for lo in range(0, flat.size, _T_CHUNK):
+        part = flat[lo:lo + _T_CHUNK]
+        d_buf[:part.size].copy_to_device(part)
+        _launch(kernels.set_t, part.size, lo, part.size, d_buf, d_node)
+    cuda.synchronize()
 
 
 def _scratch_items(n: int, n_jets: int, target: int = _TARGET_THREADS,
@@ -176,19 +245,26 @@ def _binomials(n: int) -> np.ndarray:
 
 def _check_gpu_memory(need: int, who: str, what: str) -> None:
     """Refuse what does not fit the free memory of the current GPU (before allocating)."""
-    if simulator_enabled():
-        return
-    cuda = load_cuda()
-    try:
-        free, _total = cuda.current_context().get_memory_info()
-    except Exception:  # pragma: no cover - drivers that cannot say
-        return
-    if need > 0.95 * free:
+    free = _free_gpu_memory()
+    if free is not None and need > 0.95 * free:
         raise TooLargeError(
             f"{who}: {what} on the GPU needs about {format_bytes(need)}, above the free GPU memory "
             f"of {format_bytes(int(free))}; use fewer leaves (exact_map on the CPU, window_search "
             f"or astar_approx)"
         )
+
+
+def _free_gpu_memory() -> int | None:
+    """Free bytes of the current GPU; ``None`` where that is not known (the CUDA simulator, a
+    driver that cannot say)."""
+    if simulator_enabled():
+        return None
+    cuda = load_cuda()
+    try:
+        free, _total = cuda.current_context().get_memory_info()
+    except Exception:  # pragma: no cover - drivers that cannot say
+        return None
+    return int(free)
 
 
 def _launch(kernel: Any, total: int, *args: Any) -> None:
@@ -234,7 +310,8 @@ def solve_on_gpu(
         prune: skip clusters that cannot split (identical results either way).
         who: start of messages (``"jet 3"``).
         max_memory: host memory limit for the copied-back tables (default: half the available).
-        max_time: seconds; checked between launches (the solution is then ``finished=False``).
+        max_time: seconds; checked between launches, after the first (a solve it stops is
+            ``finished=False``: its tables are incomplete and must not be read as results).
         progress: show a bar over split scores.
         tables: copy the solved tables back (``False``: only each jet's root record, MAP tree
             and count of impossible clusters, made on the GPU; what
@@ -267,16 +344,15 @@ def solve_on_gpu(
     host_need = 0  # bytes copied back: the tables, or (below) the roots and trees
     if tables:
         host_need = n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0))
-        check_memory(host_need, max_memory, who, what + " (copied back from the GPU)",
-                     "use window_search or astar_approx")
+    # the t column is made on the host (_host_t), and the copied-back tables come after it
+    check_memory(max(host_need, n_jets * m * 8), max_memory, who,
+                 what + (" (copied back from the GPU)" if tables else " (t made on the host)"),
+                 "use window_search or astar_approx")
     gpu_need = estimate_gpu_memory(n, n_jets, log_z)
     _check_gpu_memory(gpu_need, who, what)
 
-    h = n // 2
     stacked = np.ascontiguousarray(
         leaves if isinstance(leaves, np.ndarray) else np.stack(leaves), dtype=np.float64)
-    lo = subset_sums_many(stacked, 0, h)
-    hi = subset_sums_many(stacked, h, n)
     consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5)
     binom = _binomials(n)
     d_node = cuda.device_array((n_jets, m, 4), dtype=np.float64)
@@ -284,7 +360,7 @@ def solve_on_gpu(
     d_count = cuda.device_array((n_jets, m) if exact_count else (1, 1), dtype=np.int64)
     d_binom = cuda.to_device(binom)
     d_consts = cuda.to_device(consts)
-    _launch(_g.fill_t, n_jets * m, cuda.to_device(lo), cuda.to_device(hi), h, d_consts, d_node)
+    _upload_t(cuda, _g, _host_t(stacked, consts), d_node)
     _launch(_g.init_leaves, n_jets * (n + 1), n, d_node, d_best, d_count, exact_count)
     n_scratch = max(1, _scratch_items(n, n_jets, target_threads, min_free_bits))
     scratch = (
@@ -304,7 +380,8 @@ def solve_on_gpu(
         for k in range(2, n + 1):
             per = (1 << (k - 1)) - 1
             for i0, count, g in _launches(n, k, n_jets, target_threads, min_free_bits, per + 1):
-                if max_time is not None and time.perf_counter() - started > max_time:
+                if (max_time is not None and launches > 0
+                        and time.perf_counter() - started > max_time):
                     finished = False
                     break
                 items = n_jets * count
@@ -326,6 +403,9 @@ def solve_on_gpu(
         best = d_best.copy_to_host()
         if exact_count:
             node.view(np.int64)[:, :, 3] = d_count.copy_to_host()
+    elif not finished:  # a half-filled table: no tree is read from it (garbage arg-maxes)
+        node = best = None
+        host_need = 0
     else:
         node = best = None
         d_children = cuda.device_array((n_jets, 2 * n - 1, 2), dtype=np.int64)
@@ -368,7 +448,7 @@ def solve_on_gpu(
 def gpu_marginals(
     node: np.ndarray, consts: np.ndarray, *, who: str = "jet",
     target_threads: int = _TARGET_THREADS, min_free_bits: int = _MIN_FREE_BITS,
-) -> np.ndarray:
+) -> tuple[np.ndarray, int]:
     """Posterior marginal of every cluster of solved trellises, on the GPU (pull formulation).
 
     Args:
@@ -379,7 +459,10 @@ def gpu_marginals(
         target_threads, min_free_bits: as for :func:`solve_on_gpu`.
 
     Returns:
-        ``(B, 2**n)`` float64: the probability that each cluster is a node of a posterior tree.
+        ``(marginals, walked)``: ``(B, 2**n)`` float64, the probability that each cluster is a
+        node of a posterior tree; and the (cluster, parent) pairs the kernels walked, counted on
+        the device (every pair of a cluster with a finite ``log Z``: ``3**n − 2**(n+1) + 1`` per
+        jet when every cluster has one).
     """
     cuda = load_cuda()
     from . import _gpu_kernels as _g
@@ -396,6 +479,7 @@ def gpu_marginals(
     d_binom = cuda.to_device(_binomials(n))
     d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5))
     d_part = cuda.device_array(n_scratch, dtype=np.float64)
+    d_walked = cuda.to_device(np.zeros(1, dtype=np.int64))
     # each cluster's parent terms once, into the uploaded copy's unused MAP and count columns
     _launch(_g.parent_table, n_jets * m, n, d_node, d_consts)
     for k in range(n - 1, 0, -1):
@@ -404,11 +488,11 @@ def gpu_marginals(
         for i0, count, g in launches:
             items = n_jets * count
             _launch(_g.pull_marginals, items << g, k, n, g, i0, count, d_binom, d_node, d_consts,
-                    d_marg, d_part)
+                    d_marg, d_part, d_walked)
             if g:
                 _launch(_g.combine_marginals, items, k, n, g, i0, count, d_binom, d_marg, d_part)
         cuda.synchronize()
-    return d_marg.copy_to_host()
+    return d_marg.copy_to_host(), int(d_walked.copy_to_host()[0])
 
 
 def solve_map_on_gpu(

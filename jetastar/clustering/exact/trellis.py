@@ -183,8 +183,9 @@ class Trellis:
             marginal pass run. ``"auto"`` uses a GPU (:mod:`jetastar.clustering.gpu`) from
             ``GPU_MIN_LEAVES`` leaves on when one is usable, else the CPU. Results are the same
             (to rounding); cost models run on the CPU.
-        max_time: run-time budget of the dynamic programme on the CPU, in seconds (``None``:
-            none; compiling kernels does not count), checked between slices of work.
+        max_time: run-time budget of the dynamic programme in seconds (``None``: none;
+            compiling kernels does not count on the CPU), checked between slices of work on the
+            CPU and between launches on the GPU.
 
     Raises:
         InvalidJetError: ``jet`` is neither a Jet nor a cost model.
@@ -432,7 +433,12 @@ class Trellis:
         n = int(leaves.shape[0])
         show = n >= _PROGRESS_FROM if progress is None else bool(progress)
         sol = solve_on_gpu([leaves], consts[None], log_z=True, prune=prune, who=self._who,
-                           max_memory=self.max_memory, progress=show)
+                           max_memory=self.max_memory, progress=show, max_time=self._max_time)
+        if not sol.finished:  # (a half-filled table is never read as a result)
+            raise TimeoutError(
+                f"{self._who}: the exact trellis of {n} leaves on the GPU stopped by max_time="
+                f"{self._max_time:g} s after {sol.stats['time_s']:.3g} s ({sol.stats['launches']} "
+                "launches)")
         self._adopt(sol.node[0], sol.best[0], sol.exact_count, sol.stats)
 
     def _adopt(self, node: np.ndarray, best: np.ndarray, exact_count: bool,
@@ -706,9 +712,11 @@ class Trellis:
         evaluated = 0
         if self.device == "gpu":
             if not self.all_inf():
-                marg = gpu_marginals(self._node[None], self._consts[None], who=self._who)[0]
+                margs, evaluated = gpu_marginals(self._node[None], self._consts[None],
+                                                 who=self._who)
+                marg = margs[0]
             self._marg = marg
-            self.stats["marginal_splits_evaluated"] = 3**n - 2 * m + 1
+            self.stats["marginal_splits_evaluated"] = evaluated
             self.stats["time_marginals_s"] = watch.seconds()
             return
         if not self.all_inf():
@@ -809,8 +817,9 @@ def exact_trellis(
         device: ``"cpu"``, ``"gpu"`` or ``"auto"`` (default: a GPU from
             :data:`~jetastar.clustering.exact.gpu.GPU_MIN_LEAVES` leaves on when one is usable); see
             :class:`Trellis`. ``stats["device"]`` says where it ran.
-        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count),
-            checked between slices of the dynamic programme on the CPU. A run that passes it
+        max_time: run-time budget in seconds (``None``: none; compiling kernels does not count
+            on the CPU), checked between slices of the dynamic programme on the CPU and between
+            launches on the GPU. A run that passes it
             returns the greedy tree (a cost model: the better of greedy and average linkage)
             with ``status="budget"``, ``exact=False`` and ``log_z = n_trees = None``.
 
@@ -883,6 +892,7 @@ def exact_trellis_batch(
     max_memory: int | None = None,
     batch_memory: int = 2 * 2**30,
     progress: bool | None = None,
+    max_time: float | None = None,
 ) -> list[ClusteringResult]:
     """:func:`exact_trellis` (MAP, log Z, tree count) of many jets, many per GPU launch.
 
@@ -904,6 +914,11 @@ def exact_trellis_batch(
         max_memory: host memory limit per batch (default: half the available memory).
         batch_memory: bytes of tables per GPU batch (default 2 GiB).
         progress: a bar over jets (default: from 1000 jets on).
+        max_time: run-time budget per jet in seconds (``None``: none). The ``B`` jets of one GPU
+            batch share ``B * max_time``, checked between launches: a batch that passes it gives
+            each of its jets :func:`exact_trellis`'s budget result (the greedy tree,
+            ``status="budget"``). On the CPU each jet run one by one has its own budget; the
+            columnar path (2 to 14 leaves, at most ~0.1 s a jet) is not stopped.
 
     Returns:
         One :class:`ClusteringResult` per jet, in order, as :func:`exact_trellis` gives it
@@ -921,6 +936,7 @@ def exact_trellis_batch(
         [True, True, True]
     """
     likelihood = valid_likelihood(likelihood)
+    max_time = check_budget(max_time, "max_time")
     columns = _batch_columns(jets, likelihood) if isinstance(jets, JetCollection) else None
     if columns is None:
         jets = list(jets)
@@ -941,7 +957,7 @@ def exact_trellis_batch(
             else:
                 for i, jet in enumerate(jets):
                     out[i] = exact_trellis(jet, likelihood, max_memory, device="cpu",
-                                           progress=False)
+                                           progress=False, max_time=max_time)
                     bar.update(1)
             return [r for r in out if r is not None]
         if columns is None:
@@ -953,7 +969,7 @@ def exact_trellis_batch(
             if n < 2:
                 for i in idx:
                     out[i] = exact_trellis(jets[i], likelihood, max_memory, device="cpu",
-                                           progress=False)
+                                           progress=False, max_time=max_time)
                 bar.update(len(idx))
                 continue
             per_jet = max(1, estimate_gpu_memory(n, 1))
@@ -970,10 +986,21 @@ def exact_trellis_batch(
                     consts = rows[which[part]]
                     ids = [int(jet_ids[i]) for i in part]
                 who = f"jet {'<unnamed>' if ids[0] is None else ids[0]}"
+                watch = Stopwatch()
                 sol = solve_on_gpu(leaves, consts, log_z=True, who=who, max_memory=max_memory,
-                                   tables=False)
-                for b, r in enumerate(_gpu_results(sol, likelihood, max_memory, ids)):
-                    out[part[b]] = r
+                                   tables=False,
+                                   max_time=None if max_time is None else max_time * len(part))
+                if sol.finished:
+                    for b, r in enumerate(_gpu_results(sol, likelihood, max_memory, ids)):
+                        out[part[b]] = r
+                else:
+                    why = (f"{who}: the GPU batch of {len(part)} jets of {n} leaves stopped by "
+                           f"max_time={max_time:g} s a jet after {watch.seconds():.3g} s")
+                    options = {"likelihood": likelihood, "max_memory": max_memory,
+                               "threads": None, "prune": True, "device": "gpu",
+                               "max_time": max_time}
+                    for i in part:
+                        out[i] = _stopped_trellis(jets[i], options, watch, why)
                 bar.update(len(part))
     return [r for r in out if r is not None]
 
@@ -1207,7 +1234,8 @@ class _GpuBatch:
                 them one by one).
         """
         return exact_trellis_batch(collection, options.get("likelihood"), device="gpu",
-                                   max_memory=options.get("max_memory"), progress=False)
+                                   max_memory=options.get("max_memory"), progress=False,
+                                   max_time=options.get("max_time"))
 
 
 def _expected_cpu(n_leaves: int, options: Mapping[str, Any]) -> float:
