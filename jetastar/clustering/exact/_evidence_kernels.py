@@ -44,6 +44,17 @@ _NEG_INF = -np.inf
 
 
 @nb.njit(cache=True, inline="always")
+def _drawn_order(order: int, t_a: float, t_b: float, t_s: float, scale_ab: float,
+                 scale_ba: float) -> tuple[float, float]:  # pragma: no cover - numba
+    """The rate-free parts of a density-form split drawn in one order (``0``: ``a`` first):
+    ``x``, the coefficient of ``−λ`` in its log-density, and the log of the second child's scale
+    (``density_geometry``'s ``scale_ab`` or ``scale_ba``)."""
+    if order == 0:
+        return t_a / t_s + t_b / scale_ab, math.log(scale_ab)
+    return t_b / t_s + t_a / scale_ba, math.log(scale_ba)
+
+
+@nb.njit(cache=True, inline="always")
 def _lse_add(z_max, z_acc, k, z):  # pragma: no cover - numba
     """Add ``z`` to the streaming log-sum-exp ``k`` held in ``(z_max[k], z_acc[k])``."""
     if z > z_max[k]:
@@ -203,16 +214,10 @@ def _density_linear(n, t, c0, lams, base1, dlam, roots, base2, out, j):  # pragm
                 if kallen > 0.0 and (ok_ab or ok_ba):
                     jac = DENSITY_CONSTANT - 0.5 * math.log(kallen) + ref[a] + ref[b]
                     for order in range(2):
-                        if order == 0:
-                            if not ok_ab:
-                                continue
-                            x = t_a / t_s + t_b / scale_ab
-                            sc = jac - math.log(scale_ab) - lam0 * x
-                        else:
-                            if not ok_ba:
-                                continue
-                            x = t_b / t_s + t_a / scale_ba
-                            sc = jac - math.log(scale_ba) - lam0 * x
+                        if not (ok_ab if order == 0 else ok_ba):
+                            continue
+                        x, log_scale = _drawn_order(order, t_a, t_b, t_s, scale_ab, scale_ba)
+                        sc = jac - log_scale - lam0 * x
                         if sc > acc_ref:
                             shrink = math.exp(acc_ref - sc) if acc_ref != _NEG_INF else 0.0
                             for k in range(n_k):
@@ -266,16 +271,10 @@ def _density_linear(n, t, c0, lams, base1, dlam, roots, base2, out, j):  # pragm
             if kallen > 0.0:
                 jac = DENSITY_CONSTANT - 0.5 * math.log(kallen) + ref[a] + ref[b]
                 for order in range(2):
-                    if order == 0:
-                        if not ok_ab:
-                            continue
-                        x = t_a / t_s + t_b / scale_ab
-                        y = jac - math.log(scale_ab)
-                    else:
-                        if not ok_ba:
-                            continue
-                        x = t_b / t_s + t_a / scale_ba
-                        y = jac - math.log(scale_ba)
+                    if not (ok_ab if order == 0 else ok_ba):
+                        continue
+                    x, log_scale = _drawn_order(order, t_a, t_b, t_s, scale_ab, scale_ba)
+                    y = jac - log_scale
                     for k2 in range(n_r):
                         sc = y + base2[k2] - roots[k2] * x
                         if sc > ref2[k2]:
