@@ -115,6 +115,10 @@ def _deposit(p, bits):  # pragma: no cover - device code
     return out
 
 
+#: :func:`_deposit` for the tiled kernels (:mod:`jetastar.clustering.exact._gpu_tiled`)
+deposit = _deposit
+
+
 @cuda.jit
 def fill_t(lo, hi, h, consts, node):  # pragma: no cover - device code
     """``node[j, s, T]``: the ``t`` of every cluster of every jet from its summed 4-momentum.
