@@ -115,8 +115,10 @@ def _deposit(p, bits):  # pragma: no cover - device code
     return out
 
 
-#: :func:`_deposit` for the tiled kernels (:mod:`jetastar.clustering.exact._gpu_tiled`)
+#: :func:`_deposit` and :func:`_lowest_bits` for the tiled kernels
+#: (:mod:`jetastar.clustering.exact._gpu_tiled`)
 deposit = _deposit
+lowest_bits = _lowest_bits
 
 
 @cuda.jit

@@ -50,7 +50,7 @@ import numpy as np
 from ..._cuda import load_cuda
 from ...ginkgo.kernels import FORM_LEGACY, parent_terms, split_llh_given_parent
 from .._subsets import popcount, unsplittable
-from ._gpu_kernels import deposit, unrank
+from ._gpu_kernels import deposit, lowest_bits, unrank
 from ._trellis_kernels import lse_add, lse_value
 
 cuda = load_cuda()
@@ -68,7 +68,7 @@ WRITE_BYTES_Z = 8 + 4 + 8 + 8  # map, best, log z, count
 WRITE_BYTES_MAP = 8 + 4
 T_BYTES = 8
 
-_CACHE: dict[tuple[int, int], tuple[Any, Any]] = {}
+_CACHE: dict[tuple[int, int, int], tuple[Any, Any]] = {}
 
 
 @cuda.jit(device=True)
@@ -79,54 +79,116 @@ def _psi(t_a, t_b, t_s, pt0, pt1, pt2, whole, c0, c1):  # pragma: no cover - dev
     return split_llh_given_parent(t_a, t_b, t_s, pt0, pt1, pt2, c0)
 
 
-def kernels(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
+def work_items(low_bits: int, part_bits: int) -> int:
+    """Work items of one tile in :func:`cross`: each cluster of ``s`` low bits is cut into
+    ``2**max(0, s - part_bits)`` items of at most ``2**part_bits`` low-bit splits."""
+    return sum(math.comb(low_bits, s) << max(0, s - part_bits) for s in range(low_bits + 1))
+
+
+def kernels(low_bits: int, thread_bits: int, min_part_bits: int) -> tuple[Any, Any, int]:
     """The ``(cross, same)`` kernels for tiles of ``2**low_bits`` records and blocks of
-    ``2**thread_bits`` threads (compiled once per pair; shared arrays need compile-time sizes).
+    ``2**thread_bits`` threads (compiled once per setting; shared arrays need compile-time sizes).
 
     Args:
         low_bits: ``l``, the low bits of a tile.
         thread_bits: ``log2`` of the threads per block (at most ``low_bits``).
+        min_part_bits: a work item of :func:`cross` scores at most ``2**part_bits`` low-bit splits
+            per high pair, ``part_bits`` the smallest value from this one whose items fit the
+            block's reduction space (``2 * 2**low_bits`` slots).
 
     Returns:
-        The two kernels (see the module docstring); launch them with ``2**thread_bits`` threads.
+        The two kernels (see the module docstring; launch them with ``2**thread_bits`` threads)
+        and ``part_bits``.
     """
-    key = (low_bits, thread_bits)
+    part_bits = max(0, min_part_bits)
+    while work_items(low_bits, part_bits) > 2 << low_bits:
+        part_bits += 1
+    key = (low_bits, thread_bits, part_bits)
     if key not in _CACHE:
-        _CACHE[key] = _make(low_bits, thread_bits)
-    return _CACHE[key]
+        _CACHE[key] = _make(low_bits, thread_bits, part_bits)
+    cross, same = _CACHE[key]
+    return cross, same, part_bits
 
 
-def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
+@cuda.jit(device=True)
+def _sorted_cluster(r, nl, binom):  # pragma: no cover - device code
+    """The ``r``-th mask of ``nl`` bits in order of size, colex within a size."""
+    s = 0
+    while r >= binom[nl, s]:
+        r -= binom[nl, s]
+        s += 1
+    return unrank(r, s, nl, binom)
+
+
+@cuda.jit(device=True)
+def _work_item(r, nl, part_bits, binom):  # pragma: no cover - device code
+    """Work item ``r`` of a tile: ``(cluster's low mask, part, g)``, the cluster's low-bit splits
+    dealt to ``2**g`` parts by fixing its ``g`` lowest bits (items in order of cluster size)."""
+    s = 0
+    g = 0
+    while True:
+        g = s - part_bits if s > part_bits else 0
+        cnt = binom[nl, s] << g
+        if r < cnt:
+            break
+        r -= cnt
+        s += 1
+    i = r >> g
+    return unrank(i, s, nl, binom), r - (i << g), g
+
+
+@cuda.jit(device=True)
+def _lse_merge(z_max, z_acc, z_max2, z_acc2):  # pragma: no cover - device code
+    """Two streaming log-sum-exps ``(max, sum)`` merged into one."""
+    if z_max2 == _NEG_INF:
+        return z_max, z_acc
+    if z_max2 > z_max:
+        return z_max2, z_acc * math.exp(z_max - z_max2) + z_acc2
+    return z_max, z_acc + z_acc2 * math.exp(z_max2 - z_max)
+
+
+def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
     size = 1 << low_bits
     n_threads = 1 << thread_bits
-    per_thread = size // n_threads
-    tmask = n_threads - 1
+    per_thread = size // n_threads  # clusters per thread in `same`
+    per_item = -(-work_items(low_bits, part_bits) // n_threads)  # work items per thread in `cross`
 
     @cuda.jit
     def cross(
-        p, n, nl, i0, count, n_chunks, binom, node, count_i, consts, want_z, exact_count, prune,
-        part_v, part_a, part_zmax, part_zacc, part_cf, part_ci, count_traffic, traffic,
+        p, n, nl, n_work, i0, count, n_chunks, binom, node, count_i, consts, want_z, exact_count,
+        prune, part_v, part_a, part_zmax, part_zacc, part_cf, part_ci, count_traffic, traffic,
     ):  # pragma: no cover - device code
         """Cross splits of the tiles ``i0 .. i0 + count - 1`` of level ``p`` (high parts of ``p``
         bits, colex order), pairs dealt to ``n_chunks`` blocks per tile; block ``q`` is chunk
         ``q % n_chunks`` of tile ``i0 + (q // n_chunks) % count`` of jet
-        ``q // (count * n_chunks)`` and writes its partials at ``q * 2**nl + c_l``."""
+        ``q // (count * n_chunks)`` and writes its partials at ``q * 2**nl + c_l``.
+
+        Inside a block the ``n_work`` work items (:func:`_work_item`: a cluster, or a part of a
+        large one) are dealt to the threads in order of size, so the threads of a warp run loops
+        of one length; the parts of a cluster are merged through shared memory at the end.
+        """
         sh_t = cuda.shared.array((2, size), nb.float64)
         sh_m = cuda.shared.array((2, size), nb.float64)
         sh_z = cuda.shared.array((2, size), nb.float64)
         sh_cf = cuda.shared.array((2, size), nb.float64)
         sh_ci = cuda.shared.array((2, size), nb.int64)
-        acc_v = cuda.local.array(per_thread, nb.float64)
-        acc_a = cuda.local.array(per_thread, nb.int64)
-        acc_zm = cuda.local.array(per_thread, nb.float64)
-        acc_za = cuda.local.array(per_thread, nb.float64)
-        acc_cf = cuda.local.array(per_thread, nb.float64)
-        acc_ci = cuda.local.array(per_thread, nb.int64)
-        ts = cuda.local.array(per_thread, nb.float64)
-        pt0 = cuda.local.array(per_thread, nb.float64)
-        pt1 = cuda.local.array(per_thread, nb.float64)
-        pt2 = cuda.local.array(per_thread, nb.float64)
-        live = cuda.local.array(per_thread, nb.int64)
+        sh_a = cuda.shared.array((2, size), nb.int32)
+        acc_v = cuda.local.array(per_item, nb.float64)
+        acc_a = cuda.local.array(per_item, nb.int64)
+        acc_zm = cuda.local.array(per_item, nb.float64)
+        acc_za = cuda.local.array(per_item, nb.float64)
+        acc_cf = cuda.local.array(per_item, nb.float64)
+        acc_ci = cuda.local.array(per_item, nb.int64)
+        ts = cuda.local.array(per_item, nb.float64)
+        pt0 = cuda.local.array(per_item, nb.float64)
+        pt1 = cuda.local.array(per_item, nb.float64)
+        pt2 = cuda.local.array(per_item, nb.float64)
+        live = cuda.local.array(per_item, nb.int64)
+        cls = cuda.local.array(per_item, nb.int64)
+        fix = cuda.local.array(per_item, nb.int64)
+        free = cuda.local.array(per_item, nb.int64)
+        parts = cuda.local.array(per_item, nb.int64)
+        gs = cuda.local.array(per_item, nb.int64)
         c0 = cuda.local.array(_N_CONST, nb.float64)
         c1 = cuda.local.array(_N_CONST, nb.float64)
         tid = cuda.threadIdx.x
@@ -151,19 +213,30 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
                 c0[x] = consts[j, 0, x]
                 c1[x] = consts[j, 1, x]
             nbytes = np.int64(0)
-            for k in range(per_thread):
-                cl = np.int64((k << thread_bits) | (tid ^ (k & tmask)))
+            cuda.syncthreads()
+            for i in range(tid, nlm, n_threads):  # the t of the tile's clusters, once
+                sh_t[0, i] = node[j, hbase | i, _T]
+                nbytes += 8
+            cuda.syncthreads()
+            for k in range(per_item):
+                w = k * n_threads + tid
                 acc_v[k] = _NEG_INF
                 acc_zm[k] = _NEG_INF
                 acc_za[k] = 0.0
                 acc_cf[k] = 0.0
                 acc_ci[k] = 0
                 live[k] = 0
-                if cl < nlm:
+                if w < n_work:
+                    cl, part, g = _work_item(w, nl, part_bits, binom)
+                    fixed = lowest_bits(cl, g)
+                    cls[k] = cl
+                    parts[k] = part
+                    gs[k] = g
+                    fix[k] = deposit(part, fixed)
+                    free[k] = cl ^ fixed
                     s = hbase | cl
                     acc_a[k] = s & -s
-                    t_s = node[j, s, _T]
-                    nbytes += 8
+                    t_s = sh_t[0, cl]
                     ts[k] = t_s
                     if s == full:
                         cut, legacy = c1[_ROW_TCUT], c1[_ROW_FORM] == FORM_LEGACY
@@ -199,17 +272,18 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
                             sh_cf[1, i] = node[j, bbase | i, _COUNT]
                     nbytes += 2 * rec_bytes
                 cuda.syncthreads()
-                for k in range(per_thread):
+                for k in range(per_item):
                     if live[k] == 0:
                         continue
-                    cl = np.int64((k << thread_bits) | (tid ^ (k & tmask)))
+                    cl = cls[k]
                     whole = (hbase | cl) == full
                     low_c = cl & -cl
-                    sub = cl
+                    fr = free[k]
+                    h = fr
                     while True:
-                        # parts: x = (A_h, sub) in buffer 0, y = (B_h, cl \ sub) in buffer 1
-                        al = sub
-                        bl = cl ^ sub
+                        # parts: x = (A_h, al) in buffer 0, y = (B_h, cl \ al) in buffer 1
+                        al = fix[k] | h
+                        bl = cl ^ al
                         m_x = sh_m[0, al]
                         m_y = sh_m[1, bl]
                         if m_x != _NEG_INF and m_y != _NEG_INF:
@@ -236,24 +310,55 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
                                         acc_ci[k] += sh_ci[ba, ia] * sh_ci[bb, ib]
                                     else:
                                         acc_cf[k] += sh_cf[ba, ia] * sh_cf[bb, ib]
-                        if sub == 0:
+                        if h == 0:
                             break
-                        sub = (sub - 1) & cl
-            for k in range(per_thread):
-                cl = np.int64((k << thread_bits) | (tid ^ (k & tmask)))
-                if cl < nlm:
-                    idx = q * nlm + cl
-                    part_v[idx] = acc_v[k]
-                    part_a[idx] = acc_a[k]
-                    nbytes += 12
-                    if want_z:
-                        part_zmax[idx] = acc_zm[k]
-                        part_zacc[idx] = acc_za[k]
-                        if exact_count:
-                            part_ci[idx] = acc_ci[k]
-                        else:
-                            part_cf[idx] = acc_cf[k]
-                        nbytes += 24
+                        h = (h - 1) & fr
+            # the parts of each cluster, merged through shared memory (slot w = work item)
+            cuda.syncthreads()
+            for k in range(per_item):
+                w = k * n_threads + tid
+                if w < n_work:
+                    x, y = w // size, w % size
+                    sh_m[x, y] = acc_v[k]
+                    sh_a[x, y] = acc_a[k]
+                    sh_z[x, y] = acc_zm[k]
+                    sh_t[x, y] = acc_za[k]
+                    sh_cf[x, y] = acc_cf[k]
+                    sh_ci[x, y] = acc_ci[k]
+            cuda.syncthreads()
+            for k in range(per_item):
+                w = k * n_threads + tid
+                if w >= n_work or parts[k] != 0:
+                    continue
+                cl = cls[k]
+                best_v = acc_v[k]
+                best_a = acc_a[k]
+                z_max = acc_zm[k]
+                z_acc = acc_za[k]
+                n_f = acc_cf[k]
+                n_i = acc_ci[k]
+                for u in range(w + 1, w + (np.int64(1) << gs[k])):  # its other parts
+                    x, y = u // size, u % size
+                    v = sh_m[x, y]
+                    a = np.int64(sh_a[x, y])
+                    if v > best_v or (v == best_v and v != _NEG_INF and a > best_a):
+                        best_v = v
+                        best_a = a
+                    z_max, z_acc = _lse_merge(z_max, z_acc, sh_z[x, y], sh_t[x, y])
+                    n_f += sh_cf[x, y]
+                    n_i += sh_ci[x, y]
+                idx = q * nlm + cl
+                part_v[idx] = best_v
+                part_a[idx] = best_a
+                nbytes += 12
+                if want_z:
+                    part_zmax[idx] = z_max
+                    part_zacc[idx] = z_acc
+                    if exact_count:
+                        part_ci[idx] = n_i
+                    else:
+                        part_cf[idx] = n_f
+                    nbytes += 24
             if count_traffic:
                 cuda.atomic.add(traffic, 0, nbytes)
 
@@ -281,6 +386,7 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
         pt1 = cuda.local.array(per_thread, nb.float64)
         pt2 = cuda.local.array(per_thread, nb.float64)
         live = cuda.local.array(per_thread, nb.int64)
+        cls = cuda.local.array(per_thread, nb.int64)
         c0 = cuda.local.array(_N_CONST, nb.float64)
         c1 = cuda.local.array(_N_CONST, nb.float64)
         tid = cuda.threadIdx.x
@@ -312,10 +418,12 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
                             sh_cf[0, i] = node[j, i, _COUNT]
                     nbytes += rec_bytes
             for k in range(per_thread):
-                cl = np.int64((k << thread_bits) | (tid ^ (k & tmask)))
+                w = k * n_threads + tid
                 live[k] = 0
-                if cl >= nlm:
+                if w >= nlm:
                     continue
+                cl = _sorted_cluster(w, nl, binom)  # in order of size: a warp's are alike
+                cls[k] = cl
                 s = hbase | cl
                 t_s = node[j, s, _T]
                 nbytes += 8
@@ -369,8 +477,10 @@ def _make(low_bits: int, thread_bits: int) -> tuple[Any, Any]:
             for size_l in range(nl + 1):
                 cuda.syncthreads()  # every low part smaller than size_l is in the own buffer
                 for k in range(per_thread):
-                    cl = np.int64((k << thread_bits) | (tid ^ (k & tmask)))
-                    if cl >= nlm or popcount(cl) != size_l:
+                    if k * n_threads + tid >= nlm:
+                        continue
+                    cl = cls[k]
+                    if popcount(cl) != size_l:
                         continue
                     s = hbase | cl
                     t_s = sh_t[own, cl]

@@ -78,6 +78,11 @@ _TILE_LOW_BITS = 9
 #: a block is a Python thread)
 _TILE_THREAD_BITS = 7
 _TILE_THREAD_BITS_SIM = 2
+#: a work item of the cross kernel scores at most 2**this low-bit splits per high pair (larger
+#: clusters are cut into parts, merged in shared memory), so a warp's threads run loops of about
+#: one length (the simulator's value makes small tiles cut clusters too)
+_TILE_PART_BITS = 5
+_TILE_PART_BITS_SIM = 1
 #: blocks to aim for per launch of the cross kernel (a few per SM), and at least this many
 #: high-part pairs per block when a tile's pairs are dealt to several blocks
 _TILE_TARGET_BLOCKS = 1024
@@ -540,7 +545,10 @@ def solve_on_gpu_tiled(
                  what + " (copied back from the GPU)", "use window_search or astar_approx")
     _check_gpu_memory(gpu_need, who, what)
     thread_bits = min(low_bits, _TILE_THREAD_BITS_SIM if simulator_enabled() else _TILE_THREAD_BITS)
-    cross, same = _gt.kernels(low_bits, thread_bits)
+    sim = simulator_enabled()
+    cross, same, part_bits = _gt.kernels(low_bits, thread_bits,
+                                         _TILE_PART_BITS_SIM if sim else _TILE_PART_BITS)
+    n_work = _gt.work_items(nl, part_bits)
 
     h = n // 2
     stacked = np.ascontiguousarray(
@@ -575,7 +583,7 @@ def solve_on_gpu_tiled(
             finished = False
             break
         if g:
-            _launch_tiles(cross, n_jets * count * g, threads, p, n, nl, i0, count, g, d_binom,
+            _launch_tiles(cross, n_jets * count * g, threads, p, n, nl, n_work, i0, count, g, d_binom,
                           d_node, d_count, d_consts, log_z, exact_count, prune, *scratch,
                           count_traffic, d_traffic)
         _launch_tiles(same, n_jets * count, threads, p, n, nl, i0, count, g, d_binom, d_node,
