@@ -27,12 +27,21 @@ High parts are solved in order of their number of bits ``p`` (one level at a tim
 a tile reads is final: cross parts have fewer high bits, same-high parts are the ``∅`` tile (level
 0, solved first) or smaller low parts of the tile being solved.
 
-Each cluster is owned by one thread of its block (``2**l / T`` clusters per thread, the low bits of
-the cluster mixed with the thread index so that threads get clusters of every size); the owner
-keeps its running best, log-sum-exp and count in registers, so the only reduction is the merge of
-the chunks. Ties of the best value go to the larger part ``a`` (the part holding the cluster's
-lowest leaf) at every comparison, so the result does not depend on the order of the work and is
-the CPU trellis's arg-max; the score is evaluated with ``a`` first, as on the CPU, bit for bit.
+Work inside a block. In :func:`cross` the clusters of the tile are cut into *work items* of at
+most ``2**part_bits`` low-bit splits per pair (a cluster of ``s > part_bits`` low bits into
+``2**(s - part_bits)`` parts, by fixing its lowest bits, as :mod:`~jetastar.clustering.exact._gpu_kernels`
+deals a cluster to threads), dealt to the threads in order of size, so the threads of a warp run
+loops of one length; each thread keeps its items' running best, log-sum-exp and count in
+registers over all the pairs of its chunk, and the parts of a cluster are merged once at the end
+through shared memory (the tile buffers, free by then). In :func:`same` each cluster is owned by one
+thread (clusters in order of size). Ties of the best value go to the larger part ``a`` (the part
+holding the cluster's lowest leaf) at every comparison and merge, so the result does not depend on
+the order of the work and is the CPU trellis's arg-max; the score is evaluated with ``a`` first, as
+on the CPU, bit for bit.
+
+Shared memory per block: the two tiles' columns (``t``, MAP, log Z, float and int64 count: 5 arrays
+of ``2 * 2**l`` 8-byte values) and an int32 array for the merge: 44 KiB at ``l = 9``, within the
+48 KiB a kernel may declare statically.
 
 Traffic counter: with ``count_traffic`` every thread adds the bytes it reads from and writes to
 global memory (tile loads, ``t`` of its clusters, partials, final records) to ``traffic[0]``
