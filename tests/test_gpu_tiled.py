@@ -162,3 +162,23 @@ def test_bytes_per_split_at_production_size():
         assert gpu_mod.tiled_bytes_per_split(n, log_z=False)[1] < per_split / 1.9
     # a tile of 2 low bits reuses each record for few splits: far above
     assert gpu_mod.tiled_bytes_per_split(12, 2)[1] > 20
+
+
+@pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
+def test_ties_go_to_the_cpu_trellis_split(likelihood):
+    """Repeated leaves make equal split scores (swapping two equal leaves changes no ``t``): the
+    tiled kernels keep the CPU trellis's split of every tie, whichever block or item saw it."""
+    jet = _jet(7, "qcd", seed=4)
+    leaves = np.array(jet.leaves, copy=True)
+    leaves[4] = leaves[1]
+    leaves[6] = leaves[2]
+    consts = jet.likelihood_constants(likelihood)
+    tr = Trellis.from_arrays(leaves, consts, likelihood)
+    sol = gpu_mod.solve_on_gpu_tiled([leaves], consts[None], low_bits=2, **CHUNKED)
+    _same_table(sol, tr)
+
+
+def test_low_bits_are_checked():
+    jet = _jet(4, "qcd")
+    with pytest.raises(ValueError, match="low_bits must be 1"):
+        _solve([jet], "symmetric", low_bits=0)
