@@ -259,7 +259,7 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                     if not (prune and unsplittable(t_s, cut, legacy)):
                         live[k] = 1
             r0 = chunk * per
-            r1 = min(r0 + per, n_pairs)
+            r1 = r0 + per if r0 + per < n_pairs else n_pairs
             for pr in range(r0, r1):
                 ah = low_h | deposit(pr, rest_h)
                 abase = ah << nl
