@@ -449,7 +449,10 @@ def tiled_bytes_per_split(
     Counts every byte the DP kernels read or write in global memory: the tiles loaded into
     shared memory, each cluster's ``t``, the partial results of chunks, the finished records (not
     the ``t`` fill before the DP, ``2**n`` records once). Today's :func:`solve_on_gpu` reads two
-    32-byte records per split: 64 bytes.
+    32-byte records per split: 64 bytes. These are the bytes the kernels ask for; the memory moves
+    whole 32-byte sectors, so where a record is read in part (``t`` and MAP only; the exact int64
+    counts, kept apart up to 18 leaves) it moves the whole record: above 18 leaves with log Z the
+    two agree.
 
     Args:
         n_leaves: leaves per jet.
