@@ -68,15 +68,6 @@ _NEG_INF = -np.inf
 _T, _MAP, _LOG_Z, _COUNT = 0, 1, 2, 3
 _ROW_TCUT, _ROW_FORM, _N_CONST = 0, 4, 5
 
-#: bytes of global memory per item, as the kernels count them (and the host's analytic count)
-REC_BYTES_Z = 32  # t, map, log z, count (float64 column or the int64 exact count)
-REC_BYTES_MAP = 16  # t, map
-PART_BYTES_Z = 8 + 4 + 8 + 8 + 8  # best value, best part (int32), z max, z sum, count
-PART_BYTES_MAP = 8 + 4
-WRITE_BYTES_Z = 8 + 4 + 8 + 8  # map, best, log z, count
-WRITE_BYTES_MAP = 8 + 4
-T_BYTES = 8
-
 _CACHE: dict[tuple[int, int, int], tuple[Any, Any]] = {}
 
 
