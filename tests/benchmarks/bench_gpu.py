@@ -8,6 +8,9 @@ Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by p
     python tests/benchmarks/bench_gpu.py --budget 420 --sizes 20,22,24,26,28
     python tests/benchmarks/bench_gpu.py --make-reference   # (CPU) recompute the stored values
 
+The tiled DP (``solve_on_gpu_tiled``) is checked against today's kernel (tables, and its byte
+counter against ``tiled_bytes_per_split``) and timed after today's MAP + log Z at the same sizes.
+
 The first run on an H100 (2026-11-27) took 4.5 min with ``--budget 200 --sizes 20,22,24,26,28``;
 its numbers are in ``docs/gpu.md``. Since then the script also times a sweep of threads per launch
 (which made 2**19 the default).
@@ -112,6 +115,8 @@ def main() -> int:
         make_reference(REFERENCE)
         return 0
 
+    import numpy as np
+
     from jetastar.clustering import (
         Trellis,
         exact_map,
@@ -120,7 +125,11 @@ def main() -> int:
         gpu_status,
     )
     from jetastar.clustering._subsets import n_splits_total
-    from jetastar.clustering.exact.gpu import solve_on_gpu
+    from jetastar.clustering.exact.gpu import (
+        solve_on_gpu,
+        solve_on_gpu_tiled,
+        tiled_bytes_per_split,
+    )
     from jetastar.ginkgo import ShowerParams, generate
 
     status = gpu_status()
@@ -131,7 +140,7 @@ def main() -> int:
         return SKIPPED
     if tiny:
         args.sizes, args.map_sizes, args.late_sizes, args.batch_jets = "6,7", "6,7", "8", 20
-    report: dict = {"gpu": status["device"], "check": [], "full": [], "map_only": [],
+    report: dict = {"gpu": status["device"], "check": [], "full": [], "tiled": [], "map_only": [],
                     "map_unbounded": [], "batch": None, "marginals": None, "sweep": []}
     # warm-up: compile every kernel once (both forms share them)
     t0 = time.perf_counter()
@@ -139,6 +148,7 @@ def main() -> int:
     Trellis(warm, device="gpu").marginals_array()
     exact_map(warm, device="gpu")
     exact_trellis_batch([warm, warm], device="gpu")
+    solve_on_gpu_tiled([warm.leaves], warm.likelihood_constants("symmetric")[None])
     report["compile_s"] = time.perf_counter() - t0
     print(f"compile + warm-up: {report['compile_s']:.1f} s", flush=True)
 
@@ -166,6 +176,26 @@ def main() -> int:
               f"rel dlogZ={d_z if d_z is None else f'{d_z:.1e}'} tree={same_tree} -> "
               f"{'OK' if good else 'FAIL'}", flush=True)
 
+    # the tiled DP against today's kernel: the same tables, and its traffic counter equal to the
+    # analytic bytes per split
+    for n in (6, 7) if tiny else (12, 14, 16):
+        jet = _jet(n)
+        c = jet.likelihood_constants("symmetric")[None]
+        want = solve_on_gpu([jet.leaves], c)
+        got = solve_on_gpu_tiled([jet.leaves], c, count_traffic=True)
+        a, b = got.node[0, 1:], want.node[0, 1:]
+        fin = np.isfinite(b[:, :3])
+        good = (np.array_equal(np.isneginf(a[:, :3]), np.isneginf(b[:, :3]))
+                and np.allclose(a[:, :3][fin], b[:, :3][fin], rtol=1e-9, atol=1e-9)
+                and np.array_equal(got.best[0][np.isfinite(want.node[0, :, 1])],
+                                   want.best[0][np.isfinite(want.node[0, :, 1])])
+                and got.stats["global_bytes"] == tiled_bytes_per_split(n)[0])
+        ok &= good
+        report["check"].append({"n": n, "tiled_vs_today": good})
+        print(f"check tiled n={n}: tables and counted bytes "
+              f"({got.stats['bytes_per_split']:.2f} B/split) -> {'OK' if good else 'FAIL'}",
+              flush=True)
+
     start = time.perf_counter()
 
     def left() -> float:
@@ -192,6 +222,7 @@ def main() -> int:
     rates: dict[str, float] = {}
 
     def timed(kind: str, sizes: list[int]) -> None:
+        nonlocal ok
         for n in sizes:
             splits = n_splits_total(n)
             rate = rates.get(kind)
@@ -215,6 +246,23 @@ def main() -> int:
                                          time.perf_counter() - t0})
                     continue
                 value, log_z, stats = r.log_likelihood, r.log_z, r.stats
+            elif kind == "tiled":  # the tiled DP, MAP + log Z
+                sol = solve_on_gpu_tiled([jet.leaves], jet.likelihood_constants("symmetric")[None],
+                                         max_time=max(1.0, left()))
+                if not sol.finished:
+                    print(f"{kind} n={n}: stopped by the budget after "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+                    report[kind].append({"n": n, "skipped": True, "stopped_s":
+                                         time.perf_counter() - t0})
+                    continue
+                value, log_z, stats = float(sol.node[0, -1, 1]), float(sol.node[0, -1, 2]), \
+                    sol.stats
+                same = [r for r in report["full"] if r["n"] == n and "map" in r]
+                if same:  # the same jet solved by today's kernel: equal to 1e-9
+                    good = (abs(value - same[0]["map"]) <= 1e-9 * abs(value)
+                            and abs(log_z - same[0]["log_z"]) <= 1e-9 * abs(log_z))
+                    ok &= good
+                    print(f"tiled n={n}: equals today's MAP and log Z: {good}", flush=True)
             elif kind == "map_only":  # the exact MAP engine's bounds, on the GPU
                 r = exact_map(jet, device="gpu", progress=False)
                 value, log_z, stats = r.log_likelihood, None, r.stats
@@ -224,7 +272,8 @@ def main() -> int:
                 value, log_z, stats = float(sol.node[0, -1, 1]), None, sol.stats
             dt = time.perf_counter() - t0
             rate = rates[kind] = splits / stats["time_dp_s"]
-            traffic = BYTES_PER_SPLIT.get(kind)
+            traffic = (round(tiled_bytes_per_split(n)[1], 2) if kind == "tiled"
+                       else BYTES_PER_SPLIT.get(kind))
             report[kind].append({"n": n, "time_s": dt, "time_dp_s": stats["time_dp_s"],
                                  "gsplits_per_s": rate / 1e9, "map": value, "log_z": log_z,
                                  "gpu_memory_bytes": stats["gpu_memory_bytes"],
@@ -237,8 +286,10 @@ def main() -> int:
         return [int(x) for x in text.split(",") if x]
 
     timed("full", sizes(args.sizes))
+    timed("tiled", sizes(args.sizes))
     timed("map_only", sizes(args.map_sizes))
     timed("full", sizes(args.late_sizes))
+    timed("tiled", sizes(args.late_sizes))
     timed("map_unbounded", sizes(args.map_sizes))
 
     # 4. marginals of a W jet (the posterior of every cluster)
@@ -278,7 +329,7 @@ def main() -> int:
     print()
     print(f"GPU: {status['device']}")
     print(f"{'':13s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s} {'B/split':>8s}")
-    for kind in ("full", "map_only", "map_unbounded"):
+    for kind in ("full", "tiled", "map_only", "map_unbounded"):
         for row in sorted(report[kind], key=lambda r: r["n"]):
             if "predicted_s" in row:
                 print(f"{kind:13s} {row['n']:3d} {'~' + format(row['predicted_s'], '.0f'):>9s} "

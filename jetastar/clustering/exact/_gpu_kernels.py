@@ -115,6 +115,12 @@ def _deposit(p, bits):  # pragma: no cover - device code
     return out
 
 
+#: :func:`_deposit` and :func:`_lowest_bits` for the tiled kernels
+#: (:mod:`jetastar.clustering.exact._gpu_tiled`)
+deposit = _deposit
+lowest_bits = _lowest_bits
+
+
 @cuda.jit(cache=True)
 def set_t(offset, size, buf, node):  # pragma: no cover - device code
     """``node[j, s, T]`` for the flat indices ``offset .. offset + size - 1`` of ``(j, s)`` from

@@ -48,6 +48,8 @@ __all__ = [
     "gpu_marginals",
     "solve_map_on_gpu",
     "solve_on_gpu",
+    "solve_on_gpu_tiled",
+    "tiled_bytes_per_split",
 ]
 
 #: ``device="auto"`` uses a GPU from this many leaves on (below it the CPU engines finish in
@@ -84,6 +86,23 @@ _RECORD_BYTES = 4 * 8 + 4
 _T_CHUNK = 1 << 24
 #: from this many leaves the host makes ``t`` on numba's threads (:func:`_host_t`)
 _PARALLEL_T_FROM = 20
+#: Tiled DP (:func:`solve_on_gpu_tiled`): low bits per tile. 9: a block's two tiles of 32-byte
+#: records plus the int64 counts (5 arrays of 2 x 512 float64/int64, 40 KiB) fit the 48 KiB of static
+#: shared memory a kernel may use without the dynamic opt-in; l = 10 would need 80 KiB.
+_TILE_LOW_BITS = 9
+#: log2 threads per block of the tiled kernels (small in the CUDA simulator, where every thread of
+#: a block is a Python thread)
+_TILE_THREAD_BITS = 7
+_TILE_THREAD_BITS_SIM = 2
+#: a work item of the cross kernel scores at most 2**this low-bit splits per high pair (larger
+#: clusters are cut into parts, merged in shared memory), so a warp's threads run loops of about
+#: one length (the simulator's value makes small tiles cut clusters too)
+_TILE_PART_BITS = 5
+_TILE_PART_BITS_SIM = 1
+#: blocks to aim for per launch of the cross kernel (a few per SM), and at least this many
+#: high-part pairs per block when a tile's pairs are dealt to several blocks
+_TILE_TARGET_BLOCKS = 1024
+_TILE_MIN_PAIRS = 8
 #: numba-cuda's low-occupancy warning (a regular expression; the text may carry colour codes)
 _LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
 
@@ -252,6 +271,12 @@ def _check_gpu_memory(need: int, who: str, what: str) -> None:
             f"of {format_bytes(int(free))}; use fewer leaves (exact_map on the CPU, window_search "
             f"or astar_approx)"
         )
+
+
+def _times(t_setup: float, t_dp: float, total: float, splits: int) -> dict[str, float]:
+    """The time entries of a solve's stats: set-up, DP, copy back, total, and the DP's rate."""
+    return {"time_setup_s": t_setup, "time_dp_s": t_dp, "time_copy_s": total - t_setup - t_dp,
+            "time_s": total, "gsplits_per_s": splits / t_dp / 1e9 if t_dp > 0 else 0.0}
 
 
 def _free_gpu_memory() -> int | None:
@@ -436,13 +461,253 @@ def solve_on_gpu(
         "gpu_memory_bytes": gpu_need,
         "memory_bytes": host_need,
         "exact_count": exact_count,
-        "time_setup_s": t_setup,
-        "time_dp_s": t_dp,
-        "time_copy_s": total - t_setup - t_dp,
-        "time_s": total,
-        "gsplits_per_s": done_splits / t_dp / 1e9 if t_dp > 0 else 0.0,
+        **_times(t_setup, t_dp, total, done_splits),
     }
     return GpuSolution(node, best, exact_count, finished, stats, **extra)
+
+
+def _tile_splits(p: int, nl: int) -> int:
+    """Split scores of one tile of level ``p`` (high parts of ``p`` bits) with ``nl`` low bits:
+    the cross splits of its ``2**(p-1) - 1`` high pairs and its same-high splits."""
+    if p == 0:
+        return (3**nl + 1) // 2 - (1 << nl)
+    pairs = (1 << (p - 1)) - 1
+    return pairs * 3**nl + 3**nl - (1 << nl)
+
+
+def _tile_plan(n: int, low_bits: int, n_jets: int, target_blocks: int = _TILE_TARGET_BLOCKS,
+               min_pairs: int = _TILE_MIN_PAIRS) -> list[tuple[int, int, int, int]]:
+    """``(level p, first tile, tiles, chunks G)`` per launch pair of the tiled DP.
+
+    Levels in order; the tiles of a level in slices of at most ``_LAUNCH_SPLITS`` split scores (so
+    ``max_time`` is checked between them); each tile's high pairs dealt to ``G`` blocks (``G = 0``:
+    no cross splits, levels 0 and 1), enough for about ``target_blocks`` blocks, with at least
+    ``min_pairs`` pairs per block, and no empty block.
+    """
+    nl = min(low_bits, n)
+    hb = n - nl
+    out = []
+    for p in range(hb + 1):
+        tiles = math.comb(hb, p)
+        pairs = (1 << (p - 1)) - 1 if p >= 2 else 0
+        per_slice = max(1, _LAUNCH_SPLITS // max(1, n_jets * _tile_splits(p, nl)))
+        for i0 in range(0, tiles, per_slice):
+            count = min(per_slice, tiles - i0)
+            g = 0
+            if pairs:
+                want = -(-target_blocks // (n_jets * count))
+                g = max(1, min(want, pairs // min_pairs))
+                per = -(-pairs // g)
+                g = -(-pairs // per)
+            out.append((p, i0, count, g))
+    return out
+
+
+def _tile_bytes(p: int, nl: int, g: int, log_z: bool) -> int:
+    """Global-memory bytes the tiled kernels read and write for one tile of level ``p`` dealt to
+    ``g`` chunks (what their ``traffic`` counter adds)."""
+    rec, part, write = _tiled_sizes(log_z)
+    size = 1 << nl
+    pairs = (1 << (p - 1)) - 1 if p >= 2 else 0
+    cross = (g * size * 8 + pairs * 2 * size * rec + g * size * part) if g else 0
+    same = (size * rec if p else 0) + size * 8 + g * size * part + size * write
+    return cross + same
+
+
+def _tiled_sizes(log_z: bool) -> tuple[int, int, int]:
+    """Bytes of a record read, a partial, and a record written (MAP + log Z, or MAP only)."""
+    if log_z:
+        return 32, 8 + 4 + 8 + 8 + 8, 8 + 4 + 8 + 8
+    return 16, 8 + 4, 8 + 4
+
+
+def tiled_bytes_per_split(
+    n_leaves: int, low_bits: int = _TILE_LOW_BITS, *, n_jets: int = 1, log_z: bool = True,
+    target_blocks: int = _TILE_TARGET_BLOCKS, min_pairs: int = _TILE_MIN_PAIRS,
+) -> tuple[int, float]:
+    """Global-memory traffic of :func:`solve_on_gpu_tiled`'s DP, counted from its plan without
+    running anything (the figure its ``count_traffic`` counter measures).
+
+    Counts every byte the DP kernels read or write in global memory: the tiles loaded into
+    shared memory, each cluster's ``t``, the partial results of chunks, the finished records (not
+    the ``t`` fill before the DP, ``2**n`` records once). Today's :func:`solve_on_gpu` reads two
+    32-byte records per split: 64 bytes. These are the bytes the kernels ask for; the memory moves
+    whole 32-byte sectors, so where a record is read in part (``t`` and MAP only; the exact int64
+    counts, kept apart up to 18 leaves) it moves the whole record: above 18 leaves with log Z the
+    two agree.
+
+    Args:
+        n_leaves: leaves per jet.
+        low_bits: low bits per tile.
+        n_jets: jets solved together.
+        log_z: MAP and log Z with counts (``False``: MAP only, 16-byte records).
+        target_blocks, min_pairs: the plan's settings (as for :func:`solve_on_gpu_tiled`).
+
+    Returns:
+        ``(bytes, bytes per split)``, per split of the ``(3**n + 1)/2 − 2**n`` of every jet.
+
+    Example:
+        >>> round(tiled_bytes_per_split(24)[1], 2)
+        1.68
+    """
+    nl = min(low_bits, n_leaves)
+    total = 0
+    for p, _i0, count, g in _tile_plan(n_leaves, low_bits, n_jets, target_blocks, min_pairs):
+        total += n_jets * count * _tile_bytes(p, nl, g, log_z)
+    return total, total / max(1, n_jets * n_splits_total(n_leaves))
+
+
+def _launch_tiles(kernel: Any, items: int, threads: int, *args: Any) -> None:
+    """Launch a tiled kernel over ``items`` blocks of work (a block-stride loop inside)."""
+    if items <= 0:
+        return
+    most = 4 if simulator_enabled() else 132 * 64
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
+        kernel[min(most, items), threads](*args)
+
+
+def solve_on_gpu_tiled(
+    leaves: Sequence[np.ndarray],
+    consts: np.ndarray,
+    *,
+    log_z: bool = True,
+    prune: bool = True,
+    low_bits: int | None = None,
+    count_traffic: bool = False,
+    who: str = "jet",
+    max_time: float | None = None,
+    target_blocks: int = _TILE_TARGET_BLOCKS,
+    min_pairs: int = _TILE_MIN_PAIRS,
+) -> GpuSolution:
+    """:func:`solve_on_gpu` by the tiled DP of :mod:`jetastar.clustering.exact._gpu_tiled`: the same
+    tables (MAP, arg-max, log Z, counts), with each part record read from global memory once per
+    many splits: 1.7 bytes of global memory per split at 24-30 leaves with the default tiles of 9
+    low bits, instead of 64 (:func:`tiled_bytes_per_split`).
+
+    Args:
+        leaves: ``B`` arrays ``(n, 4)`` of leaf 4-momenta, all with the same ``n`` (``2 <= n <= 30``).
+        consts: ``(B, 2, 5)`` likelihood constants.
+        log_z: also log Z and tree counts (``False``: MAP only).
+        prune: skip clusters that cannot split (identical results either way).
+        low_bits: low bits per tile (default and most on a GPU: 9; the simulator takes up to 12,
+            tests 2-5 to have many tiles on small jets).
+        count_traffic: count the global-memory bytes the DP kernels read and write
+            (``stats["global_bytes"]``, ``stats["bytes_per_split"]``).
+        who: start of messages.
+        max_time: seconds; checked between launches, after the first (the solution is then
+            ``finished=False`` and its tables incomplete).
+        target_blocks, min_pairs: how a tile's high pairs are dealt to blocks (tests use small
+            values to have several chunks per tile).
+
+    Returns:
+        :class:`GpuSolution` with the tables copied back (``node``, ``best``).
+
+    Raises:
+        TooLargeError: too many leaves, or tables that do not fit the GPU.
+        GpuUnavailableError: no usable GPU.
+    """
+    cuda = load_cuda()
+    from . import _gpu_kernels as _g
+    from . import _gpu_tiled as _gt
+
+    started = time.perf_counter()
+    n_jets = len(leaves)
+    n = int(leaves[0].shape[0])
+    low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
+    most = 12 if simulator_enabled() else _TILE_LOW_BITS
+    if not 1 <= low_bits <= most:
+        # above 9 the block's static shared memory passes the 48 KiB limit (no dynamic opt-in yet)
+        raise ValueError(f"{who}: low_bits must be 1..{most}, got {low_bits}")
+    if n > _MAX_LEAVES:
+        raise TooLargeError(f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES}")
+    m = 1 << n
+    nl = min(low_bits, n)
+    exact_count = log_z and n <= _MAX_EXACT_COUNT_LEAVES
+    plan = _tile_plan(n, low_bits, n_jets, target_blocks, min_pairs)
+    n_scratch = max(1, max((n_jets * count * g << nl for _p, _i0, count, g in plan), default=1))
+    part_bytes = _tiled_sizes(log_z)[1]
+    gpu_need = (n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0)) + n_scratch * part_bytes
+                + min(n_jets * m, _T_CHUNK) * 8)
+    what = f"the tiled trellis of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
+    check_memory(n_jets * m * (_RECORD_BYTES + (8 if exact_count else 0)), None, who,
+                 what + " (copied back from the GPU)", "use window_search or astar_approx")
+    _check_gpu_memory(gpu_need, who, what)
+    thread_bits = min(low_bits, _TILE_THREAD_BITS_SIM if simulator_enabled() else _TILE_THREAD_BITS)
+    sim = simulator_enabled()
+    cross, same, part_bits = _gt.kernels(low_bits, thread_bits,
+                                         _TILE_PART_BITS_SIM if sim else _TILE_PART_BITS)
+    n_work = _gt.work_items(nl, part_bits)
+
+    stacked = np.ascontiguousarray(
+        leaves if isinstance(leaves, np.ndarray) else np.stack(leaves), dtype=np.float64)
+    consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5)
+    d_node = cuda.device_array((n_jets, m, 4), dtype=np.float64)
+    d_best = cuda.device_array((n_jets, m), dtype=np.int32)
+    d_count = cuda.device_array((n_jets, m) if exact_count else (1, 1), dtype=np.int64)
+    d_binom = cuda.to_device(_binomials(n))
+    d_consts = cuda.to_device(consts)
+    d_traffic = cuda.to_device(np.zeros(1, dtype=np.int64))
+    _upload_t(cuda, _g, _host_t(stacked, consts), d_node)  # (t from the host, as solve_on_gpu)
+    _launch(_g.init_leaves, n_jets * (n + 1), n, d_node, d_best, d_count, exact_count)
+    z_items = n_scratch if log_z else 1
+    scratch = (
+        cuda.device_array(n_scratch, dtype=np.float64),
+        cuda.device_array(n_scratch, dtype=np.int32),
+        cuda.device_array(z_items, dtype=np.float64),
+        cuda.device_array(z_items, dtype=np.float64),
+        cuda.device_array(1 if exact_count else z_items, dtype=np.float64),
+        cuda.device_array(z_items if exact_count else 1, dtype=np.int64),
+    )
+    cuda.synchronize()
+    t_setup = time.perf_counter() - started
+    finished = True
+    launches = 0
+    done_splits = 0
+    threads = 1 << thread_bits
+    for p, i0, count, g in plan:
+        if (max_time is not None and launches > 0
+                and time.perf_counter() - started > max_time):
+            finished = False
+            break
+        if g:
+            _launch_tiles(cross, n_jets * count * g, threads, p, n, nl, n_work, i0, count, g, d_binom,
+                          d_node, d_count, d_consts, log_z, exact_count, prune, *scratch,
+                          count_traffic, d_traffic)
+        _launch_tiles(same, n_jets * count, threads, p, n, nl, i0, count, g, d_binom, d_node,
+                      d_count, d_best, d_consts, log_z, exact_count, prune, *scratch,
+                      count_traffic, d_traffic)
+        cuda.synchronize()
+        launches += 1
+        done_splits += n_jets * count * _tile_splits(p, nl)
+    t_dp = time.perf_counter() - started - t_setup
+    node = d_node.copy_to_host()
+    best = d_best.copy_to_host()
+    if exact_count:
+        node.view(np.int64)[:, :, 3] = d_count.copy_to_host()
+    traffic = int(d_traffic.copy_to_host()[0])
+    del d_node, d_best, d_count, scratch
+    total = time.perf_counter() - started
+    stats: dict[str, Any] = {
+        "device": "gpu",
+        "gpu": gpu_status()["device"],
+        "engine": "tiled",
+        "n_leaves": n,
+        "n_jets": n_jets,
+        "low_bits": nl,
+        "clusters": m - 1,
+        "splits_total": n_splits_total(n),
+        "splits_evaluated": done_splits // max(1, n_jets),
+        "launches": launches,
+        "gpu_memory_bytes": gpu_need,
+        "memory_bytes": int(node.nbytes + best.nbytes),
+        "exact_count": exact_count,
+        **_times(t_setup, t_dp, total, done_splits),
+    }
+    if count_traffic:
+        stats["global_bytes"] = traffic
+        stats["bytes_per_split"] = traffic / max(1, done_splits)
+    return GpuSolution(node, best, exact_count, finished, stats)
 
 
 def gpu_marginals(
