@@ -103,7 +103,8 @@ def test_impossible_clusters():
 
 
 def test_whole_jet_impossible_is_refused():
-    """No posterior tree: the contract (as gpu_marginals's) is a finite whole-jet log Z."""
+    """No posterior tree: the contract (as gpu_marginals's) is a finite whole-jet log Z; and
+    the other arguments are checked."""
     jet = _jet(4, "qcd")
     tr = Trellis(jet, "symmetric", device="cpu")
     node = np.stack([tr._node, tr._node])
@@ -113,6 +114,8 @@ def test_whole_jet_impossible_is_refused():
         gpu_mod.gpu_marginals_tiled(node, consts, low_bits=2)
     with pytest.raises(ValueError, match="low_bits must be 1"):
         gpu_mod.gpu_marginals_tiled(node[:1], consts[:1], low_bits=0)
+    with pytest.raises(ValueError, match="node must be"):
+        gpu_mod.gpu_marginals_tiled(node[:1, :15], consts[:1], low_bits=2)
 
 
 def test_plan_covers_every_pair_once():

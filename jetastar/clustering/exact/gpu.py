@@ -14,7 +14,8 @@ up to 18 leaves and a scratch area for partial results (a few hundred MiB at mos
 whose tables do not fit the free GPU memory, or the host memory limit, is refused before anything
 is allocated, with the estimate (:class:`~jetastar.errors.TooLargeError`).
 
-Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many.
+Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many
+(:func:`gpu_marginals_tiled`: the same pass with tiles, about 1 byte of global memory per pair).
 Every split is scored (no bound pruning on the GPU). Work is launched in slices of at most a few
 billion splits, so ``max_time`` is checked, and the progress bar moves, between slices.
 
@@ -905,10 +906,11 @@ def gpu_marginals_tiled(
     from . import _gpu_tiled_marginals as _gm
 
     started = time.perf_counter()
+    if node.ndim != 3 or node.shape[2] != 4 or node.shape[1] < 2 or node.shape[1] & (
+            node.shape[1] - 1):
+        raise ValueError(f"{who}: node must be (B, 2**n, 4) records, got {node.shape}")
     n_jets, m = int(node.shape[0]), int(node.shape[1])
     n = m.bit_length() - 1
-    if node.ndim != 3 or m != 1 << n or node.shape[2] != 4:
-        raise ValueError(f"{who}: node must be (B, 2**n, 4) records, got {node.shape}")
     low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
     most = 12 if simulator_enabled() else _TILE_LOW_BITS
     if not 1 <= low_bits <= most:
@@ -924,7 +926,10 @@ def gpu_marginals_tiled(
     plan = _marg_plan(n, low_bits, n_jets, target_blocks, min_pairs)
     n_scratch = max(1, max((n_jets * count * g << nl for _p, _i0, count, g in plan), default=1))
     need = n_jets * m * (_MARG_TZ_BYTES + _MARG_VALUE_BYTES) + n_scratch * _MARG_VALUE_BYTES
-    _check_gpu_memory(need, who, f"the tiled marginals of {n} leaves")
+    what = f"the tiled marginals of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
+    check_memory(n_jets * m * (_MARG_TZ_BYTES + _MARG_VALUE_BYTES), None, who,
+                 what + " (packed and copied back on the host)", "use fewer leaves")
+    _check_gpu_memory(need, who, what)
     sim = simulator_enabled()
     thread_bits = min(low_bits, _TILE_THREAD_BITS_SIM if sim else _TILE_THREAD_BITS)
     cross, same, part_bits = _gm.kernels(low_bits, thread_bits,
