@@ -10,6 +10,8 @@ Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by p
 
 The tiled DP (``solve_on_gpu_tiled``) is checked against today's kernel (tables, and its byte
 counter against ``tiled_bytes_per_split``) and timed after today's MAP + log Z at the same sizes.
+The tiled marginals (``gpu_marginals_tiled``) are checked against today's (values, walked pairs,
+byte counter against ``tiled_marginal_bytes_per_split``) and timed after today's, on the same table.
 
 The first run on an H100 (2026-11-27) took 4.5 min with ``--budget 200 --sizes 20,22,24,26,28``;
 its numbers are in ``docs/gpu.md``. Since then the script also times a sweep of threads per launch
@@ -126,9 +128,12 @@ def main() -> int:
     )
     from jetastar.clustering._subsets import n_splits_total
     from jetastar.clustering.exact.gpu import (
+        gpu_marginals,
+        gpu_marginals_tiled,
         solve_on_gpu,
         solve_on_gpu_tiled,
         tiled_bytes_per_split,
+        tiled_marginal_bytes_per_split,
     )
     from jetastar.ginkgo import ShowerParams, generate
 
@@ -149,6 +154,8 @@ def main() -> int:
     exact_map(warm, device="gpu")
     exact_trellis_batch([warm, warm], device="gpu")
     solve_on_gpu_tiled([warm.leaves], warm.likelihood_constants("symmetric")[None])
+    warm_tr = Trellis(warm, "symmetric", device="gpu")
+    gpu_marginals_tiled(warm_tr._node[None], warm.likelihood_constants("symmetric")[None])
     report["compile_s"] = time.perf_counter() - t0
     print(f"compile + warm-up: {report['compile_s']:.1f} s", flush=True)
 
@@ -195,6 +202,21 @@ def main() -> int:
         print(f"check tiled n={n}: tables and counted bytes "
               f"({got.stats['bytes_per_split']:.2f} B/split) -> {'OK' if good else 'FAIL'}",
               flush=True)
+
+    # the tiled marginals against today's: the same values (1e-9 relative, 1e-12 absolute), the
+    # same walked pairs, and the counted bytes equal to the analytic bytes per pair
+    for n in (6, 7) if tiny else (12, 14):
+        jet = _jet(n)
+        c = jet.likelihood_constants("symmetric")[None]
+        table = Trellis(jet, "symmetric", device="gpu")._node[None]
+        want, walked = gpu_marginals(table, c)
+        got, mstats = gpu_marginals_tiled(table, c, count_traffic=True)
+        good = (np.allclose(got, want, rtol=1e-9, atol=1e-12) and mstats["walked"] == walked
+                and mstats["global_bytes"] == tiled_marginal_bytes_per_split(n)[0])
+        ok &= good
+        report["check"].append({"n": n, "tiled_marginals_vs_today": good})
+        print(f"check tiled marginals n={n}: values, walked pairs and counted bytes "
+              f"({mstats['bytes_per_pair']:.2f} B/pair) -> {'OK' if good else 'FAIL'}", flush=True)
 
     start = time.perf_counter()
 
@@ -306,6 +328,24 @@ def main() -> int:
                                "over_dp": dt / tr.stats["time_dp_s"]}
         print(f"marginals n={n_marg}: {dt:.2f} s ({rate / 1e9:.1f} Gsplit/s); MAP clusters: "
               f"{[round(p, 3) for _c, p in tr.map_clusters_with_marginals()[:6]]}", flush=True)
+        # the tiled marginals of the same table (predicted 2.2-2.4x the DP, docs/gpu.md)
+        if left() > 30:
+            table = tr._node[None]
+            consts = jet.likelihood_constants("symmetric")[None]
+            _sync()
+            t0 = time.perf_counter()
+            tiled, mstats = gpu_marginals_tiled(table, consts)
+            dt = time.perf_counter() - t0
+            good = bool(np.allclose(tiled[0], marg, rtol=1e-9, atol=1e-12))
+            ok &= good
+            report["marginals"].update({
+                "tiled_s": dt, "tiled_over_dp": dt / tr.stats["time_dp_s"], "tiled_equal": good,
+                "tiled_gpairs_per_s": mstats["pairs_total"] / dt / 1e9,
+                "tiled_bytes_per_pair": tiled_marginal_bytes_per_split(n_marg)[1]})
+            print(f"tiled marginals n={n_marg}: {dt:.2f} s "
+                  f"({mstats['pairs_total'] / dt / 1e9:.1f} Gpair/s, "
+                  f"{dt / tr.stats['time_dp_s']:.1f}x the DP), equal to today's: {good}",
+                  flush=True)
 
     # 5. threads per launch (the lead of the first H100 run: 2**19 gave 36.9 Gsplit/s against
     # 33.4 for 2**21, the default then, one sample each): each setting twice, alternating
@@ -343,6 +383,10 @@ def main() -> int:
     if mg:
         print(f"marginals {mg['n']} leaves: {mg['time_s']:.2f} s, {mg['over_dp']:.1f}x the DP "
               "(goal <= 3x)")
+        if "tiled_s" in mg:
+            print(f"tiled marginals {mg['n']} leaves: {mg['tiled_s']:.2f} s, "
+                  f"{mg['tiled_over_dp']:.1f}x the DP (goal <= 3x; predicted 2.2-2.4x), "
+                  f"{mg['tiled_bytes_per_pair']:.2f} B/pair")
     for row in report["sweep"]:
         print(f"sweep {row['n']} leaves, 2**{row['target_threads'].bit_length() - 1} threads: "
               f"{row['gsplits_per_s']:.1f} Gsplit/s")

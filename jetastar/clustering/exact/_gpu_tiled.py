@@ -151,7 +151,7 @@ def kernels(low_bits: int, thread_bits: int, min_part_bits: int) -> tuple[Any, A
 
 
 @cuda.jit(device=True)
-def _sorted_cluster(r, nl, binom):  # pragma: no cover - device code
+def sorted_cluster(r, nl, binom):  # pragma: no cover - device code
     """The ``r``-th mask of ``nl`` bits in order of size, colex within a size."""
     s = 0
     while r >= binom[nl, s]:
@@ -161,7 +161,7 @@ def _sorted_cluster(r, nl, binom):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
-def _work_item(r, nl, part_bits, binom):  # pragma: no cover - device code
+def work_item(r, nl, part_bits, binom):  # pragma: no cover - device code
     """Work item ``r`` of a tile: ``(cluster's low mask, part, g)``, the cluster's low-bit splits
     dealt to ``2**g`` parts by fixing its ``g`` lowest bits (items in order of cluster size)."""
     s = 0
@@ -203,7 +203,7 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
         ``q % n_chunks`` of tile ``i0 + (q // n_chunks) % count`` of jet
         ``q // (count * n_chunks)`` and writes its partials at ``q * 2**nl + c_l``.
 
-        Inside a block the ``n_work`` work items (:func:`_work_item`: a cluster, or a part of a
+        Inside a block the ``n_work`` work items (:func:`work_item`: a cluster, or a part of a
         large one) are dealt to the threads in order of size, so the threads of a warp run loops
         of one length; the parts of a cluster are merged through shared memory at the end.
         """
@@ -267,7 +267,7 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                 acc_ci[k] = 0
                 live[k] = 0
                 if w < n_work:
-                    cl, part, g = _work_item(w, nl, part_bits, binom)
+                    cl, part, g = work_item(w, nl, part_bits, binom)
                     fixed = lowest_bits(cl, g)
                     cls[k] = cl
                     parts[k] = part
@@ -442,7 +442,7 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                 live[k] = 0
                 if w >= nlm:
                     continue
-                cl = _sorted_cluster(w, nl, binom)  # in order of size: a warp's are alike
+                cl = sorted_cluster(w, nl, binom)  # in order of size: a warp's are alike
                 cls[k] = cl
                 s = hbase | cl
                 t_s = node[j, s, _T]

@@ -14,7 +14,8 @@ up to 18 leaves and a scratch area for partial results (a few hundred MiB at mos
 whose tables do not fit the free GPU memory, or the host memory limit, is refused before anything
 is allocated, with the estimate (:class:`~jetastar.errors.TooLargeError`).
 
-Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many.
+Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many
+(:func:`gpu_marginals_tiled`: the same pass with tiles, about 1 byte of global memory per pair).
 Every split is scored (no bound pruning on the GPU). Work is launched in slices of at most a few
 billion splits, so ``max_time`` is checked, and the progress bar moves, between slices.
 
@@ -46,10 +47,12 @@ __all__ = [
     "GpuSolution",
     "estimate_gpu_memory",
     "gpu_marginals",
+    "gpu_marginals_tiled",
     "solve_map_on_gpu",
     "solve_on_gpu",
     "solve_on_gpu_tiled",
     "tiled_bytes_per_split",
+    "tiled_marginal_bytes_per_split",
 ]
 
 #: ``device="auto"`` uses a GPU from this many leaves on (below it the CPU engines finish in
@@ -758,6 +761,218 @@ def gpu_marginals(
                 _launch(_g.combine_marginals, items, k, n, g, i0, count, d_binom, d_marg, d_part)
         cuda.synchronize()
     return d_marg.copy_to_host(), int(d_walked.copy_to_host()[0])
+
+
+def _n_marginal_pairs(n: int) -> int:
+    """(cluster, parent) pairs of a jet of ``n`` leaves: ``Σ_c (2**(n - |c|) - 1)`` over the
+    clusters ``c`` other than the whole jet, ``3**n − 2**(n+1) + 1``."""
+    return 3**n - (1 << (n + 1)) + 1
+
+
+def _marg_plan(n: int, low_bits: int, n_jets: int, target_blocks: int = _TILE_TARGET_BLOCKS,
+               min_pairs: int = _TILE_MIN_PAIRS) -> list[tuple[int, int, int, int]]:
+    """``(level p, first tile, tiles, chunks G)`` per launch pair of the tiled marginals.
+
+    Levels from the most high bits to the fewest (every parent is final when read); the tiles of a
+    level in slices of at most ``_LAUNCH_SPLITS`` pairs; each tile's ``2**(h - p) - 1`` sibling
+    high parts dealt to ``G`` blocks (``G = 0``: no cross pairs, the top level), as
+    :func:`_tile_plan` deals the DP's high pairs.
+    """
+    nl = min(low_bits, n)
+    hb = n - nl
+    out = []
+    for p in range(hb, -1, -1):
+        tiles = math.comb(hb, p)
+        pairs = (1 << (hb - p)) - 1
+        per_slice = max(1, _LAUNCH_SPLITS // max(1, n_jets * (pairs + 1) * 3**nl))
+        for i0 in range(0, tiles, per_slice):
+            count = min(per_slice, tiles - i0)
+            g = 0
+            if pairs:
+                want = -(-target_blocks // (n_jets * count))
+                g = max(1, min(want, pairs // min_pairs))
+                per = -(-pairs // g)
+                g = -(-pairs // per)
+            out.append((p, i0, count, g))
+    return out
+
+
+#: bytes the tiled marginals read per record of a tile: (t, log Z) of a cluster or a sibling;
+#: (t, log Z, marginal) of a parent; and a partial sum or a marginal written or read
+_MARG_TZ_BYTES = 16
+_MARG_PARENT_BYTES = 24
+_MARG_VALUE_BYTES = 8
+
+
+def _marg_tile_bytes(p: int, hb: int, nl: int, g: int) -> int:
+    """Global-memory bytes the tiled marginal kernels read and write for one tile of level ``p``
+    (of ``hb`` high bits) dealt to ``g`` chunks (what their ``traffic`` counter adds)."""
+    size = 1 << nl
+    pairs = (1 << (hb - p)) - 1
+    cross = 0
+    if g:
+        cross = (g * size * (_MARG_TZ_BYTES + _MARG_VALUE_BYTES)
+                 + pairs * size * (_MARG_TZ_BYTES + _MARG_PARENT_BYTES))
+    same = (size * _MARG_TZ_BYTES * (2 if p else 1) + g * size * _MARG_VALUE_BYTES
+            + size * _MARG_VALUE_BYTES)
+    return cross + same
+
+
+def tiled_marginal_bytes_per_split(
+    n_leaves: int, low_bits: int = _TILE_LOW_BITS, *, n_jets: int = 1,
+    target_blocks: int = _TILE_TARGET_BLOCKS, min_pairs: int = _TILE_MIN_PAIRS,
+) -> tuple[int, float]:
+    """Global-memory traffic of :func:`gpu_marginals_tiled`, counted from its plan without running
+    anything (the figure its ``count_traffic`` counter measures), per (cluster, parent) pair.
+
+    Counts every byte the marginal kernels read or write in global memory: each tile's ``(t, log Z)``
+    (16 bytes a record, packed by the host), each parent tile's ``(t, log Z, marginal)`` (24), the
+    partial sums of chunks and the marginals written (8); not the upload of the table. Today's
+    :func:`gpu_marginals` (``pull_marginals``) reads per pair the parent's marginal, ``log Z``, ``t``,
+    ``log t`` and stop term and the sibling's ``log Z`` and ``t``: 56 bytes (32-byte records read at
+    scattered masks, so it moves whole sectors: up to 96).
+
+    Args:
+        n_leaves: leaves per jet.
+        low_bits: low bits per tile.
+        n_jets: jets done together.
+        target_blocks, min_pairs: the plan's settings (as for :func:`gpu_marginals_tiled`).
+
+    Returns:
+        ``(bytes, bytes per pair)``, per pair of the ``3**n − 2**(n+1) + 1`` of every jet.
+
+    Example:
+        >>> round(tiled_marginal_bytes_per_split(24)[1], 2)
+        1.04
+    """
+    nl = min(low_bits, n_leaves)
+    hb = n_leaves - nl
+    total = 0
+    for p, _i0, count, g in _marg_plan(n_leaves, low_bits, n_jets, target_blocks, min_pairs):
+        total += n_jets * count * _marg_tile_bytes(p, hb, nl, g)
+    return total, total / max(1, n_jets * _n_marginal_pairs(n_leaves))
+
+
+def gpu_marginals_tiled(
+    node: np.ndarray, consts: np.ndarray, *, who: str = "jet", low_bits: int | None = None,
+    count_traffic: bool = False, target_blocks: int = _TILE_TARGET_BLOCKS,
+    min_pairs: int = _TILE_MIN_PAIRS,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """:func:`gpu_marginals` by the tiled kernels of
+    :mod:`jetastar.clustering.exact._gpu_tiled_marginals`: the same marginals, with each record
+    read from global memory once per many (cluster, parent) pairs (about 1 byte per pair from 20
+    leaves with the default tiles of 9 low bits, against today's 56:
+    :func:`tiled_marginal_bytes_per_split`). Not yet used by :class:`~jetastar.clustering.Trellis`
+    (reached through this function until a GPU has measured it).
+
+    Args:
+        node: ``(B, 2**n, 4)`` solved records (:attr:`GpuSolution.node`, or a CPU trellis's
+            ``_node[None]``); only the ``t`` and ``log Z`` columns are read. Every jet's whole-jet
+            ``log Z`` must be finite (a jet with no possible tree has no posterior: its marginals
+            are all zero, which the caller knows without a GPU).
+        consts: ``(B, 2, 5)`` likelihood constants.
+        who: start of messages.
+        low_bits: low bits per tile (default and most on a GPU: 9; the simulator takes up to 12,
+            tests 2-3 to have many tiles on small jets).
+        count_traffic: count the global-memory bytes the kernels read and write
+            (``stats["global_bytes"]``, ``stats["bytes_per_pair"]``).
+        target_blocks, min_pairs: how a tile's sibling high parts are dealt to blocks (tests use
+            small values to have several chunks per tile).
+
+    Returns:
+        ``(marginals, stats)``: ``(B, 2**n)`` float64, the probability that each cluster is a node
+        of a posterior tree (``gpu_marginals``'s); ``stats`` with ``walked`` (the (cluster,
+        parent) pairs the kernels walked, counted on the device: every pair of a cluster with a
+        finite ``log Z``, ``3**n − 2**(n+1) + 1`` per jet when every cluster has one),
+        ``pairs_total`` (per jet), ``launches``, ``low_bits``, ``gpu_memory_bytes``, ``time_s``,
+        and with ``count_traffic`` ``global_bytes`` and ``bytes_per_pair``.
+
+    Raises:
+        ValueError: a jet whose whole-jet ``log Z`` is not finite, or ``low_bits`` out of range.
+        TooLargeError: too many leaves, or tables that do not fit the GPU.
+        GpuUnavailableError: no usable GPU.
+
+    Example:
+        >>> from jetastar.clustering import Trellis
+        >>> from jetastar.ginkgo import ShowerParams, generate
+        >>> jet = generate(1, ShowerParams.qcd(), seed=2, min_leaves=4, max_leaves=4)[0]
+        >>> tr = Trellis(jet, "symmetric", device="cpu")
+        >>> c = jet.likelihood_constants("symmetric")[None]
+        >>> marg, stats = gpu_marginals_tiled(tr._node[None], c, low_bits=2)  # doctest: +SKIP
+        >>> bool(np.allclose(marg[0], tr.marginals_array()))  # doctest: +SKIP
+        True
+    """
+    cuda = load_cuda()
+    from . import _gpu_tiled_marginals as _gm
+
+    started = time.perf_counter()
+    if node.ndim != 3 or node.shape[2] != 4 or node.shape[1] < 2 or node.shape[1] & (
+            node.shape[1] - 1):
+        raise ValueError(f"{who}: node must be (B, 2**n, 4) records, got {node.shape}")
+    n_jets, m = int(node.shape[0]), int(node.shape[1])
+    n = m.bit_length() - 1
+    low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
+    most = 12 if simulator_enabled() else _TILE_LOW_BITS
+    if not 1 <= low_bits <= most:
+        raise ValueError(f"{who}: low_bits must be 1..{most}, got {low_bits}")
+    if n > _MAX_LEAVES:
+        raise TooLargeError(f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES}")
+    root_z = np.asarray(node[:, m - 1, 2], dtype=np.float64)
+    if not np.all(np.isfinite(root_z)):
+        bad = np.flatnonzero(~np.isfinite(root_z)).tolist()
+        raise ValueError(f"{who}: the whole jet's log Z is not finite (jets {bad}): no posterior "
+                         "tree, so no marginals to compute (they are all zero)")
+    nl = min(low_bits, n)
+    plan = _marg_plan(n, low_bits, n_jets, target_blocks, min_pairs)
+    n_scratch = max(1, max((n_jets * count * g << nl for _p, _i0, count, g in plan), default=1))
+    need = n_jets * m * (_MARG_TZ_BYTES + _MARG_VALUE_BYTES) + n_scratch * _MARG_VALUE_BYTES
+    what = f"the tiled marginals of {n} leaves" + (f" for {n_jets} jets" if n_jets > 1 else "")
+    check_memory(n_jets * m * (_MARG_TZ_BYTES + _MARG_VALUE_BYTES), None, who,
+                 what + " (packed and copied back on the host)", "use fewer leaves")
+    _check_gpu_memory(need, who, what)
+    sim = simulator_enabled()
+    thread_bits = min(low_bits, _TILE_THREAD_BITS_SIM if sim else _TILE_THREAD_BITS)
+    cross, same, part_bits = _gm.kernels(low_bits, thread_bits,
+                                         _TILE_PART_BITS_SIM if sim else _TILE_PART_BITS)
+    n_work = _gm.work_items(nl, part_bits)
+    d_tz = cuda.to_device(np.ascontiguousarray(node[:, :, [0, 2]], dtype=np.float64))
+    d_marg = cuda.to_device(np.zeros((n_jets, m), dtype=np.float64))
+    d_binom = cuda.to_device(_binomials(n))
+    d_consts = cuda.to_device(np.ascontiguousarray(consts, dtype=np.float64).reshape(n_jets, 2, 5))
+    d_part = cuda.device_array(n_scratch, dtype=np.float64)
+    d_traffic = cuda.to_device(np.zeros(1, dtype=np.int64))
+    d_walked = cuda.to_device(np.zeros(1, dtype=np.int64))
+    threads = 1 << thread_bits
+    launches = 0
+    for p, i0, count, g in plan:
+        if g:
+            _launch_tiles(cross, n_jets * count * g, threads, p, n, nl, n_work, i0, count, g,
+                          d_binom, d_tz, d_marg, d_consts, d_part, count_traffic, d_traffic,
+                          d_walked)
+        _launch_tiles(same, n_jets * count, threads, p, n, nl, i0, count, g, d_binom, d_tz, d_marg,
+                      d_consts, d_part, count_traffic, d_traffic, d_walked)
+        cuda.synchronize()
+        launches += 1
+    marg = d_marg.copy_to_host()
+    walked = int(d_walked.copy_to_host()[0])
+    traffic = int(d_traffic.copy_to_host()[0])
+    pairs = _n_marginal_pairs(n)
+    stats: dict[str, Any] = {
+        "device": "gpu",
+        "engine": "tiled",
+        "n_leaves": n,
+        "n_jets": n_jets,
+        "low_bits": nl,
+        "pairs_total": pairs,
+        "walked": walked,
+        "launches": launches,
+        "gpu_memory_bytes": need,
+        "time_s": time.perf_counter() - started,
+    }
+    if count_traffic:
+        stats["global_bytes"] = traffic
+        stats["bytes_per_pair"] = traffic / max(1, n_jets * pairs)
+    return marg, stats
 
 
 def solve_map_on_gpu(
