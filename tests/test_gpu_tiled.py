@@ -9,10 +9,6 @@ clusters per thread. The traffic counter is checked against the analytic count o
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -189,58 +185,19 @@ def test_low_bits_are_checked():
         _solve([jet], "symmetric", low_bits=0)
 
 
-#: compiles the production kernels to PTX for an H100 (sm_90) with NVVM, no GPU needed; exit 77
-#: when NVVM is missing. Device functions ask the current device for its compute capability and
-#: numba's own CUDA target rejects the builtin min/max on floats of the physics kernels (a GPU's
-#: numba-cuda takes them): both are stood in for here, in this subprocess only.
-_COMPILE = textwrap.dedent("""
-    import sys
-    try:
-        from numba.cuda.cudadrv import nvvm
-        nvvm.NVVM()
-    except Exception as e:
-        print("no NVVM:", e)
-        sys.exit(77)
-    import numba.cuda.dispatcher as dispatcher
-    from numba import cuda, types as t
-
-    class Device:
-        compute_capability = (9, 0)
-
-    dispatcher.get_current_device = lambda: Device()
-    import jetastar.ginkgo.kernels as physics
-
-    physics.max = cuda.jit(device=True)(lambda a, b: a if a > b else b)
-    physics.min = cuda.jit(device=True)(lambda a, b: a if a < b else b)
-    from jetastar.clustering import gpu
-    from jetastar.clustering.exact import _gpu_tiled
-
-    cross, same, _ = _gpu_tiled.kernels(gpu._TILE_LOW_BITS, gpu._TILE_THREAD_BITS,
-                                        gpu._TILE_PART_BITS)
-    i8, b1 = t.int64, t.boolean
-    a = lambda dt, nd: t.Array(dt, nd, "C")
-    parts = (a(t.float64, 1), a(t.int32, 1), a(t.float64, 1), a(t.float64, 1), a(t.float64, 1),
-             a(i8, 1), b1, a(i8, 1))
-    tables = (a(i8, 2), a(t.float64, 3), a(i8, 2))
-    sigs = {cross: (i8,) * 7 + tables + (a(t.float64, 3), b1, b1, b1) + parts,
-            same: (i8,) * 6 + tables + (a(t.int32, 2), a(t.float64, 3), b1, b1, b1) + parts}
-    import re
-    for kernel, sig in sigs.items():
-        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
-        shared = sum(int(x) for x in re.findall(r"\\.shared \\.align \\d+ \\.b8 \\S+\\[(\\d+)\\]", ptx))
-        print("shared", shared)
-""")
-
-
-def test_kernels_compile_for_a_gpu():
+def test_kernels_compile_for_a_gpu(sm90_shared_bytes):
     """The simulator runs the kernels as Python, so what only the CUDA target rejects (types that
     do not unify, unsupported calls) would first show on a GPU: compile the production kernels to
     PTX without one, and check their static shared memory fits the 48 KiB limit."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    proc = subprocess.run([sys.executable, "-c", _COMPILE], env=env, capture_output=True,
-                          text=True, timeout=900)
-    if proc.returncode == 77:
-        pytest.skip(proc.stdout.strip())
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    shared = [int(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("shared")]
+    shared = sm90_shared_bytes("""
+        from jetastar.clustering.exact import _gpu_tiled
+
+        cross, same, _ = _gpu_tiled.kernels(gpu._TILE_LOW_BITS, gpu._TILE_THREAD_BITS,
+                                            gpu._TILE_PART_BITS)
+        parts = (a(t.float64, 1), a(t.int32, 1), a(t.float64, 1), a(t.float64, 1),
+                 a(t.float64, 1), a(i8, 1), b1, a(i8, 1))
+        tables = (a(i8, 2), a(t.float64, 3), a(i8, 2))
+        sigs = {cross: (i8,) * 7 + tables + (a(t.float64, 3), b1, b1, b1) + parts,
+                same: (i8,) * 6 + tables + (a(t.int32, 2), a(t.float64, 3), b1, b1, b1) + parts}
+    """)
     assert len(shared) == 2 and 40 * 1024 <= min(shared) and max(shared) <= 48 * 1024, shared

@@ -9,11 +9,6 @@ a count made from the table, the traffic counter against the analytic count of t
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
@@ -145,54 +140,17 @@ def test_bytes_per_pair_at_production_size():
         assert per_pair < 1.1
 
 
-#: compiles the production marginal kernels to PTX for an H100 (sm_90) with NVVM, no GPU needed
-#: (as tests/test_gpu_tiled.py does for the DP's kernels, with the same stand-ins); exit 77 when
-#: NVVM is missing
-_COMPILE = textwrap.dedent("""
-    import re
-    import sys
-    try:
-        from numba.cuda.cudadrv import nvvm
-        nvvm.NVVM()
-    except Exception as e:
-        print("no NVVM:", e)
-        sys.exit(77)
-    import numba.cuda.dispatcher as dispatcher
-    from numba import cuda, types as t
-
-    class Device:
-        compute_capability = (9, 0)
-
-    dispatcher.get_current_device = lambda: Device()
-    import jetastar.ginkgo.kernels as physics
-
-    physics.max = cuda.jit(device=True)(lambda a, b: a if a > b else b)
-    physics.min = cuda.jit(device=True)(lambda a, b: a if a < b else b)
-    from jetastar.clustering import gpu
-    from jetastar.clustering.exact import _gpu_tiled_marginals
-
-    cross, same, _ = _gpu_tiled_marginals.kernels(gpu._TILE_LOW_BITS, gpu._TILE_THREAD_BITS,
-                                                  gpu._TILE_PART_BITS)
-    i8, b1 = t.int64, t.boolean
-    a = lambda dt, nd: t.Array(dt, nd, "C")
-    rest = (a(i8, 2), a(t.float64, 3), a(t.float64, 2), a(t.float64, 3), a(t.float64, 1), b1,
-            a(i8, 1), a(i8, 1))
-    for kernel, sig in {cross: (i8,) * 7 + rest, same: (i8,) * 6 + rest}.items():
-        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
-        shared = sum(int(x) for x in re.findall(r"\\.shared \\.align \\d+ \\.b8 \\S+\\[(\\d+)\\]", ptx))
-        print("shared", shared)
-""")
-
-
-def test_kernels_compile_for_a_gpu():
+def test_kernels_compile_for_a_gpu(sm90_shared_bytes):
     """The simulator runs the kernels as Python: compile the production kernels to PTX without a
     GPU (types that do not unify, unsupported calls), and check their static shared memory (8
     arrays of 512 float64: 32 KiB) fits the 48 KiB limit."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    proc = subprocess.run([sys.executable, "-c", _COMPILE], env=env, capture_output=True,
-                          text=True, timeout=900)
-    if proc.returncode == 77:
-        pytest.skip(proc.stdout.strip())
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    shared = [int(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("shared")]
+    shared = sm90_shared_bytes("""
+        from jetastar.clustering.exact import _gpu_tiled_marginals
+
+        cross, same, _ = _gpu_tiled_marginals.kernels(gpu._TILE_LOW_BITS, gpu._TILE_THREAD_BITS,
+                                                      gpu._TILE_PART_BITS)
+        rest = (a(i8, 2), a(t.float64, 3), a(t.float64, 2), a(t.float64, 3), a(t.float64, 1), b1,
+                a(i8, 1), a(i8, 1))
+        sigs = {cross: (i8,) * 7 + rest, same: (i8,) * 6 + rest}
+    """)
     assert shared == [32 * 1024, 32 * 1024], shared

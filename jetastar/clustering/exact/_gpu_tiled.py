@@ -140,13 +140,23 @@ def kernels(low_bits: int, thread_bits: int, min_part_bits: int) -> tuple[Any, A
         The two kernels (see the module docstring; launch them with ``2**thread_bits`` threads)
         and ``part_bits``.
     """
+    return kernel_pair(_make, _CACHE, low_bits, thread_bits, min_part_bits)
+
+
+def kernel_pair(make: Any, cache: dict[tuple[int, int, int], tuple[Any, Any]], low_bits: int,
+                thread_bits: int, min_part_bits: int) -> tuple[Any, Any, int]:
+    """A tiled pass's ``(cross, same, part_bits)``: ``part_bits`` the smallest value from
+    ``min_part_bits`` whose work items fit a block's reduction space (``2 * 2**low_bits`` slots),
+    and the kernels ``make(low_bits, thread_bits, part_bits)`` compiles, kept in ``cache`` (one
+    compilation per setting and process). The DP's :func:`kernels` and the marginals'
+    (:mod:`~jetastar.clustering.exact._gpu_tiled_marginals`) share it."""
     part_bits = max(0, min_part_bits)
     while work_items(low_bits, part_bits) > 2 << low_bits:
         part_bits += 1
     key = (low_bits, thread_bits, part_bits)
-    if key not in _CACHE:
-        _CACHE[key] = _make(low_bits, thread_bits, part_bits)
-    cross, same = _CACHE[key]
+    if key not in cache:
+        cache[key] = make(low_bits, thread_bits, part_bits)
+    cross, same = cache[key]
     return cross, same, part_bits
 
 

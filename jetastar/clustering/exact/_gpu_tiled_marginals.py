@@ -62,7 +62,7 @@ from ..._cuda import load_cuda
 from ...ginkgo.kernels import parent_terms, split_llh_given_parent
 from .._subsets import popcount
 from ._gpu_kernels import deposit, lowest_bits, unrank
-from ._gpu_tiled import sorted_cluster, work_item, work_items
+from ._gpu_tiled import kernel_pair, sorted_cluster, work_item, work_items
 
 cuda = load_cuda()
 
@@ -89,14 +89,7 @@ def kernels(low_bits: int, thread_bits: int, min_part_bits: int) -> tuple[Any, A
         The two kernels (see the module docstring; launch them with ``2**thread_bits`` threads)
         and ``part_bits``.
     """
-    part_bits = max(0, min_part_bits)
-    while work_items(low_bits, part_bits) > 2 << low_bits:
-        part_bits += 1
-    key = (low_bits, thread_bits, part_bits)
-    if key not in _CACHE:
-        _CACHE[key] = _make(low_bits, thread_bits, part_bits)
-    cross, same = _CACHE[key]
-    return cross, same, part_bits
+    return kernel_pair(_make, _CACHE, low_bits, thread_bits, min_part_bits)
 
 
 @cuda.jit(device=True)

@@ -478,6 +478,40 @@ def _tile_splits(p: int, nl: int) -> int:
     return pairs * 3**nl + 3**nl - (1 << nl)
 
 
+def _tile_low_bits(low_bits: int | None, n: int, who: str) -> int:
+    """A tiled pass's low bits per tile (default :data:`_TILE_LOW_BITS`), checked with the jet's
+    size.
+
+    Raises:
+        ValueError: ``low_bits`` outside ``1 ..`` 9 on a GPU (above 9 a block's static shared
+            memory passes the 48 KiB limit; there is no dynamic opt-in yet), ``1 .. 12`` in the
+            simulator.
+        TooLargeError: more leaves than the GPU trellis takes.
+    """
+    low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
+    most = 12 if simulator_enabled() else _TILE_LOW_BITS
+    if not 1 <= low_bits <= most:
+        raise ValueError(f"{who}: low_bits must be 1..{most}, got {low_bits}")
+    if n > _MAX_LEAVES:
+        raise TooLargeError(f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES}")
+    return low_bits
+
+
+def _blocks_per_tile(pairs: int, tiles: int, target_blocks: int, min_pairs: int) -> int:
+    """How many blocks share the ``pairs`` high-part pairs of each of ``tiles`` tiles in one
+    launch (0 without pairs): enough for about ``target_blocks`` blocks, at least ``min_pairs``
+    pairs a block, and no block without pairs.
+
+    Example:
+        >>> _blocks_per_tile(1000, 4, 1024, 8), _blocks_per_tile(10, 4, 1024, 8)
+        (125, 1)
+    """
+    if not pairs:
+        return 0
+    g = max(1, min(-(-target_blocks // tiles), pairs // min_pairs))
+    return -(-pairs // -(-pairs // g))
+
+
 def _tile_plan(n: int, low_bits: int, n_jets: int, target_blocks: int = _TILE_TARGET_BLOCKS,
                min_pairs: int = _TILE_MIN_PAIRS) -> list[tuple[int, int, int, int]]:
     """``(level p, first tile, tiles, chunks G)`` per launch pair of the tiled DP.
@@ -496,13 +530,8 @@ def _tile_plan(n: int, low_bits: int, n_jets: int, target_blocks: int = _TILE_TA
         per_slice = max(1, _LAUNCH_SPLITS // max(1, n_jets * _tile_splits(p, nl)))
         for i0 in range(0, tiles, per_slice):
             count = min(per_slice, tiles - i0)
-            g = 0
-            if pairs:
-                want = -(-target_blocks // (n_jets * count))
-                g = max(1, min(want, pairs // min_pairs))
-                per = -(-pairs // g)
-                g = -(-pairs // per)
-            out.append((p, i0, count, g))
+            out.append((p, i0, count, _blocks_per_tile(pairs, n_jets * count, target_blocks,
+                                                       min_pairs)))
     return out
 
 
@@ -617,13 +646,7 @@ def solve_on_gpu_tiled(
     started = time.perf_counter()
     n_jets = len(leaves)
     n = int(leaves[0].shape[0])
-    low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
-    most = 12 if simulator_enabled() else _TILE_LOW_BITS
-    if not 1 <= low_bits <= most:
-        # above 9 the block's static shared memory passes the 48 KiB limit (no dynamic opt-in yet)
-        raise ValueError(f"{who}: low_bits must be 1..{most}, got {low_bits}")
-    if n > _MAX_LEAVES:
-        raise TooLargeError(f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES}")
+    low_bits = _tile_low_bits(low_bits, n, who)
     m = 1 << n
     nl = min(low_bits, n)
     exact_count = log_z and n <= _MAX_EXACT_COUNT_LEAVES
@@ -787,13 +810,8 @@ def _marg_plan(n: int, low_bits: int, n_jets: int, target_blocks: int = _TILE_TA
         per_slice = max(1, _LAUNCH_SPLITS // max(1, n_jets * (pairs + 1) * 3**nl))
         for i0 in range(0, tiles, per_slice):
             count = min(per_slice, tiles - i0)
-            g = 0
-            if pairs:
-                want = -(-target_blocks // (n_jets * count))
-                g = max(1, min(want, pairs // min_pairs))
-                per = -(-pairs // g)
-                g = -(-pairs // per)
-            out.append((p, i0, count, g))
+            out.append((p, i0, count, _blocks_per_tile(pairs, n_jets * count, target_blocks,
+                                                       min_pairs)))
     return out
 
 
@@ -911,12 +929,7 @@ def gpu_marginals_tiled(
         raise ValueError(f"{who}: node must be (B, 2**n, 4) records, got {node.shape}")
     n_jets, m = int(node.shape[0]), int(node.shape[1])
     n = m.bit_length() - 1
-    low_bits = _TILE_LOW_BITS if low_bits is None else int(low_bits)
-    most = 12 if simulator_enabled() else _TILE_LOW_BITS
-    if not 1 <= low_bits <= most:
-        raise ValueError(f"{who}: low_bits must be 1..{most}, got {low_bits}")
-    if n > _MAX_LEAVES:
-        raise TooLargeError(f"{who}: {n} leaves is above the GPU trellis limit of {_MAX_LEAVES}")
+    low_bits = _tile_low_bits(low_bits, n, who)
     root_z = np.asarray(node[:, m - 1, 2], dtype=np.float64)
     if not np.all(np.isfinite(root_z)):
         bad = np.flatnonzero(~np.isfinite(root_z)).tolist()
