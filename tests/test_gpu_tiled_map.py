@@ -95,14 +95,18 @@ def test_tables_equal_the_cpu_engine(likelihood, n, low_bits, kind, chunked):
 
 
 def test_ten_leaves_with_the_default_plan():
-    """Several blocks per tile from the default plan, clusters cut into work items."""
+    """Several blocks per tile from the default plan, clusters cut into work items; the work
+    items' starts (the warm start's final candidates) keep the ψ evaluated near the CPU engine's
+    count (without them: 2.5 times it on this jet)."""
     jet = _jet(10, "w", seed=3)
     consts = jet.likelihood_constants("symmetric")
     gpu, finished, stats = _tiled(jet.leaves, consts, low_bits=3)
     assert finished
-    _same_tables(_cpu(jet.leaves, consts), gpu)
+    cpu = _cpu(jet.leaves, consts)
+    _same_tables(cpu, gpu)
     _check_traffic(stats, 10, 3)
     assert stats["data_bytes"] > 0
+    assert stats["splits_evaluated"] < 1.5 * cpu.stats["splits_evaluated"]
 
 
 @pytest.mark.parametrize("likelihood", ["symmetric", "legacy"])
@@ -201,7 +205,8 @@ def test_kernels_compile_for_a_gpu(sm90_shared_bytes):
         f8 = t.float64
         tables = (a(i8, 2), a(f8, 2), a(t.int16, 1))
         scalars = (a(f8, 2), f8, f8, b1, f8, a(f8, 1), a(t.int32, 1), b1, a(i8, 1))
-        sigs = {cross: (i8,) * 7 + tables + scalars,
-                same: (i8,) * 6 + tables + (a(t.int32, 1),) + scalars}
+        best = (a(t.int32, 1),)
+        sigs = {cross: (i8,) * 7 + tables + best + scalars,
+                same: (i8,) * 6 + tables + best + scalars}
     """)
     assert shared == [2 * 512 * (2 + 8 + 8 + 4), 0], shared

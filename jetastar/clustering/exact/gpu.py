@@ -1221,7 +1221,7 @@ def solve_map_on_gpu_tiled(
                 break
             if g:
                 _launch_tiles(cross, count * g, threads, p, n, nl, n_work, i0, count, g, d_binom,
-                              d_rec, d_wq, d_consts, *scalars, part_v, part_a,
+                              d_rec, d_wq, d_best, d_consts, *scalars, part_v, part_a,
                               bool(count_traffic), d_traffic)
             _launch_tiles(same, count, threads, p, n, nl, i0, count, g, d_binom, d_rec, d_wq,
                           d_best, d_consts, *scalars, part_v, part_a, bool(count_traffic),
