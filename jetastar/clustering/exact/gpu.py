@@ -1125,7 +1125,7 @@ def tiled_map_bytes_per_split(
 
     Example:
         >>> round(tiled_map_bytes_per_split(26)[1], 2)
-        0.95
+        0.94
     """
     nl = min(low_bits, n_leaves)
     total = 0
@@ -1155,7 +1155,7 @@ def solve_map_on_gpu_tiled(
     """:func:`solve_map_on_gpu` by tiles (:mod:`jetastar.clustering.exact._gpu_tiled_map`): the
     same tables, solved in place with the same values and arg-max parts bit for bit, with the parts
     of the cross splits (all but a few tenths of a percent at 20+ leaves) read from shared memory:
-    about 0.95 bytes of global memory per split at 24-30 leaves with tiles of 9 low bits
+    about 0.94 bytes of global memory per split at 24-30 leaves with tiles of 9 low bits
     (:func:`tiled_map_bytes_per_split`) instead of today's 4 plus the records of passing splits.
 
     Args:
