@@ -60,6 +60,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "the tiled DP's CUDA kernels, imported like _gpu_kernels only when a GPU is used",
     ("jetastar.clustering.exact.gpu", "jetastar.clustering.exact._gpu_tiled_marginals"):
         "the tiled marginals' CUDA kernels, imported like _gpu_kernels only when a GPU is used",
+    ("jetastar.clustering.exact.gpu", "jetastar.clustering.exact._gpu_tiled_map"):
+        "the tiled exact MAP's CUDA kernels, imported like _gpu_kernels only when a GPU is used",
     ("jetastar", "jetastar.inmemory"):
         "jetastar.cluster is loaded on first use, so that import jetastar stays light",
 }

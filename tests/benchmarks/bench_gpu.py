@@ -10,6 +10,9 @@ Run on demand on a machine with an NVIDIA GPU and numba-cuda (not collected by p
 
 The tiled DP (``solve_on_gpu_tiled``) is checked against today's kernel (tables, and its byte
 counter against ``tiled_bytes_per_split``) and timed after today's MAP + log Z at the same sizes.
+The tiled MAP only (``solve_map_on_gpu_tiled``) is checked against today's bound-pruned pass
+(tables bit for bit, value and tree, its byte counter against ``tiled_map_bytes_per_split``) at 20
+and 22 leaves and timed right after today's MAP only at the same sizes (kind ``map_tiled``).
 The tiled marginals (``gpu_marginals_tiled``) are checked against today's (values, walked pairs,
 byte counter against ``tiled_marginal_bytes_per_split``) and timed after today's, on the same table.
 
@@ -127,12 +130,16 @@ def main() -> int:
         gpu_status,
     )
     from jetastar.clustering._subsets import n_splits_total
+    from jetastar.clustering.exact.exact_map import _MapSolver, root_slack
     from jetastar.clustering.exact.gpu import (
         gpu_marginals,
         gpu_marginals_tiled,
+        solve_map_on_gpu,
+        solve_map_on_gpu_tiled,
         solve_on_gpu,
         solve_on_gpu_tiled,
         tiled_bytes_per_split,
+        tiled_map_bytes_per_split,
         tiled_marginal_bytes_per_split,
     )
     from jetastar.ginkgo import ShowerParams, generate
@@ -146,7 +153,16 @@ def main() -> int:
     if tiny:
         args.sizes, args.map_sizes, args.late_sizes, args.batch_jets = "6,7", "6,7", "8", 20
     report: dict = {"gpu": status["device"], "check": [], "full": [], "tiled": [], "map_only": [],
-                    "map_unbounded": [], "batch": None, "marginals": None, "sweep": []}
+                    "map_tiled": [], "map_unbounded": [], "batch": None, "marginals": None, "sweep": []}
+    def map_tables(jet, tiled, **kw):
+        """The exact MAP engine's tables of ``jet`` solved by today's bound-pruned GPU pass or by
+        the tiled one: ``(solver, finished, stats)``."""
+        solver = _MapSolver(jet.leaves, jet.likelihood_constants("symmetric"), None)
+        solve = solve_map_on_gpu_tiled if tiled else solve_map_on_gpu
+        finished, stats = solve(solver.rec, solver.wq, solver.best, solver.consts, solver.scale,
+                                root_slack=root_slack(solver.consts), **kw)
+        return solver, finished, stats
+
     # warm-up: compile every kernel once (both forms share them)
     t0 = time.perf_counter()
     warm = _jet(6 if tiny else 10)
@@ -156,6 +172,7 @@ def main() -> int:
     solve_on_gpu_tiled([warm.leaves], warm.likelihood_constants("symmetric")[None])
     warm_tr = Trellis(warm, "symmetric", device="gpu")
     gpu_marginals_tiled(warm_tr._node[None], warm.likelihood_constants("symmetric")[None])
+    map_tables(warm, True)
     report["compile_s"] = time.perf_counter() - t0
     print(f"compile + warm-up: {report['compile_s']:.1f} s", flush=True)
 
@@ -202,6 +219,31 @@ def main() -> int:
         print(f"check tiled n={n}: tables and counted bytes "
               f"({got.stats['bytes_per_split']:.2f} B/split) -> {'OK' if good else 'FAIL'}",
               flush=True)
+
+    # the tiled MAP only against today's bound-pruned pass: the same tables bit for bit (V and the
+    # arg-max where V is finite, W everywhere), value and tree, counted bytes = the analytic count
+    for n in (6, 7) if tiny else (20, 22):
+        jet = _jet(n)
+        want, _f, _s = map_tables(jet, False)
+        got, fin, mstats = map_tables(jet, True, count_traffic=True)
+        v = np.isfinite(want.rec[:, 1])
+        good = (fin and np.array_equal(v, np.isfinite(got.rec[:, 1]))
+                and np.array_equal(want.rec[v], got.rec[v])
+                and np.array_equal(want.best[v], got.best[v])
+                and np.array_equal(want.wq, got.wq)
+                and want.map_value() == got.map_value()
+                and want.map_tree("j") == got.map_tree("j")
+                and mstats["global_bytes"] == tiled_map_bytes_per_split(n)[0])
+        ok &= good
+        report["check"].append({"n": n, "map_tiled_vs_today": good,
+                                "bytes_per_split": mstats["bytes_per_split"],
+                                "data_bytes_per_split": mstats["data_bytes_per_split"],
+                                "splits_bound_passed": mstats["splits_bound_passed"],
+                                "splits_evaluated": mstats["splits_evaluated"]})
+        print(f"check tiled MAP only n={n}: tables, value, tree and counted bytes "
+              f"({mstats['bytes_per_split']:.2f} B/split plan, "
+              f"{mstats['data_bytes_per_split']:.3f} data-dependent; "
+              f"{mstats['splits_evaluated']:,} psi) -> {'OK' if good else 'FAIL'}", flush=True)
 
     # the tiled marginals against today's: the same values (1e-9 relative, 1e-12 absolute), the
     # same walked pairs, and the counted bytes equal to the analytic bytes per pair
@@ -288,6 +330,20 @@ def main() -> int:
             elif kind == "map_only":  # the exact MAP engine's bounds, on the GPU
                 r = exact_map(jet, device="gpu", progress=False)
                 value, log_z, stats = r.log_likelihood, None, r.stats
+            elif kind == "map_tiled":  # the same, tiled (solve_map_on_gpu_tiled)
+                solver, finished, stats = map_tables(jet, True, max_time=max(1.0, left()))
+                if not finished:
+                    print(f"{kind} n={n}: stopped by the budget after "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+                    report[kind].append({"n": n, "skipped": True, "stopped_s":
+                                         time.perf_counter() - t0})
+                    continue
+                value, log_z = solver.map_value(), None
+                same = [r for r in report["map_only"] if r["n"] == n and "map" in r]
+                if same:  # the same jet solved by today's pass: the same value bit for bit
+                    good = value == same[0]["map"]
+                    ok &= good
+                    print(f"map_tiled n={n}: equals today's MAP only: {good}", flush=True)
             else:  # every split scored, no log-sum-exp
                 sol = solve_on_gpu([jet.leaves], jet.likelihood_constants("symmetric")[None],
                                    log_z=False)
@@ -295,6 +351,7 @@ def main() -> int:
             dt = time.perf_counter() - t0
             rate = rates[kind] = splits / stats["time_dp_s"]
             traffic = (round(tiled_bytes_per_split(n)[1], 2) if kind == "tiled"
+                       else round(tiled_map_bytes_per_split(n)[1], 2) if kind == "map_tiled"
                        else BYTES_PER_SPLIT.get(kind))
             report[kind].append({"n": n, "time_s": dt, "time_dp_s": stats["time_dp_s"],
                                  "gsplits_per_s": rate / 1e9, "map": value, "log_z": log_z,
@@ -310,6 +367,7 @@ def main() -> int:
     timed("full", sizes(args.sizes))
     timed("tiled", sizes(args.sizes))
     timed("map_only", sizes(args.map_sizes))
+    timed("map_tiled", sizes(args.map_sizes))
     timed("full", sizes(args.late_sizes))
     timed("tiled", sizes(args.late_sizes))
     timed("map_unbounded", sizes(args.map_sizes))
@@ -369,7 +427,7 @@ def main() -> int:
     print()
     print(f"GPU: {status['device']}")
     print(f"{'':13s} {'n':>3s} {'time s':>9s} {'Gsplit/s':>9s} {'B/split':>8s}")
-    for kind in ("full", "tiled", "map_only", "map_unbounded"):
+    for kind in ("full", "tiled", "map_only", "map_tiled", "map_unbounded"):
         for row in sorted(report[kind], key=lambda r: r["n"]):
             if "predicted_s" in row:
                 print(f"{kind:13s} {row['n']:3d} {'~' + format(row['predicted_s'], '.0f'):>9s} "

@@ -116,9 +116,11 @@ def _deposit(p, bits):  # pragma: no cover - device code
 
 
 #: :func:`_deposit` and :func:`_lowest_bits` for the tiled kernels
-#: (:mod:`jetastar.clustering.exact._gpu_tiled`)
+#: (:mod:`jetastar.clustering.exact._gpu_tiled`), and :func:`_plain` for the tiled MAP's
+#: (:mod:`jetastar.clustering.exact._gpu_tiled_map`)
 deposit = _deposit
 lowest_bits = _lowest_bits
+plain = _plain
 
 
 @cuda.jit(cache=True)

@@ -283,11 +283,7 @@ def scan_splits(
     rest = s ^ low
     passed = 0
     evaluated = 0
-    # without pruning the bar stays at -inf: every split whose parts are possible is scored
-    cut = max(_cut(best_v), floor) if prune else _NEG_INF
-    # the W test is W(A) + W(B) > cut_w, with log 4π and the slack folded in, in fixed point
-    cut_w = cut + _LOG_4PI - slack
-    cut_q = _cut_q(cut_w, scale)
+    cut, cut_q = start_bars(best_v, floor, slack, prune, scale)
     inv_scale = 1.0 / scale
     h = free
     if fixed | free == rest:  # sub = rest (B empty) is no split: start below it
@@ -306,26 +302,67 @@ def scan_splits(
             v_b = rec[b, V]
             if v_a > _NEG_INF and v_b > _NEG_INF:
                 passed += 1
-                t_a = rec[a, T]
-                t_b = rec[b, T]
-                # (the bound is -inf on splits that psi rejects from the t alone: only with prune)
-                if not prune or _tight_bound(t_a, t_b, t_s, s_p, log_tp, stop, qa, qb, v_a, v_b,
-                                             inv_scale, slack, c) > cut:
-                    evaluated += 1
-                    psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
-                    if psi != _NEG_INF:
-                        v = psi + v_a + v_b
-                        if v > best_v or (v == best_v and a > best_a):
-                            best_v = v
-                            best_a = a
-                            if prune:
-                                cut = max(_cut(best_v), floor)
-                                cut_w = cut + _LOG_4PI - slack
-                                cut_q = _cut_q(cut_w, scale)
+                best_v, best_a, cut, cut_q, e = score_split(
+                    a, qa, qb, v_a, v_b, rec[a, T], rec[b, T], t_s, s_p, log_tp, stop, c, floor,
+                    slack, prune, scale, inv_scale, cut, cut_q, best_v, best_a,
+                )
+                evaluated += e
         if h == 0:
             break
         h = (h - 1) & free
     return best_v, best_a, passed, evaluated
+
+
+@nb.njit(cache=True, inline="always")
+def start_bars(best_v, floor, slack, prune, scale):  # pragma: no cover - numba
+    """The bars of a scan that starts from the best value ``best_v``: ``(cut, cut_q)``, the value
+    a split's tighter bound must exceed and the fixed-point W test's bar (``wq[A] + wq[B] >
+    cut_q``: ``W(A) + W(B) > cut + log 4π − slack``, rounded down). Without ``prune`` the bar
+    stays at ``-inf``: every split whose parts are possible is scored."""
+    cut = max(_cut(best_v), floor) if prune else _NEG_INF
+    return cut, _cut_q(cut + _LOG_4PI - slack, scale)
+
+
+@nb.njit(cache=True, inline="always")
+def score_split(
+    a, qa, qb, v_a, v_b, t_a, t_b, t_s, s_p, log_tp, stop, c, floor, slack, prune, scale,
+    inv_scale, cut, cut_q, best_v, best_a,
+):  # pragma: no cover - numba
+    """One split that passed the W test (``qa + qb > cut_q``) with both parts possible: the
+    tighter bound (with ``prune``), then ψ, and the running best and bars updated.
+
+    The decision of :func:`scan_splits` for one split, written once for every caller: the CPU
+    scan reads the parts from the tables, the tiled GPU pass
+    (:mod:`jetastar.clustering.exact._gpu_tiled_map`) from shared memory.
+
+    Args:
+        a: the part holding the cluster's lowest leaf (ties of the value go to the larger one).
+        qa, qb: the parts' fixed-point ``W`` (int64).
+        v_a, v_b, t_a, t_b: the parts' ``V`` (finite) and ``t``.
+        t_s, s_p, log_tp, stop: the cluster's ``t`` and :func:`parent_terms`.
+        c: the constants row of the cluster.
+        floor, slack, prune, scale: as for :func:`solve_cluster`; ``inv_scale = 1 / scale``.
+        cut, cut_q: the current bars (value and fixed-point W test).
+        best_v, best_a: the running best.
+
+    Returns:
+        ``(best_v, best_a, cut, cut_q, 1 if ψ was evaluated else 0)``.
+    """
+    evaluated = 0
+    # (the bound is -inf on splits that psi rejects from the t alone: only with prune)
+    if not prune or _tight_bound(t_a, t_b, t_s, s_p, log_tp, stop, qa, qb, v_a, v_b,
+                                 inv_scale, slack, c) > cut:
+        evaluated = 1
+        psi = split_llh_given_parent(t_a, t_b, t_s, s_p, log_tp, stop, c)
+        if psi != _NEG_INF:
+            v = psi + v_a + v_b
+            if v > best_v or (v == best_v and a > best_a):
+                best_v = v
+                best_a = a
+                if prune:
+                    cut = max(_cut(best_v), floor)
+                    cut_q = _cut_q(cut + _LOG_4PI - slack, scale)
+    return best_v, best_a, cut, cut_q, evaluated
 
 
 @nb.njit(cache=True, inline="always")
