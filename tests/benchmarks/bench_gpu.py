@@ -281,7 +281,8 @@ def main() -> int:
     print(f"batch: {len(jets)} jets of {small} leaves, MAP + log Z: {dt:.2f} s, "
           f"{len(jets) / dt:,.0f} jets/s (first 20 equal the CPU: {batch_ok})", flush=True)
 
-    # 3. one jet per size, the goals first: MAP + log Z to 26 leaves, MAP only to 28, then
+    # 3. one jet per size, the goals first: MAP + log Z to 26 leaves, MAP only to 28, the
+    # marginals (4.), then
     # MAP + log Z at 28 and 30 where they fit (predicted from the last measured rate otherwise)
     rates: dict[str, float] = {}
 
@@ -368,11 +369,8 @@ def main() -> int:
     timed("tiled", sizes(args.sizes))
     timed("map_only", sizes(args.map_sizes))
     timed("map_tiled", sizes(args.map_sizes))
-    timed("full", sizes(args.late_sizes))
-    timed("tiled", sizes(args.late_sizes))
-    timed("map_unbounded", sizes(args.map_sizes))
 
-    # 4. marginals of a W jet (the posterior of every cluster)
+    # 4. marginals of a W jet (the posterior of every cluster; a goal: <= 3x the DP)
     if left() > 60:
         n_marg = 7 if tiny else args.marginals_size
         jet = _jet(n_marg)
@@ -405,7 +403,13 @@ def main() -> int:
                   f"{dt / tr.stats['time_dp_s']:.1f}x the DP), equal to today's: {good}",
                   flush=True)
 
-    # 5. threads per launch (the lead of the first H100 run: 2**19 gave 36.9 Gsplit/s against
+    # 5. what does not decide a goal: MAP + log Z at 28 and 30 leaves (predicted where they do
+    # not fit), every split scored for the MAP, the launch shape
+    timed("full", sizes(args.late_sizes))
+    timed("tiled", sizes(args.late_sizes))
+    timed("map_unbounded", sizes(args.map_sizes))
+
+    # 6. threads per launch (the lead of the first H100 run: 2**19 gave 36.9 Gsplit/s against
     # 33.4 for 2**21, the default then, one sample each): each setting twice, alternating
     n_sweep = 7 if tiny else args.sweep_size
     settings = [int(x) for x in args.sweep_threads.split(",") if x]
