@@ -8,8 +8,13 @@ Rules for every numba kernel in jetastar (read before adding one):
    ``split_llh_given_parent`` / ``split_bound_given_parent``, the trellis's ``_split_score`` and
    the agglomerative ``pair_llh``, without which beam search is 13 % slower; measure before adding
    one): numba inlines by compiling the helper's bytecode again at every call site, nested helpers
-   included, and such copies were most of the compile time of the kernels calling them. A plain
-   call to a *small* helper usually costs no run time (the callee's module is linked into the
+   included, and such copies were most of the compile time of the kernels calling them (each
+   inlined copy of ψ, ``split_llh_given_parent``, costs its kernel ~2 CPU-s). Measured 2026-12-07:
+   removing every ``inline="always"`` saved only ~5 % of a first run's compile time and made the
+   exact MAP ~15 % slower, not inlining ψ alone made greedy's chunk kernel ~60 % slower; calling
+   ψ and its bound through non-inlined twins in the exact MAP's warm start (at most three splits
+   per cluster) saved 4 of its 11 compile seconds and cost 10-25 % of its run time at 16 leaves.
+   A plain call to a *small* helper usually costs no run time (the callee's module is linked into the
    caller before LLVM optimises it, and LLVM inlines it); a larger callee may stay a call, so time
    the hot loops after changing one. An *array* argument is another matter: numba takes and
    releases a reference to it around every such call with atomic instructions that LLVM keeps

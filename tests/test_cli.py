@@ -378,7 +378,7 @@ def test_run_defaults_keep_the_demonstration_quick():
     from jetastar.cli import build_parser
 
     parser = build_parser()
-    assert parser.parse_args(["run"]).max_jet_leaves == 20
+    assert parser.parse_args(["run"]).max_jet_leaves == 16
     assert parser.parse_args(["run", "--max-jet-leaves", "none"]).max_jet_leaves is None
     assert parser.parse_args(["run", "--max-jet-leaves", "25"]).max_jet_leaves == 25
     with pytest.raises(SystemExit):

@@ -36,6 +36,7 @@ from ..clustering.chunks import (
     cluster_columns,
     params_valid,
 )
+from ..clustering.threads import Threads
 from ..errors import InvalidJetError, TooLargeError
 from ..jet import Jet, validate_leaves
 from ..result_tables import AlgorithmResults, to_json
@@ -219,6 +220,37 @@ def cluster_collection(
     need = np.full(n, bool(per_jet))
     for chunk in flat.values():
         need |= (chunk.outcome == INVALID) | (chunk.outcome == PER_JET)
+    # several workers share the cores: every algorithm on one thread, also those without a
+    # ``threads`` option (the window search's exact MAP ran on every core in each worker: on a
+    # 2-core machine 4 threads, 2-4x the wall time at the same CPU time, and each worker compiled
+    # the engine's parallel kernel)
+    with Threads(1 if n_workers > 1 and config.threads is None else None):
+        _cluster_per_jet(collection, config, opts, rows, flat, per_jet, need, first_index, source,
+                         on_jet)
+    if on_jet is not None and n - int(need.sum()):
+        on_jet(n - int(need.sum()))
+    index = np.arange(first_index, first_index + n)
+    tables = {}
+    for name in config.algorithms:
+        info = algorithm_info(name)
+        if name in flat:
+            tables[name] = _flat_table(name, flat[name], rows[name], opts[name], index,
+                                       collection.jet_id, config, info.exact)
+        else:
+            results = [rows[name][i] for i in range(n)]
+            tables[name] = AlgorithmResults.from_results(
+                name, results, jet_index=index, jet_id=collection.jet_id,
+                likelihood=_likelihood_of(results, opts[name]), exact_method=info.exact,
+            )
+    return tables
+
+
+
+def _cluster_per_jet(collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]],
+                     rows: dict[str, dict[int, ClusteringResult]], flat: dict[str, ChunkResults],
+                     per_jet: list[str], need: np.ndarray, first_index: int, source: str,
+                     on_jet: Callable[[int], None] | None) -> None:
+    """The jets of :func:`cluster_collection` that go jet by jet (``need``), into ``rows``."""
     for i in np.flatnonzero(need).tolist():
         jet_id = int(collection.jet_id[i])
         try:
@@ -243,22 +275,6 @@ def cluster_collection(
                     rows[name][i] = run_one(jet, name, opts[name], config)
         if on_jet is not None:
             on_jet(1)
-    if on_jet is not None and n - int(need.sum()):
-        on_jet(n - int(need.sum()))
-    index = np.arange(first_index, first_index + n)
-    tables = {}
-    for name in config.algorithms:
-        info = algorithm_info(name)
-        if name in flat:
-            tables[name] = _flat_table(name, flat[name], rows[name], opts[name], index,
-                                       collection.jet_id, config, info.exact)
-        else:
-            results = [rows[name][i] for i in range(n)]
-            tables[name] = AlgorithmResults.from_results(
-                name, results, jet_index=index, jet_id=collection.jet_id,
-                likelihood=_likelihood_of(results, opts[name]), exact_method=info.exact,
-            )
-    return tables
 
 
 def _cluster_on_gpu(

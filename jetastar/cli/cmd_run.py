@@ -43,8 +43,10 @@ from .shared import (
 
 __all__ = ["add_parser", "run"]
 
-#: the main job's jets have at most this many leaves (each still gets its exact MAP, in ~2 s at 20)
-_DEMO_MAX_LEAVES = 20
+#: the main job's jets have at most this many leaves (each still gets its exact MAP: ~0.1 s at 16
+#: leaves, ~2 s at 20; 20 until 2026-12-07, when the 17-20-leaf W jets took three quarters of a
+#: warm run's clustering time: ~35 CPU-s for the run instead of ~13)
+_DEMO_MAX_LEAVES = 16
 #: the per-jet time budget of the exact MAP method (``main_job="map"`` in its registry entry) in
 #: `jetastar run` (the bundled jets need at most ~1 min)
 _MAP_TIME_LIMIT = 600.0

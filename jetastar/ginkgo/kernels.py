@@ -242,7 +242,7 @@ def _density_split(t_left: float, t_right: float, t_parent: float, s_parent: flo
     return value
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def split_llh_given_parent(
     t_left: float, t_right: float, t_parent: float, s_parent: float, log_tp: float, stop: float,
     c: np.ndarray,
@@ -673,7 +673,7 @@ def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
         if left < 0:
             for q in range(4):
                 p[node, q] = leaves[la + leaf_of_node[a + node], q]
-            t[node] = cluster_t(p[node, 0], p[node, 1], p[node, 2], p[node, 3], 1, c[0])
+            t[node] = cluster_t(p[node, 0], p[node, 1], p[node, 2], p[node, 3], np.int64(1), c[0])
         else:
             right = children[a + node, 1]
             for q in range(4):

@@ -12,8 +12,8 @@ import numpy as np
 
 from ...momenta import rap_phi_kt2
 
-__all__ = ["NN_MIN_LEAVES", "NN_SCAN_BELOW", "kt_history", "kt_history_nn", "kt_history_scan",
-           "rapidity_problem"]
+__all__ = ["NN_MIN_LEAVES", "NN_SCAN_BELOW", "history_of", "kt_history", "kt_history_nn",
+           "kt_history_scan", "rapidity_problem"]
 
 _TWOPI = 2.0 * math.pi
 
@@ -167,6 +167,25 @@ def kt_history(leaves, power, r2):  # pragma: no cover - numba
     ``j > i`` ascending (a removed particle's slot is taken by the last particle). Below
     :data:`NN_MIN_LEAVES` leaves :func:`kt_history_scan` scans every pair at every step (O(n³));
     from there on :func:`kt_history_nn` keeps nearest neighbours (O(n²)), with the same history.
+    """
+    if leaves.shape[0] < NN_MIN_LEAVES:
+        return kt_history_scan(leaves, power, r2)
+    return kt_history_nn(leaves, power, r2, np.int64(NN_SCAN_BELOW))
+
+
+def history_of(leaves: np.ndarray, power: int, r2: float) -> tuple[np.ndarray, int, int]:
+    """:func:`kt_history` with its choice of kernel made in Python (the same kernels, so the same
+    history): a process that clusters only jets below :data:`NN_MIN_LEAVES` leaves compiles only
+    :func:`kt_history_scan` (~2 CPU-s on a cold cache) instead of both kernels and the
+    dispatcher (~8 CPU-s). The chunk kernels call :func:`kt_history` itself.
+
+    Args:
+        leaves: ``(n, 4)`` float64, C-contiguous.
+        power: the exponent ``p`` (``np.int64``: 1 kt, 0 Cambridge/Aachen, -1 anti-kt).
+        r2: ``R²``.
+
+    Returns:
+        As :func:`kt_history`.
     """
     if leaves.shape[0] < NN_MIN_LEAVES:
         return kt_history_scan(leaves, power, r2)

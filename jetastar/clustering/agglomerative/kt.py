@@ -43,7 +43,7 @@ from ..estimates import DISTANCES_PER_S
 from ..options import likelihood_option, number
 from ..registry import AlgorithmInfo, WarmUp, register
 from ..result import ClusteringResult
-from ._kt_kernels import NN_MIN_LEAVES, kt_history, rapidity_problem
+from ._kt_kernels import NN_MIN_LEAVES, history_of, kt_history, rapidity_problem
 from ._merge_chunk import ALG_ANTIKT, ALG_CAMBRIDGE, ALG_KT, MergeChunks
 
 __all__ = [
@@ -133,7 +133,7 @@ def kt(
     leaves, consts = jet_arrays(jet, likelihood)
     n = leaves.shape[0]
     _check_rapidities(leaves, jet)
-    history, beams, _ = kt_history(leaves, power, radius * radius)
+    history, beams, _ = history_of(leaves, power, radius * radius)
     if beams > 0:
         raise ValueError(
             f"jet {jet.label}: {algorithm} with R={radius:g} leaves {int(beams) + 1} inclusive jets; "
@@ -185,8 +185,9 @@ def _declare(name: str, func: Any, code: int, p: int, compile_s: float) -> Algor
             "R", 1000.0, "jet radius (the default makes the whole jet one tree)", low=0.0,
             low_open=True)),
         family="agglomerative", chunk=_KtChunks(name, code, radius=True), estimate=_estimate,
-        # (compile CPU seconds measured 2026-11-27 on a 2-core machine: the three share kt's)
-        warm_up=WarmUp(compile_s=compile_s),
+        # (compile CPU seconds measured 2026-12-07 on a 2-core machine: the three share kt's
+        # kernels, so they are warmed up by one task: two workers compiled them at once before)
+        warm_up=WarmUp(compile_s=compile_s, group="kt"),
     ))
 
 
@@ -209,6 +210,6 @@ def antikt(jet: Jet, likelihood: str = "symmetric", R: float = 1000.0) -> Cluste
 
 
 #: kt, Cambridge/Aachen and anti-kt in the registry
-KT = _declare("kt", _kt, ALG_KT, 1, 1.0)
+KT = _declare("kt", _kt, ALG_KT, 1, 2.0)
 CAMBRIDGE = _declare("cambridge", cambridge, ALG_CAMBRIDGE, 0, 0.0)
 ANTIKT = _declare("antikt", antikt, ALG_ANTIKT, -1, 0.0)
