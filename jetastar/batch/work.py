@@ -245,7 +245,6 @@ def cluster_collection(
     return tables
 
 
-
 def _cluster_per_jet(collection: Any, config: BatchConfig, opts: dict[str, dict[str, Any]],
                      rows: dict[str, dict[int, ClusteringResult]], flat: dict[str, ChunkResults],
                      per_jet: list[str], need: np.ndarray, first_index: int, source: str,
