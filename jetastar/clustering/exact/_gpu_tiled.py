@@ -188,6 +188,21 @@ def work_item(r, nl, part_bits, binom):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
+def deal_item(k, w, nl, part_bits, binom, parts, gs, fix, free):  # pragma: no cover
+    """Slot ``k`` of a thread takes work item ``w`` (:func:`work_item`): its part and ``g`` into
+    ``parts[k]`` / ``gs[k]``, the bits its part fixes (the low mask's ``g`` lowest, set as the
+    part's bits say) into ``fix[k]`` and the bits left to walk into ``free[k]``. Returns the
+    item's low mask (the cluster's, or in the marginals the complement walked)."""
+    m, part, g = work_item(w, nl, part_bits, binom)
+    fixed = lowest_bits(m, g)
+    parts[k] = part
+    gs[k] = g
+    fix[k] = deposit(part, fixed)
+    free[k] = m ^ fixed
+    return m
+
+
+@cuda.jit(device=True)
 def _lse_merge(z_max, z_acc, z_max2, z_acc2):  # pragma: no cover - device code
     """Two streaming log-sum-exps ``(max, sum)`` merged into one."""
     if z_max2 == _NEG_INF:
@@ -277,13 +292,8 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                 acc_ci[k] = 0
                 live[k] = 0
                 if w < n_work:
-                    cl, part, g = work_item(w, nl, part_bits, binom)
-                    fixed = lowest_bits(cl, g)
+                    cl = deal_item(k, w, nl, part_bits, binom, parts, gs, fix, free)
                     cls[k] = cl
-                    parts[k] = part
-                    gs[k] = g
-                    fix[k] = deposit(part, fixed)
-                    free[k] = cl ^ fixed
                     s = hbase | cl
                     acc_a[k] = s & -s
                     t_s = sh_t[0, cl]

@@ -60,8 +60,8 @@ import numpy as np
 from ..._cuda import load_cuda
 from ...ginkgo.kernels import FORM_LEGACY, parent_terms
 from .._subsets import popcount, unsplittable
-from ._gpu_kernels import deposit, lowest_bits, plain, unrank
-from ._gpu_tiled import kernel_pair, work_item, work_items
+from ._gpu_kernels import deposit, plain, unrank
+from ._gpu_tiled import deal_item, kernel_pair, work_items
 from ._map_kernels import (
     finish_cluster,
     scan_splits,
@@ -229,13 +229,8 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                 acc_v[k] = _NEG_INF
                 live[k] = 0
                 if w < n_work:
-                    cl, part, g = work_item(w, nl, part_bits, binom)
-                    fixed = lowest_bits(cl, g)
+                    cl = deal_item(k, w, nl, part_bits, binom, parts, gs, fix, free)
                     cls[k] = cl
-                    parts[k] = part
-                    gs[k] = g
-                    fix[k] = deposit(part, fixed)
-                    free[k] = cl ^ fixed
                     s = hbase | cl
                     acc_a[k] = s & -s
                     t_s = sh_t[0, cl]

@@ -61,8 +61,8 @@ import numpy as np
 from ..._cuda import load_cuda
 from ...ginkgo.kernels import parent_terms, split_llh_given_parent
 from .._subsets import popcount
-from ._gpu_kernels import deposit, lowest_bits, unrank
-from ._gpu_tiled import kernel_pair, sorted_cluster, work_item, work_items
+from ._gpu_kernels import deposit, unrank
+from ._gpu_tiled import deal_item, kernel_pair, sorted_cluster, work_items
 
 cuda = load_cuda()
 
@@ -190,14 +190,10 @@ def _make(low_bits: int, thread_bits: int, part_bits: int) -> tuple[Any, Any]:
                 acc[k] = 0.0
                 live[k] = 0
                 if w < n_work:
-                    e, part, g = work_item(w, nl, part_bits, binom)  # e: the low complement
-                    fixed = lowest_bits(e, g)
+                    # (the item's mask is the low complement the cluster pulls over)
+                    e = deal_item(k, w, nl, part_bits, binom, parts, gs, fix, free)
                     cl = e ^ (nlm - 1)
                     cls[k] = cl
-                    parts[k] = part
-                    gs[k] = g
-                    fix[k] = deposit(part, fixed)
-                    free[k] = e ^ fixed
                     tc[k] = sh_d[0, cl]
                     zc[k] = sh_d[1, cl]
                     if (hbase | cl) != 0 and zc[k] != _NEG_INF:
