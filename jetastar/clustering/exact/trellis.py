@@ -996,8 +996,7 @@ def exact_trellis_batch(
                 else:
                     why = (f"{who}: the GPU batch of {len(part)} jets of {n} leaves stopped by "
                            f"max_time={max_time:g} s a jet after {watch.seconds():.3g} s")
-                    options = {"likelihood": likelihood, "max_memory": max_memory,
-                               "threads": None, "prune": True, "device": "gpu",
+                    options = {**_options(likelihood, max_memory, None, True, "gpu"),
                                "max_time": max_time}
                     for i in part:
                         out[i] = _stopped_trellis(jets[i], options, watch, why)
