@@ -16,8 +16,9 @@ is allocated, with the estimate (:class:`~jetastar.errors.TooLargeError`).
 
 Time: the ``(3**n + 1)/2 − 2**n`` split scores of the DP; the marginal pass does twice as many
 (:func:`gpu_marginals_tiled`: the same pass with tiles, about 1 byte of global memory per pair).
-Every split is scored (no bound pruning on the GPU). Work is launched in slices of at most a few
-billion splits, so ``max_time`` is checked, and the progress bar moves, between slices.
+The full DP scores every split (the bound-pruned MAP only is :func:`solve_map_on_gpu`). Work is
+launched in slices of at most a few billion splits, so ``max_time`` is checked, and the progress
+bar moves, between slices.
 
 Example:
     >>> from jetastar._cuda import gpu_status
