@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ._jit import skip_numba_extensions
+from ._jit import skip_last_collection, skip_numba_extensions
 from .cli import main as _cli_main
 
 __all__ = ["main"]
@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns:
         The exit code.
     """
+    if argv is None:  # the program itself: the process ends with this command
+        skip_last_collection()
     args = list(sys.argv[1:] if argv is None else argv)
     if not any(a == "--plugin" or a.startswith("--plugin=") for a in args):
         skip_numba_extensions()  # the command runs jetastar's kernels only

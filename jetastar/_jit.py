@@ -72,6 +72,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import gc
 import getpass
 import os
 import shutil
@@ -119,6 +120,7 @@ __all__ = [
     "expect_compile",
     "notice_text",
     "one_notice_for_workers",
+    "skip_last_collection",
     "skip_numba_extensions",
 ]
 
@@ -341,6 +343,18 @@ def skip_numba_extensions() -> None:
 
     if hasattr(entrypoints, "_already_initialized"):
         entrypoints._already_initialized = True
+
+
+def skip_last_collection() -> None:
+    """Leave out the garbage collection at the end of this process (``gc.freeze`` at exit).
+
+    Once kernels are compiled or loaded, the numba compiler's objects make the interpreter's last
+    collection take ~0.5 s: the command line pays it once, and its pool waits for each worker's.
+    Only for processes that end with their work: the command line (not :func:`jetastar.cli.main`
+    called from Python) and the worker processes it starts. Files are closed by the code that
+    opened them, so nothing waits for that collection.
+    """
+    atexit.register(gc.freeze)
 
 
 class Stopwatch:

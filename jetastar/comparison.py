@@ -96,7 +96,7 @@ def median_interval(values: Any, level: float = 0.6827) -> tuple[float, float, f
         >>> median_interval([1.0, 2.0, 3.0, 4.0, 5.0])
         (3.0, 2.0, 4.0)
     """
-    from scipy.stats import norm
+    from scipy.special import ndtri  # (scipy.stats takes ~0.6 s to import)
 
     v = np.asarray(values, dtype=np.float64).ravel()
     v = np.sort(v[~np.isnan(v)])
@@ -105,7 +105,7 @@ def median_interval(values: Any, level: float = 0.6827) -> tuple[float, float, f
         return math.nan, math.nan, math.nan
     with np.errstate(invalid="ignore"):
         med = float(np.median(v)) if np.isfinite(v).all() else float(_median_with_inf(v))
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(ndtri(0.5 + level / 2.0))
     half = z * math.sqrt(n) / 2.0
     lo = int(max(0, math.floor(n / 2.0 - half)))
     hi = int(min(n - 1, math.ceil(n / 2.0 + half) - 1))

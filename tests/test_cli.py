@@ -323,6 +323,26 @@ def test_run_main_job(tmp_path, capsys):
     assert sorted(set(jio.read(out / "jets.h5").jet_id.tolist())) == list(range(7))
 
 
+def test_run_main_job_with_a_pool_writes_the_same_jets(tmp_path, capsys):
+    """With worker processes a worker generates and writes the jets (this process compiles
+    nothing): the file holds what the run without workers writes, and the results agree."""
+    outs = {}
+    for workers in ("1", "2"):
+        outs[workers] = tmp_path / f"run{workers}"
+        assert main(["run", "-o", str(outs[workers]), "--n-qcd", "3", "--n-w", "2",
+                     "--max-jet-leaves", "8", "--workers", workers, "--algorithms", "greedy",
+                     "--no-progress"]) == 0
+    assert "generated 3 QCD + 2 W jets" in capsys.readouterr().out
+    alone, pooled = (jio.read(outs[w] / "jets.h5") for w in ("1", "2"))
+    for field in ("leaves", "leaf_offsets", "children", "leaf_of_node", "node_offsets", "jet_id"):
+        assert np.array_equal(getattr(alone, field), getattr(pooled, field)), field
+    for extra in ("deltas", "draws"):
+        assert np.array_equal(alone.node_columns[extra], pooled.node_columns[extra],
+                              equal_nan=True), extra
+    a, b = (jio.read_results(outs[w] / "results.h5")["greedy"] for w in ("1", "2"))
+    assert np.array_equal(a.log_likelihood, b.log_likelihood)
+
+
 def test_python_m_and_console_script(tmp_path):
     env = dict(os.environ)
     done = subprocess.run([sys.executable, "-m", "jetastar", "info",

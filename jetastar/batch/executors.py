@@ -28,7 +28,12 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._jit import compile_estimate_for, expect_compile, skip_numba_extensions
+from .._jit import (
+    compile_estimate_for,
+    expect_compile,
+    skip_last_collection,
+    skip_numba_extensions,
+)
 from ..clustering.warmup import compile_estimate, warm_up, warm_up_tasks
 from ..errors import BatchError
 from ..result_tables import to_json
@@ -36,6 +41,7 @@ from .config import BatchConfig, load_registry, options_for, size_limit
 
 __all__ = [
     "WorkerWatch",
+    "expect_warm_up",
     "jet_reporter",
     "make_executor",
     "progress_queue_of",
@@ -81,6 +87,7 @@ def _worker_setup(plugins: Sequence[str], progress_queue: Any = None,
     _exit_with_parent(parent.pid if parent is not None and parent.pid else os.getppid())
     if not plugins:
         skip_numba_extensions()
+    skip_last_collection()  # (the pool's shutdown waits for each worker's end)
 
 
 #: how often a pool worker checks that the process that started it is alive (seconds)
@@ -169,16 +176,19 @@ def make_executor(
     return None, None
 
 
-def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
+def shutdown_executor(executor: cf.Executor, interrupted: bool = False, *,
+                      wait: bool = True) -> None:
     """Shut an executor down; after an interrupt, at once.
 
     A local process pool's workers are killed (they only compute: results are written by the
     master, so nothing is lost that was not finished anyway); other executors get their pending
-    work cancelled.
+    work cancelled. Calling it again later (e.g. after ``wait=False``) does no harm.
 
     Args:
         executor: the executor (e.g. from :func:`make_executor`).
         interrupted: stop now instead of waiting for running work.
+        wait: return only once the workers have ended (without: they end while the caller goes
+            on, and the interpreter's exit waits for them).
     """
     if interrupted:
         # Futures the caller cancelled are still in the pool's table of pending work; killing the
@@ -202,10 +212,11 @@ def shutdown_executor(executor: cf.Executor, interrupted: bool = False) -> None:
                 proc.join(timeout=2)
     # (shutdown forgets the pool's manager thread; it is joined below)
     manager = getattr(executor, "_executor_manager_thread", None) if interrupted else None
+    wait = wait and not interrupted
     try:
-        executor.shutdown(wait=not interrupted, cancel_futures=True)
+        executor.shutdown(wait=wait, cancel_futures=True)
     except TypeError:  # dask's ClientExecutor has no cancel_futures
-        executor.shutdown(wait=not interrupted)
+        executor.shutdown(wait=wait)
     if manager is not None:
         # On Python < 3.12 the manager thread closes its wake-up pipe as it ends, while the
         # interpreter's exit hook may be writing to it: "OSError: Bad file descriptor" after
@@ -285,6 +296,14 @@ def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> lis
     return list(names)
 
 
+def expect_warm_up(config: BatchConfig, n_workers: int) -> None:
+    """Give the compile notice the time that warming up ``config``'s algorithms on ``n_workers``
+    workers takes on a cold cache (an estimate given before is kept). Worker processes take it
+    from the environment when they start: call it before the first task reaches the pool."""
+    expect_compile(compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size),
+                   keep=True)
+
+
 def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
     """Send one warm-up task per algorithm (per group of algorithms sharing their kernels) to the
     workers of ``executor`` (once per executor and configuration) and return their futures.
@@ -298,8 +317,7 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        expect_compile(compile_estimate(config.algorithms, n_workers,
-                                        chunk_jets=config.chunk_size), keep=True)
+        expect_warm_up(config, n_workers)
         sent[key] = [executor.submit(_warm_task, config, names, n_workers)
                      for names in warm_up_tasks(config.algorithms)]
     return sent[key]

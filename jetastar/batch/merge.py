@@ -259,13 +259,16 @@ def _merge_streaming(
             # lock, so the two overlap)
             groups = _chunk_groups(chunks, MERGE_ROWS)
             blocks = [(name, group) for name in names for group in groups]
+            # a run whose rows of all algorithms make one block reads each part once (a small
+            # run's merge: a file open per part instead of one per part and algorithm)
+            read = _PartReader(parts, names, n * len(names) <= MERGE_ROWS)
             with cf.ThreadPoolExecutor(1, thread_name_prefix="jetastar-merge-read") as pool:
-                ahead = pool.submit(_read_block, parts, *blocks[0]) if blocks else None
+                ahead = pool.submit(_read_block, read, *blocks[0]) if blocks else None
                 coverage: dict[str, _Coverage] = {}
                 for i, (name, group) in enumerate(blocks):
                     assert ahead is not None
                     block = ahead.result()
-                    ahead = pool.submit(_read_block, parts, *blocks[i + 1]) \
+                    ahead = pool.submit(_read_block, read, *blocks[i + 1]) \
                         if i + 1 < len(blocks) else None
                     counts = coverage.setdefault(name, _Coverage(n))
                     counts.add(block.table.jet_index)
@@ -333,15 +336,33 @@ class _Block(NamedTuple):
     trees: dict[str, int]
 
 
-def _read_block(parts: Path, name: str, group: list[tuple[int, int]]) -> _Block:
-    """``name``'s rows of the parts of ``group`` (consecutive chunks), joined and counted."""
-    tables = []
-    for a, b in group:
-        f = parts / part_name(a, b)
-        table = read_part(f, [name]).get(name)
+class _PartReader:
+    """Reads the tables of part files: each file once for all algorithms (``once``: the parts
+    are small together, and the file's tables stay in memory until each has been taken), or once
+    per algorithm."""
+
+    def __init__(self, parts: Path, names: list[str], once: bool) -> None:
+        self.parts = parts
+        self.names = names
+        self.once = once
+        self._kept: dict[Path, dict[str, AlgorithmResults]] = {}
+
+    def table(self, a: int, b: int, name: str) -> AlgorithmResults:
+        f = self.parts / part_name(a, b)
+        if not self.once:
+            table = read_part(f, [name]).get(name)
+        else:
+            if f not in self._kept:
+                self._kept[f] = read_part(f, self.names)
+            table = self._kept[f].pop(name, None)
         if table is None:
             raise BatchError(f"{f}: has no results for {name!r}")
-        tables.append(table)
+        return table
+
+
+def _read_block(read: _PartReader, name: str, group: list[tuple[int, int]]) -> _Block:
+    """``name``'s rows of the parts of ``group`` (consecutive chunks), joined and counted."""
+    tables = [read.table(a, b, name) for a, b in group]
     table = _joined(tables)
     values, number = np.unique(np.asarray(table.status, dtype=str), return_counts=True)
     return _Block(table, dict(zip(values.tolist(), number.tolist(), strict=True)),

@@ -22,6 +22,7 @@ from ..batch import (
     shutdown_executor,
     warm_up_workers,
 )
+from ..batch.executors import expect_warm_up
 from ..clustering import algorithm_info, algorithms
 from ..comparison import comparison_table, format_comparison
 from ..errors import BatchError
@@ -41,7 +42,7 @@ from .shared import (
     split_list,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "write_demo_jets"]
 
 #: the main job's jets have at most this many leaves (each still gets its exact MAP: ~0.1 s at 16
 #: leaves, ~2 s at 20; 20 until 2026-12-07, when the 17-20-leaf W jets took three quarters of a
@@ -119,19 +120,19 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     echo(f"jetastar run -> {out}/  (algorithms: {', '.join(names)})")
     if left_out:
         echo(f"  left out for speed: {', '.join(left_out)} (--algorithms all runs every algorithm)")
-    if executor is not None:
-        # the workers compile (or load) the clustering kernels while this process generates
-        warm_up_workers(executor, config, max(2, args.workers))
     jets_path = out / "jets.h5"
-    qcd = generate_collection("qcd", args.n_qcd, args.seed, None, args.max_jet_leaves, {})
-    w = generate_collection("w", args.n_w, args.seed + 1, None, args.max_jet_leaves, {},
-                             first_id=args.n_qcd)
-    node_q, _ = io.get_extras(qcd)
-    node_w, _ = io.get_extras(w)
-    both = JetCollection.concatenate([qcd, w])
-    both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
-                             for k in node_q if k in node_w}, {})
-    io.write(jets_path, both, attrs={"seed": args.seed, "command": command_line()})
+    jobs = (args.n_qcd, args.n_w, args.seed, args.max_jet_leaves, jets_path, command_line())
+    if executor is not None:
+        # a worker generates the jets while the others compile (or load) the clustering kernels:
+        # on a cold cache this process compiles nothing (it compiled the generator and the
+        # likelihood, which the workers compile or load as well, while both cores compiled)
+        expect_warm_up(config, max(2, args.workers))  # (for the compile notice of the workers)
+        made = executor.submit(write_demo_jets, *jobs)
+        warm_up_workers(executor, config, max(2, args.workers))
+        _load_output_modules()  # (meanwhile)
+        made.result()
+    else:
+        write_demo_jets(*jobs)
     cap = (f"at most {args.max_jet_leaves} leaves each (--max-jet-leaves none lifts the cap)"
            if args.max_jet_leaves is not None else "no cap on the number of leaves")
     echo(f"generated {args.n_qcd} QCD + {args.n_w} W jets (seeds {args.seed}, {args.seed + 1}; "
@@ -140,6 +141,8 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     summaries = run_batch([jets_path], config, output=results_h5, workers=args.workers,
                           executor=executor, progress=not args.no_progress, fresh=True,
                           attrs={"command": command_line()})
+    if executor is not None:  # the workers end while the results are written and compared
+        shutdown_executor(executor, wait=False)
     code = print_summaries(summaries)
     if code:
         return code
@@ -158,6 +161,31 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     echo(f"comparison table: {out / 'comparison.txt'}; plot: {out / 'comparison.png'} "
          f"({time.perf_counter() - t0:.0f} s in total)")
     return 0
+
+
+def write_demo_jets(n_qcd: int, n_w: int, seed: int, max_leaves: int | None, path: Path,
+                    command: str) -> None:
+    """Generate the main job's jets (``n_qcd`` QCD jets with ``seed``, ``n_w`` W jets with
+    ``seed + 1``, ids in that order) with their generator details and write them to ``path``
+    (a top-level function: a worker of the pool runs it)."""
+    qcd = generate_collection("qcd", n_qcd, seed, None, max_leaves, {})
+    w = generate_collection("w", n_w, seed + 1, None, max_leaves, {}, first_id=n_qcd)
+    node_q, _ = io.get_extras(qcd)
+    node_w, _ = io.get_extras(w)
+    both = JetCollection.concatenate([qcd, w])
+    both = set_extras(both, {k: np.concatenate([node_q[k], node_w[k]])
+                             for k in node_q if k in node_w}, {})
+    io.write(path, both, attrs={"seed": seed, "command": command})
+
+
+def _load_output_modules() -> None:
+    """Import what writes the ROOT file and draws the plot (~1 s) while this process waits for the
+    workers, instead of after the clustering."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    import uproot  # noqa: F401
 
 
 def _print_times(tables: dict[str, Any]) -> None:
