@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..ginkgo import ShowerParams, generate, log_likelihood
-from .shared import UsageError, add_common, echo
+from .shared import UsageError, add_common, echo, seed_value
 
 __all__ = ["add_parser", "run"]
 
@@ -33,6 +33,6 @@ def add_parser(sub: Any) -> None:
                        "print, per jet, the number of leaves and the truth-tree log-likelihood in "
                        "both forms (symmetric, legacy).")
     p.add_argument("--n", type=int, default=20, help="jets of each type (default 20)")
-    p.add_argument("--seed", type=int, default=1, help="seed (default 1)")
+    p.add_argument("--seed", type=seed_value, default=1, help="seed (default 1)")
     p.set_defaults(func=run)
     add_common(p)

@@ -19,7 +19,9 @@ from .shared import (
     command_line,
     echo,
     generate_collection,
+    leaves_value,
     refuse_replacing,
+    seed_value,
 )
 
 __all__ = ["add_parser", "run"]
@@ -112,9 +114,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--type", choices=["qcd", "w"], default="qcd", type=str.lower,
                    help="jet type preset (default qcd)")
     p.add_argument("--n", type=int, default=1000, help="number of jets (default 1000)")
-    p.add_argument("--seed", type=int, default=1, help="master seed (default 1)")
-    p.add_argument("--min-leaves", type=int, default=None, help="keep jets with >= this many leaves")
-    p.add_argument("--max-leaves", type=int, default=None, help="keep jets with <= this many leaves")
+    p.add_argument("--seed", type=seed_value, default=1, help="master seed (default 1)")
+    p.add_argument("--min-leaves", type=leaves_value, default=None, help="keep jets with >= this many leaves")
+    p.add_argument("--max-leaves", type=leaves_value, default=None, help="keep jets with <= this many leaves")
     p.add_argument("--max-tries", type=int, default=10_000,
                    help="showers tried per jet for the leaf range before giving up (default "
                         "10000; a rare range is better reached with another --t-cut)")

@@ -36,9 +36,12 @@ from .shared import (
     add_common,
     check_writable,
     command_line,
+    count_value,
     echo,
     generate_collection,
+    leaves_value,
     print_summaries,
+    seed_value,
     split_list,
 )
 
@@ -223,16 +226,16 @@ def add_parser(sub: Any) -> None:
     add_algorithm_listing(p)
     p.add_argument("-o", "--output", default="jetastar-run", help="output folder "
                    "(default jetastar-run/)")
-    p.add_argument("--n-qcd", type=int, default=30, help="QCD jets (default 30)")
-    p.add_argument("--n-w", type=int, default=30, help="W jets (default 30)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the QCD jets (W: seed + 1)")
+    p.add_argument("--n-qcd", type=count_value, default=30, help="QCD jets (default 30)")
+    p.add_argument("--n-w", type=count_value, default=30, help="W jets (default 30)")
+    p.add_argument("--seed", type=seed_value, default=1, help="seed of the QCD jets (W: seed + 1)")
     p.add_argument("--max-jet-leaves", type=_int_or_none, default=_DEMO_MAX_LEAVES, metavar="N",
                    help=f"generate only jets with at most N leaves (default {_DEMO_MAX_LEAVES}, "
                         "which keeps the run quick; 'none' lifts the cap)")
     p.add_argument("--algorithms", default=None,
                    help="comma-separated, or 'all' (default: every registered algorithm but "
                         f"{' and '.join(_main_job('off'))}, which take longest)")
-    p.add_argument("--exact-max-leaves", type=int, default=14,
+    p.add_argument("--exact-max-leaves", type=leaves_value, default=14,
                    help="exact search methods (A*) run on jets up to this size (default 14); the "
                         f"exact MAP ({', '.join(map(repr, _main_job('map')))}) runs on every jet, "
                         f"with up to {_MAP_TIME_LIMIT:g} s per jet")

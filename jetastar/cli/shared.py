@@ -31,11 +31,14 @@ __all__ = [
     "add_common",
     "check_writable",
     "command_line",
+    "count_value",
     "echo",
     "format_tree_counts",
     "generate_collection",
+    "leaves_value",
     "print_summaries",
     "refuse_replacing",
+    "seed_value",
     "split_list",
 ]
 
@@ -45,6 +48,32 @@ PROG = "jetastar"
 
 class UsageError(Exception):
     """A command-line usage error (exit code 2)."""
+
+
+def _int_at_least(text: str, low: int, what: str, high: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < low or (high is not None and value >= high):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """An argparse type: a seed, an integer in ``[0, 2**63)`` (a bad one is a usage error, exit
+    code 2, before any work)."""
+    return _int_at_least(text, 0, "an integer seed in [0, 2**63)", 2**63)
+
+
+def count_value(text: str) -> int:
+    """An argparse type: a number of jets, an integer >= 0."""
+    return _int_at_least(text, 0, "an integer >= 0")
+
+
+def leaves_value(text: str) -> int:
+    """An argparse type: a number of leaves, an integer >= 1."""
+    return _int_at_least(text, 1, "a number of leaves >= 1")
 
 
 def echo(text: str = "") -> None:
