@@ -82,7 +82,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 # Idle OpenMP threads sleep instead of spinning (numba's default threading layer on Linux is
@@ -132,6 +132,8 @@ _NOTICE_ENV = "_JETASTAR_COMPILE_NOTICE_SHOWN"
 _TOKEN_ENV = "_JETASTAR_COMPILE_NOTICE_TOKEN"
 #: roughly how many seconds the compilation of this run takes (see :func:`expect_compile`).
 _ESTIMATE_ENV = "_JETASTAR_COMPILE_ESTIMATE"
+#: whose kernels this run compiles, comma separated (see :func:`expect_compile`).
+_WHAT_ENV = "_JETASTAR_COMPILE_WHAT"
 
 _local = threading.local()
 _numba_ready = False
@@ -190,40 +192,54 @@ class _CompileNotice(_event.Listener):
         pass
 
 
-def expect_compile(seconds: float | None, keep: bool = False) -> None:
-    """Say how long a compilation about to start takes, roughly (shown in the compile notice of
-    this process and of worker processes started afterwards); ``None`` forgets it, and ``keep``
-    leaves an estimate already given (e.g. by the master of a worker process) alone.
+def expect_compile(seconds: float | None, keep: bool = False, *,
+                   what: Sequence[str] = ()) -> None:
+    """Say how long a compilation about to start takes, roughly, and whose kernels it compiles
+    (shown in the compile notice of this process and of worker processes started afterwards);
+    ``None`` forgets both, and ``keep`` leaves an estimate already given (e.g. by the master of a
+    worker process) alone.
+
+    Args:
+        seconds: the estimate (``None``: forget).
+        keep: leave an estimate given before alone.
+        what: the algorithms whose kernels compile (named in the notice).
 
     Example:
-        >>> expect_compile(12.0); "this takes roughly" in notice_text()  # (longer when busy)
+        >>> expect_compile(12.0, what=["greedy"]); "of greedy; this takes roughly" in notice_text()
         True
         >>> expect_compile(None)
     """
     if seconds is None:
         os.environ.pop(_ESTIMATE_ENV, None)
+        os.environ.pop(_WHAT_ENV, None)
     elif keep and os.environ.get(_ESTIMATE_ENV):
         return
     else:
         os.environ[_ESTIMATE_ENV] = f"{float(seconds):.1f}"
+        if what:
+            os.environ[_WHAT_ENV] = ", ".join(what)
+        else:
+            os.environ.pop(_WHAT_ENV, None)
 
 
 def notice_text() -> str:
     """:data:`COMPILE_NOTICE`, with the expected duration when one was given
     (:func:`expect_compile`)."""
+    what = os.environ.get(_WHAT_ENV)
+    notice = f"{COMPILE_NOTICE}: those of {what}" if what else COMPILE_NOTICE
     try:
         seconds = float(os.environ.get(_ESTIMATE_ENV, ""))
     except ValueError:
-        return COMPILE_NOTICE
+        return notice
     if not seconds > 0:
-        return COMPILE_NOTICE
+        return notice
     # compiling runs on one thread: on a machine whose cores are busy with other processes it
     # gets a share of one (the estimates were measured on a quiet one)
     busy = _busy_factor()
     seconds *= busy
     # a range: compile times vary by a factor ~1.5 between machines
     low = max(5, 5 * round(seconds / 5))
-    text = f"{COMPILE_NOTICE}; this takes roughly {low}-{int(low * 1.5 + 0.5)} s"
+    text = f"{notice}; this takes roughly {low}-{int(low * 1.5 + 0.5)} s"
     if busy > 1.2:
         text += f" (other processes keep the CPUs busy: {busy:.1f}x the time on a quiet machine)"
     return text
@@ -243,13 +259,13 @@ def _busy_factor() -> float:
 
 
 @contextlib.contextmanager
-def compile_estimate_for(seconds: float | None) -> Iterator[None]:
+def compile_estimate_for(seconds: float | None, what: Sequence[str] = ()) -> Iterator[None]:
     """:func:`expect_compile` for the block only: a compilation that starts later, for other
     kernels (a ``Trellis`` after a run of other algorithms), is not announced with this run's
     estimate. An estimate already given (by a parent process) is kept."""
     given = os.environ.get(_ESTIMATE_ENV)
     if not given:
-        expect_compile(seconds)
+        expect_compile(seconds, what=what)
     try:
         yield
     finally:

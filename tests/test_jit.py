@@ -323,6 +323,11 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
         assert "roughly 60-90 s" in notice_text()
     assert "roughly 60-90 s" in notice_text()
     expect_compile(None)
+    # issue 61 point 11: it says whose kernels compile (the batch's warm-up names them)
+    monkeypatch.setattr(_jit, "_busy_factor", lambda: 1.0)
+    with _jit.compile_estimate_for(40.0, ["greedy", "beam"]):
+        assert notice_text() == f"{COMPILE_NOTICE}: those of greedy, beam; this takes roughly 40-60 s"
+    assert notice_text() == COMPILE_NOTICE
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])

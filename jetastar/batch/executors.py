@@ -282,7 +282,7 @@ def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
         n_workers: how many processes cluster at the same time.
     """
     names = config.algorithms if names is None else names
-    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size)):
+    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size), names):
         warm_up(names, opts, {name: size_limit(name, config) for name in names},
                 chunk_jets=config.chunk_size, threads=n_workers == 1)
 
@@ -301,7 +301,7 @@ def expect_warm_up(config: BatchConfig, n_workers: int) -> None:
     workers takes on a cold cache (an estimate given before is kept). Worker processes take it
     from the environment when they start: call it before the first task reaches the pool."""
     expect_compile(compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size),
-                   keep=True)
+                   keep=True, what=config.algorithms)
 
 
 def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:

@@ -149,9 +149,10 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     code = print_summaries(summaries)
     if code:
         return code
-    _print_times(io.read_results(results_h5))
+    tables = io.read_results(results_h5)
+    _print_times(tables)
     results_root = out / "results.root"
-    io.write(results_root, io.read(results_h5, validate=False), io.read_results(results_h5),
+    io.write(results_root, io.read(results_h5, validate=False), tables,
              attrs={"command": command_line(), "seed": args.seed})
     echo(f"results: {results_h5} and {results_root}")
     rows = comparison_table(results_h5)
