@@ -13,17 +13,16 @@ import textwrap
 
 import numpy as np
 import pytest
+from helpers.gpu import NEEDS_GPU_OR_SIMULATOR
 
 from jetastar import TooLargeError
-from jetastar._cuda import check_device, gpu_status, resolve_device, simulator_enabled
+from jetastar._cuda import check_device, resolve_device, simulator_enabled
 from jetastar.clustering import Trellis, cluster, exact_map, exact_trellis, exact_trellis_batch
 from jetastar.clustering import gpu as gpu_mod
 from jetastar.errors import GpuUnavailableError, OptionError
 from jetastar.ginkgo import ShowerParams, generate
 
-pytestmark = pytest.mark.skipif(
-    not gpu_status()["available"], reason=f"no GPU and no CUDA simulator: {gpu_status()['reason']}"
-)
+pytestmark = NEEDS_GPU_OR_SIMULATOR
 
 #: deal each cluster's splits to several threads, so the partial-result path runs on small jets
 SHARED = {"target_threads": 64, "min_free_bits": 1}

@@ -12,24 +12,16 @@ import math
 
 import numpy as np
 import pytest
+from helpers.gpu import NEEDS_GPU_OR_SIMULATOR, ginkgo_jet
 
-from jetastar._cuda import gpu_status
 from jetastar.clustering import Trellis
 from jetastar.clustering import gpu as gpu_mod
 from jetastar.clustering._subsets import n_splits_total
-from jetastar.ginkgo import ShowerParams, generate
 
-pytestmark = pytest.mark.skipif(
-    not gpu_status()["available"], reason=f"no GPU and no CUDA simulator: {gpu_status()['reason']}"
-)
+pytestmark = NEEDS_GPU_OR_SIMULATOR
 
 #: deal a tile's high pairs to several blocks (one pair each), so the partials' merge runs
 CHUNKED = {"target_blocks": 64, "min_pairs": 1}
-
-
-def _jet(n_leaves, kind="qcd", seed=11):
-    params = ShowerParams.qcd() if kind == "qcd" else ShowerParams.w()
-    return generate(1, params, seed=seed, min_leaves=n_leaves, max_leaves=n_leaves)[0]
 
 
 def _same_table(sol, tr, b=0, exact=True):
@@ -77,7 +69,7 @@ def _check_traffic(sol, n, low_bits, n_jets=1, log_z=True, **kw):
     (8, 3, "w", True),
 ])
 def test_tables_equal_the_cpu_trellis(likelihood, n, low_bits, kind, chunked):
-    jet = _jet(n, kind)
+    jet = ginkgo_jet(n, kind)
     tr = Trellis(jet, likelihood, device="cpu")
     kw = CHUNKED if chunked else {}
     sol = _solve([jet], likelihood, low_bits=low_bits, **kw)
@@ -87,7 +79,7 @@ def test_tables_equal_the_cpu_trellis(likelihood, n, low_bits, kind, chunked):
 
 
 def test_ten_leaves():
-    jet = _jet(10, "qcd", seed=3)
+    jet = ginkgo_jet(10, "qcd", seed=3)
     tr = Trellis(jet, "symmetric", device="cpu")
     sol = _solve([jet], "symmetric", low_bits=3, **CHUNKED)
     _same_table(sol, tr)
@@ -96,7 +88,7 @@ def test_ten_leaves():
 
 
 def test_unpruned_and_map_only():
-    jet = _jet(6, "w", seed=5)
+    jet = ginkgo_jet(6, "w", seed=5)
     tr = Trellis(jet, "symmetric", device="cpu")
     unpruned = _solve([jet], "symmetric", low_bits=2, prune=False, **CHUNKED)
     _same_table(unpruned, tr)
@@ -117,7 +109,7 @@ def test_unpruned_and_map_only():
 
 
 def test_a_batch_of_jets():
-    jets = [_jet(6, "qcd", seed=1), _jet(6, "w", seed=2), _jet(6, "qcd", seed=3)]
+    jets = [ginkgo_jet(6, "qcd", seed=1), ginkgo_jet(6, "w", seed=2), ginkgo_jet(6, "qcd", seed=3)]
     sol = _solve(jets, "legacy", low_bits=2, **CHUNKED)
     for b, jet in enumerate(jets):
         _same_table(sol, Trellis(jet, "legacy", device="cpu"), b)
@@ -127,14 +119,14 @@ def test_a_batch_of_jets():
 def test_float_counts_above_the_exact_limit(monkeypatch):
     """Above 18 leaves counts are float64; the same path on a small jet with the limit lowered."""
     monkeypatch.setattr(gpu_mod, "_MAX_EXACT_COUNT_LEAVES", 4)
-    jet = _jet(6, "qcd", seed=7)
+    jet = ginkgo_jet(6, "qcd", seed=7)
     sol = _solve([jet], "symmetric", low_bits=2, **CHUNKED)
     _same_table(sol, Trellis(jet, "symmetric", device="cpu"), exact=False)
     _check_traffic(sol, 6, 2, **CHUNKED)
 
 
 def test_max_time_stops_between_launches():
-    jet = _jet(6, "qcd")
+    jet = ginkgo_jet(6, "qcd")
     sol = _solve([jet], "symmetric", low_bits=2, max_time=1e-12)
     assert not sol.finished  # (the first launch always runs, as in solve_on_gpu)
     assert sol.stats["launches"] == 1
@@ -169,7 +161,7 @@ def test_bytes_per_split_at_production_size():
 def test_ties_go_to_the_cpu_trellis_split(likelihood):
     """Repeated leaves make equal split scores (swapping two equal leaves changes no ``t``): the
     tiled kernels keep the CPU trellis's split of every tie, whichever block or item saw it."""
-    jet = _jet(7, "qcd", seed=4)
+    jet = ginkgo_jet(7, "qcd", seed=4)
     leaves = np.array(jet.leaves, copy=True)
     leaves[4] = leaves[1]
     leaves[6] = leaves[2]
@@ -180,7 +172,7 @@ def test_ties_go_to_the_cpu_trellis_split(likelihood):
 
 
 def test_low_bits_are_checked():
-    jet = _jet(4, "qcd")
+    jet = ginkgo_jet(4, "qcd")
     with pytest.raises(ValueError, match="low_bits must be 1"):
         _solve([jet], "symmetric", low_bits=0)
 

@@ -14,27 +14,19 @@ import math
 
 import numpy as np
 import pytest
+from helpers.gpu import NEEDS_GPU_OR_SIMULATOR, ginkgo_jet
 
-from jetastar._cuda import gpu_status
 from jetastar.clustering import exact_map
 from jetastar.clustering import gpu as gpu_mod
 from jetastar.clustering._subsets import n_splits_total
 from jetastar.clustering.exact.exact_map import _MapSolver, root_slack
-from jetastar.ginkgo import ShowerParams, generate
 
 em_mod = importlib.import_module("jetastar.clustering.exact.exact_map")
 
-pytestmark = pytest.mark.skipif(
-    not gpu_status()["available"], reason=f"no GPU and no CUDA simulator: {gpu_status()['reason']}"
-)
+pytestmark = NEEDS_GPU_OR_SIMULATOR
 
 #: deal a tile's high pairs to several blocks (one pair each), so the partials' merge runs
 CHUNKED = {"target_blocks": 64, "min_pairs": 1}
-
-
-def _jet(n_leaves, kind="qcd", seed=11):
-    params = ShowerParams.qcd() if kind == "qcd" else ShowerParams.w()
-    return generate(1, params, seed=seed, min_leaves=n_leaves, max_leaves=n_leaves)[0]
 
 
 def _cpu(leaves, consts, prune=True, floor=-math.inf):
@@ -79,7 +71,7 @@ def _check_traffic(stats, n, low_bits, **kw):
     (8, 3, "qcd", True),
 ])
 def test_tables_equal_the_cpu_engine(likelihood, n, low_bits, kind, chunked):
-    jet = _jet(n, kind)
+    jet = ginkgo_jet(n, kind)
     consts = jet.likelihood_constants(likelihood)
     kw = CHUNKED if chunked else {}
     for prune in (True, False):
@@ -98,7 +90,7 @@ def test_ten_leaves_with_the_default_plan():
     """Several blocks per tile from the default plan, clusters cut into work items; the work
     items' starts (the warm start's final candidates) keep the ψ evaluated near the CPU engine's
     count (without them: 2.5 times it on this jet)."""
-    jet = _jet(10, "w", seed=3)
+    jet = ginkgo_jet(10, "w", seed=3)
     consts = jet.likelihood_constants("symmetric")
     gpu, finished, stats = _tiled(jet.leaves, consts, low_bits=3)
     assert finished
@@ -121,7 +113,7 @@ def test_exact_map_value_and_tree(monkeypatch, likelihood):
 
     monkeypatch.setattr(em_mod, "solve_map_on_gpu", tiled)
     for kind, seed in (("qcd", 5), ("w", 6)):
-        jet = _jet(7, kind, seed)
+        jet = ginkgo_jet(7, kind, seed)
         cpu = exact_map(jet, likelihood, device="cpu")
         gpu = exact_map(jet, likelihood, device="gpu")
         assert gpu.stats["engine"] == "bound-pruned tiled"
@@ -134,7 +126,7 @@ def test_exact_map_value_and_tree(monkeypatch, likelihood):
 def test_an_incumbent_floor_at_the_root():
     """A floor below the MAP keeps the root (and nothing else changes); one above it leaves the
     root ``-inf``, as on the CPU."""
-    jet = _jet(7, "qcd", seed=8)
+    jet = ginkgo_jet(7, "qcd", seed=8)
     consts = jet.likelihood_constants("symmetric")
     full = (1 << 7) - 1
     value = _cpu(jet.leaves, consts).rec[full, 1]
@@ -155,7 +147,7 @@ def test_an_incumbent_floor_at_the_root():
 def test_ties_go_to_the_cpu_engines_split(low_bits, copies, seed):
     """Repeated leaves make equal split values: the tiled pass keeps the CPU engine's split of
     every tie, whichever block or work item saw it."""
-    jet = _jet(7, "qcd", seed=seed)
+    jet = ginkgo_jet(7, "qcd", seed=seed)
     leaves = np.array(jet.leaves, copy=True)
     for i, j in copies:
         leaves[i] = leaves[j]
@@ -166,7 +158,7 @@ def test_ties_go_to_the_cpu_engines_split(low_bits, copies, seed):
 
 
 def test_max_time_stops_after_the_first_launch():
-    jet = _jet(6, "qcd")
+    jet = ginkgo_jet(6, "qcd")
     _gpu, finished, stats = _tiled(jet.leaves, jet.likelihood_constants("symmetric"), low_bits=2,
                                    max_time=1e-12)
     assert not finished and stats["launches"] == 1
@@ -174,7 +166,7 @@ def test_max_time_stops_after_the_first_launch():
 
 
 def test_low_bits_are_checked():
-    jet = _jet(4, "qcd")
+    jet = ginkgo_jet(4, "qcd")
     with pytest.raises(ValueError, match="low_bits must be 1"):
         _tiled(jet.leaves, jet.likelihood_constants("symmetric"), low_bits=0)
 

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.gpu import NEEDS_GPU_OR_SIMULATOR, ginkgo_jet
 
-from jetastar._cuda import gpu_status
 from jetastar.clustering import Trellis
 from jetastar.clustering import gpu as gpu_mod
-from jetastar.ginkgo import ShowerParams, generate
 
-pytestmark = pytest.mark.skipif(
-    not gpu_status()["available"], reason=f"no GPU and no CUDA simulator: {gpu_status()['reason']}"
-)
+pytestmark = NEEDS_GPU_OR_SIMULATOR
 
 #: deal a tile's sibling high parts to several blocks (one each), so the partials' merge runs
 CHUNKED = {"target_blocks": 64, "min_pairs": 1}
-
-
-def _jet(n_leaves, kind="qcd", seed=11):
-    params = ShowerParams.qcd() if kind == "qcd" else ShowerParams.w()
-    return generate(1, params, seed=seed, min_leaves=n_leaves, max_leaves=n_leaves)[0]
 
 
 def _walked(node):
@@ -71,23 +63,23 @@ def _run(jets, likelihood, low_bits, **kw):
     (6, 2, "w", "legacy", False),  # several high bits, one block per tile
 ])
 def test_marginals_equal_the_cpu_trellis(n, low_bits, kind, likelihood, chunked):
-    _run([_jet(n, kind)], likelihood, low_bits, **(CHUNKED if chunked else {}))
+    _run([ginkgo_jet(n, kind)], likelihood, low_bits, **(CHUNKED if chunked else {}))
 
 
 def test_nine_leaves():
-    stats = _run([_jet(9, "w", seed=3)], "symmetric", 3)
+    stats = _run([ginkgo_jet(9, "w", seed=3)], "symmetric", 3)
     assert stats["bytes_per_pair"] < 56  # today's pull kernel
 
 
 def test_a_batch_of_jets():
-    jets = [_jet(6, "qcd", seed=1), _jet(6, "w", seed=2), _jet(6, "qcd", seed=3)]
+    jets = [ginkgo_jet(6, "qcd", seed=1), ginkgo_jet(6, "w", seed=2), ginkgo_jet(6, "qcd", seed=3)]
     _run(jets, "legacy", 2, **CHUNKED)
 
 
 def test_impossible_clusters():
     """A jet where some clusters have ``log Z = -inf`` (no possible tree below them): they get
     marginal 0, and their pairs are not walked."""
-    jet = _jet(7, "qcd", seed=8)
+    jet = ginkgo_jet(7, "qcd", seed=8)
     tr = Trellis(jet, "symmetric", device="cpu")
     impossible = np.isneginf(tr._node[:, 2])
     impossible[0] = False
@@ -100,7 +92,7 @@ def test_impossible_clusters():
 def test_whole_jet_impossible_is_refused():
     """No posterior tree: the contract (as gpu_marginals's) is a finite whole-jet log Z; and
     the other arguments are checked."""
-    jet = _jet(4, "qcd")
+    jet = ginkgo_jet(4, "qcd")
     tr = Trellis(jet, "symmetric", device="cpu")
     node = np.stack([tr._node, tr._node])
     node[1, -1, 2] = -np.inf
