@@ -337,9 +337,9 @@ class _Block(NamedTuple):
 
 
 class _PartReader:
-    """Reads the tables of part files: each file once for all algorithms (``once``: the parts
-    are small together, and the file's tables stay in memory until each has been taken), or once
-    per algorithm."""
+    """Reads the tables of part files: each file once for all algorithms (``once``: the run's
+    rows of all algorithms make one merge block, and a file's tables stay in memory until each
+    has been taken), or once per algorithm."""
 
     def __init__(self, parts: Path, names: list[str], once: bool) -> None:
         self.parts = parts

@@ -19,6 +19,7 @@ from .. import io
 from ..clustering import algorithm_info
 from ..diagnostics import KT_FAMILY
 from ..ginkgo import ShowerParams, generate
+from ..ginkgo.generator import SEED_LIMIT
 from ..io import set_extras
 from ..io.dispatch import written_attrs
 from ..io.particle_files import describe_particle_file
@@ -50,7 +51,8 @@ class UsageError(Exception):
     """A command-line usage error (exit code 2)."""
 
 
-def _int_at_least(text: str, low: int, what: str, high: int | None = None) -> int:
+def _int_in(text: str, low: int, what: str, high: int | None = None) -> int:
+    """``text`` as an integer ``>= low`` (and ``< high``), else an argparse type error."""
     try:
         value = int(text)
     except ValueError:
@@ -63,17 +65,17 @@ def _int_at_least(text: str, low: int, what: str, high: int | None = None) -> in
 def seed_value(text: str) -> int:
     """An argparse type: a seed, an integer in ``[0, 2**63)`` (a bad one is a usage error, exit
     code 2, before any work)."""
-    return _int_at_least(text, 0, "an integer seed in [0, 2**63)", 2**63)
+    return _int_in(text, 0, "an integer seed in [0, 2**63)", SEED_LIMIT)
 
 
 def count_value(text: str) -> int:
     """An argparse type: a number of jets, an integer >= 0."""
-    return _int_at_least(text, 0, "an integer >= 0")
+    return _int_in(text, 0, "an integer >= 0")
 
 
 def leaves_value(text: str) -> int:
     """An argparse type: a number of leaves, an integer >= 1."""
-    return _int_at_least(text, 1, "a number of leaves >= 1")
+    return _int_in(text, 1, "a number of leaves >= 1")
 
 
 def echo(text: str = "") -> None:

@@ -43,7 +43,10 @@ from ..errors import JetastarError
 from ..jet import JetCollection
 from .params import ShowerParams
 
-__all__ = ["generate"]
+__all__ = ["SEED_LIMIT", "generate"]
+
+#: seeds are integers in ``[0, SEED_LIMIT)``
+SEED_LIMIT = 2**63
 
 _A = 0.999
 _MAX_NODES_PER_JET = 1 << 22  # ~4 million nodes: far beyond any sane t_cut
@@ -352,7 +355,7 @@ def generate(
         raise ValueError(f"n_jets must be >= 0, got {n_jets}")
     if int(max_tries) < 1:
         raise ValueError(f"max_tries must be >= 1, got {max_tries}")
-    if not 0 <= int(seed) < 2**63:
+    if not 0 <= int(seed) < SEED_LIMIT:
         raise ValueError(f"seed must be an integer in [0, 2**63), got {seed}")
     if int(first_index) < 0:
         raise ValueError(f"first_index must be >= 0, got {first_index}")
