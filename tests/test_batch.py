@@ -291,6 +291,31 @@ def test_process_pool_matches_in_process(tmp_path, jets_file):
         assert list(ta[name].status) == list(tb[name].status)
 
 
+def test_the_workers_compile_estimate_does_not_outlive_their_warm_up(monkeypatch):
+    # the workers take the estimate from the environment when a submission starts them; this
+    # process's later compilations (a Trellis after the run) must not be announced with it
+    from jetastar import _jit
+    from jetastar.batch import warm_up_workers
+
+    monkeypatch.delenv("_JETASTAR_COMPILE_ESTIMATE", raising=False)
+    monkeypatch.delenv("_JETASTAR_COMPILE_WHAT", raising=False)
+    seen = []
+
+    class Recorder:  # an executor that only records the notice each submission would show
+        def submit(self, fn, *args):
+            seen.append(_jit.notice_text())
+            return None
+
+    config = BatchConfig(["greedy", "beam"])
+    warm_up_workers(Recorder(), config, 2)
+    assert seen and all("those of greedy, beam; this takes roughly" in text for text in seen)
+    assert _jit.notice_text() == _jit.COMPILE_NOTICE
+    # an estimate given by a parent process is kept, and left in place
+    monkeypatch.setenv("_JETASTAR_COMPILE_ESTIMATE", "20.0")
+    warm_up_workers(Recorder(), config, 2)
+    assert os.environ["_JETASTAR_COMPILE_ESTIMATE"] == "20.0"
+
+
 def test_dask_local_cluster(tmp_path, jets_file):
     distributed = pytest.importorskip("distributed")
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=10)

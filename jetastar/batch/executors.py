@@ -30,7 +30,6 @@ from typing import Any
 
 from .._jit import (
     compile_estimate_for,
-    expect_compile,
     skip_last_collection,
     skip_numba_extensions,
 )
@@ -41,11 +40,11 @@ from .config import BatchConfig, load_registry, options_for, size_limit
 
 __all__ = [
     "WorkerWatch",
-    "expect_warm_up",
     "jet_reporter",
     "make_executor",
     "progress_queue_of",
     "shutdown_executor",
+    "warm_up_estimate",
     "warm_up_for",
     "warm_up_here",
     "warm_up_workers",
@@ -296,12 +295,16 @@ def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> lis
     return list(names)
 
 
-def expect_warm_up(config: BatchConfig, n_workers: int) -> None:
-    """Give the compile notice the time that warming up ``config``'s algorithms on ``n_workers``
-    workers takes on a cold cache (an estimate given before is kept). Worker processes take it
-    from the environment when they start: call it before the first task reaches the pool."""
-    expect_compile(compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size),
-                   keep=True, what=config.algorithms)
+def warm_up_estimate(config: BatchConfig, n_workers: int) -> contextlib.AbstractContextManager:
+    """A block within which the compile notice carries the time that warming up ``config``'s
+    algorithms on ``n_workers`` workers takes on a cold cache (an estimate given before is kept).
+    Worker processes take it from the environment when they start, on a task's submission:
+    submit the first tasks within the block. Afterwards this process's environment is as before
+    (a later compilation, a ``Trellis`` after the run, is not announced with this run's estimate).
+    """
+    return compile_estimate_for(
+        compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size),
+        config.algorithms)
 
 
 def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
@@ -317,9 +320,9 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) 
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        expect_warm_up(config, n_workers)
-        sent[key] = [executor.submit(_warm_task, config, names, n_workers)
-                     for names in warm_up_tasks(config.algorithms)]
+        with warm_up_estimate(config, n_workers):
+            sent[key] = [executor.submit(_warm_task, config, names, n_workers)
+                         for names in warm_up_tasks(config.algorithms)]
     return sent[key]
 
 

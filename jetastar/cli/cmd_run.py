@@ -22,7 +22,7 @@ from ..batch import (
     shutdown_executor,
     warm_up_workers,
 )
-from ..batch.executors import expect_warm_up
+from ..batch.executors import warm_up_estimate
 from ..clustering import algorithm_info, algorithms
 from ..comparison import comparison_table, format_comparison
 from ..errors import BatchError
@@ -129,9 +129,9 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
         # a worker generates the jets while the others compile (or load) the clustering kernels:
         # on a cold cache this process compiles nothing (it compiled the generator and the
         # likelihood, which the workers compile or load as well, while both cores compiled)
-        expect_warm_up(config, max(2, args.workers))  # (for the compile notice of the workers)
-        made = executor.submit(write_demo_jets, *jobs)
-        warm_up_workers(executor, config, max(2, args.workers))
+        with warm_up_estimate(config, max(2, args.workers)):  # (the workers' compile notice)
+            made = executor.submit(write_demo_jets, *jobs)
+            warm_up_workers(executor, config, max(2, args.workers))
         _load_output_modules()  # (meanwhile)
         made.result()
     else:
