@@ -216,7 +216,8 @@ def cluster_jets(
                         keep(a, b, cluster_collection(chunk, config, first_index=a,
                                                       on_jet=bar.update))
                 else:
-                    for fut in warm_up_workers(executor, config, n_workers):
+                    largest = int(np.diff(collection.leaf_offsets).max()) if n else None
+                    for fut in warm_up_workers(executor, config, n_workers, largest_jet=largest):
                         try:
                             fut.result()
                         except Exception:  # the chunks report what fails

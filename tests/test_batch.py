@@ -316,6 +316,34 @@ def test_the_workers_compile_estimate_does_not_outlive_their_warm_up(monkeypatch
     assert os.environ["_JETASTAR_COMPILE_ESTIMATE"] == "20.0"
 
 
+def test_workers_warm_up_on_jets_as_large_as_the_run_has():
+    from jetastar.batch import warm_up_workers
+
+    sent = []
+
+    class Recorder:  # (weak references: the warm-up tasks sent are remembered per executor)
+        def submit(self, fn, *args):
+            sent.append(args[-1])  # the largest jet the task warms up for
+            return len(sent)
+
+    pool, config = Recorder(), BatchConfig(["greedy", "beam"])
+    first = warm_up_workers(pool, config, 2, largest_jet=16)
+    assert sent == [16, 16]
+    # the same warm-up jets (only the 7-leaf one): the tasks already sent
+    assert warm_up_workers(pool, config, 2, largest_jet=12) == first and len(sent) == 2
+    warm_up_workers(pool, config, 2, largest_jet=30)  # the 18-leaf one too: new tasks
+    assert sent[2:] == [30, 30]
+
+
+def test_a_jet_file_knows_its_largest_jet(jets_file):
+    from jetastar.batch.runner import _largest_jet
+
+    jets = jio.read(jets_file, validate=False)
+    reader = JetFileReader(jets_file)
+    assert _largest_jet(reader) == int(jets.n_leaves.max())
+    assert _largest_jet(object()) is None  # a source that cannot tell: every warm-up jet
+
+
 def test_dask_local_cluster(tmp_path, jets_file):
     distributed = pytest.importorskip("distributed")
     config = BatchConfig(["test-chain", "test-exact"], plugins=[PLUGIN], chunk_size=10)

@@ -330,6 +330,40 @@ def test_compile_notice_says_roughly_how_long(monkeypatch):
     assert notice_text() == COMPILE_NOTICE
 
 
+def test_warm_up_compiles_only_for_jets_as_large_as_the_run_has(monkeypatch):
+    # issue 61 point 11: compile only what a run needs. The 18-leaf warm-up jet runs the window
+    # search's windows, which no jet below the exact-first size calls (~9 of the ~50 CPU-s a cold
+    # `jetastar run` compiled); the 7-leaf one gets a budget it finishes within, so that it takes
+    # the path the run's small jets take
+    from jetastar.clustering import cluster, warmup
+
+    calls = []
+    monkeypatch.setattr(warmup, "_warmed", set())
+    monkeypatch.setattr(warmup, "cluster", lambda jet, name, **options: calls.append(
+        (name, jet.n_leaves, options.get("max_time"))))
+    assert warmup.warm_up_sizes(16) == (7,) and warmup.warm_up_sizes(None) == (7, 18)
+    assert warmup.warm_up_sizes(3) == (7,) and warmup.warm_up_sizes(18) == (7, 18)
+    assert warmup.warm_up(["window-search", "greedy"], largest_jet=16) == ["window-search",
+                                                                           "greedy"]
+    small = warmup._SMALL_JET_BUDGET_S
+    assert calls == [("window-search", 7, small), ("greedy", 7, None)]
+    # a later run with larger jets warms up on the larger jet only, with the short budget
+    calls.clear()
+    assert warmup.warm_up(["window-search", "greedy"], largest_jet=40) == ["window-search",
+                                                                           "greedy"]
+    assert calls == [("window-search", 18, 1e-3), ("greedy", 18, None)]
+    assert warmup.warm_up(["window-search", "greedy"]) == []
+    # the small jet's budget takes the path the run's small jets take: the exact MAP's proof
+    jet = warmup.warm_up_jets(16)[0]
+    assert len(warmup.warm_up_jets(16)) == 1 and jet.n_leaves == 7
+    res = cluster(jet, "window-search", max_time=small, progress=False)
+    assert res.exact and res.stats["path"] == "exact_map"
+    # and the compile notice's estimate leaves the windows out
+    names = ["greedy", "beam", "trellis", "window-search"]
+    assert warmup.compile_estimate(names, 2, largest_jet=16) <= \
+        warmup.compile_estimate(names, 2) - 4
+
+
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_zero_threads_is_refused_in_one_line(monkeypatch, value):
     monkeypatch.setenv("NUMBA_NUM_THREADS", value)

@@ -33,7 +33,7 @@ from .._jit import (
     skip_last_collection,
     skip_numba_extensions,
 )
-from ..clustering.warmup import compile_estimate, warm_up, warm_up_tasks
+from ..clustering.warmup import compile_estimate, warm_up, warm_up_sizes, warm_up_tasks
 from ..errors import BatchError
 from ..result_tables import to_json
 from .config import BatchConfig, load_registry, options_for, size_limit
@@ -269,7 +269,8 @@ class WorkerWatch:
 
 
 def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
-                 names: Sequence[str] | None = None, *, n_workers: int = 1) -> None:
+                 names: Sequence[str] | None = None, *, n_workers: int = 1,
+                 largest_jet: int | None = None) -> None:
     """Compile (or load) the kernels of the algorithms, in this process, before the first timed
     jet: those the run will call (the chunk kernels only for chunks that take them, their
     parallel variant only for one worker and chunks that large).
@@ -279,61 +280,80 @@ def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
         opts: per algorithm, the options it runs with (:func:`~jetastar.batch.config.options_for`).
         names: the algorithms to warm up (default: all of ``config``).
         n_workers: how many processes cluster at the same time.
+        largest_jet: leaves of the run's largest jet, when known (see
+            :func:`~jetastar.clustering.warmup.warm_up_sizes`).
     """
     names = config.algorithms if names is None else names
-    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size), names):
+    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size,
+                                               largest_jet=largest_jet), names):
         warm_up(names, opts, {name: size_limit(name, config) for name in names},
-                chunk_jets=config.chunk_size, threads=n_workers == 1)
+                chunk_jets=config.chunk_size, threads=n_workers == 1, largest_jet=largest_jet)
 
 
-def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int) -> list[str]:
+def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int,
+               largest_jet: int | None) -> list[str]:
     """What a worker runs to warm up algorithms that share kernels (a top-level function, for
     pickling)."""
     load_registry(config.plugins)
     warm_up_here(config, {name: options_for(name, config, n_workers) for name in names}, names,
-                 n_workers=n_workers)
+                 n_workers=n_workers, largest_jet=largest_jet)
     return list(names)
 
 
-def warm_up_estimate(config: BatchConfig, n_workers: int) -> contextlib.AbstractContextManager:
+def warm_up_estimate(config: BatchConfig, n_workers: int, *,
+                     largest_jet: int | None = None) -> contextlib.AbstractContextManager:
     """A block within which the compile notice carries the time that warming up ``config``'s
     algorithms on ``n_workers`` workers takes on a cold cache (an estimate given before is kept).
-    Worker processes take it from the environment when they start, on a task's submission:
+    (``largest_jet``: as in :func:`warm_up_workers`). Worker processes take it from the
+    environment when they start, on a task's submission:
     submit the first tasks within the block. Afterwards this process's environment is as before
     (a later compilation, a ``Trellis`` after the run, is not announced with this run's estimate).
     """
     return compile_estimate_for(
-        compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size),
+        compile_estimate(config.algorithms, n_workers, chunk_jets=config.chunk_size,
+                         largest_jet=largest_jet),
         config.algorithms)
 
 
-def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int) -> list[cf.Future]:
+def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int, *,
+                    largest_jet: int | None = None) -> list[cf.Future]:
     """Send one warm-up task per algorithm (per group of algorithms sharing their kernels) to the
-    workers of ``executor`` (once per executor and configuration) and return their futures.
+    workers of ``executor`` (once per executor, configuration and set of warm-up jets) and return
+    their futures.
 
     On a cold kernel cache the workers compile different algorithms at the same time, and each
     kernel once; afterwards every worker loads them from the cache.
+
+    Args:
+        executor: the workers' executor.
+        config: the run's settings.
+        n_workers: how many processes cluster at the same time.
+        largest_jet: leaves of the run's largest jet, when known: kernels that only larger
+            warm-up jets call are not compiled (:func:`~jetastar.clustering.warmup.warm_up_sizes`).
     """
-    key = to_json({**config.fingerprint(), "plugins": list(config.plugins), "n": n_workers})
+    key = to_json({**config.fingerprint(), "plugins": list(config.plugins), "n": n_workers,
+                   "jets": list(warm_up_sizes(largest_jet))})
     try:
         sent = _WARM_TASKS.setdefault(executor, {})
     except TypeError:  # an executor without weak references: warm up every time
         sent = {}
     if key not in sent:
-        with warm_up_estimate(config, n_workers):
-            sent[key] = [executor.submit(_warm_task, config, names, n_workers)
+        with warm_up_estimate(config, n_workers, largest_jet=largest_jet):
+            sent[key] = [executor.submit(_warm_task, config, names, n_workers, largest_jet)
                          for names in warm_up_tasks(config.algorithms)]
     return sent[key]
 
 
-def warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int) -> None:
+def warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int, *,
+                largest_jet: int | None = None) -> None:
     """Warm up this process (no executor) or the executor's workers, and wait for it; failures
-    are left for the chunks to report."""
+    are left for the chunks to report (``largest_jet``: as in :func:`warm_up_workers`)."""
     if executor is None:
         load_registry(config.plugins)
-        warm_up_here(config, {name: options_for(name, config, 1) for name in config.algorithms})
+        warm_up_here(config, {name: options_for(name, config, 1) for name in config.algorithms},
+                     largest_jet=largest_jet)
         return
-    for fut in warm_up_workers(executor, config, n_workers):
+    for fut in warm_up_workers(executor, config, n_workers, largest_jet=largest_jet):
         try:
             fut.result()
         except Exception:  # the chunks report what fails

@@ -301,8 +301,9 @@ def _run_file(
         recorded, out_info = (None, None) if fresh else _recorded(inp, state, out, parts)
         if not fresh:
             _refuse_foreign_output(out, out_info)
+        largest = _largest_jet(reader) if n > 0 else None
         identity = input_identity(inp, recorded or _digest_while_warming(
-            reader, config, executor, n_workers, warm=n > 0 and first))
+            reader, config, executor, n_workers, warm=n > 0 and first, largest_jet=largest))
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
@@ -335,7 +336,7 @@ def _run_file(
         if todo_jets:
             # compile (or load) the kernels before the bar starts, so that its rate and ETA are
             # those of the clustering
-            warm_up_for(config, executor, n_workers)
+            warm_up_for(config, executor, n_workers, largest_jet=largest)
         # looked up on the module, so that one replacement of the progress helper reaches here
         bar = _progress.progress_bar(
             total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
@@ -458,19 +459,28 @@ def _recorded(inp: Path, state: tuple[int, ...], out: Path,
     return recorded_digest(inp, state, manifest, manifest.get("input_state")), info
 
 
+def _largest_jet(reader: JetSource) -> int | None:
+    """Leaves of the source's largest jet where it knows them cheaply (its optional
+    ``largest_jet()``), else ``None`` (the warm-up then uses every warm-up jet)."""
+    largest = getattr(reader, "largest_jet", None)
+    return None if largest is None else largest()
+
+
 def _digest_while_warming(reader: JetSource, config: BatchConfig, executor: cf.Executor | None,
-                          n_workers: int, warm: bool) -> str:
+                          n_workers: int, warm: bool, largest_jet: int | None) -> str:
     """``reader.digest()`` (it reads every jet once: ~1 s per 200 000 jets); with ``warm``, the
     kernels of this process (the hash is taken by a thread meanwhile) or of the executor's workers
-    (their warm-up tasks are sent first) are warmed up at the same time."""
+    (their warm-up tasks are sent first) are warmed up at the same time, on warm-up jets of at
+    most ``largest_jet`` leaves where that is known."""
     if not warm:
         return reader.digest()
     if executor is not None:
-        warm_up_workers(executor, config, n_workers)  # waited for before the first chunk
+        # (waited for before the first chunk)
+        warm_up_workers(executor, config, n_workers, largest_jet=largest_jet)
         return reader.digest()
     with cf.ThreadPoolExecutor(1, thread_name_prefix="jetastar-digest") as pool:
         digest = pool.submit(reader.digest)
-        warm_up_for(config, None, n_workers)
+        warm_up_for(config, None, n_workers, largest_jet=largest_jet)
         return digest.result()
 
 

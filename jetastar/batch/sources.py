@@ -157,6 +157,13 @@ class JetFileReader:
                 out[a:b] = np.diff(np.asarray(cols.read(["leaf_offsets"], a, b)["leaf_offsets"]))
         return out
 
+    def largest_jet(self) -> int | None:
+        """Leaves of the largest jet (from the leaf offsets; ``None`` without jets). Optional for
+        a :class:`JetSource`: the runner warms the kernels up on jets no larger
+        (:func:`~jetastar.clustering.warmup.warm_up_sizes`)."""
+        counts = self.leaf_counts()
+        return int(counts.max()) if counts.size else None
+
     def reading(self) -> dict[str, Any]:
         """Nothing: a jetastar file is read one way."""
         return {}

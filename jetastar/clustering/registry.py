@@ -74,6 +74,9 @@ class WarmUp:
         prepare: called once per process before the algorithm first runs (a kernel that it
             needs first and that others do not share, compiled while other workers compile the
             rest).
+        large_jet_s: of ``compile_s`` (and ``alone_s``), what only jets of the larger warm-up
+            size compile (:func:`~jetastar.clustering.warmup.warm_up_sizes`): a run whose jets
+            are all smaller does not compile it.
     """
 
     compile_s: float = 3.0
@@ -81,6 +84,7 @@ class WarmUp:
     order: float = 1.0
     group: str | None = None
     prepare: Callable[[], None] | None = None
+    large_jet_s: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

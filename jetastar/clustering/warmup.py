@@ -26,7 +26,14 @@ from ..jet import Jet, JetCollection
 from .chunks import CHUNK_PATH_FROM, cluster_columns
 from .registry import AlgorithmInfo, WarmUp, algorithm_info, cluster
 
-__all__ = ["compile_estimate", "warm_up", "warm_up_jets", "warm_up_order", "warm_up_tasks"]
+__all__ = [
+    "compile_estimate",
+    "warm_up",
+    "warm_up_jets",
+    "warm_up_order",
+    "warm_up_sizes",
+    "warm_up_tasks",
+]
 
 # (E, px, py, pz) in GeV of QCD jets generated with seed 3 (t_cut 16 GeV² and 1 GeV²)
 _SMALL = (
@@ -51,8 +58,13 @@ _EXACT_WARM_MAX = 7
 
 #: options replaced for the warm-up, where an algorithm accepts them
 _WARM_OPTIONS: dict[str, Any] = {"progress": False, "max_time": 1e-3, "time_limit": 1e-3}
+#: the time budget on the smallest warm-up jet instead (seconds; every algorithm finishes a
+#: 7-leaf jet in milliseconds): it takes the path the run's jets of its size take, e.g. the
+#: window search's proof by the exact MAP, which a budget of 1 ms stops (the search's window
+#: kernels then compiled although no jet of the run below 18 leaves calls them)
+_SMALL_JET_BUDGET_S = 0.1
 
-_warmed: set[tuple[str, str]] = set()
+_warmed: set[tuple[Any, ...]] = set()
 
 #: compile CPU seconds on a cold cache (2-core machine, measured 2026-11-27) of the kernels every
 #: algorithm needs (likelihood, tree scoring); each algorithm declares its own on top
@@ -71,7 +83,7 @@ def _info(name: str) -> AlgorithmInfo | None:
 
 
 def compile_estimate(names: Iterable[str], workers: int = 1, *,
-                     chunk_jets: int | None = None) -> float:
+                     chunk_jets: int | None = None, largest_jet: int | None = None) -> float:
     """Roughly how many seconds (wall) compiling the kernels of ``names`` takes on a cold cache.
 
     Args:
@@ -79,6 +91,8 @@ def compile_estimate(names: Iterable[str], workers: int = 1, *,
         workers: processes that compile in parallel (one warm-up task each).
         chunk_jets: the run's jets per chunk (``None``: chosen by the run, large enough for the
             chunk kernels); below :data:`~.chunks.CHUNK_PATH_FROM` no chunk kernel is compiled.
+        largest_jet: leaves of the run's largest jet, when known (:func:`warm_up_sizes`: what
+            only larger jets compile, :attr:`~.registry.WarmUp.large_jet_s`, is left out).
 
     Returns:
         Seconds; the compile notice shows it as a range.
@@ -92,13 +106,15 @@ def compile_estimate(names: Iterable[str], workers: int = 1, *,
     groups = [info.warm_up.group for info in infos if info is not None]
     own = []
     kernels: dict[str, float] = {}
+    small = len(warm_up_sizes(largest_jet)) == 1
     for info in infos:
         if info is None:
             own.append(_COMPILE_UNKNOWN_S)
             continue
         warm = info.warm_up
         alone = warm.alone_s is not None and groups.count(warm.group) == 1
-        own.append(warm.alone_s if alone else warm.compile_s)
+        own.append((warm.alone_s if alone else warm.compile_s)
+                   - (warm.large_jet_s if small else 0.0))
         flat = info.chunk_options({})
         if flat is not None and _chunks_used(chunk_jets):
             kernels[info.chunk.kernel(flat)] = info.chunk.compile_s
@@ -109,12 +125,35 @@ def compile_estimate(names: Iterable[str], workers: int = 1, *,
                (_COMPILE_BASE_S * tasks + sum(own)) / tasks)
 
 
-def warm_up_jets() -> list[Any]:
-    """The two warm-up jets (7 and 18 leaves)."""
-    return [
+def warm_up_jets(largest_jet: int | None = None) -> list[Any]:
+    """The warm-up jets: 7 and 18 leaves, or only the 7-leaf one for a run whose jets have fewer
+    than 18 leaves (see :func:`warm_up_sizes`).
+
+    Args:
+        largest_jet: leaves of the run's largest jet (``None``: unknown, both jets).
+    """
+    jets = [
         Jet(_SMALL, ShowerParams.qcd(), jet_id=-1, jet_type="QCD"),
         Jet(_LARGE, ShowerParams.qcd(t_cut=1.0), jet_id=-2, jet_type="QCD"),
     ]
+    return jets[:len(warm_up_sizes(largest_jet))]
+
+
+def warm_up_sizes(largest_jet: int | None = None) -> tuple[int, ...]:
+    """The leaf counts of the warm-up jets a run whose largest jet has ``largest_jet`` leaves is
+    warmed up on (``None``: unknown, all of them). A larger warm-up jet only compiles kernels that
+    such a run never calls (the window search's windows: below 18 leaves it proves the MAP with
+    the exact MAP; about 9 of the ~50 CPU-s a cold ``jetastar run`` compiled); the smallest one is
+    always used.
+
+    Example:
+        >>> warm_up_sizes(16), warm_up_sizes(None), warm_up_sizes(40)
+        ((7,), (7, 18), (7, 18))
+    """
+    sizes = (len(_SMALL), len(_LARGE))
+    if largest_jet is None:
+        return sizes
+    return sizes[:1] + tuple(size for size in sizes[1:] if size <= largest_jet)
 
 
 def warm_up_order(names: Iterable[str]) -> list[str]:
@@ -169,14 +208,15 @@ def _chunks_used(chunk_jets: int | None) -> bool:
 def warm_up(
     names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None,
     max_leaves: Mapping[str, int | None] | None = None, *, chunk_jets: int | None = None,
-    threads: bool = True,
+    threads: bool = True, largest_jet: int | None = None,
 ) -> list[str]:
-    """Run each algorithm on the warm-up jets, once per process and set of options.
+    """Run each algorithm on the warm-up jets, once per process, set of options and jet.
 
     Errors are ignored here (the real run records them per jet). Every option is passed as given
     (options can select other kernels) except the progress bar (off) and the time budget
     (:data:`_WARM_OPTIONS`: searches stop right after their kernels have run once; compiling does
-    not count against a budget).
+    not count against a budget; on the 7-leaf jet :data:`_SMALL_JET_BUDGET_S`, which they finish
+    well within).
 
     Args:
         names: registry names.
@@ -186,44 +226,50 @@ def warm_up(
             compiled only where chunks take them (:data:`~.chunks.CHUNK_PATH_FROM` jets), and
             their parallel variant only for chunks of at least the path's ``parallel_from``.
         threads: whether the run may use the parallel variant at all (one worker).
+        largest_jet: leaves of the run's largest jet, when known: warm-up jets above it are not
+            used (:func:`warm_up_sizes`; kernels that only larger jets call compile if and when
+            a run meets one).
 
     Returns:
-        The names that were warmed up by this call (not already warm in this process).
+        The names that were warmed up by this call (not already warm in this process on these
+        jets).
     """
     done = []
     jets = None
     for name in names:
         info = algorithm_info(name)
         accepted = set(info.options())
-        opts = dict((options or {}).get(name) or {})
+        given = dict((options or {}).get(name) or {})
+        opts = dict(given)
         for option, value in _WARM_OPTIONS.items():
             if option in accepted:
                 opts[option] = value
-        key = (name, _key(opts))
         flat = info.chunk_options(opts)
         if flat is not None and _chunks_used(chunk_jets):
             # (its own keys: a process warmed up for a few jets warms the chunk kernels later)
-            jets = warm_up_jets() if jets is None else jets
+            jets = warm_up_jets(largest_jet) if jets is None else jets
             parallel = threads and (chunk_jets is None or chunk_jets >= info.chunk.parallel_from)
             _warm_columnar(jets, name, info.chunk.kernel(flat), flat, parallel)
-        if key in _warmed:
+        limit = (max_leaves or {}).get(name, info.max_leaves if info.exact else None)
+        if info.exact:
+            limit = _EXACT_WARM_MAX if limit is None else min(limit, _EXACT_WARM_MAX)
+        # (per jet: a process warmed up on small jets for one run warms up on a larger one later)
+        jets = warm_up_jets(largest_jet) if jets is None else jets
+        todo = [jet for jet in jets if (limit is None or jet.n_leaves <= limit)
+                and (name, _key(given), jet.n_leaves) not in _warmed]
+        if not todo:
             continue
-        _warmed.add(key)
         prepare = info.warm_up.prepare
         if prepare is not None and ("prepare", prepare.__qualname__) not in _warmed:
             # (once per process, however many algorithms share it)
             _warmed.add(("prepare", prepare.__qualname__))
-            jets = warm_up_jets() if jets is None else jets
             prepare(jets)
-        limit = (max_leaves or {}).get(name, info.max_leaves if info.exact else None)
-        if info.exact:
-            limit = _EXACT_WARM_MAX if limit is None else min(limit, _EXACT_WARM_MAX)
-        jets = warm_up_jets() if jets is None else jets
-        for jet in jets:
-            if limit is not None and jet.n_leaves > limit:
-                continue
+        for jet in todo:
+            _warmed.add((name, _key(given), jet.n_leaves))
+            budget = {option: _SMALL_JET_BUDGET_S for option in ("max_time", "time_limit")
+                      if option in accepted and jet.n_leaves == len(_SMALL)}
             try:
-                cluster(jet, name, **opts)
+                cluster(jet, name, **{**opts, **budget})
             except Exception:  # the real run records it, per jet
                 break
         done.append(name)

@@ -1264,11 +1264,11 @@ TRELLIS = register(AlgorithmInfo(
     ),
     family="exact", chunk=_TrellisChunks(), expected_cpu=_expected_cpu,
     device_batch=_GpuBatch(), main_job="map",
-    # (compile CPU seconds measured 2026-11-27 on a 2-core machine, cold cache; one task with the
+    # (compile CPU seconds measured 2026-12-07 on a 2-core machine, cold cache; one task with the
     # window search, which runs the same exact MAP engine: two workers compiled it at once
     # before, 2026-12-07; after beam search and greedy, whose kernels the window search runs:
     # before them, the other worker compiled beam search while this task compiled it too)
-    warm_up=WarmUp(compile_s=10.0, order=0.25, group="exact-map"),
+    warm_up=WarmUp(compile_s=8.0, order=0.25, group="exact-map"),
 ))
 
 
