@@ -216,7 +216,7 @@ def cluster_jets(
                         keep(a, b, cluster_collection(chunk, config, first_index=a,
                                                       on_jet=bar.update))
                 else:
-                    largest = int(np.diff(collection.leaf_offsets).max()) if n else None
+                    largest = int(collection.n_leaves.max()) if n else None
                     for fut in warm_up_workers(executor, config, n_workers, largest_jet=largest):
                         try:
                             fut.result()

@@ -128,11 +128,11 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     if executor is not None:
         # a worker generates the jets while the others compile (or load) the clustering kernels:
         # on a cold cache this process compiles nothing (it compiled the generator and the
-        # likelihood, which the workers compile or load as well, while both cores compiled)
-        # (the workers' compile notice)
+        # likelihood, which the workers compile or load as well, while both cores compiled).
+        # Every worker starts within the block, so its compile notice carries the estimate; the
+        # warm-up leaves out kernels that only jets above the cap call.
         with warm_up_estimate(config, max(2, args.workers), largest_jet=args.max_jet_leaves):
             made = executor.submit(write_demo_jets, *jobs)
-            # (kernels that only jets above the cap call are not compiled)
             warm_up_workers(executor, config, max(2, args.workers),
                             largest_jet=args.max_jet_leaves)
         _load_output_modules()  # (meanwhile)
