@@ -58,7 +58,8 @@ Cache: compiled kernels are cached on disk (numba's ``cache=True``) next to the 
 nobody else: numba unpickles what it finds there; otherwise a new private folder for the run, removed
 at exit); ``NUMBA_CACHE_DIR`` overrides all of these. Worker
 processes (process pools, Dask workers on the same machine) inherit the setting and load the kernels
-from the cache instead of compiling them again.
+from the cache instead of compiling them again; a kernel that another process is compiling is
+waited for, not compiled twice (:mod:`jetastar._compile_lock`).
 
 Example:
     >>> from jetastar._jit import Stopwatch
@@ -108,6 +109,7 @@ _check_thread_setting()
 from numba.core import config as _numba_config  # noqa: E402 (after the check above)
 from numba.core import event as _event  # noqa: E402
 
+from . import _compile_lock  # noqa: E402
 from ._leftovers import notice_folder  # noqa: E402
 
 __all__ = [
@@ -603,3 +605,4 @@ def _ensure_cache_dir() -> None:
 
 _ensure_cache_dir()
 _install_clocks()
+_compile_lock.install()

@@ -26,6 +26,7 @@ from ..batch.executors import warm_up_estimate
 from ..clustering import algorithm_info, algorithms
 from ..comparison import comparison_table, format_comparison
 from ..errors import BatchError
+from ..inmemory import JetResults
 from ..io import set_extras
 from ..jet import JetCollection
 from .cmd_algorithms import add_algorithm_listing
@@ -155,10 +156,11 @@ def _run_main_job(args: argparse.Namespace, executor: Any) -> int:
     tables = io.read_results(results_h5)
     _print_times(tables)
     results_root = out / "results.root"
-    io.write(results_root, io.read(results_h5, validate=False), tables,
-             attrs={"command": command_line(), "seed": args.seed})
+    jets = io.read(results_h5, validate=False)
+    io.write(results_root, jets, tables, attrs={"command": command_line(), "seed": args.seed})
     echo(f"results: {results_h5} and {results_root}")
-    rows = comparison_table(results_h5)
+    # (from what was read: the same rows as from the file, without reading it a third time)
+    rows = comparison_table(JetResults(jets, tables))
     text = format_comparison(rows)
     echo("")
     echo(text)
