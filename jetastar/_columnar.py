@@ -19,6 +19,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from ._jit import kernel_helper
 from ._text import text_column
 from .errors import InvalidJetError, InvalidJetInFileError
 from .ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
@@ -492,7 +493,7 @@ def leaf_problems(
     return kind, leaf, comp, value
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def jet_leaf_problem(leaves, a, b, finite, too_few, tol):  # pragma: no cover - numba
     """The first problem of the leaves ``leaves[a:b]`` of one jet (numba kernel; the checks of
     :func:`first_leaf_problem`): ``(kind, leaf, component, value)``, ``kind`` 0 when valid."""

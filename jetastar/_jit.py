@@ -3,34 +3,35 @@ that leave compilation out.
 
 Rules for every numba kernel in jetastar (read before adding one):
 
-1. Decorate with ``@nb.njit(cache=True)``, helpers too. ``inline="always"`` only on a helper
-   called in a hot loop that LLVM does not inline by itself (today the split scores
-   ``split_llh_given_parent`` / ``split_bound_given_parent``, the trellis's ``_split_score`` and
-   the agglomerative ``pair_llh``, without which beam search is 13 % slower; measure before adding
-   one): numba inlines by compiling the helper's bytecode again at every call site, nested helpers
-   included, and such copies were most of the compile time of the kernels calling them (each
-   inlined copy of ψ, ``split_llh_given_parent``, costs its kernel ~2 CPU-s). Measured 2026-12-07:
-   removing every ``inline="always"`` saved only ~5 % of a first run's compile time and made the
-   exact MAP ~15 % slower, not inlining ψ alone made greedy's chunk kernel ~60 % slower; calling
-   ψ and its bound through non-inlined twins in the exact MAP's warm start (at most three splits
-   per cluster) saved 4 of its 11 compile seconds and cost 10-25 % of its run time at 16 leaves.
-   A plain call to a *small* helper usually costs no run time (the callee's module is linked into the
-   caller before LLVM optimises it, and LLVM inlines it); a larger callee may stay a call, so time
-   the hot loops after changing one. An *array* argument is another matter: numba takes and
-   releases a reference to it around every such call with atomic instructions that LLVM keeps
-   even after inlining (a third of the exact MAP engine's time on small jets, half of MCTS's).
-   A kernel that calls helpers per item (cluster, split, merge) hands them views from
-   :func:`jetastar._refcount.borrowed`, made once at its top (rules for their lifetime there).
-   A kernel re-optimises everything it calls, so keep kernels that are called from many places
-   small. In kernels, copy arrays with loops, not slice
-   assignments (``a[:n] = b``): each one compiles a generic broadcasting copy with its own error
-   path (string formatting included, about 2 s). Sort with ``jetastar._sorting``
+1. Decorate with ``@nb.njit(cache=True)``; a helper that only other CPU kernels call (never Python,
+   never a GPU kernel) with :func:`kernel_helper` instead, which compiles it without the wrappers
+   that make it callable from Python (``tests/test_jit.py`` checks every use). ``inline="always"``
+   only on a helper called in a hot loop that LLVM does not inline by itself (today the split scores
+   ``split_llh_given_parent`` / ``split_bound_given_parent``, the trellis's ``_split_score`` and the
+   agglomerative ``pair_llh``, without which beam search is 13 % slower; measure before adding one):
+   numba inlines by compiling the helper's bytecode again at every call site, nested helpers
+   included, and such copies were most of the compile time of the kernels calling them (each inlined
+   copy of ψ, ``split_llh_given_parent``, costs its kernel ~2 CPU-s). Measured 2026-12-07: removing
+   every ``inline="always"`` saved only ~5 % of a first run's compile time and made the exact MAP
+   ~15 % slower, not inlining ψ alone made greedy's chunk kernel ~60 % slower; calling ψ and its
+   bound through non-inlined twins in the exact MAP's warm start (at most three splits per cluster)
+   saved 4 of its 11 compile seconds and cost 10-25 % of its run time at 16 leaves. A plain call to
+   a *small* helper usually costs no run time (the callee's module is linked into the caller before
+   LLVM optimises it, and LLVM inlines it); a larger callee may stay a call, so time the hot loops
+   after changing one. An *array* argument is another matter: numba takes and releases a reference
+   to it around every such call with atomic instructions that LLVM keeps even after inlining (a
+   third of the exact MAP engine's time on small jets, half of MCTS's). A kernel that calls helpers
+   per item (cluster, split, merge) hands them views from :func:`jetastar._refcount.borrowed`, made
+   once at its top (rules for their lifetime there). A kernel re-optimises everything it calls, so
+   keep kernels that are called from many places small. In kernels, copy arrays with loops, not
+   slice assignments (``a[:n] = b``): each one compiles a generic broadcasting copy with its own
+   error path (string formatting included, about 2 s). Sort with ``jetastar._sorting``
    (``sort_inplace``, ``argsort_stable``), not ``a.sort()`` / ``np.sort`` / ``np.argsort``: numba's
-   sorts are not cached on their own and cost a process that compiles a kernel using them 1–2 s
-   per type and kind. ``parallel=True`` only on a kernel whose work is a ``prange`` over
-   independent items, and a serial twin only where the parallel launch is measurably slower (say
-   so in its docstring). No explicit signatures (they compile eagerly at import), no ``nb.jit``
-   object mode, no closures or generated functions (they cannot be cached).
+   sorts are not cached on their own and cost a process that compiles a kernel using them 1–2 s per
+   type and kind. ``parallel=True`` only on a kernel whose work is a ``prange`` over independent
+   items, and a serial twin only where the parallel launch is measurably slower (say so in its
+   docstring). No explicit signatures (they compile eagerly at import), no ``nb.jit`` object mode,
+   no closures or generated functions (they cannot be cached).
 2. One specialisation per kernel: call it with the same argument types everywhere — arrays
    float64 / int64 (int32 only where memory matters, and then always int32), C-contiguous (pass
    ``np.ascontiguousarray``, never a strided view), integers as Python ``int`` / ``np.int64``,
@@ -106,7 +107,8 @@ def _check_thread_setting() -> None:
 
 _check_thread_setting()
 
-from numba.core import config as _numba_config  # noqa: E402 (after the check above)
+import numba as _numba  # noqa: E402 (after the check above)
+from numba.core import config as _numba_config  # noqa: E402
 from numba.core import event as _event  # noqa: E402
 
 from . import _compile_lock  # noqa: E402
@@ -120,6 +122,7 @@ __all__ = [
     "compile_estimate_for",
     "compile_seconds",
     "expect_compile",
+    "kernel_helper",
     "notice_text",
     "one_notice_for_workers",
     "skip_last_collection",
@@ -361,6 +364,47 @@ def skip_numba_extensions() -> None:
 
     if hasattr(entrypoints, "_already_initialized"):
         entrypoints._already_initialized = True
+
+
+def _no_python_entry(*args: Any, **kws: Any) -> None:
+    """A helper's compiled versions stay out of numba's table of Python entry points."""
+
+
+def _python_call_refused(dispatcher: Any) -> Any:
+    def refuse(*args: Any, **kws: Any) -> Any:
+        raise TypeError(
+            f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__} is a helper of "
+            "jetastar's numba kernels (jetastar._jit.kernel_helper): only numba code can call it"
+        )
+
+    return refuse
+
+
+def kernel_helper(func: Any) -> Any:
+    """``@nb.njit(cache=True)`` for a function that only other numba kernels call.
+
+    It is compiled without the two wrappers that let Python call a kernel (numba's
+    ``no_cpython_wrapper`` and ``no_cfunc_wrapper``): every kernel's compilation builds them,
+    and every kernel that calls the function links them in and optimises them again, ~0.1–0.4
+    CPU-s per helper. The helpers of a first ``jetastar run`` compiled ~4–6 of ~55 CPU-s faster
+    this way (one process, alternated, 2026-12-07). A call from Python raises ``TypeError`` (numba
+    itself would crash: it has no entry point to call). Not for functions that GPU kernels call
+    (numba's CUDA target compiles those from the CPU kernel's settings).
+
+    Example:
+        >>> import numpy as np
+        >>> from jetastar.ginkgo.generator import _splitmix  # (decorated @kernel_helper)
+        >>> _splitmix(np.uint64(1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: jetastar.ginkgo.generator._splitmix is a helper of jetastar's numba kernels ...
+    """
+    dispatcher = _numba.njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(func)
+    if not _numba_config.DISABLE_JIT:  # (then njit returns the Python function itself)
+        # numba calls these two by attribute: Python calls never reach the missing entry point
+        dispatcher._insert = _no_python_entry
+        dispatcher._compile_for_args = _python_call_refused(dispatcher)
+    return dispatcher
 
 
 def skip_last_collection() -> None:

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -371,3 +372,89 @@ def test_zero_threads_is_refused_in_one_line(monkeypatch, value):
         _jit._check_thread_setting()
     monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
     _jit._check_thread_setting()  # a valid value passes
+
+
+# ---------------------------------------------------------------------- kernel helpers
+def _decorator_names(fn: Any) -> set[str]:
+    import ast
+
+    names = set()
+    for dec in fn.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        names.add(ast.unparse(target))
+    return names
+
+
+def _kernel_helpers() -> dict[str, set[str]]:
+    """Module file -> names of its functions decorated ``@kernel_helper``."""
+    import ast
+
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / "jetastar").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and "kernel_helper" in _decorator_names(node):
+                found.setdefault(str(path), set()).add(node.name)
+    return found
+
+
+def test_kernel_helpers_are_called_only_from_cpu_kernels():
+    """A helper has no Python entry point (a Python call raises TypeError) and must not reach
+    numba's CUDA target: every use of one, in the package, the tests and the analysis scripts,
+    is inside a function decorated with ``nb.njit`` or ``kernel_helper`` (not ``cuda.jit``)."""
+    import ast
+
+    helpers = _kernel_helpers()
+    assert sum(len(v) for v in helpers.values()) >= 30  # (the scan below found them)
+    by_name: dict[str, set[str]] = {}
+    for path, names in helpers.items():
+        module = ".".join(Path(path).relative_to(ROOT).with_suffix("").parts)
+        for name in names:
+            by_name.setdefault(name, set()).add(module)
+    kernel_decorators = {"nb.njit", "numba.njit", "njit", "kernel_helper"}
+    bad = []
+    files = [*(ROOT / "jetastar").rglob("*.py"), *(ROOT / "tests").rglob("*.py"),
+             *(ROOT / "analysis").rglob("*.py"), *(ROOT / "data").rglob("*.py")]
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        # the helpers this file can name: its own, and those it imports from their module
+        visible = {n for n, mods in by_name.items() if module in mods}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    if alias.name in by_name and any(m.endswith(node.module.lstrip("."))
+                                                     for m in by_name[alias.name]):
+                        visible.add(alias.asname or alias.name)
+        if not visible:
+            continue
+
+        def scan(node: ast.AST, in_kernel: bool, path: Path = path,
+                 visible: set[str] = visible) -> None:
+            for child in ast.iter_child_nodes(node):
+                inside = in_kernel
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    inside = bool(_decorator_names(child) & kernel_decorators)
+                if isinstance(child, (ast.Name, ast.Attribute)) and not in_kernel:
+                    name = child.id if isinstance(child, ast.Name) else child.attr
+                    if name in visible:
+                        bad.append(f"{path.relative_to(ROOT)}:{child.lineno} {name}")
+                scan(child, inside)
+
+        scan(tree, False)
+    assert not bad, bad
+
+
+def test_a_kernel_helper_refuses_a_call_from_python_and_works_in_kernels():
+    from jetastar.clustering.search import _mcts_kernels
+
+    with pytest.raises(TypeError, match=r"_mcts_kernels\._decode is a helper of jetastar.s numba"):
+        _mcts_kernels._decode(np.int64(4))
+
+    @nb.njit
+    def decode(act):
+        return _mcts_kernels._decode(act)
+
+    assert decode(np.int64(4)) == _mcts_kernels._decode.py_func(np.int64(4)) == (1, 3)
+    with pytest.raises(TypeError, match="only numba code can call it"):  # compiled now: still
+        _mcts_kernels._decode(np.int64(4))                                # no Python entry

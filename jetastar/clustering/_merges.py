@@ -26,6 +26,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._jit import kernel_helper
 from .._refcount import borrowed
 from .._sorting import argsort_stable
 from ..errors import InvalidJetError
@@ -121,7 +122,7 @@ def canonical_result(
 
 
 # ---------------------------------------------------------------------- numba kernels
-@nb.njit(cache=True)
+@kernel_helper
 def leaf_ts(leaves: np.ndarray, c: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
     """``t`` of every single leaf for the likelihood form of ``c`` (legacy: 0)."""
     n = leaves.shape[0]
@@ -398,7 +399,7 @@ def greedy_steps(consts, state, max_merges):  # pragma: no cover - numba
 _INSERTION_MAX = 32
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def canonical_into(history, steps, n, children, full):  # pragma: no cover - numba
     """One merge history in canonical node order: fills ``children`` ``(2n - 1, 2)`` (leaves
     ``[-1, -1]``) and the per-node split values ``full`` ``(2n - 1,)`` (0 at leaves), as
@@ -487,7 +488,7 @@ def _block_sum(a, start, n):  # pragma: no cover - numba
     return res
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def numpy_sum(a, start, n):  # pragma: no cover - numba
     """``a[start:start + n].sum()`` as numpy computes it (its pairwise summation, bit for bit),
     so that a kernel's tree totals equal :func:`jetastar.ginkgo.log_likelihood`'s.

@@ -38,6 +38,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from .._jit import kernel_helper
 from .._text import text_column
 from ..errors import JetastarError
 from ..jet import JetCollection
@@ -55,7 +56,7 @@ _MAX_NODES_PER_JET = 1 << 22  # ~4 million nodes: far beyond any sane t_cut
 _OK, _ERR_FILTER, _ERR_TOO_BIG = 0, 1, 2
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _splitmix(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     """One SplitMix64 step: (new state, 64 random bits)."""
     state = state + np.uint64(0x9E3779B97F4A7C15)
@@ -65,14 +66,14 @@ def _splitmix(state: np.uint64) -> tuple[np.uint64, np.uint64]:
     return state, z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _uniform(state: np.uint64) -> tuple[np.uint64, float]:
     """Uniform double in [0, 1) with 53 random bits."""
     state, bits = _splitmix(state)
     return state, float(bits >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _stream_state(seed: np.uint64, index: np.int64, attempt: np.int64) -> np.uint64:
     """Initial RNG state for (seed, jet index, attempt): hashed so nearby inputs are independent."""
     _, a = _splitmix(seed)
@@ -81,7 +82,7 @@ def _stream_state(seed: np.uint64, index: np.int64, attempt: np.int64) -> np.uin
     return c
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _truncated_exponential(state: np.uint64, rate: float) -> tuple[np.uint64, float]:
     """Draw r on [0, 0.999) with density ∝ exp(−rate·r), by inverting the CDF."""
     state, u = _uniform(state)
@@ -91,7 +92,7 @@ def _truncated_exponential(state: np.uint64, rate: float) -> tuple[np.uint64, fl
     return state, r
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _shower_one(
     state, root_p, t_root, t_cut, lam, lam_root, content, children, node_t, draws, stack_p,
     stack_info,

@@ -34,6 +34,8 @@ import math
 import numba as nb
 import numpy as np
 
+from .._jit import kernel_helper
+
 __all__ = [
     "BOUND_MARGIN",
     "DENSITY_CONSTANT",
@@ -654,7 +656,7 @@ def truth_llh_kernel(leaves, loff, children, leaf_of_node, noff, which, consts, 
         out[j] = total
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
                      terms):  # pragma: no cover - numba
     """ψ of every internal node of one flat tree into ``terms`` (indexed by node; leaves untouched).
@@ -682,7 +684,7 @@ def tree_split_terms(leaves, la, children, leaf_of_node, a, order, root, c,
             terms[node] = split_llh(t[left], t[right], t[node], c[1 if node == root else 0])
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def tree_postorder(children, leaf_of_node, a, m, n):  # pragma: no cover - numba
     """Check the tree of nodes ``a .. a + m - 1`` of flat ``children`` / ``leaf_of_node`` (local
     node ids) over ``n`` leaves, and order its nodes children first.

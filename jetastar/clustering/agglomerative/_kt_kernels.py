@@ -10,6 +10,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ..._jit import kernel_helper
 from ...momenta import rap_phi_kt2
 
 __all__ = ["NN_MIN_LEAVES", "NN_SCAN_BELOW", "history_of", "kt_history", "kt_history_nn",
@@ -48,7 +49,7 @@ NN_MIN_LEAVES = 36
 NN_SCAN_BELOW = 20
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _nearest(k, m, rap, phi):  # pragma: no cover - numba
     """The particle (position ``< m``) closest to ``k`` in ΔR², and that ΔR² (``-1, inf`` if none
     is closer than infinity)."""
@@ -65,7 +66,7 @@ def _nearest(k, m, rap, phi):  # pragma: no cover - numba
     return arg, best
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _choose_rescan(m, rap, phi, scale, r2):  # pragma: no cover - numba
     """The step's winner by a scan of every candidate: ``(i, j)`` for the pair ``i < j``,
     ``(i, -1)`` for the beam distance of ``i``, ``(-1, -1)`` if no distance is below infinity;
@@ -89,7 +90,7 @@ def _choose_rescan(m, rap, phi, scale, r2):  # pragma: no cover - numba
     return bi, bj, m * (m - 1) // 2
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _choose_nn(m, rap, phi, scale, r2, nn, nnd, dd):  # pragma: no cover - numba
     """:func:`_choose_rescan`'s winner, from the nearest neighbours ``nn`` (ΔR² ``nnd``).
 
@@ -148,7 +149,7 @@ def _choose_nn(m, rap, phi, scale, r2, nn, nnd, dd):  # pragma: no cover - numba
     return bi, bj, evals
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _redo_nearest(nr, redo, m, rap, phi, nn, nnd):  # pragma: no cover - numba
     """Nearest neighbours of the particles ``redo[:nr]`` again; returns the distances computed."""
     for r in range(nr):
@@ -192,7 +193,7 @@ def history_of(leaves: np.ndarray, power: int, r2: float) -> tuple[np.ndarray, i
     return kt_history_nn(leaves, power, r2, np.int64(NN_SCAN_BELOW))
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _particles(leaves, power):  # pragma: no cover - numba
     """The working copies of the leaves: 4-vectors, rapidities, azimuths, scales ``kt^(2p)`` and
     node ids."""
@@ -211,7 +212,7 @@ def _particles(leaves, power):  # pragma: no cover - numba
     return p, rap, phi, scale, node
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _merge(bi, bj, new, power, p, rap, phi, scale, node):  # pragma: no cover - numba
     """Particle ``bj`` added to ``bi`` (E-scheme), which becomes node ``new``."""
     for d in range(4):
@@ -221,7 +222,7 @@ def _merge(bi, bj, new, power, p, rap, phi, scale, node):  # pragma: no cover - 
     node[bi] = new
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _move(src, dst, p, rap, phi, scale, node):  # pragma: no cover - numba
     """Particle ``src`` copied into the slot ``dst``."""
     for d in range(4):

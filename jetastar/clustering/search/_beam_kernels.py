@@ -8,6 +8,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ..._jit import kernel_helper
 from ..._refcount import borrowed
 from ..._sorting import argsort_stable
 from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
@@ -21,7 +22,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 # ---------------------------------------------------------------------- numba kernels
-@nb.njit(cache=True)
+@kernel_helper
 def _mix(leaf, code):  # pragma: no cover - numba
     """splitmix64 of the pair (leaf, attach code)."""
     x = (np.uint64(leaf) << np.uint64(32)) ^ np.uint64(code + 1)
@@ -31,13 +32,13 @@ def _mix(leaf, code):  # pragma: no cover - numba
     return x ^ (x >> np.uint64(31))
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _heap_less(v1, f1, v2, f2):  # pragma: no cover - numba
     """Order of the min-heap: worse score first; on equal scores the later candidate is worse."""
     return v1 < v2 or (v1 == v2 and f1 > f2)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _sift_down(hv, hf, size, i):  # pragma: no cover - numba
     while True:
         left = 2 * i + 1
@@ -55,7 +56,7 @@ def _sift_down(hv, hf, size, i):  # pragma: no cover - numba
             return
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _sift_up(hv, hf, i):  # pragma: no cover - numba
     while i > 0:
         parent = (i - 1) // 2
@@ -67,7 +68,7 @@ def _sift_up(hv, hf, i):  # pragma: no cover - numba
             return
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _same_child(att, n, b1, hi1, code1, b2, hi2, code2):  # pragma: no cover - numba
     """Whether two candidate children (parent, changed leaf, new code) are the same state."""
     for leaf in range(n):

@@ -11,6 +11,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from ..._jit import kernel_helper
 from ..._refcount import borrowed, keep_alive
 from ..._sorting import argsort_stable
 from ...ginkgo.likelihood import SPACELIKE_TOLERANCE, t_of
@@ -23,14 +24,14 @@ _QSUM, _QMAX, _STEP = range(3)
 
 
 # ---------------------------------------------------------------------- state helpers
-@nb.njit(cache=True)
+@kernel_helper
 def _init_tri(sp, st, m, tri, c0):  # pragma: no cover - numba
     for c in range(1, m):
         for a in range(c):
             tri[c * (c - 1) // 2 + a] = pair_llh(sp, st, a, c, c0)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _merge_into(
     sp, st, snode, tri, m, a, c, node_id, sp2, st2, snode2, tri2, c0
 ):  # pragma: no cover - numba
@@ -68,7 +69,7 @@ def _merge_into(
     return mm - 1
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _decode(act):  # pragma: no cover - numba
     """Slots (a, c), a < c, of merge index ``act = c(c-1)/2 + a``."""
     c = 1
@@ -77,7 +78,7 @@ def _decode(act):  # pragma: no cover - numba
     return act - c * (c - 1) // 2, c
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _step_values(sp, st, tri, m, c1, out):  # pragma: no cover - numba
     """Split log-likelihood of every legal merge (root constants when two clusters are left)."""
     if m == 2:
@@ -89,7 +90,7 @@ def _step_values(sp, st, tri, m, c1, out):  # pragma: no cover - numba
     return npair
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _prior(values, npair, uniform, out):  # pragma: no cover - numba
     """P ∝ exp(ψ) over the legal merges (uniform if asked or if every ψ is -inf)."""
     vmax = -np.inf
@@ -108,7 +109,7 @@ def _prior(values, npair, uniform, out):  # pragma: no cover - numba
         out[i] /= total
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _qnorm(x, lo, hi):  # pragma: no cover - numba
     if x <= lo:
         return 0.0
@@ -117,7 +118,7 @@ def _qnorm(x, lo, hi):  # pragma: no cover - numba
     return (x - lo) / (hi - lo)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _node_q(ni, nf, node, planning, lo, hi):  # pragma: no cover - numba
     """Normalised Q of a visited node; an unvisited one borrows its nearest visited ancestor's."""
     while ni[node, _VISITS] == 0:
@@ -130,7 +131,7 @@ def _node_q(ni, nf, node, planning, lo, hi):  # pragma: no cover - numba
     return _qnorm(nf[node, _QMAX], lo, hi)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _new_node(ni, nf, count, parent, action, step):  # pragma: no cover - numba
     ni[count, _PARENT] = parent
     ni[count, _ACTION] = action
@@ -145,7 +146,7 @@ def _new_node(ni, nf, count, parent, action, step):  # pragma: no cover - numba
     return count
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _find_child(ni, node, action):  # pragma: no cover - numba
     child = ni[node, _FIRST]
     while child >= 0:
@@ -155,7 +156,7 @@ def _find_child(ni, node, action):  # pragma: no cover - numba
     return -1
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _grow(ni, nf, need):  # pragma: no cover - numba
     cap = ni.shape[0]
     while cap < need:
@@ -170,7 +171,7 @@ def _grow(ni, nf, need):  # pragma: no cover - numba
     return ni2, nf2
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _copy_state(sp, st, snode, tri, m, npair, sp2, st2, snode2, tri2):  # pragma: no cover - numba
     """Copy the first ``m`` slots and ``npair`` pair values of a state into another (loops, not
     slice assignments: numba compiles each slice assignment into a generic copy of its own)."""
@@ -183,7 +184,7 @@ def _copy_state(sp, st, snode, tri, m, npair, sp2, st2, snode2, tri2):  # pragma
         tri2[j] = tri[j]
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _backup(ni, nf, leaf, head, ret, lo, hi):  # pragma: no cover - numba
     clipped = _qnorm(ret, lo, hi)
     x = leaf
@@ -197,7 +198,7 @@ def _backup(ni, nf, leaf, head, ret, lo, hi):  # pragma: no cover - numba
         x = ni[x, _PARENT]
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _pick_rollout(prior, npair, sample, rng):  # pragma: no cover - numba
     if not sample:
         best = 0
@@ -258,7 +259,7 @@ def mcts_state(leaves, consts):  # pragma: no cover - numba
     return ni, nf, (hp, ht, hnode, htri, history, steps, counters)
 
 
-@nb.njit(cache=True)
+@kernel_helper
 def _scratch(n, npairs, bw):  # pragma: no cover - numba
     """The scratch arrays of :func:`mcts_advance`: a trajectory's work state and the beam
     states (each double-buffered), the beam's candidates, and per-merge values."""
