@@ -386,8 +386,9 @@ def kernel_helper(func: Any) -> Any:
     It is compiled without the two wrappers that let Python call a kernel (numba's
     ``no_cpython_wrapper`` and ``no_cfunc_wrapper``): every kernel's compilation builds them,
     and every kernel that calls the function links them in and optimises them again, ~0.1–0.4
-    CPU-s per helper. The helpers of a first ``jetastar run`` compiled ~4–6 of ~55 CPU-s faster
-    this way (one process, alternated, 2026-12-07). A call from Python raises ``TypeError`` (numba
+    CPU-s per helper (14 of them compiled alone: 7.1 CPU-s instead of 9.0; the kernels of a first
+    ``jetastar run`` in one process: ~2.8 of ~52 CPU-s less, the mean of four alternated runs
+    whose noise was ±5; 2026-12-07). A call from Python raises ``TypeError`` (numba
     itself would crash: it has no entry point to call). Not for functions that GPU kernels call
     (numba's CUDA target compiles those from the CPU kernel's settings).
 
