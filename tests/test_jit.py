@@ -458,3 +458,61 @@ def test_a_kernel_helper_refuses_a_call_from_python_and_works_in_kernels():
     assert decode(np.int64(4)) == _mcts_kernels._decode.py_func(np.int64(4)) == (1, 3)
     with pytest.raises(TypeError, match="only numba code can call it"):  # compiled now: still
         _mcts_kernels._decode(np.int64(4))                                # no Python entry
+
+
+def test_no_gpu_kernel_reaches_a_kernel_helper():
+    """numba's CUDA target compiles the CPU functions a GPU kernel calls from their own settings,
+    which for a helper include ones it does not know: no GPU kernel may reach one, directly or
+    through other functions (a call graph by name over the package)."""
+    import ast
+
+    modules: dict[str, ast.Module] = {}
+    for path in (ROOT / "jetastar").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = ast.parse(path.read_text(encoding="utf-8"))
+
+    def resolve(module: str, level: int, target: str | None) -> str:
+        if level == 0:
+            return target or ""
+        base = module.split(".")[:-level] if not module.endswith("__init__") else module.split(".")
+        return ".".join([*base, *([target] if target else [])])
+
+    functions: dict[tuple[str, str], ast.FunctionDef] = {}
+    names: dict[str, dict[str, tuple[str, str]]] = {}  # module -> local name -> (module, name)
+    for module, tree in modules.items():
+        local = names.setdefault(module, {})
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions[module, node.name] = node
+                local[node.name] = (module, node.name)
+            elif isinstance(node, ast.ImportFrom):
+                source = resolve(module, node.level, node.module)
+                for alias in node.names:
+                    local[alias.asname or alias.name] = (source, alias.name)
+
+    def calls(module: str, fn: ast.FunctionDef) -> set[tuple[str, str]]:
+        out = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                target = names[module].get(node.func.id)
+                while target is not None and target not in functions and target[0] in names:
+                    nxt = names[target[0]].get(target[1])  # (re-exported by another module)
+                    target = None if nxt == target else nxt
+                if target in functions:
+                    out.add(target)
+        return out
+
+    gpu = [key for key, fn in functions.items()
+           if any("cuda.jit" in name for name in _decorator_names(fn))]
+    assert len(gpu) >= 10
+    seen, todo = set(gpu), list(gpu)
+    while todo:
+        key = todo.pop()
+        for callee in calls(key[0], functions[key]) - seen:
+            seen.add(callee)
+            todo.append(callee)
+    reached = {(m, f) for m, f in seen if "kernel_helper" in _decorator_names(functions[m, f])}
+    assert not reached, sorted(reached)
+    # (the walk does find the CPU functions GPU kernels share: the split likelihood)
+    assert ("jetastar.ginkgo.kernels", "split_llh_given_parent") in seen
