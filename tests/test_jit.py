@@ -365,6 +365,40 @@ def test_warm_up_compiles_only_for_jets_as_large_as_the_run_has(monkeypatch):
         warmup.compile_estimate(names, 2) - 4
 
 
+def test_warm_up_compiles_a_parallel_chunk_kernel_only_for_chunks_that_large(monkeypatch, tmp_path):
+    # issue 61 point 11: `jetastar cluster` of a 100-jet file with greedy compiled the parallel
+    # variant of greedy's chunk kernel (~7.5 of ~35 CPU-s), which only chunks of 256 jets or more
+    # take: the warm-up now knows how many jets the run has
+    from jetastar.batch import BatchConfig, executors, run_batch
+    from jetastar.clustering import warmup
+    from jetastar.clustering.chunks import PARALLEL_FROM
+
+    variants = []
+    monkeypatch.setattr(warmup, "_warmed", set())
+    monkeypatch.setattr(warmup, "cluster", lambda jet, name, **options: None)
+    monkeypatch.setattr(warmup, "_warm_columnar", lambda jets, name, kernel, options,
+                        parallel=True: variants.append((name, parallel)))
+    config = BatchConfig(["greedy"], chunk_size=5000)
+    opts = {"greedy": {}}
+    executors.warm_up_here(config, opts, n_jets=100, largest_jet=16)
+    executors.warm_up_here(config, opts, n_jets=PARALLEL_FROM, largest_jet=16)
+    executors.warm_up_here(config, opts, largest_jet=16)  # (unknown: as large as the chunk size)
+    assert variants == [("greedy", False), ("greedy", True), ("greedy", True)]
+    # a batch run passes the file's number of jets on (one worker: this process warms up)
+    seen = []
+    monkeypatch.setattr("jetastar.batch.runner.warm_up_for", lambda *a, **k: seen.append(
+        k.get("n_jets")))
+    monkeypatch.setattr("jetastar.batch.runner._digest_while_warming", lambda *a, **k: (
+        seen.append(k.get("n_jets")), "digest")[1])
+    from jetastar import io as jio
+    from jetastar.ginkgo import ShowerParams, generate
+    path = tmp_path / "jets.h5"
+    jio.write(path, generate(20, ShowerParams.qcd(), seed=3))
+    run_batch([path], BatchConfig(["greedy"]), output_dir=tmp_path / "out", workers=1,
+              progress=False)
+    assert seen and set(seen) == {20}
+
+
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_zero_threads_is_refused_in_one_line(monkeypatch, value):
     monkeypatch.setenv("NUMBA_NUM_THREADS", value)

@@ -268,9 +268,18 @@ class WorkerWatch:
         return gone
 
 
+def _largest_chunk(config: BatchConfig, n_jets: int | None) -> int | None:
+    """The most jets a chunk of the run holds: the chunk size, or the run's jets if fewer."""
+    if n_jets is None:
+        return config.chunk_size
+    if config.chunk_size is None:
+        return int(n_jets)
+    return min(int(config.chunk_size), int(n_jets))
+
+
 def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
                  names: Sequence[str] | None = None, *, n_workers: int = 1,
-                 largest_jet: int | None = None) -> None:
+                 largest_jet: int | None = None, n_jets: int | None = None) -> None:
     """Compile (or load) the kernels of the algorithms, in this process, before the first timed
     jet: those the run will call (the chunk kernels only for chunks that take them, their
     parallel variant only for one worker and chunks that large).
@@ -282,12 +291,15 @@ def warm_up_here(config: BatchConfig, opts: dict[str, dict[str, Any]],
         n_workers: how many processes cluster at the same time.
         largest_jet: leaves of the run's largest jet, when known (see
             :func:`~jetastar.clustering.warmup.warm_up_sizes`).
+        n_jets: jets the run clusters, when known: no chunk holds more (a file of 100 jets does
+            not compile the parallel variant of a chunk kernel that takes 256 jets or more).
     """
     names = config.algorithms if names is None else names
-    with compile_estimate_for(compile_estimate(names, chunk_jets=config.chunk_size,
+    chunk_jets = _largest_chunk(config, n_jets)
+    with compile_estimate_for(compile_estimate(names, chunk_jets=chunk_jets,
                                                largest_jet=largest_jet), names):
         warm_up(names, opts, {name: size_limit(name, config) for name in names},
-                chunk_jets=config.chunk_size, threads=n_workers == 1, largest_jet=largest_jet)
+                chunk_jets=chunk_jets, threads=n_workers == 1, largest_jet=largest_jet)
 
 
 def _warm_task(config: BatchConfig, names: Sequence[str], n_workers: int,
@@ -345,13 +357,14 @@ def warm_up_workers(executor: cf.Executor, config: BatchConfig, n_workers: int, 
 
 
 def warm_up_for(config: BatchConfig, executor: cf.Executor | None, n_workers: int, *,
-                largest_jet: int | None = None) -> None:
+                largest_jet: int | None = None, n_jets: int | None = None) -> None:
     """Warm up this process (no executor) or the executor's workers, and wait for it; failures
-    are left for the chunks to report (``largest_jet``: as in :func:`warm_up_workers`)."""
+    are left for the chunks to report (``largest_jet``: as in :func:`warm_up_workers`;
+    ``n_jets``: as in :func:`warm_up_here`, for this process)."""
     if executor is None:
         load_registry(config.plugins)
         warm_up_here(config, {name: options_for(name, config, 1) for name in config.algorithms},
-                     largest_jet=largest_jet)
+                     largest_jet=largest_jet, n_jets=n_jets)
         return
     for fut in warm_up_workers(executor, config, n_workers, largest_jet=largest_jet):
         try:

@@ -303,7 +303,8 @@ def _run_file(
             _refuse_foreign_output(out, out_info)
         largest = _largest_jet(reader) if n > 0 else None
         identity = input_identity(inp, recorded or _digest_while_warming(
-            reader, config, executor, n_workers, warm=n > 0 and first, largest_jet=largest))
+            reader, config, executor, n_workers, warm=n > 0 and first, largest_jet=largest,
+            n_jets=n))
         if fresh and parts.exists():
             shutil.rmtree(parts)
         if not fresh:
@@ -336,7 +337,7 @@ def _run_file(
         if todo_jets:
             # compile (or load) the kernels before the bar starts, so that its rate and ETA are
             # those of the clustering
-            warm_up_for(config, executor, n_workers, largest_jet=largest)
+            warm_up_for(config, executor, n_workers, largest_jet=largest, n_jets=n)
         # looked up on the module, so that one replacement of the progress helper reaches here
         bar = _progress.progress_bar(
             total=n, initial=n - todo_jets, unit="jet", desc=inp.name, show=progress, leave=True,
@@ -467,7 +468,8 @@ def _largest_jet(reader: JetSource) -> int | None:
 
 
 def _digest_while_warming(reader: JetSource, config: BatchConfig, executor: cf.Executor | None,
-                          n_workers: int, warm: bool, largest_jet: int | None) -> str:
+                          n_workers: int, warm: bool, largest_jet: int | None,
+                          n_jets: int | None = None) -> str:
     """``reader.digest()`` (it reads every jet once: ~1 s per 200 000 jets); with ``warm``, the
     kernels of this process (the hash is taken by a thread meanwhile) or of the executor's workers
     (their warm-up tasks are sent first) are warmed up at the same time, on warm-up jets of at
@@ -480,7 +482,7 @@ def _digest_while_warming(reader: JetSource, config: BatchConfig, executor: cf.E
         return reader.digest()
     with cf.ThreadPoolExecutor(1, thread_name_prefix="jetastar-digest") as pool:
         digest = pool.submit(reader.digest)
-        warm_up_for(config, None, n_workers, largest_jet=largest_jet)
+        warm_up_for(config, None, n_workers, largest_jet=largest_jet, n_jets=n_jets)
         return digest.result()
 
 

@@ -213,7 +213,7 @@ def cluster_collection(
     n = len(collection)
     if n:
         warm_up_here(config, opts, n_workers=n_workers,
-                     largest_jet=int(collection.n_leaves.max()))
+                     largest_jet=int(collection.n_leaves.max()), n_jets=n)
     rows: dict[str, dict[int, ClusteringResult]] = {name: {} for name in config.algorithms}
     flat = _cluster_columnar(collection, config, opts, n_workers, rows)
     _cluster_on_gpu(collection, config, opts, rows)
