@@ -11,7 +11,9 @@ Rules for every numba kernel in jetastar (read before adding one):
    agglomerative ``pair_llh``, without which beam search is 13 % slower; measure before adding one):
    numba inlines by compiling the helper's bytecode again at every call site, nested helpers
    included, and such copies were most of the compile time of the kernels calling them (each inlined
-   copy of ψ, ``split_llh_given_parent``, costs its kernel ~2 CPU-s). Measured 2026-12-07: removing
+   copy of ψ, ``split_llh_given_parent``, cost its kernel ~2 CPU-s before numba's flag comparison
+   was made fast, :mod:`jetastar._numba_flags`; since, a copy of ``pair_llh`` costs a toy kernel
+   ~0.1 CPU-s, late 2026-12-07). Measured 2026-12-07: removing
    every ``inline="always"`` saved only ~5 % of a first run's compile time and made the exact MAP
    ~15 % slower, not inlining ψ alone made greedy's chunk kernel ~60 % slower; calling ψ and its
    bound through non-inlined twins in the exact MAP's warm start (at most three splits per cluster)
