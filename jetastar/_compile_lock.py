@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["WAIT_LIMIT_S", "install", "kernel_lock", "lock_path"]
+__all__ = ["WAIT_LIMIT_S", "install", "jetastar_kernel", "kernel_lock", "lock_path", "switched_on"]
 
 #: the longest a process waits for another one's compilation of one kernel before compiling it
 #: itself (the largest kernel chain compiles in ~15 CPU-s; a busy node takes a few times that)
@@ -55,8 +55,16 @@ _SWITCH_ENV = "JETASTAR_COMPILE_LOCK"
 _held: dict[str, int] = {}
 
 
-def _enabled() -> bool:
-    return os.environ.get(_SWITCH_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+def switched_on(name: str) -> bool:
+    """Whether the environment switch ``name`` of one of jetastar's numba patches is on: it is,
+    unless set to ``0``, ``off``, ``no`` or ``false``."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def jetastar_kernel(dispatcher: Any) -> bool:
+    """Whether a numba dispatcher compiles a function of the jetastar package."""
+    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
+    return module == "jetastar" or module.startswith("jetastar.")
 
 
 @contextlib.contextmanager
@@ -113,10 +121,7 @@ def kernel_lock(path: str, wait_limit_s: float = WAIT_LIMIT_S) -> Iterator[bool]
 def lock_path(dispatcher: Any) -> str | None:
     """The lock file of a numba dispatcher's kernel (next to its cache index), or ``None`` when it
     gets no lock: not a jetastar kernel, not cached on disk, or the switch is off."""
-    if not _enabled():
-        return None
-    module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
-    if not (module == "jetastar" or module.startswith("jetastar.")):
+    if not switched_on(_SWITCH_ENV) or not jetastar_kernel(dispatcher):
         return None
     cache = getattr(dispatcher, "_cache", None)
     folder = getattr(cache, "_cache_path", None)

@@ -33,8 +33,9 @@ Example:
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from ._compile_lock import switched_on
 
 __all__ = ["install", "installed", "numba_values"]
 
@@ -46,10 +47,6 @@ _original: Any = None
 #: per ``TargetConfig`` class: its options' defaults in option order, or ``None`` where the class
 #: overrides an option's property (numba's ``values()`` is used for it)
 _defaults: dict[type, dict[str, Any] | None] = {}
-
-
-def _enabled() -> bool:
-    return os.environ.get(_SWITCH_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
 
 
 def _is_generated(prop: Any) -> bool:
@@ -121,7 +118,7 @@ def install() -> None:
     """Give numba's ``TargetConfig`` the fast ``values()`` (once per process; see the module's
     docstring for when numba's own is kept)."""
     global _original
-    if not _enabled() or installed():
+    if not switched_on(_SWITCH_ENV) or installed():
         return
     try:
         from numba.core.compiler import Flags

@@ -550,3 +550,67 @@ def test_no_gpu_kernel_reaches_a_kernel_helper():
     assert not reached, sorted(reached)
     # (the walk does find the CPU functions GPU kernels share: the split likelihood)
     assert ("jetastar.ginkgo.kernels", "split_llh_given_parent") in seen
+
+
+# ------------------------------------------------------- the garbage collector during compilation
+def _gc_probe_kernel(module: str) -> tuple[Any, list[bool]]:
+    """A new kernel of ``module`` that records ``gc.isenabled()`` while numba types it (an
+    ``@overload`` runs its Python body at compile time), and that list."""
+    from numba.extending import overload
+
+    seen: list[bool] = []
+
+    def probe() -> None:
+        pass
+
+    @overload(probe)
+    def _probe_impl():  # (runs inside the compilation)
+        import gc
+
+        seen.append(gc.isenabled())
+        return lambda: None
+
+    def kernel() -> int:
+        probe()
+        return 1
+
+    kernel.__module__ = module
+    return nb.njit(kernel), seen
+
+
+@pytest.mark.parametrize(("module", "switch", "paused"), [
+    ("jetastar._probe_kernels", None, True),  # a jetastar kernel
+    ("my_analysis", None, False),  # the user's own kernels are left as numba compiles them
+    ("jetastar._probe_kernels", "0", False),  # the switch
+])
+def test_the_garbage_collector_pauses_while_a_jetastar_kernel_compiles(
+        monkeypatch, module, switch, paused):
+    import gc
+
+    if switch is not None:
+        monkeypatch.setenv("JETASTAR_GC_PAUSE", switch)
+    assert gc.isenabled()
+    kernel, seen = _gc_probe_kernel(module)
+    assert kernel() == 1
+    assert seen and all(enabled is not paused for enabled in seen)
+    assert gc.isenabled()  # on again afterwards
+
+
+def test_a_collector_the_program_switched_off_stays_off_and_a_failed_compile_restores_it():
+    import gc
+
+    kernel, seen = _gc_probe_kernel("jetastar._probe_kernels")
+    gc.disable()
+    try:
+        assert kernel() == 1
+        assert seen == [False] * len(seen) and not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def broken(x):
+        return x.no_such_attribute
+
+    broken.__module__ = "jetastar._probe_kernels"
+    with pytest.raises(nb.core.errors.TypingError):
+        nb.njit(broken)(1.0)
+    assert gc.isenabled()
