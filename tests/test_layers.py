@@ -19,7 +19,7 @@ LAYERS: dict[str, int] = {
     "jetastar._cuda": 0,
     "jetastar._sorting": 0, "jetastar._lock": 0, "jetastar._leftovers": 0, "jetastar._atomic": 0,
     "jetastar._refcount": 0, "jetastar._text": 0, "jetastar._compile_lock": 0,
-    "jetastar._numba_flags": 0,
+    "jetastar._numba_flags": 0, "jetastar._numba_inline": 0,
     "jetastar.ginkgo": 1, "jetastar.tree": 1, "jetastar._columnar": 1,
     "jetastar.jet": 2,
     "jetastar.ginkgo.generator": 3, "jetastar.momenta": 3, "jetastar.particles": 3,
