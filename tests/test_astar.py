@@ -341,8 +341,9 @@ def test_approx_on_costs(cls, signed):
         for base in (average_linkage(model), greedy(model)):
             assert res.cost <= base.cost + 1e-9
         assert res.stats["average_linkage_log_likelihood"] == -average_linkage(model).cost
-        again = astar_approx(model, seed=1, progress=False)
-        assert again.cost == res.cost and again.tree == res.tree
+        if n == 25:  # (once: a search of 40 points takes ~8 s)
+            again = astar_approx(model, seed=1, progress=False)
+            assert again.cost == res.cost and again.tree == res.tree
         if n <= 12:
             ref = exact_trellis(model, progress=False).cost
             full = astar_approx(model, all_pairs_max_size=None, max_explored=None, weight=1.0,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.batch_algorithms import PLUGIN, caterpillar
+from helpers.batch_algorithms import PLUGIN, SLEEP_SCALE, caterpillar
 from helpers.processes import signal_group_and_wait, start_like_a_terminal
 
 from jetastar import io as jio
@@ -480,7 +480,9 @@ def test_interrupt_with_workers_stops_keeps_finished_chunks_and_resumes(tmp_path
     assert kept_before <= len(parts) < 24
     assert f"{2 * len(parts)} of 48 jets" in err
     assert not out.exists()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    # the rest without the sleeps (the same options, so the run resumes)
+    done = subprocess.run(cmd, env={**env, SLEEP_SCALE: "0"}, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"{len(parts)}/24 chunks resumed" in done.stdout
     _check_complete(out, 48)

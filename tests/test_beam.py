@@ -88,7 +88,7 @@ def test_full_beam_matches_brute_force():
     """Independent oracle: enumerate all trees; the whole final beam is every tree of the jet."""
     for _, jet in reference_jets(max_leaves=5)[::15]:
         for likelihood in ("symmetric", "legacy"):
-            bf = brute_force(jet, likelihood)
+            bf = brute_force(jet, likelihood, with_trees=True)
             result = beam_search(jet, beam_size=bf["n_trees"], likelihood=likelihood)
             assert close(result.log_likelihood, bf["map_ll"], 1e-12)
             assert any(result.tree == t for t in bf["map_trees"])

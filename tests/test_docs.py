@@ -3,17 +3,14 @@ name has a page with an example, the examples run, and the CLI reference is the 
 
 from __future__ import annotations
 
-import contextlib
 import doctest
 import html
 import importlib
-import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +24,6 @@ from api_examples import CONSTANTS, EXAMPLES  # noqa: E402
 from jetastar_docs import FACES, HELP_COLUMNS  # noqa: E402  (needs sphinx: pip install -e ".[test]")
 
 from jetastar.clustering import registry  # noqa: E402
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` between the processes of a test run (POSIX; elsewhere none:
-    each worker then builds the site itself)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _build_site(out: Path) -> dict[str, Any]:
@@ -64,22 +44,13 @@ def _build_site(out: Path) -> dict[str, Any]:
             "seconds": time.perf_counter() - start}
 
 
-@pytest.fixture(scope="session")
-def site(tmp_path_factory, worker_id) -> Path:
-    """The site, built once per test run: the first pytest worker that needs it builds it into a
-    folder that the workers share (the notebooks are executed: about 2 minutes on 2 cores), the
-    others wait for it and read the same build and its outcome."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # (the workers' common folder)
-    out = shared / "docs-site"
-    with _locked(shared / "docs-site.lock"):
-        outcome_file = out / "outcome.json"
-        if outcome_file.exists():
-            outcome = json.loads(outcome_file.read_text())
-        else:
-            out.mkdir(exist_ok=True)
-            outcome = _build_site(out)
-            outcome_file.write_text(json.dumps(outcome))
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site, built once (the notebooks are executed: about 2 minutes on 2 cores). Only
+    :func:`test_the_site` uses it: one test, so that one pytest worker builds it while the other
+    runs other tests, instead of waiting for it."""
+    out = tmp_path_factory.mktemp("docs-site")
+    outcome = _build_site(out)
     assert outcome["returncode"] == 0 and not outcome["warnings"], (
         f"docs build failed (rc {outcome['returncode']}, {outcome['seconds']:.0f} s):\n"
         + outcome["stderr"])
@@ -87,15 +58,29 @@ def site(tmp_path_factory, worker_id) -> Path:
 
 
 @pytest.mark.slow
-def test_site_builds_without_warnings(site):
+def test_the_site(site):
+    """Every check of the built site, each reported by name: the pages are there, the options
+    page is every declaration, every public name has a page with an example, the notebooks ran top
+    to bottom and show their outputs, and the CLI reference is the ``--help`` output."""
+    failures = []
+    for check in (_pages_are_there, _algorithm_options_page_is_every_declaration,
+                  _every_public_name_has_a_page_with_an_example, _notebook_pages_show_outputs,
+                  _notebooks_ran_top_to_bottom, _cli_reference_is_the_help_output):
+        try:
+            check(site)
+        except AssertionError as exc:
+            failures.append(f"{check.__name__}: {exc}")
+    assert not failures, "\n\n".join(failures)
+
+
+def _pages_are_there(site: Path) -> None:
     pages = [p.stem for p in (ROOT / "docs").iterdir() if p.suffix in (".md", ".rst")]
     assert {"index", "getting_started", "algorithms", "algorithm_options", "cli"} <= set(pages)
     for page in [*pages, "notebooks/quickstart", "notebooks/map_vs_truth"]:
         assert (site / f"{page}.html").is_file(), page
 
 
-@pytest.mark.slow
-def test_algorithm_options_page_is_every_declaration(site):
+def _algorithm_options_page_is_every_declaration(site: Path) -> None:
     """The option tables are written from the algorithms' declarations: every registered algorithm
     has its section, every option its row with its default and allowed values."""
     from jetastar.clustering import algorithm_info, algorithms
@@ -120,8 +105,7 @@ def _page_of(face: str, name: str, site: Path) -> Path:
     return site / "api" / "generated" / f"{face}.{name}.html"
 
 
-@pytest.mark.slow
-def test_every_public_name_has_a_page_with_an_example(site):
+def _every_public_name_has_a_page_with_an_example(site: Path) -> None:
     missing = []
     for face in FACES:
         module = importlib.import_module(face)
@@ -137,11 +121,28 @@ def test_every_public_name_has_a_page_with_an_example(site):
     assert not missing, missing
 
 
-@pytest.mark.slow
-def test_notebook_pages_show_outputs(site):
+def _notebook_pages_show_outputs(site: Path) -> None:
     quickstart = (site / "notebooks" / "quickstart.html").read_text(encoding="utf-8")
     assert "cell_output" in quickstart and "available:" in quickstart  # printed by a cell
     assert "<img" in (site / "notebooks" / "map_vs_truth.html").read_text(encoding="utf-8")
+
+
+def _notebooks_ran_top_to_bottom(site: Path) -> None:
+    """Every notebook of ``notebooks/`` ran top to bottom in the site's build (which executes
+    them at small sizes, fails on an error in a cell, 10 minutes a cell at most): each code cell
+    ran, in order, and none has an error output."""
+    import nbformat
+
+    names = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert len(names) >= 3, names
+    for name in names:
+        assert (ROOT / "docs" / "notebooks" / name).resolve() == (ROOT / "notebooks" / name).resolve()
+        nb = nbformat.read(site.parent / "jupyter_execute" / "notebooks" / name, as_version=4)
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+        assert code and [cell.execution_count for cell in code] == list(range(1, len(code) + 1)), name
+        errors = [out for cell in code for out in cell.get("outputs", [])
+                  if out.get("output_type") == "error"]
+        assert not errors, (name, errors[:1])
 
 
 _PRINT_HELP = """
@@ -183,8 +184,7 @@ def _pre_blocks(page: Path) -> list[str]:
     return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in blocks]
 
 
-@pytest.mark.slow
-def test_cli_reference_is_the_help_output(site):
+def _cli_reference_is_the_help_output(site: Path) -> None:
     blocks = [block.strip("\n") for block in _pre_blocks(site / "cli.html")]
     for command, text in _help_texts().items():
         assert text.strip("\n") in blocks, f"jetastar {command} --help differs from docs/cli"

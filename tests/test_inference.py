@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -53,22 +54,27 @@ def density_split(p_left: np.ndarray, p_right: np.ndarray, t_cut: float, lam: fl
     return both + math.log(0.5) - math.log(4 * math.pi) + math.log(8 * t_p) - 0.5 * math.log(kallen)
 
 
-def density_tree(jet: Jet, nested: object) -> float:
-    """A tree's log-likelihood in the density form (a leaf above t_cut: −inf)."""
+def density_tree(jet: Jet, nested: object, memo: dict[Any, float] | None = None) -> float:
+    """A tree's log-likelihood in the density form (a leaf above t_cut: −inf); ``memo`` keeps the
+    leaf and split terms of one jet between calls (each distinct split is scored once)."""
     leaves = np.asarray(jet.leaves)
     p = jet.params
+    memo = {} if memo is None else memo
 
-    def momentum(x: object) -> np.ndarray:
-        return leaves[x] if isinstance(x, int) else momentum(x[0]) + momentum(x[1])  # type: ignore[index]
-
-    def score(x: object, root: bool) -> float:
+    def walk(x: object, root: bool) -> tuple[tuple[int, ...], float]:
+        """The leaves under ``x`` (sorted) and the log-likelihood of its subtree."""
         if isinstance(x, int):
-            return 0.0 if _t(leaves[x]) <= p.t_cut else -math.inf
-        value = density_split(momentum(x[0]), momentum(x[1]), p.t_cut,  # type: ignore[index]
-                              p.lam_root if root else p.lam)
-        return value + score(x[0], False) + score(x[1], False)  # type: ignore[index]
+            if x not in memo:
+                memo[x] = 0.0 if _t(leaves[x]) <= p.t_cut else -math.inf
+            return (x,), memo[x]
+        a, va = walk(x[0], False)  # type: ignore[index]
+        b, vb = walk(x[1], False)  # type: ignore[index]
+        if (a, b, root) not in memo:
+            memo[a, b, root] = density_split(leaves[list(a)].sum(axis=0), leaves[list(b)].sum(axis=0),
+                                             p.t_cut, p.lam_root if root else p.lam)
+        return tuple(sorted(a + b)), memo[a, b, root] + va + vb
 
-    return score(nested, True)
+    return walk(nested, True)[1]
 
 
 def _with(jet: Jet, **rates: float) -> Jet:
@@ -89,8 +95,11 @@ def test_density_form_is_summed_over_trees_as_brute_force_does():
     """MAP and log Z of the density form by the trellis equal an enumeration of every tree with the
     independent split term above (jets of 2 to 7 leaves)."""
     checked = 0
-    for jet in generate(60, ShowerParams.qcd(), seed=34, max_leaves=7):
-        values = [density_tree(jet, nested) for nested in all_nested(tuple(range(jet.n_leaves)))]
+    for jet in JetCollection.concatenate([generate(60, ShowerParams.qcd(), seed=34, max_leaves=6),
+                                          generate(4, ShowerParams.qcd(), seed=34, min_leaves=7,
+                                                   max_leaves=7)]):
+        memo: dict[Any, float] = {}
+        values = [density_tree(jet, nested, memo) for nested in all_nested(tuple(range(jet.n_leaves)))]
         top = max(values)
         res = exact_trellis(jet, "density")
         if top == -math.inf:
@@ -161,6 +170,9 @@ def test_log_evidence_is_the_trellis_log_z(jets, likelihood):
 
 @pytest.mark.parametrize("likelihood", LIKELIHOODS)
 def test_a_grid_is_its_points_one_by_one(jets, likelihood):
+    # (each jet's trees summed 12 times: the jets of up to 11 leaves and those of t_cut 4 GeV² of 12)
+    n = np.asarray(jets.n_leaves)
+    jets = jets.take(np.flatnonzero((n <= 11) | ((n == 12) & (jets.params["t_cut"] == 4.0))))
     lams, roots = np.array([0.8, 1.6, 2.9]), np.array([1.2, 3.1])
     grid = log_z_grid(jets, likelihood, lam=lams, lam_root=roots, want_map=True)
     for a, lam in enumerate(lams):
@@ -187,6 +199,28 @@ def test_scan_sums_the_jets(jets):
     assert two.per_jet.shape == (len(jets), 2, 3)
 
 
+@pytest.mark.parametrize("likelihood", ["density", "symmetric"])
+def test_truth_scan_on_two_rates_is_each_points_log_likelihood(jets, likelihood):
+    """The truth estimator on a grid of both rates (scored per rate, not per point) is every
+    point's truth-tree log-likelihood; a jet -inf at the first point is scored point by point."""
+    from jetastar.ginkgo import log_likelihood
+
+    lams, roots = [0.4, 1.3, 2.2], [0.05, 1.0, 2.5, 4.0]
+    # (the last two: leaves above a lowered t_cut, impossible in the density form)
+    jets = JetCollection.concatenate([jets, jets.take([5, 6]).with_params(t_cut=1e-3)])
+    s = scan(jets, lam=lams, lam_root=roots, estimator="truth", likelihood=likelihood,
+             max_leaves=None)
+    assert s.per_jet.shape == (len(jets), 3, 4)
+    for i in [*range(0, len(jets), 7), len(jets) - 1]:
+        for a, lam in enumerate(lams):
+            for b, root in enumerate(roots):
+                ref = log_likelihood(_with(jets[i], lam=lam, lam_root=root), jets[i].truth,
+                                     likelihood=likelihood)
+                got = s.per_jet[i, a, b]
+                assert got == pytest.approx(ref, rel=1e-11) or (np.isnan(got) and ref == -np.inf)
+    assert np.isnan(s.per_jet[-2:]).all() == (likelihood == "density")
+
+
 # ---------------------------------------------------------------------- fits
 def test_fit_recovers_the_rate_it_was_generated_with():
     jets = generate(300, ShowerParams.qcd(lam=2.1, lam_root=2.1), seed=38)
@@ -209,8 +243,8 @@ def test_fit_recovers_the_rate_it_was_generated_with():
 
 
 def test_two_rates_profile_each_other():
-    jets = generate(150, ShowerParams.w(), seed=39, max_leaves=14)
-    result = fit(jets, free=("lam", "lam_root"), selection=(1, 14))
+    jets = generate(150, ShowerParams.w(), seed=39, max_leaves=12)
+    result = fit(jets, free=("lam", "lam_root"), selection=(1, 12))
     assert set(result.values) == {"lam", "lam_root"}
     for name in ("lam", "lam_root"):
         lo, hi = result.interval(name, 0.95)

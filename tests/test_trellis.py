@@ -137,7 +137,7 @@ def _five_leaf_jet() -> Jet:
 
 def test_posterior_samples_chi_square():
     jet = _five_leaf_jet()
-    bf = brute_force(jet)
+    bf = brute_force(jet, with_trees=True)
     prob = np.exp(bf["lls"] - bf["log_z"])
     index = {tree: k for k, tree in enumerate(bf["trees"])}
     n = 20_000

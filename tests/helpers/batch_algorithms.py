@@ -4,6 +4,7 @@ this module through the ``plugins`` mechanism (:data:`PLUGIN`)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 from jetastar import Tree
@@ -13,6 +14,10 @@ from jetastar.ginkgo import log_likelihood
 
 #: the plugin module to name in ``BatchConfig(plugins=[...])`` / ``--plugin``
 PLUGIN = __name__
+
+#: environment variable: test-chain sleeps its ``delay`` times this (default 1); a resumed run with
+#: 0 has the same options (so it resumes) and finishes at once
+SLEEP_SCALE = "JETASTAR_TEST_CHAIN_SLEEP"
 
 
 def caterpillar(n: int) -> Tree:
@@ -28,7 +33,7 @@ def _test_chain(jet, delay: float = 0.0, fail_id: int = -1, max_time: float | No
                 likelihood: str = "symmetric"):
     start = time.perf_counter()
     if delay:
-        time.sleep(delay)
+        time.sleep(delay * float(os.environ.get(SLEEP_SCALE, "1")))
     if jet.jet_id == fail_id:
         raise RuntimeError(f"deliberate failure on jet {jet.jet_id}")
     tree = caterpillar(jet.n_leaves)
