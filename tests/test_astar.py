@@ -494,3 +494,20 @@ def test_approx_skips_its_up_front_small_cluster_dp_when_the_budget_is_short(mon
     assert short.log_likelihood == pytest.approx(log_likelihood(jet, short.tree), rel=1e-12)
     astar_approx(jet, progress=False)  # no budget: the table as before
     assert calls == [1]
+
+
+def test_jets_and_cost_models_share_one_compiled_search():
+    """The kernel tables of a jet and of a cost model have the same numba types, so one compiled A*
+    serves both (a writable placeholder for the cost model's leaves made numba compile every A*
+    kernel a second time, ~40 s on its first use)."""
+    from numba import typeof
+
+    from jetastar.clustering.exact.astar import _Problem
+
+    jet = generate(1, ShowerParams.qcd(), seed=3, min_leaves=6, max_leaves=6)[0]
+    for likelihood in ("symmetric", "legacy"):
+        for heuristic in ("h0", "h1"):
+            of_jet = _Problem(jet, likelihood, heuristic, "h0").tables
+            for cls, signed in COST_MODELS:
+                of_model = _Problem(cls(_graph(6, 1, signed)), None, None, "h0").tables
+                assert [typeof(a) for a in of_jet] == [typeof(a) for a in of_model]

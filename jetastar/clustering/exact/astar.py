@@ -232,8 +232,12 @@ class _Problem:
             self.heuristic = COST_HEURISTIC
             self.kind = 0
             self.code = int(target.code)
+            placeholder = np.zeros((n, 4))
+            # read-only, as a jet's leaves are: jets and cost models share one compiled A* (a
+            # writable array here made numba compile every A* kernel again, ~40 s on first use)
+            placeholder.flags.writeable = False
             self.tables = (
-                np.zeros((n, 4)), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
+                placeholder, np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros((n, n)),
                 np.zeros((2, 5)), np.ones(1, dtype=np.int64),
                 np.ascontiguousarray(np.stack(
                     [target.positive_weights, target.negative_weights, target.weights])),
