@@ -865,8 +865,8 @@ def fit(
 
     Example:
         >>> from jetastar.ginkgo import ShowerParams, generate
-        >>> jets = generate(100, ShowerParams.w(lam_root=3.0), seed=4, max_leaves=14)
-        >>> r = fit(jets, free=("lam_root",), selection=(1, 14))
+        >>> jets = generate(100, ShowerParams.w(lam_root=3.0), seed=4, max_leaves=12)
+        >>> r = fit(jets, free=("lam_root",), selection=(1, 12))
         >>> sorted(r.values), r.estimator
         (['lam_root'], 'marginal')
     """
