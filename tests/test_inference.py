@@ -202,7 +202,8 @@ def test_scan_sums_the_jets(jets):
 @pytest.mark.parametrize("likelihood", ["density", "symmetric"])
 def test_truth_scan_on_two_rates_is_each_points_log_likelihood(jets, likelihood):
     """The truth estimator on a grid of both rates (scored per rate, not per point) is every
-    point's truth-tree log-likelihood; a jet -inf at the first point is scored point by point."""
+    point's truth-tree log-likelihood; jets impossible in the density form are left out of the
+    scan (NaN), as at every point of a one-rate scan."""
     from jetastar.ginkgo import log_likelihood
 
     lams, roots = [0.4, 1.3, 2.2], [0.05, 1.0, 2.5, 4.0]
